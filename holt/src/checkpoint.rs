@@ -1,0 +1,330 @@
+//! Checkpoints: a consistent image of every tree at one LSN.
+//!
+//! File `dir/checkpoint-<20-digit lsn>.ckpt`, written as `.tmp`, fdatasynced, renamed, and the
+//! directory fsynced. It is a sequence of blocks, each `u32le len | u32le crc32(body) | body`,
+//! body starting with a block type:
+//!
+//! ```text
+//! 1 header   magic "HOLTCKP1" | u32 format (1) | u64 lsn | u64 version | u64 history_floor
+//!            | u16 n | n × (u8 tag | u8 versioned | u32 nlen name)
+//! 2 entries  u32 n | n × (u8 tag | u32 klen key | u64 slot_version | u8 kind (0 tombstone, 1 value)
+//!            | [u32 vlen value])      — trees in tag order, keys in byte order
+//! 3 footer   u64 total_entries | u64 entry_blocks
+//! ```
+//!
+//! A file with a bad CRC, bad framing or no footer is rejected with `Error::Corrupt`.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::codec::{put_bytes, put_u16, put_u32, put_u64, put_u8, Dec};
+use crate::error::{Error, Result};
+use crate::mvcc::{HISTORY_NAME, HISTORY_TAG};
+use crate::registry::TreeMeta;
+use crate::state::{Slot, State, TreeMap};
+use crate::wal::writer::sync_dir;
+
+const MAGIC: &[u8; 8] = b"HOLTCKP1";
+const FORMAT: u32 = 1;
+const BLOCK_HEADER: u8 = 1;
+const BLOCK_ENTRIES: u8 = 2;
+const BLOCK_FOOTER: u8 = 3;
+/// Entry blocks are flushed once they reach this many bytes.
+const BLOCK_TARGET: usize = 1 << 20;
+
+/// `checkpoint-<20-digit lsn>.ckpt`.
+pub(crate) fn file_name(lsn: u64) -> String {
+    format!("checkpoint-{lsn:020}.ckpt")
+}
+
+fn parse_name(name: &str) -> Option<(u64, bool)> {
+    let rest = name.strip_prefix("checkpoint-")?;
+    let (digits, done) = if let Some(d) = rest.strip_suffix(".ckpt") {
+        (d, true)
+    } else {
+        (rest.strip_suffix(".tmp")?, false)
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((digits.parse().ok()?, done))
+}
+
+/// Checkpoint files found in a database directory.
+pub(crate) struct Listing {
+    /// Installed checkpoints `(lsn, path)`, newest first.
+    pub(crate) installed: Vec<(u64, PathBuf)>,
+    /// Leftover `.tmp` files of interrupted checkpoints.
+    pub(crate) stale_tmp: Vec<PathBuf>,
+}
+
+/// Lists the checkpoint files in `dir`.
+pub(crate) fn list(dir: &Path) -> Result<Listing> {
+    let mut done = Vec::new();
+    let mut tmp = Vec::new();
+    for ent in fs::read_dir(dir).map_err(|e| Error::io("read_dir", dir, e))? {
+        let ent = ent.map_err(|e| Error::io("read_dir", dir, e))?;
+        match ent.file_name().to_str().and_then(parse_name) {
+            Some((lsn, true)) => done.push((lsn, ent.path())),
+            Some((_, false)) => tmp.push(ent.path()),
+            None => {}
+        }
+    }
+    done.sort_by(|a, b| b.cmp(a));
+    Ok(Listing {
+        installed: done,
+        stale_tmp: tmp,
+    })
+}
+
+struct BlockWriter<'a> {
+    out: BufWriter<File>,
+    path: &'a Path,
+}
+
+impl BlockWriter<'_> {
+    fn block(&mut self, body: &[u8]) -> Result<()> {
+        let len = u32::try_from(body.len())
+            .map_err(|_| Error::InvalidArgument("checkpoint block exceeds 4 GiB".into()))?;
+        let mut head = [0u8; 8];
+        head[..4].copy_from_slice(&len.to_le_bytes());
+        head[4..].copy_from_slice(&crc32fast::hash(body).to_le_bytes());
+        self.out
+            .write_all(&head)
+            .and_then(|()| self.out.write_all(body))
+            .map_err(|e| Error::io("write", self.path, e))
+    }
+}
+
+/// Writes `state` as `dir/checkpoint-<state.lsn>.ckpt` (via `.tmp`, fdatasync, rename, directory
+/// fsync) and returns the installed path.
+pub(crate) fn write(dir: &Path, state: &State) -> Result<PathBuf> {
+    let final_path = dir.join(file_name(state.lsn));
+    let tmp_path = dir.join(format!("checkpoint-{:020}.tmp", state.lsn));
+    let file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&tmp_path)
+        .map_err(|e| Error::io("create", &tmp_path, e))?;
+    let mut w = BlockWriter {
+        out: BufWriter::with_capacity(1 << 20, file),
+        path: &tmp_path,
+    };
+
+    let mut head = vec![BLOCK_HEADER];
+    head.extend_from_slice(MAGIC);
+    put_u32(&mut head, FORMAT);
+    put_u64(&mut head, state.lsn);
+    put_u64(&mut head, state.version);
+    put_u64(&mut head, state.floor);
+    put_u16(&mut head, state.registry.len() as u16);
+    for m in state.registry.iter() {
+        put_u8(&mut head, m.tag);
+        put_u8(&mut head, u8::from(m.versioned));
+        put_bytes(&mut head, m.name.as_bytes());
+    }
+    w.block(&head)?;
+
+    let mut total = 0u64;
+    let mut blocks = 0u64;
+    let mut body = Vec::with_capacity(BLOCK_TARGET + 64);
+    let mut count = 0u32;
+    let start_block = |body: &mut Vec<u8>| {
+        body.clear();
+        body.push(BLOCK_ENTRIES);
+        body.extend_from_slice(&[0; 4]);
+    };
+    start_block(&mut body);
+    for m in state.registry.iter() {
+        for (k, s) in state.tree(m.tag).iter() {
+            put_u8(&mut body, m.tag);
+            put_bytes(&mut body, k);
+            put_u64(&mut body, s.version);
+            match &s.value {
+                Some(v) => {
+                    put_u8(&mut body, 1);
+                    put_bytes(&mut body, v);
+                }
+                None => put_u8(&mut body, 0),
+            }
+            count += 1;
+            total += 1;
+            if body.len() >= BLOCK_TARGET {
+                body[1..5].copy_from_slice(&count.to_le_bytes());
+                w.block(&body)?;
+                blocks += 1;
+                count = 0;
+                start_block(&mut body);
+            }
+        }
+    }
+    if count > 0 {
+        body[1..5].copy_from_slice(&count.to_le_bytes());
+        w.block(&body)?;
+        blocks += 1;
+    }
+    let mut foot = vec![BLOCK_FOOTER];
+    put_u64(&mut foot, total);
+    put_u64(&mut foot, blocks);
+    w.block(&foot)?;
+
+    let file = w
+        .out
+        .into_inner()
+        .map_err(|e| Error::io("write", &tmp_path, e.into_error()))?;
+    file.sync_data()
+        .map_err(|e| Error::io("fdatasync", &tmp_path, e))?;
+    drop(file);
+    fs::rename(&tmp_path, &final_path).map_err(|e| Error::io("rename", &tmp_path, e))?;
+    sync_dir(dir)?;
+    Ok(final_path)
+}
+
+/// Loads and validates a checkpoint file (memory-mapped).
+#[allow(unsafe_code)] // memmap2::Mmap::map is unsafe; see the SAFETY note below.
+pub(crate) fn load(path: &Path) -> Result<State> {
+    let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
+    let len = file
+        .metadata()
+        .map_err(|e| Error::io("stat", path, e))?
+        .len();
+    if len == 0 {
+        return Err(Error::corrupt(path, 0, "empty checkpoint file"));
+    }
+    // SAFETY: the mapping is read-only and the file is private to this database: checkpoints are
+    // immutable after their rename and the directory is held under the exclusive LOCK, so no one
+    // truncates or rewrites it while it is mapped. All reads are bounds-checked.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io("mmap", path, e))?;
+    parse(path, &map)
+}
+
+fn parse(path: &Path, data: &[u8]) -> Result<State> {
+    let mut off = 0usize;
+    let next_block = |off: &mut usize| -> Result<(u64, &[u8])> {
+        let at = *off as u64;
+        let head = data
+            .get(*off..*off + 8)
+            .ok_or_else(|| Error::corrupt(path, at, "truncated block header (no footer)"))?;
+        let blen = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
+        let crc = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+        let body = data
+            .get(*off + 8..*off + 8 + blen)
+            .ok_or_else(|| Error::corrupt(path, at, "block runs past end of file"))?;
+        if crc32fast::hash(body) != crc {
+            return Err(Error::corrupt(path, at, "block CRC mismatch"));
+        }
+        *off += 8 + blen;
+        Ok((at, body))
+    };
+    let bad = |at: u64| move |reason: String| Error::corrupt(path, at, reason);
+
+    let (at, head) = next_block(&mut off)?;
+    let mut d = Dec::new(head);
+    let mut state = State::new();
+    (|| -> std::result::Result<(), String> {
+        if d.u8()? != BLOCK_HEADER || d.take(8)? != MAGIC {
+            return Err("not a holt checkpoint (bad magic)".into());
+        }
+        let format = d.u32()?;
+        if format != FORMAT {
+            return Err(format!("unknown checkpoint format {format}"));
+        }
+        state.lsn = d.u64()?;
+        state.version = d.u64()?;
+        state.floor = d.u64()?;
+        for _ in 0..d.u16()? {
+            let tag = d.u8()?;
+            let versioned = d.u8()? == 1;
+            let name = String::from_utf8(d.bytes()?.to_vec())
+                .map_err(|_| "tree name is not UTF-8".to_string())?;
+            if tag == HISTORY_TAG {
+                if name != HISTORY_NAME || versioned {
+                    return Err("tag 0x00 is not the history tree".into());
+                }
+                continue;
+            }
+            state
+                .registry
+                .check_new(&name, tag)
+                .map_err(|e| e.to_string())?;
+            state.registry = state.registry.with(TreeMeta {
+                name,
+                tag,
+                versioned,
+            });
+        }
+        if !d.is_done() {
+            return Err("trailing bytes in header block".into());
+        }
+        Ok(())
+    })()
+    .map_err(bad(at))?;
+
+    let mut maps: Vec<TreeMap> = vec![TreeMap::new(); 256];
+    let mut total = 0u64;
+    let mut blocks = 0u64;
+    loop {
+        let (at, body) = next_block(&mut off)?;
+        let mut d = Dec::new(body);
+        let kind = d.u8().map_err(bad(at))?;
+        match kind {
+            BLOCK_ENTRIES => {
+                (|| -> std::result::Result<(), String> {
+                    for _ in 0..d.u32()? {
+                        let tag = d.u8()?;
+                        let meta = state
+                            .registry
+                            .get(tag)
+                            .ok_or_else(|| format!("entry for unregistered tag {tag:#04x}"))?;
+                        let key = d.bytes()?.to_vec();
+                        let version = d.u64()?;
+                        let value = match d.u8()? {
+                            0 if meta.versioned => None,
+                            1 => Some(Arc::<[u8]>::from(d.bytes()?)),
+                            other => return Err(format!("bad slot kind {other}")),
+                        };
+                        maps[usize::from(tag)].insert(key, Slot { value, version });
+                        total += 1;
+                    }
+                    if !d.is_done() {
+                        return Err("trailing bytes in entry block".into());
+                    }
+                    Ok(())
+                })()
+                .map_err(bad(at))?;
+                blocks += 1;
+            }
+            BLOCK_FOOTER => {
+                let (want_total, want_blocks) =
+                    (|| -> std::result::Result<(u64, u64), String> { Ok((d.u64()?, d.u64()?)) })()
+                        .map_err(bad(at))?;
+                if want_total != total || want_blocks != blocks {
+                    return Err(Error::corrupt(
+                        path,
+                        at,
+                        format!(
+                            "footer counts {want_total} entries in {want_blocks} blocks, \
+                             found {total} in {blocks}"
+                        ),
+                    ));
+                }
+                if off != data.len() {
+                    return Err(Error::corrupt(path, off as u64, "bytes after footer"));
+                }
+                break;
+            }
+            other => {
+                return Err(Error::corrupt(
+                    path,
+                    at,
+                    format!("unknown block type {other}"),
+                ));
+            }
+        }
+    }
+    state.trees = maps;
+    Ok(state)
+}

@@ -1,0 +1,591 @@
+//! `Db`: open/create, commit pipeline, views, history floor, checkpoints, stats.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+use crate::batch::{Batch, BatchOp, MAX_KEY_LEN, MAX_VALUE_LEN};
+use crate::checkpoint;
+use crate::error::{Error, Result};
+use crate::mvcc::{self, HISTORY_TAG};
+use crate::options::{Options, Stats, WalIo, WalIoPath};
+use crate::registry::{TreeInfo, TreeMeta};
+use crate::state::State;
+use crate::tree::{Tree, View};
+use crate::wal::reader::{list_segments, recover};
+use crate::wal::record::Record;
+use crate::wal::writer::{sync_dir, Pending, Wal};
+
+static NEXT_DB_ID: AtomicU64 = AtomicU64::new(1);
+
+/// One holt database: a directory (or an in-memory instance) holding named trees.
+///
+/// Cheap to clone; all clones share one engine and are `Send + Sync`. The directory lock is
+/// released when the last clone is dropped (`Tree` handles do not keep the database open).
+#[derive(Clone)]
+pub struct Db {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db")
+            .field("dir", &self.inner.dir)
+            .field("version", &self.version())
+            .finish()
+    }
+}
+
+pub(crate) struct Inner {
+    id: u64,
+    opts: Options,
+    dir: Option<PathBuf>,
+    /// The newest durable state; what readers see.
+    published: RwLock<Arc<State>>,
+    /// The commit lock, guarding the newest (possibly not yet durable) state that the next
+    /// batch is validated against.
+    tip: Mutex<Arc<State>>,
+    wal: Option<Wal>,
+    /// Serialises checkpoints.
+    ckpt: Mutex<()>,
+    /// WAL bytes (replayed + written) at the last checkpoint's rotation.
+    ckpt_base: AtomicU64,
+    replayed_bytes: u64,
+    commits: AtomicU64,
+    checkpoints: AtomicU64,
+    checkpoint_failures: AtomicU64,
+    /// Holds the advisory lock on `dir/LOCK` for the lifetime of the engine.
+    _lock: Option<File>,
+}
+
+fn check_wal_io(opts: &Options) -> Result<()> {
+    match opts.wal_io {
+        WalIo::Auto | WalIo::Blocking => Ok(()),
+        WalIo::IoUring => Err(Error::Unsupported(
+            "WalIo::IoUring is not implemented yet; use WalIo::Auto or WalIo::Blocking".into(),
+        )),
+    }
+}
+
+fn check_key(key: &[u8]) -> Result<()> {
+    if key.len() > MAX_KEY_LEN {
+        return Err(Error::InvalidArgument(format!(
+            "key of {} bytes exceeds the {MAX_KEY_LEN}-byte limit",
+            key.len()
+        )));
+    }
+    Ok(())
+}
+
+fn check_value(value: &[u8]) -> Result<()> {
+    if value.len() > MAX_VALUE_LEN {
+        return Err(Error::InvalidArgument(format!(
+            "value of {} bytes exceeds the {MAX_VALUE_LEN}-byte limit",
+            value.len()
+        )));
+    }
+    Ok(())
+}
+
+impl Inner {
+    fn new(
+        opts: Options,
+        dir: Option<PathBuf>,
+        state: State,
+        wal: Option<Wal>,
+        replayed_bytes: u64,
+        lock: Option<File>,
+    ) -> Self {
+        let state = Arc::new(state);
+        Inner {
+            id: NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),
+            opts,
+            dir,
+            published: RwLock::new(state.clone()),
+            tip: Mutex::new(state),
+            wal,
+            ckpt: Mutex::new(()),
+            ckpt_base: AtomicU64::new(0),
+            replayed_bytes,
+            commits: AtomicU64::new(0),
+            checkpoints: AtomicU64::new(0),
+            checkpoint_failures: AtomicU64::new(0),
+            _lock: lock,
+        }
+    }
+
+    fn current(&self) -> Arc<State> {
+        self.published.read().clone()
+    }
+
+    pub(crate) fn view(&self) -> View {
+        let state = self.current();
+        View {
+            version: state.version,
+            state,
+            db_id: self.id,
+        }
+    }
+
+    /// Runs `build` against the tip under the commit lock; if it yields a new state and record,
+    /// logs the record (group commit) and returns once the new state is durable and published.
+    fn submit(
+        &self,
+        build: impl FnOnce(&State) -> Result<Option<(State, Record)>>,
+    ) -> Result<Arc<State>> {
+        let mut tip = self.tip.lock();
+        if let Some(wal) = &self.wal {
+            wal.check_poison()?;
+        }
+        let Some((mut st, rec)) = build(&tip)? else {
+            return Ok(tip.clone());
+        };
+        let lsn = tip.lsn + 1;
+        st.lsn = lsn;
+        let st = Arc::new(st);
+        match &self.wal {
+            None => {
+                *tip = st.clone();
+                *self.published.write() = st.clone();
+            }
+            Some(wal) => {
+                let bytes = rec.frame(lsn)?;
+                wal.enqueue(Pending {
+                    lsn,
+                    bytes,
+                    state: st.clone(),
+                });
+                *tip = st.clone();
+                drop(tip);
+                wal.wait_durable(lsn, &self.published)?;
+            }
+        }
+        Ok(st)
+    }
+
+    fn wal_bytes_total(&self) -> u64 {
+        self.replayed_bytes
+            + self
+                .wal
+                .as_ref()
+                .map_or(0, |w| w.bytes.load(Ordering::Relaxed))
+    }
+
+    fn checkpoint_locked(&self) -> Result<()> {
+        let (Some(wal), Some(dir)) = (&self.wal, &self.dir) else {
+            return Ok(());
+        };
+        let snap = wal.flush_and_rotate(&self.published)?;
+        self.ckpt_base
+            .store(self.wal_bytes_total(), Ordering::Relaxed);
+        checkpoint::write(dir, &snap)?;
+        let listing = checkpoint::list(dir)?;
+        for (lsn, path) in listing.installed {
+            if lsn < snap.lsn {
+                fs::remove_file(&path).map_err(|e| Error::io("unlink", &path, e))?;
+            }
+        }
+        for path in listing.stale_tmp {
+            fs::remove_file(&path).map_err(|e| Error::io("unlink", &path, e))?;
+        }
+        let wal_dir = dir.join("wal");
+        for (start, path) in list_segments(&wal_dir)? {
+            if start <= snap.lsn {
+                fs::remove_file(&path).map_err(|e| Error::io("unlink", &path, e))?;
+            }
+        }
+        sync_dir(&wal_dir)?;
+        sync_dir(dir)?;
+        self.checkpoints.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn maybe_auto_checkpoint(&self) {
+        let threshold = self.opts.checkpoint_wal_bytes;
+        if threshold == 0 || self.wal.is_none() {
+            return;
+        }
+        let due = || {
+            self.wal_bytes_total()
+                .saturating_sub(self.ckpt_base.load(Ordering::Relaxed))
+                >= threshold
+        };
+        if !due() {
+            return;
+        }
+        if let Some(_guard) = self.ckpt.try_lock() {
+            if due() && self.checkpoint_locked().is_err() {
+                self.checkpoint_failures.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn tree_meta(&self, state: &State, tree: &Tree) -> Result<Arc<TreeMeta>> {
+        if tree.db_id != self.id {
+            return Err(Error::UnknownTree {
+                name: tree.meta.name.clone(),
+            });
+        }
+        state
+            .registry
+            .get(tree.meta.tag)
+            .filter(|m| m.name == tree.meta.name)
+            .cloned()
+            .ok_or_else(|| Error::UnknownTree {
+                name: tree.meta.name.clone(),
+            })
+    }
+
+    /// Validates `batch` against `tip` and plans its writes (history rows included).
+    fn build_commit(&self, tip: &State, batch: Batch) -> Result<Option<(State, Record)>> {
+        for op in &batch.ops {
+            let (tree, key) = match op {
+                BatchOp::Put { tree, key, value } => {
+                    check_value(value)?;
+                    (tree, key)
+                }
+                BatchOp::Delete { tree, key } => (tree, key),
+                BatchOp::Expect { tree, key, expect } => {
+                    if let crate::batch::Expect::Equals(v) = expect {
+                        check_value(v)?;
+                    }
+                    (tree, key)
+                }
+            };
+            check_key(key)?;
+            let meta = self.tree_meta(tip, tree)?;
+            if meta.tag == HISTORY_TAG && !matches!(op, BatchOp::Expect { .. }) {
+                return Err(Error::InvalidArgument(
+                    "the history tree is written only by the engine".into(),
+                ));
+            }
+        }
+        if let Some(expected) = batch.expect_version {
+            if expected != tip.version {
+                return Err(Error::VersionMismatch {
+                    expected,
+                    actual: tip.version,
+                });
+            }
+        }
+        for op in &batch.ops {
+            if let BatchOp::Expect { tree, key, expect } = op {
+                if !expect.holds(tip.latest(tree.meta.tag, key).map(|v| &v[..])) {
+                    return Err(Error::PredicateFailed {
+                        tree: tree.meta.name.clone(),
+                        key: key.clone(),
+                        expected: expect.describe(),
+                    });
+                }
+            }
+        }
+        let version = tip.version + 1;
+        let history = tip
+            .registry
+            .get(HISTORY_TAG)
+            .cloned()
+            .ok_or_else(|| Error::corrupt("<registry>", 0, "history tree missing"))?;
+        let mut st = tip.clone();
+        let mut phys = Vec::new();
+        for op in batch.ops {
+            let (tree, key, value) = match op {
+                BatchOp::Put { tree, key, value } => (tree, key, Some(Arc::<[u8]>::from(value))),
+                BatchOp::Delete { tree, key } => (tree, key, None),
+                BatchOp::Expect { .. } => continue,
+            };
+            let meta = self.tree_meta(tip, &tree)?;
+            mvcc::write(&mut st, &meta, &history, key, value, version, &mut phys);
+        }
+        st.version = version;
+        Ok(Some((st, Record::Commit { version, ops: phys })))
+    }
+}
+
+impl Db {
+    /// Opens (or creates) the database in directory `dir`.
+    ///
+    /// A missing or empty directory is initialised (`LOCK`, `wal/`). An existing directory must
+    /// already be a holt store; open then loads the newest valid checkpoint (memory-mapped) and
+    /// replays the WAL after it, without modifying any file (a torn final record is truncated
+    /// later, by the first WAL write).
+    ///
+    /// Errors: `Unsupported` for `WalIo::IoUring`; `Locked` if another `Db` holds `dir/LOCK`;
+    /// `Corrupt` for a directory that is not a holt store, a damaged checkpoint or a damaged,
+    /// gapped or missing WAL segment (the torn final record excepted); `Io` on OS failures.
+    pub fn open(dir: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        check_wal_io(&opts)?;
+        let dir = dir.as_ref().to_path_buf();
+        let wal_dir = dir.join("wal");
+        let lock_path = dir.join("LOCK");
+        let fresh = match fs::read_dir(&dir) {
+            Ok(mut rd) => rd.next().is_none(),
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                fs::create_dir_all(&dir).map_err(|e| Error::io("mkdir", &dir, e))?;
+                if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    sync_dir(parent)?;
+                }
+                true
+            }
+            Err(e) => return Err(Error::io("read_dir", &dir, e)),
+        };
+        if fresh {
+            OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&lock_path)
+                .map_err(|e| Error::io("create", &lock_path, e))?;
+            fs::create_dir(&wal_dir).map_err(|e| Error::io("mkdir", &wal_dir, e))?;
+            sync_dir(&dir)?;
+        } else if !lock_path.is_file() || !wal_dir.is_dir() {
+            return Err(Error::corrupt(
+                &dir,
+                0,
+                "not a holt database (missing LOCK file or wal/ directory)",
+            ));
+        }
+        let lock = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| Error::io("open", &lock_path, e))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(Error::Locked { path: lock_path })
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("flock", &lock_path, e)),
+        }
+
+        // Stale `.tmp` files are left alone here (open modifies nothing); the next checkpoint
+        // removes them.
+        let ckpts = checkpoint::list(&dir)?.installed;
+        let mut ckpt_err = None;
+        let mut base = None;
+        for (lsn, path) in &ckpts {
+            match checkpoint::load(path) {
+                Ok(st) if st.lsn == *lsn => {
+                    base = Some(st);
+                    break;
+                }
+                Ok(st) => {
+                    ckpt_err.get_or_insert(Error::corrupt(
+                        path,
+                        0,
+                        format!("file name says LSN {lsn}, header says {}", st.lsn),
+                    ));
+                }
+                Err(e) => {
+                    ckpt_err.get_or_insert(e);
+                }
+            }
+        }
+        if let (None, Some(e)) = (&base, ckpt_err.take()) {
+            return Err(e);
+        }
+        let recovered = recover(&wal_dir, base.unwrap_or_else(State::new))?;
+        let wal = Wal::new(
+            wal_dir,
+            recovered.tail,
+            recovered.state.lsn,
+            opts.durability,
+        );
+        let inner = Inner::new(
+            opts,
+            Some(dir),
+            recovered.state,
+            Some(wal),
+            recovered.replayed_bytes,
+            Some(lock),
+        );
+        Ok(Db {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// Creates an empty in-memory database with the same semantics and no files (nothing is
+    /// durable; `checkpoint` is a no-op). Errors: `Unsupported` for `WalIo::IoUring`.
+    pub fn open_memory(opts: Options) -> Result<Db> {
+        check_wal_io(&opts)?;
+        Ok(Db {
+            inner: Arc::new(Inner::new(opts, None, State::new(), None, 0, None)),
+        })
+    }
+
+    fn handle(&self, meta: Arc<TreeMeta>) -> Tree {
+        Tree {
+            db: Arc::downgrade(&self.inner),
+            db_id: self.inner.id,
+            meta,
+        }
+    }
+
+    /// Registers a new tree durably (a WAL record, like a commit; it does not consume a commit
+    /// version) and returns its handle. A versioned tree keeps MVCC history in the `history`
+    /// tree. Errors: `InvalidArgument` for a name outside 1..=64 bytes of `[a-z0-9_]`;
+    /// `TreeExists` for a taken name (including `history`); `TagInUse` for a taken tag
+    /// (including 0x00); `Io`/`Poisoned` on WAL failure.
+    pub fn create_tree(&self, name: &str, tag: u8, versioned: bool) -> Result<Tree> {
+        let st = self.inner.submit(|tip| {
+            tip.registry.check_new(name, tag)?;
+            let rec = Record::CreateTree {
+                tag,
+                versioned,
+                name: name.to_string(),
+            };
+            let mut st = tip.clone();
+            st.apply_record(rec.clone(), tip.lsn)
+                .map_err(Error::InvalidArgument)?;
+            Ok(Some((st, rec)))
+        })?;
+        let meta = st
+            .registry
+            .get(tag)
+            .cloned()
+            .ok_or_else(|| Error::InvalidArgument(format!("tree {name:?} vanished")))?;
+        Ok(self.handle(meta))
+    }
+
+    /// The handle of tree `name`, if registered (the engine's `history` tree included).
+    pub fn tree(&self, name: &str) -> Option<Tree> {
+        let st = self.inner.current();
+        st.registry.by_name(name).cloned().map(|m| self.handle(m))
+    }
+
+    /// Every registered tree, sorted by tag (the `history` tree, tag 0x00, first).
+    pub fn trees(&self) -> Vec<TreeInfo> {
+        self.inner
+            .current()
+            .registry
+            .iter()
+            .map(|m| TreeInfo {
+                name: m.name.clone(),
+                tag: m.tag,
+                versioned: m.versioned,
+            })
+            .collect()
+    }
+
+    /// The last committed version (0 for a new database).
+    pub fn version(&self) -> u64 {
+        self.inner.current().version
+    }
+
+    /// Atomically applies `batch` and returns its commit version (previous version + 1).
+    ///
+    /// The version expectation and all predicates are checked against the latest committed
+    /// state first; on failure nothing applies. Writes to versioned trees also write their MVCC
+    /// history rows. Returns after the WAL record is durable (`Durability::Sync`: fdatasync;
+    /// `Buffered`: write) and the new state is visible to readers.
+    ///
+    /// Errors: `InvalidArgument` (empty batch, key > 64 KiB, value > 16 MiB, write to the
+    /// `history` tree), `UnknownTree` (handle from another database), `VersionMismatch`,
+    /// `PredicateFailed`, `Io` / `Poisoned` (WAL failure).
+    pub fn commit(&self, batch: Batch) -> Result<u64> {
+        if batch.is_empty() {
+            return Err(Error::InvalidArgument("empty batch".into()));
+        }
+        let st = self
+            .inner
+            .submit(|tip| self.inner.build_commit(tip, batch))?;
+        self.inner.commits.fetch_add(1, Ordering::Relaxed);
+        self.inner.maybe_auto_checkpoint();
+        Ok(st.version)
+    }
+
+    /// A consistent view at the current version. Never blocks behind a commit.
+    pub fn view(&self) -> View {
+        self.inner.view()
+    }
+
+    /// A consistent view at read version `version` (`history_floor() <= version <= version()`).
+    /// Versioned trees read as of `version`; unversioned trees read their latest state.
+    /// Errors: `HistoryPruned { requested, floor }` below the floor; `InvalidArgument` above the
+    /// current version.
+    pub fn view_at(&self, version: u64) -> Result<View> {
+        let state = self.inner.current();
+        if version > state.version {
+            return Err(Error::InvalidArgument(format!(
+                "read version {version} is above the current version {}",
+                state.version
+            )));
+        }
+        if version < state.floor {
+            return Err(Error::HistoryPruned {
+                requested: version,
+                floor: state.floor,
+            });
+        }
+        Ok(View {
+            state,
+            version,
+            db_id: self.inner.id,
+        })
+    }
+
+    /// Raises the MVCC history floor to `version` (durably, through the WAL) and prunes the
+    /// history rows and tombstones that no read version `>= version` needs. Lower or equal values
+    /// are ignored (the floor is monotonic). The pruning runs synchronously under the commit lock
+    /// in this first cut, so it delays concurrent commits in proportion to the history size.
+    /// Views taken earlier keep their pinned snapshot and stay readable.
+    /// Errors: `InvalidArgument` if `version > version()`; `Io` / `Poisoned` on WAL failure.
+    pub fn set_history_floor(&self, version: u64) -> Result<()> {
+        self.inner.submit(|tip| {
+            if version > tip.version {
+                return Err(Error::InvalidArgument(format!(
+                    "history floor {version} is above the current version {}",
+                    tip.version
+                )));
+            }
+            if version <= tip.floor {
+                return Ok(None);
+            }
+            let rec = Record::SetFloor { floor: version };
+            let mut st = tip.clone();
+            st.apply_record(rec.clone(), tip.lsn)
+                .map_err(Error::InvalidArgument)?;
+            Ok(Some((st, rec)))
+        })?;
+        Ok(())
+    }
+
+    /// The current MVCC history floor (0 for a new database).
+    pub fn history_floor(&self) -> u64 {
+        self.inner.current().floor
+    }
+
+    /// Writes a checkpoint of every tree at the latest durable LSN, installs it atomically and
+    /// deletes older checkpoints and the WAL segments it covers. Commits continue while the
+    /// image is written (they go to a fresh WAL segment). A no-op for in-memory databases.
+    /// Errors: `Io` on file-system failures, `Poisoned` after a WAL failure.
+    pub fn checkpoint(&self) -> Result<()> {
+        let _guard = self.inner.ckpt.lock();
+        self.inner.checkpoint_locked()
+    }
+
+    /// Engine counters.
+    pub fn stats(&self) -> Stats {
+        let inner = &self.inner;
+        let st = inner.current();
+        let wal = inner.wal.as_ref();
+        let load = |f: fn(&Wal) -> &AtomicU64| wal.map_or(0, |w| f(w).load(Ordering::Relaxed));
+        Stats {
+            wal_io: WalIoPath::Blocking,
+            durability: inner.opts.durability,
+            in_memory: wal.is_none(),
+            commits: inner.commits.load(Ordering::Relaxed),
+            wal_syncs: load(|w| &w.syncs),
+            wal_writes: load(|w| &w.writes),
+            wal_bytes: load(|w| &w.bytes),
+            last_lsn: wal.map_or(st.lsn, |w| w.durable_lsn()),
+            checkpoints: inner.checkpoints.load(Ordering::Relaxed),
+            checkpoint_failures: inner.checkpoint_failures.load(Ordering::Relaxed),
+            version: st.version,
+            history_floor: st.floor,
+        }
+    }
+}

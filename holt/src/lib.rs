@@ -1,0 +1,90 @@
+//! # holt — NoKV's metadata engine
+//!
+//! One [`Db`] is one directory (or one in-memory instance, [`Db::open_memory`]) holding many
+//! **named trees**: ordered maps from byte keys (0..=64 KiB, the empty key included) to byte
+//! values (up to 16 MiB). Each tree has a name (`[a-z0-9_]`, 1..=64 bytes) and a stable one-byte
+//! **tag**; the registry is durable. The engine owns the tree `history` (tag 0x00).
+//!
+//! ## Versions and batches
+//!
+//! All writes go through [`Db::commit`] with a [`Batch`] of puts, deletes and predicates
+//! ([`Expect`], [`Batch::expect_version`]) that may span trees. Predicates are checked against
+//! the latest committed state; if one fails nothing applies. Each committed batch gets the next
+//! **commit version** (dense, starting at 1; [`Db::version`] is the last one). Creating a tree or
+//! raising the history floor is logged too but does not consume a version.
+//!
+//! ## Views
+//!
+//! A [`View`] is a consistent read at one **read version**. [`Db::view`] pins the current
+//! in-memory state (an immutable snapshot shared by `Arc`): readers never wait for writers or
+//! fdatasync, and a range iterator keeps seeing its snapshot while later commits land.
+//! [`Tree::get`] / [`Tree::range`] read the latest committed state.
+//!
+//! ## MVCC history
+//!
+//! Trees created `versioned` keep **MVCC history**: every overwrite or delete also writes the
+//! key's previous value (or a tombstone marker) into the `history` tree under
+//! `tag | u32be(key length) | key | u64be(!commit_version)` (seed 000, "History"), in the same
+//! commit. Deleted keys of versioned trees stay as tombstones until the history floor passes
+//! them. [`Db::view_at`] reads versioned trees as of any version at or above the **history
+//! floor** ([`Db::set_history_floor`]); unversioned trees keep no history and read at their
+//! latest state in such a view.
+//!
+//! ## Durability: WAL, group commit, checkpoints
+//!
+//! Every commit, tree creation and floor change is a CRC-framed record with the next **LSN** in
+//! the **write-ahead log** (`dir/wal/<20-digit first LSN>.wal`). Concurrent committers share one
+//! write and one `fdatasync` (**group commit**, leader/follower); a commit is acknowledged and
+//! made visible only once its record is durable ([`Durability::Sync`], the default).
+//! A **checkpoint** ([`Db::checkpoint`], or automatically every
+//! [`Options::checkpoint_wal_bytes`]) writes a CRC-blocked image of every tree at one LSN to
+//! `dir/checkpoint-<lsn>.ckpt` and deletes the WAL it covers. Opening loads the newest valid
+//! checkpoint and replays the WAL after it; a torn final record is dropped, any other damage is
+//! reported as [`Error::Corrupt`]. `dir/LOCK` holds an exclusive advisory lock while open.
+//!
+//! ## Not yet
+//!
+//! The trees are backed by a persistent ordered map placeholder; the from-scratch ART (module
+//! `art`) replaces it without changing this API. io_uring ([`WalIo::IoUring`]) is not
+//! implemented yet.
+//!
+//! ```
+//! use holt::{Batch, Db, Expect, Options, RangeSpec, Entry};
+//! let db = Db::open_memory(Options::default())?;
+//! let files = db.create_tree("files", 0x01, true)?;
+//! let mut b = Batch::new();
+//! b.expect(&files, "a/x", Expect::Absent);
+//! b.put(&files, "a/x", "1");
+//! b.put(&files, "b", "2");
+//! assert_eq!(db.commit(b)?, 1);
+//! let listing: Vec<Entry> = files
+//!     .range(&RangeSpec::all().delimiter(b'/'))?
+//!     .collect::<holt::Result<_>>()?;
+//! assert_eq!(listing[0], Entry::CommonPrefix(b"a/".to_vec()));
+//! # Ok::<(), holt::Error>(())
+//! ```
+
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+mod batch;
+mod checkpoint;
+mod codec;
+mod db;
+mod error;
+mod mvcc;
+mod options;
+mod range;
+mod registry;
+mod state;
+mod tree;
+mod wal;
+
+pub use batch::{Batch, Expect, MAX_KEY_LEN, MAX_VALUE_LEN};
+pub use db::Db;
+pub use error::{Error, Result};
+pub use mvcc::{HISTORY_NAME, HISTORY_TAG};
+pub use options::{Durability, Options, Stats, WalIo, WalIoPath, DEFAULT_CHECKPOINT_WAL_BYTES};
+pub use range::{Entry, RangeIter, RangeSpec};
+pub use registry::{TreeInfo, MAX_TREE_NAME_LEN};
+pub use tree::{Tree, View};

@@ -1,0 +1,132 @@
+//! `Tree` handles and `View`s (consistent reads at one version).
+
+use std::fmt;
+use std::sync::{Arc, Weak};
+
+use crate::db::Inner;
+use crate::error::{Error, Result};
+use crate::mvcc;
+use crate::range::{RangeIter, RangeSpec};
+use crate::registry::TreeMeta;
+use crate::state::State;
+
+/// A handle to one named tree of a `Db`. Cheap to clone. It does not keep the database open:
+/// once every `Db` clone is dropped, reads through a handle return `Error::Closed`.
+#[derive(Clone)]
+pub struct Tree {
+    pub(crate) db: Weak<Inner>,
+    pub(crate) db_id: u64,
+    pub(crate) meta: Arc<TreeMeta>,
+}
+
+impl fmt::Debug for Tree {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tree")
+            .field("name", &self.meta.name)
+            .field("tag", &self.meta.tag)
+            .field("versioned", &self.meta.versioned)
+            .finish()
+    }
+}
+
+impl Tree {
+    /// The tree's name (1..=64 bytes of `[a-z0-9_]`).
+    pub fn name(&self) -> &str {
+        &self.meta.name
+    }
+
+    /// The tree's stable one-byte tag.
+    pub fn tag(&self) -> u8 {
+        self.meta.tag
+    }
+
+    /// Whether the tree keeps MVCC history.
+    pub fn is_versioned(&self) -> bool {
+        self.meta.versioned
+    }
+
+    fn current(&self) -> Result<View> {
+        let inner = self.db.upgrade().ok_or(Error::Closed)?;
+        Ok(inner.view())
+    }
+
+    /// The value of `key` in the latest committed state, or `None`.
+    /// Errors: `Closed` if the database was dropped.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.current()?.get(self, key)
+    }
+
+    /// An ordered scan of the latest committed state (see [`RangeSpec`]). The iterator pins that
+    /// state: later commits do not affect it.
+    pub fn range(&self, spec: &RangeSpec) -> Result<RangeIter> {
+        self.current()?.range(self, spec)
+    }
+}
+
+/// A consistent, immutable read of every tree at one read version.
+///
+/// A view pins an in-memory snapshot; it never blocks writers and writers never block it. Views
+/// from `Db::view_at(v)` with `v` below the current version read versioned trees as of `v`
+/// (through the `history` tree) and **unversioned trees at their latest state** as of the moment
+/// the view was taken — unversioned trees keep no history.
+#[derive(Clone)]
+pub struct View {
+    pub(crate) state: Arc<State>,
+    pub(crate) version: u64,
+    pub(crate) db_id: u64,
+}
+
+impl fmt::Debug for View {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("View")
+            .field("version", &self.version)
+            .finish()
+    }
+}
+
+impl View {
+    /// The read version of this view.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Returns the pinned registry entry for `tree`, `None` if the tree was created after this
+    /// view's snapshot was taken. Errors: `UnknownTree` for a handle from another database.
+    fn meta(&self, tree: &Tree) -> Result<Option<Arc<TreeMeta>>> {
+        if tree.db_id != self.db_id {
+            return Err(Error::UnknownTree {
+                name: tree.meta.name.clone(),
+            });
+        }
+        Ok(self
+            .state
+            .registry
+            .get(tree.meta.tag)
+            .filter(|m| m.name == tree.meta.name)
+            .cloned())
+    }
+
+    /// The value of `key` in `tree` at this view's read version.
+    /// Errors: `UnknownTree` (foreign handle), `Corrupt` if a needed history row is missing.
+    pub fn get(&self, tree: &Tree, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let Some(meta) = self.meta(tree)? else {
+            return Ok(None);
+        };
+        match self.state.tree(meta.tag).get(key) {
+            None => Ok(None),
+            Some(slot) => mvcc::resolve(&self.state, &meta, key, slot, self.version),
+        }
+    }
+
+    /// An ordered scan of `tree` at this view's read version (see [`RangeSpec`]).
+    /// Errors: `UnknownTree` for a foreign handle; per-item `Corrupt` if history is missing.
+    pub fn range(&self, tree: &Tree, spec: &RangeSpec) -> Result<RangeIter> {
+        let meta = self.meta(tree)?;
+        Ok(RangeIter::new(
+            self.state.clone(),
+            meta,
+            self.version,
+            spec.clone(),
+        ))
+    }
+}

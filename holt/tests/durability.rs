@@ -1,0 +1,409 @@
+//! Reopen, torn tails, corruption, checkpoints, locking.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use holt::{Batch, Db, Durability, Error, Options, RangeSpec};
+
+fn opts() -> Options {
+    Options::default()
+}
+
+fn segments(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = fs::read_dir(dir.join("wal"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "wal"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn checkpoints(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "ckpt"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn put(db: &Db, tree: &str, k: &str, v: &str) -> u64 {
+    let t = db.tree(tree).unwrap();
+    let mut b = Batch::new();
+    b.put(&t, k, v);
+    db.commit(b).unwrap()
+}
+
+fn snapshot_files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((p.clone(), fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn reopen_after_drop_restores_registry_data_version_and_floor() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), opts()).unwrap();
+        db.create_tree("system", 0xF0, false).unwrap();
+        let v = db.create_tree("path_current", 0x03, true).unwrap();
+        put(&db, "system", "format", "8");
+        put(&db, "path_current", "a", "1");
+        put(&db, "path_current", "a", "2");
+        let mut b = Batch::new();
+        b.delete(&v, "a");
+        b.put(&v, "b", "3");
+        db.commit(b).unwrap();
+        db.set_history_floor(2).unwrap();
+        assert_eq!(db.version(), 4);
+        let stats = db.stats();
+        assert_eq!(stats.commits, 4);
+        assert!(stats.wal_syncs >= 7);
+        assert_eq!(stats.last_lsn, 7);
+    }
+    let db = Db::open(dir.path(), opts()).unwrap();
+    assert_eq!(db.version(), 4);
+    assert_eq!(db.history_floor(), 2);
+    let names: Vec<(String, u8, bool)> = db
+        .trees()
+        .into_iter()
+        .map(|t| (t.name, t.tag, t.versioned))
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            ("history".to_string(), 0, false),
+            ("path_current".to_string(), 3, true),
+            ("system".to_string(), 0xF0, false),
+        ]
+    );
+    let v = db.tree("path_current").unwrap();
+    assert_eq!(v.get(b"a").unwrap(), None);
+    assert_eq!(v.get(b"b").unwrap(), Some(b"3".to_vec()));
+    assert_eq!(
+        db.view_at(2).unwrap().get(&v, b"a").unwrap(),
+        Some(b"1".to_vec())
+    );
+    assert_eq!(
+        db.view_at(3).unwrap().get(&v, b"a").unwrap(),
+        Some(b"2".to_vec())
+    );
+    assert!(matches!(db.view_at(1), Err(Error::HistoryPruned { .. })));
+    assert_eq!(
+        db.tree("system").unwrap().get(b"format").unwrap(),
+        Some(b"8".to_vec())
+    );
+    assert_eq!(put(&db, "system", "x", "y"), 5);
+}
+
+#[test]
+fn torn_tail_drops_exactly_the_last_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), opts()).unwrap();
+        db.create_tree("t", 0x01, true).unwrap();
+        for i in 1..=5 {
+            put(&db, "t", &format!("k{i}"), "value");
+        }
+    }
+    let seg = segments(dir.path()).pop().unwrap();
+    let len = fs::metadata(&seg).unwrap().len();
+    let f = fs::OpenOptions::new().write(true).open(&seg).unwrap();
+    f.set_len(len - 3).unwrap();
+    drop(f);
+    let torn_len = len - 3;
+    {
+        let db = Db::open(dir.path(), opts()).unwrap();
+        assert_eq!(db.version(), 4);
+        let t = db.tree("t").unwrap();
+        assert_eq!(t.get(b"k4").unwrap(), Some(b"value".to_vec()));
+        assert_eq!(t.get(b"k5").unwrap(), None);
+        assert_eq!(
+            fs::metadata(&seg).unwrap().len(),
+            torn_len,
+            "open must not truncate"
+        );
+        assert_eq!(put(&db, "t", "k5", "again"), 5);
+    }
+    let db = Db::open(dir.path(), opts()).unwrap();
+    assert_eq!(db.version(), 5);
+    assert_eq!(
+        db.tree("t").unwrap().get(b"k5").unwrap(),
+        Some(b"again".to_vec())
+    );
+}
+
+#[test]
+fn corrupt_byte_in_an_earlier_record_fails_open_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), opts()).unwrap();
+        db.create_tree("t", 0x01, false).unwrap();
+        for i in 1..=3 {
+            put(&db, "t", &format!("key{i}"), "some value bytes");
+        }
+    }
+    let seg = segments(dir.path()).pop().unwrap();
+    let mut bytes = fs::read(&seg).unwrap();
+    // The first record is the tree creation; flip a payload byte of the second record.
+    let first_len = u32::from_le_bytes(bytes[0..4].try_into().unwrap()) as usize + 16;
+    bytes[first_len + 16 + 3] ^= 0x40;
+    fs::write(&seg, &bytes).unwrap();
+    let before = snapshot_files(dir.path());
+    match Db::open(dir.path(), opts()) {
+        Err(Error::Corrupt { file, offset, .. }) => {
+            assert_eq!(file, seg);
+            assert_eq!(offset, first_len as u64);
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    assert_eq!(
+        snapshot_files(dir.path()),
+        before,
+        "a refused open leaves the store byte-identical"
+    );
+}
+
+#[test]
+fn corrupt_length_field_before_valid_records_is_not_mistaken_for_a_torn_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), opts()).unwrap();
+        db.create_tree("t", 0x01, false).unwrap();
+        for i in 1..=3 {
+            put(&db, "t", &format!("key{i}"), "v");
+        }
+    }
+    let seg = segments(dir.path()).pop().unwrap();
+    let mut bytes = fs::read(&seg).unwrap();
+    bytes[2] = 0x7f; // first record's length now runs past end of file
+    fs::write(&seg, &bytes).unwrap();
+    assert!(matches!(
+        Db::open(dir.path(), opts()),
+        Err(Error::Corrupt { offset: 0, .. })
+    ));
+}
+
+#[test]
+fn missing_segment_is_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), opts()).unwrap();
+        db.create_tree("t", 0x01, false).unwrap();
+        put(&db, "t", "a", "1");
+        db.checkpoint().unwrap();
+        put(&db, "t", "b", "2");
+        put(&db, "t", "c", "3");
+    }
+    // Remove the checkpoint: the WAL now lacks the records before it.
+    for c in checkpoints(dir.path()) {
+        fs::remove_file(c).unwrap();
+    }
+    assert!(matches!(
+        Db::open(dir.path(), opts()),
+        Err(Error::Corrupt { .. })
+    ));
+}
+
+#[test]
+fn checkpoint_then_more_commits_then_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), opts()).unwrap();
+        db.create_tree("t", 0x01, true).unwrap();
+        db.create_tree("u", 0x02, false).unwrap();
+        put(&db, "t", "a", "1");
+        put(&db, "t", "a", "2");
+        put(&db, "u", "x", "1");
+        db.checkpoint().unwrap();
+        assert_eq!(checkpoints(dir.path()).len(), 1);
+        assert!(segments(dir.path()).is_empty(), "covered WAL is deleted");
+        put(&db, "t", "a", "3");
+        put(&db, "u", "y", "2");
+        db.create_tree("w", 0x03, false).unwrap();
+        put(&db, "w", "z", "9");
+        assert_eq!(db.stats().checkpoints, 1);
+    }
+    {
+        let db = Db::open(dir.path(), opts()).unwrap();
+        assert_eq!(db.version(), 6);
+        let t = db.tree("t").unwrap();
+        assert_eq!(t.get(b"a").unwrap(), Some(b"3".to_vec()));
+        assert_eq!(
+            db.view_at(1).unwrap().get(&t, b"a").unwrap(),
+            Some(b"1".to_vec())
+        );
+        assert_eq!(
+            db.tree("w").unwrap().get(b"z").unwrap(),
+            Some(b"9".to_vec())
+        );
+        db.checkpoint().unwrap();
+        db.checkpoint().unwrap();
+        assert_eq!(checkpoints(dir.path()).len(), 1);
+        put(&db, "u", "after", "1");
+    }
+    let db = Db::open(dir.path(), opts()).unwrap();
+    assert_eq!(db.version(), 7);
+    let u = db.tree("u").unwrap();
+    let keys: Vec<_> = u.range(&RangeSpec::all()).unwrap().collect();
+    assert_eq!(keys.len(), 3);
+}
+
+#[test]
+fn automatic_checkpoint_after_wal_threshold() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Options {
+        checkpoint_wal_bytes: 4096,
+        durability: Durability::Buffered,
+        ..Options::default()
+    };
+    {
+        let db = Db::open(dir.path(), o).unwrap();
+        db.create_tree("t", 0x01, true).unwrap();
+        for i in 0..100u32 {
+            put(&db, "t", &format!("k{:03}", i % 17), &"v".repeat(60));
+        }
+        assert!(db.stats().checkpoints >= 1);
+        assert_eq!(db.stats().checkpoint_failures, 0);
+        assert_eq!(db.stats().wal_syncs, 0, "Buffered mode never fdatasyncs");
+    }
+    assert_eq!(checkpoints(dir.path()).len(), 1);
+    let db = Db::open(dir.path(), o).unwrap();
+    assert_eq!(db.version(), 100);
+    let t = db.tree("t").unwrap();
+    assert_eq!(
+        db.view_at(50).unwrap().get(&t, b"k015").unwrap(),
+        Some("v".repeat(60).into_bytes())
+    );
+}
+
+#[test]
+fn torn_tail_then_checkpoint_leaves_a_clean_log() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), opts()).unwrap();
+        db.create_tree("t", 0x01, false).unwrap();
+        put(&db, "t", "a", "1");
+        put(&db, "t", "b", "2");
+    }
+    let seg = segments(dir.path()).pop().unwrap();
+    let len = fs::metadata(&seg).unwrap().len();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&seg)
+        .unwrap()
+        .set_len(len - 1)
+        .unwrap();
+    {
+        let db = Db::open(dir.path(), opts()).unwrap();
+        assert_eq!(db.version(), 1);
+        db.checkpoint().unwrap();
+        put(&db, "t", "c", "3");
+    }
+    let db = Db::open(dir.path(), opts()).unwrap();
+    assert_eq!(db.version(), 2);
+    assert_eq!(
+        db.tree("t").unwrap().get(b"c").unwrap(),
+        Some(b"3".to_vec())
+    );
+}
+
+#[test]
+fn double_open_is_locked_until_last_clone_drops() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), opts()).unwrap();
+    let clone = db.clone();
+    match Db::open(dir.path(), opts()) {
+        Err(Error::Locked { path }) => assert_eq!(path, dir.path().join("LOCK")),
+        other => panic!("expected Locked, got {other:?}"),
+    }
+    drop(db);
+    assert!(matches!(
+        Db::open(dir.path(), opts()),
+        Err(Error::Locked { .. })
+    ));
+    drop(clone);
+    Db::open(dir.path(), opts()).unwrap();
+}
+
+#[test]
+fn non_holt_directory_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("README"), "not a db").unwrap();
+    let before = snapshot_files(dir.path());
+    assert!(matches!(
+        Db::open(dir.path(), opts()),
+        Err(Error::Corrupt { .. })
+    ));
+    assert_eq!(snapshot_files(dir.path()), before);
+}
+
+#[test]
+fn corrupt_checkpoint_block_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), opts()).unwrap();
+        db.create_tree("t", 0x01, false).unwrap();
+        put(&db, "t", "a", "1");
+        db.checkpoint().unwrap();
+    }
+    let ck = checkpoints(dir.path()).pop().unwrap();
+    let mut bytes = fs::read(&ck).unwrap();
+    let n = bytes.len();
+    bytes[n - 30] ^= 1;
+    fs::write(&ck, &bytes).unwrap();
+    match Db::open(dir.path(), opts()) {
+        Err(Error::Corrupt { file, .. }) => assert_eq!(file, ck),
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+}
+
+#[test]
+fn zero_filled_tail_after_last_record_is_treated_as_torn() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), opts()).unwrap();
+        db.create_tree("t", 0x01, false).unwrap();
+        put(&db, "t", "a", "1");
+    }
+    let seg = segments(dir.path()).pop().unwrap();
+    let mut bytes = fs::read(&seg).unwrap();
+    bytes.extend_from_slice(&[0u8; 4096]);
+    fs::write(&seg, &bytes).unwrap();
+    let db = Db::open(dir.path(), opts()).unwrap();
+    assert_eq!(db.version(), 1);
+    assert_eq!(put(&db, "t", "b", "2"), 2);
+    drop(db);
+    let db = Db::open(dir.path(), opts()).unwrap();
+    assert_eq!(db.version(), 2);
+}
+
+#[test]
+fn open_creates_a_missing_directory_and_memory_db_has_no_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let nested = dir.path().join("a").join("b");
+    let db = Db::open(&nested, opts()).unwrap();
+    assert!(nested.join("LOCK").is_file());
+    assert!(nested.join("wal").is_dir());
+    assert_eq!(db.version(), 0);
+    assert!(!db.stats().in_memory);
+    let mem = Db::open_memory(opts()).unwrap();
+    mem.checkpoint().unwrap();
+    let stats = mem.stats();
+    assert!(stats.in_memory);
+    assert_eq!(stats.wal_bytes, 0);
+    assert_eq!(stats.wal_io, holt::WalIoPath::Blocking);
+}
