@@ -1,0 +1,153 @@
+//! ChangeEvent (seed 000, tag 0x10) — the append-only change feed.
+//!
+//! Key: `root_id | u64 commit_version | u32 event_sequence` (sequence from 0 within a command).
+//! Value (format version 2): `u16 2 | str workbench_id | workspace_incarnation_id 16 |
+//! u8 ChangeKind | option(str path) | option(u64 before_generation) |
+//! option(u64 after_generation)`.
+//!
+//! ChangeKind discriminants (chosen here; the seed leaves the typed event open):
+//! `WorkspaceCreated=1, ArtifactPublished=2, ArtifactAppended=3, ArtifactRemoved=4`.
+//! `ArtifactRemoved` is reserved for path removal and not emitted yet.
+
+use super::wire::{durable_enum, Dec, Enc};
+use crate::error::{Error, Result};
+use crate::ids::{RootId, WorkspaceIncarnationId};
+use crate::path::{normalize, NormPath};
+
+const FAMILY: &str = "change_event";
+/// Value format version.
+pub const VALUE_VERSION: u16 = 2;
+
+durable_enum!(
+    /// Typed change event kind (discriminants documented in the module docs).
+    ChangeKind, "change_event" {
+        /// A workbench became visible.
+        WorkspaceCreated = 1,
+        /// A whole-body create or replace publication.
+        ArtifactPublished = 2,
+        /// An append publication.
+        ArtifactAppended = 3,
+        /// A path removal (reserved; not emitted yet).
+        ArtifactRemoved = 4,
+    }
+);
+
+/// One change event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangeEvent {
+    /// Stable workbench id.
+    pub workbench_id: String,
+    /// Workspace incarnation the event belongs to.
+    pub incarnation: WorkspaceIncarnationId,
+    /// Event kind.
+    pub kind: ChangeKind,
+    /// Affected path, for artifact events.
+    pub path: Option<NormPath>,
+    /// Generation before the change (`None` when the path was absent).
+    pub before_generation: Option<u64>,
+    /// Generation after the change (`None` when the path became absent).
+    pub after_generation: Option<u64>,
+}
+
+/// `root_id` — the prefix of the root-wide feed.
+pub fn prefix(root: &RootId) -> Vec<u8> {
+    root.as_bytes().to_vec()
+}
+
+/// The ChangeEvent key.
+pub fn key(root: &RootId, commit_version: u64, event_sequence: u32) -> Vec<u8> {
+    Enc::new()
+        .raw(root.as_bytes())
+        .u64(commit_version)
+        .u32(event_sequence)
+        .finish()
+}
+
+/// Decodes `(commit_version, event_sequence)` from a full key. Errors: [`Error::Codec`].
+pub fn decode_key(key: &[u8]) -> Result<(u64, u32)> {
+    let rest = key
+        .get(16..)
+        .filter(|r| r.len() == 12)
+        .ok_or_else(|| Error::codec(FAMILY, "key is not root | u64 | u32"))?;
+    let mut d = Dec::new(FAMILY, rest);
+    let v = d.u64()?;
+    let s = d.u32()?;
+    d.finish()?;
+    Ok((v, s))
+}
+
+impl ChangeEvent {
+    /// Encodes the value (format version 2).
+    pub fn encode(&self) -> Vec<u8> {
+        Enc::version(VALUE_VERSION)
+            .str(&self.workbench_id)
+            .raw(self.incarnation.as_bytes())
+            .u8(self.kind.to_u8())
+            .opt_str(self.path.as_ref().map(|p| p.as_str()))
+            .opt_u64(self.before_generation)
+            .opt_u64(self.after_generation)
+            .finish()
+    }
+
+    /// Decodes the value; the embedded path is revalidated by the shared normalizer.
+    /// Errors: [`Error::Codec`].
+    pub fn decode(b: &[u8]) -> Result<Self> {
+        let mut d = Dec::new(FAMILY, b);
+        d.expect_version(VALUE_VERSION)?;
+        let workbench_id = d.string()?;
+        let incarnation = WorkspaceIncarnationId(d.b16()?);
+        let kind = ChangeKind::from_u8(d.u8()?)?;
+        let path = match d.opt_string()? {
+            None => None,
+            Some(s) => Some(normalize(&s).map_err(|e| d.err(format!("bad path: {e}")))?),
+        };
+        let before_generation = d.opt_u64()?;
+        let after_generation = d.opt_u64()?;
+        d.finish()?;
+        Ok(ChangeEvent {
+            workbench_id,
+            incarnation,
+            kind,
+            path,
+            before_generation,
+            after_generation,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn change_event_golden_bytes_and_round_trip() {
+        let e = ChangeEvent {
+            workbench_id: "w".into(),
+            incarnation: WorkspaceIncarnationId([1; 16]),
+            kind: ChangeKind::WorkspaceCreated,
+            path: None,
+            before_generation: None,
+            after_generation: None,
+        };
+        let b = e.encode();
+        let mut expected = vec![0, 2, 0, 0, 0, 1, b'w'];
+        expected.extend_from_slice(&[1; 16]);
+        expected.extend_from_slice(&[1, 0, 0, 0]);
+        assert_eq!(b, expected);
+        assert_eq!(ChangeEvent::decode(&b).unwrap(), e);
+        let e2 = ChangeEvent {
+            kind: ChangeKind::ArtifactPublished,
+            path: Some(normalize("a/b").unwrap()),
+            before_generation: Some(3),
+            after_generation: Some(4),
+            ..e
+        };
+        assert_eq!(ChangeEvent::decode(&e2.encode()).unwrap(), e2);
+        let mut bad = b.clone();
+        bad[7 + 16] = 9;
+        assert!(ChangeEvent::decode(&bad).is_err());
+        let k = key(&RootId([0; 16]), 5, 2);
+        assert_eq!(decode_key(&k).unwrap(), (5, 2));
+        assert!(decode_key(&k[..27]).is_err());
+    }
+}

@@ -1,0 +1,185 @@
+//! CommandDedupe (seed 000, tag 0x14) — request-id replay protection with the exact result.
+//!
+//! Key: `root_id | request_id`.
+//! Value (format version 2): `u16 2 | command_digest 32 | bytes(encoded CommandResult) |
+//! u64 commit_version | option(u64 recovery_lsn)`. `recovery_lsn` is `None` until the
+//! RecoveryOutbox is written (not part of this slice).
+//!
+//! Encoded [`CommandResult`]: `u8 kind` then, per kind (discriminants chosen here):
+//! - `1` WorkspaceCreated: `bytes(WorkspaceCurrent value)`;
+//! - `2` Published: `u64 generation | u8 created (0/1) | option(u64 replaced_generation) |
+//!   bytes(PathEntry value)`.
+
+use super::path_current::PathEntry;
+use super::wire::{Dec, Enc};
+use super::workspace_current::WorkspaceCurrent;
+use crate::error::Result;
+use crate::ids::{RequestId, RootId};
+
+const FAMILY: &str = "command_dedupe";
+/// Value format version (binds the result to a recovery LSN).
+pub const VALUE_VERSION: u16 = 2;
+
+/// The deterministic result of a metadata command, stored for exact replay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandResult {
+    /// A workbench was created.
+    WorkspaceCreated {
+        /// The new marker.
+        workspace: WorkspaceCurrent,
+    },
+    /// A body was published at a path.
+    Published {
+        /// New path generation (= the command's commit version).
+        generation: u64,
+        /// Whether the path was absent before.
+        created: bool,
+        /// Generation replaced, if the path existed.
+        replaced_generation: Option<u64>,
+        /// The new PathEntry.
+        entry: PathEntry,
+    },
+}
+
+impl CommandResult {
+    /// Encodes the result (see module docs).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut e = Enc::new();
+        match self {
+            CommandResult::WorkspaceCreated { workspace } => {
+                e.u8(1).bytes(&workspace.encode());
+            }
+            CommandResult::Published {
+                generation,
+                created,
+                replaced_generation,
+                entry,
+            } => {
+                e.u8(2)
+                    .u64(*generation)
+                    .u8(u8::from(*created))
+                    .opt_u64(*replaced_generation)
+                    .bytes(&entry.encode());
+            }
+        }
+        e.finish()
+    }
+
+    /// Decodes a result. Errors: [`crate::Error::Codec`].
+    pub fn decode(b: &[u8]) -> Result<Self> {
+        let mut d = Dec::new(FAMILY, b);
+        let r = match d.u8()? {
+            1 => CommandResult::WorkspaceCreated {
+                workspace: WorkspaceCurrent::decode(d.bytes()?)?,
+            },
+            2 => {
+                let generation = d.u64()?;
+                let created = match d.u8()? {
+                    0 => false,
+                    1 => true,
+                    x => return Err(d.err(format!("bad bool {x}"))),
+                };
+                let replaced_generation = d.opt_u64()?;
+                let entry = PathEntry::decode(d.bytes()?)?;
+                CommandResult::Published {
+                    generation,
+                    created,
+                    replaced_generation,
+                    entry,
+                }
+            }
+            k => return Err(d.err(format!("unknown command result kind {k}"))),
+        };
+        d.finish()?;
+        Ok(r)
+    }
+}
+
+/// The CommandDedupe value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandDedupe {
+    /// SHA-256 over the command's canonical inputs.
+    pub command_digest: [u8; 32],
+    /// The exact deterministic result.
+    pub result: CommandResult,
+    /// Commit version that applied the command.
+    pub commit_version: u64,
+    /// Recovery LSN binding (None until the RecoveryOutbox is written).
+    pub recovery_lsn: Option<u64>,
+}
+
+/// The CommandDedupe key.
+pub fn key(root: &RootId, request: &RequestId) -> Vec<u8> {
+    Enc::new()
+        .raw(root.as_bytes())
+        .raw(request.as_bytes())
+        .finish()
+}
+
+impl CommandDedupe {
+    /// Encodes the value (format version 2).
+    pub fn encode(&self) -> Vec<u8> {
+        Enc::version(VALUE_VERSION)
+            .raw(&self.command_digest)
+            .bytes(&self.result.encode())
+            .u64(self.commit_version)
+            .opt_u64(self.recovery_lsn)
+            .finish()
+    }
+
+    /// Decodes the value. Errors: [`crate::Error::Codec`].
+    pub fn decode(b: &[u8]) -> Result<Self> {
+        let mut d = Dec::new(FAMILY, b);
+        d.expect_version(VALUE_VERSION)?;
+        let command_digest = d.b32()?;
+        let result = CommandResult::decode(d.bytes()?)?;
+        let commit_version = d.u64()?;
+        let recovery_lsn = d.opt_u64()?;
+        d.finish()?;
+        Ok(CommandDedupe {
+            command_digest,
+            result,
+            commit_version,
+            recovery_lsn,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::path_current::tests::sample;
+
+    #[test]
+    fn dedupe_round_trips_both_result_kinds() {
+        let d = CommandDedupe {
+            command_digest: [8; 32],
+            result: CommandResult::Published {
+                generation: 5,
+                created: false,
+                replaced_generation: Some(3),
+                entry: sample(),
+            },
+            commit_version: 5,
+            recovery_lsn: None,
+        };
+        let b = d.encode();
+        assert_eq!(&b[..2], &[0, 2]);
+        assert_eq!(CommandDedupe::decode(&b).unwrap(), d);
+        let ws = CommandResult::WorkspaceCreated {
+            workspace: WorkspaceCurrent {
+                incarnation: crate::ids::WorkspaceIncarnationId([1; 16]),
+                workspace_revision: 1,
+                state: crate::codec::WorkspaceState::Visible,
+                owning_operation: None,
+                created_version: 1,
+                modified_version: 1,
+            },
+        };
+        assert_eq!(CommandResult::decode(&ws.encode()).unwrap(), ws);
+        let mut bad = ws.encode();
+        bad[0] = 3;
+        assert!(CommandResult::decode(&bad).is_err());
+        assert!(CommandDedupe::decode(&b[..b.len() - 1]).is_err());
+    }
+}

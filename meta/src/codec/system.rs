@@ -1,0 +1,257 @@
+//! System tree records (reserved engine tree `system`, tag 0xF0, unversioned).
+//!
+//! Keys are short ASCII strings:
+//!
+//! | key                  | value                                                                 |
+//! |----------------------|-----------------------------------------------------------------------|
+//! | `schema`             | [`SchemaMarker`]: u16 value_format_version=1, u32 len + `nokv_workspace`, u32 format_version=8 |
+//! | `root_placement`     | [`RootPlacement`]: u16 1, root_id 16, logical_shard_id 16, u64 placement_generation, u8 RootPlacementLifecycle |
+//! | `presentation_root`  | u16 1, u32 len + UTF-8 absolute presentation root                     |
+//! | `owner_epoch`        | u16 1, u64 owner epoch (advanced by one commit at every open)         |
+//!
+//! The embedded store keeps the control-plane RootPlacement record here because there is no
+//! separate control plane yet (seed 000, "Placement Authority").
+
+use super::wire::{durable_enum, Dec, Enc};
+use crate::error::{Error, Result};
+use crate::ids::{LogicalShardId, RootId};
+
+const FAMILY: &str = "system";
+
+/// Key of the schema marker (seed 000, `System("schema")`).
+pub const KEY_SCHEMA: &[u8] = b"schema";
+/// Key of the embedded RootPlacement record.
+pub const KEY_ROOT_PLACEMENT: &[u8] = b"root_placement";
+/// Key of the durable presentation root.
+pub const KEY_PRESENTATION_ROOT: &[u8] = b"presentation_root";
+/// Key of the persisted owner epoch counter.
+pub const KEY_OWNER_EPOCH: &[u8] = b"owner_epoch";
+
+/// The only supported schema id.
+pub const SCHEMA_ID: &str = "nokv_workspace";
+/// The only supported system format version (seed 000).
+pub const FORMAT_VERSION: u32 = 8;
+/// Value format version of the marker record.
+pub const MARKER_VALUE_VERSION: u16 = 1;
+
+/// The decoded `System("schema")` marker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaMarker {
+    /// Leading value format version (must be 1).
+    pub value_format_version: u16,
+    /// Schema id (must be `nokv_workspace`).
+    pub schema_id: String,
+    /// System format version (must be 8).
+    pub format_version: u32,
+}
+
+impl SchemaMarker {
+    /// The exact marker this build supports.
+    pub fn current() -> Self {
+        SchemaMarker {
+            value_format_version: MARKER_VALUE_VERSION,
+            schema_id: SCHEMA_ID.to_owned(),
+            format_version: FORMAT_VERSION,
+        }
+    }
+
+    /// Encodes `u16 value_format_version | u32 len | schema_id | u32 format_version`.
+    pub fn encode(&self) -> Vec<u8> {
+        Enc::version(self.value_format_version)
+            .str(&self.schema_id)
+            .u32(self.format_version)
+            .finish()
+    }
+
+    /// Decodes a marker of value format version 1 without judging schema id or format version
+    /// (the schema gate compares those and names the difference).
+    ///
+    /// Errors: [`Error::Codec`] for another value format version, truncation or trailing bytes.
+    pub fn decode(b: &[u8]) -> Result<Self> {
+        let mut d = Dec::new(FAMILY, b);
+        d.expect_version(MARKER_VALUE_VERSION)?;
+        let schema_id = d.string()?;
+        let format_version = d.u32()?;
+        d.finish()?;
+        Ok(SchemaMarker {
+            value_format_version: MARKER_VALUE_VERSION,
+            schema_id,
+            format_version,
+        })
+    }
+}
+
+durable_enum!(
+    /// Control-plane lifecycle of a RootPlacement (seed 000 "Initial durable enum discriminants").
+    RootPlacementLifecycle, "system" {
+        /// Being provisioned.
+        Provisioning = 1,
+        /// Serving.
+        Active = 2,
+        /// Draining.
+        Draining = 3,
+        /// Retired.
+        Retired = 4,
+    }
+);
+
+/// The embedded RootPlacement record (seed 000, "Placement Authority").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RootPlacement {
+    /// The root this store serves.
+    pub root_id: RootId,
+    /// The logical shard the root is placed on.
+    pub logical_shard_id: LogicalShardId,
+    /// Placement generation (1 at creation).
+    pub placement_generation: u64,
+    /// Control-plane lifecycle.
+    pub lifecycle: RootPlacementLifecycle,
+}
+
+impl RootPlacement {
+    /// Encodes `u16 1 | root_id | logical_shard_id | u64 placement_generation | u8 lifecycle`.
+    pub fn encode(&self) -> Vec<u8> {
+        Enc::version(1)
+            .raw(self.root_id.as_bytes())
+            .raw(self.logical_shard_id.as_bytes())
+            .u64(self.placement_generation)
+            .u8(self.lifecycle.to_u8())
+            .finish()
+    }
+
+    /// Decodes the record. Errors: [`Error::Codec`].
+    pub fn decode(b: &[u8]) -> Result<Self> {
+        let mut d = Dec::new(FAMILY, b);
+        d.expect_version(1)?;
+        let root_id = RootId(d.b16()?);
+        let logical_shard_id = LogicalShardId(d.b16()?);
+        let placement_generation = d.u64()?;
+        let lifecycle = RootPlacementLifecycle::from_u8(d.u8()?)?;
+        d.finish()?;
+        Ok(RootPlacement {
+            root_id,
+            logical_shard_id,
+            placement_generation,
+            lifecycle,
+        })
+    }
+}
+
+/// Encodes the presentation root record: `u16 1 | u32 len | UTF-8`.
+pub fn encode_presentation_root(root: &str) -> Vec<u8> {
+    Enc::version(1).str(root).finish()
+}
+
+/// Decodes the presentation root record. Errors: [`Error::Codec`].
+pub fn decode_presentation_root(b: &[u8]) -> Result<String> {
+    let mut d = Dec::new(FAMILY, b);
+    d.expect_version(1)?;
+    let s = d.string()?;
+    d.finish()?;
+    Ok(s)
+}
+
+/// Encodes the owner epoch record: `u16 1 | u64 epoch`.
+pub fn encode_owner_epoch(epoch: u64) -> Vec<u8> {
+    Enc::version(1).u64(epoch).finish()
+}
+
+/// Decodes the owner epoch record. Errors: [`Error::Codec`].
+pub fn decode_owner_epoch(b: &[u8]) -> Result<u64> {
+    let mut d = Dec::new(FAMILY, b);
+    d.expect_version(1)?;
+    let e = d.u64()?;
+    d.finish()?;
+    Ok(e)
+}
+
+/// Default durable presentation root (WORKBENCH.md, "Presentation root").
+pub const DEFAULT_PRESENTATION_ROOT: &str = "/agents/local/wb";
+
+/// Validates a presentation root: absolute, not `/`, no empty/`.`/`..` components, no backslash
+/// or NUL, ≤64 components, ≤4096 bytes.
+///
+/// Errors: [`Error::InvalidArgument`] naming the rule.
+pub fn validate_presentation_root(root: &str) -> Result<()> {
+    let bad = |why: &str| Err(Error::invalid(format!("presentation root {root:?}: {why}")));
+    if root.len() > 4096 {
+        return bad("longer than 4096 bytes");
+    }
+    let Some(rest) = root.strip_prefix('/') else {
+        return bad("must be absolute");
+    };
+    if rest.is_empty() {
+        return bad("must not be '/'");
+    }
+    if root.contains('\\') || root.contains('\0') {
+        return bad("must not contain backslash or NUL");
+    }
+    let mut count = 0;
+    for c in rest.split('/') {
+        if c.is_empty() || c == "." || c == ".." {
+            return bad("has an empty, '.' or '..' component");
+        }
+        count += 1;
+    }
+    if count > 64 {
+        return bad("has more than 64 components");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marker_golden_bytes() {
+        let b = SchemaMarker::current().encode();
+        let mut expected = vec![0x00, 0x01, 0x00, 0x00, 0x00, 0x0e];
+        expected.extend_from_slice(b"nokv_workspace");
+        expected.extend_from_slice(&[0x00, 0x00, 0x00, 0x08]);
+        assert_eq!(b, expected);
+        assert_eq!(SchemaMarker::decode(&b).unwrap(), SchemaMarker::current());
+    }
+
+    #[test]
+    fn marker_rejects_unknown_version_and_trailing_bytes() {
+        let mut b = SchemaMarker::current().encode();
+        b.push(0);
+        assert!(matches!(SchemaMarker::decode(&b), Err(Error::Codec { .. })));
+        let mut b = SchemaMarker::current().encode();
+        b[1] = 2;
+        assert!(matches!(SchemaMarker::decode(&b), Err(Error::Codec { .. })));
+        assert!(SchemaMarker::decode(&[0, 1, 0]).is_err());
+    }
+
+    #[test]
+    fn placement_round_trips_and_rejects_unknown_lifecycle() {
+        let p = RootPlacement {
+            root_id: RootId([1; 16]),
+            logical_shard_id: LogicalShardId([2; 16]),
+            placement_generation: 1,
+            lifecycle: RootPlacementLifecycle::Active,
+        };
+        let mut b = p.encode();
+        assert_eq!(RootPlacement::decode(&b).unwrap(), p);
+        let last = b.len() - 1;
+        b[last] = 9;
+        assert!(RootPlacement::decode(&b).is_err());
+    }
+
+    #[test]
+    fn presentation_root_rules() {
+        assert!(validate_presentation_root(DEFAULT_PRESENTATION_ROOT).is_ok());
+        for bad in [
+            "", "/", "rel/x", "/a//b", "/a/./b", "/a/../b", "/a\\b", "/a/", "/a\0",
+        ] {
+            assert!(validate_presentation_root(bad).is_err(), "{bad:?}");
+        }
+        let r = "/p";
+        assert_eq!(
+            decode_presentation_root(&encode_presentation_root(r)).unwrap(),
+            r
+        );
+        assert_eq!(decode_owner_epoch(&encode_owner_epoch(7)).unwrap(), 7);
+    }
+}

@@ -1,0 +1,128 @@
+//! Typed errors of the metadata layer.
+//!
+//! Every failure the facade has to distinguish is its own variant; storage failures from holt are
+//! wrapped unchanged in [`Error::Storage`]. Nothing in this crate panics on caller or disk input.
+
+use crate::path::PathError;
+
+/// Result alias used throughout `meta`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Errors returned by the metadata layer.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A durable value or key failed to decode (unknown value format version, unknown enum
+    /// discriminant, truncation, trailing bytes, invalid UTF-8). `family` is the seed 000 family
+    /// name (e.g. `"path_current"`).
+    #[error("corrupt {family} record: {reason}")]
+    Codec {
+        /// Seed 000 family (tree) name of the record.
+        family: &'static str,
+        /// What was wrong.
+        reason: String,
+    },
+    /// A relative path was rejected by the one shared normalizer (seed 000, "Ids, Names, And Keys").
+    #[error("invalid path: {0}")]
+    Path(#[from] PathError),
+    /// A caller argument was invalid (workbench id, digest URI, manifest shape, reserved path, …).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The store is not an exact schema-8 NoKV workspace store (seed 000, "Schema Gate"). Nothing
+    /// was written to it.
+    #[error("schema mismatch: {reason}")]
+    SchemaMismatch {
+        /// Which part of the marker, registry, or placement records differs.
+        reason: String,
+    },
+    /// The store was created with another presentation root than the one requested at open.
+    #[error("presentation root mismatch: store has {stored:?}, open requested {requested:?}")]
+    PresentationRootMismatch {
+        /// Durable presentation root recorded at store creation.
+        stored: String,
+        /// Presentation root requested by the caller.
+        requested: String,
+    },
+    /// No `Visible` WorkspaceCurrent marker exists for this workbench id.
+    #[error("workbench {workbench_id:?} not found")]
+    WorkspaceNotFound {
+        /// The external workbench id.
+        workbench_id: String,
+    },
+    /// The workbench name is held by a `Staging` or `Retired` marker and cannot be created or used.
+    #[error("workbench {workbench_id:?} is unavailable (state {state:?})")]
+    WorkspaceUnavailable {
+        /// The external workbench id.
+        workbench_id: String,
+        /// The durable state of the marker.
+        state: crate::codec::WorkspaceState,
+    },
+    /// A create-only publication found an existing PathCurrent entry.
+    #[error("path already exists")]
+    PathAlreadyExists,
+    /// A replace publication found no PathCurrent entry.
+    #[error("path not found")]
+    PathNotFound,
+    /// The path generation differs from the expected one. `0` stands for "absent".
+    #[error("generation conflict: expected {expected}, actual {actual}")]
+    GenerationConflict {
+        /// Generation the caller expected (`0` = the path must be absent).
+        expected: u64,
+        /// Generation found at the read version (`0` = the path is absent).
+        actual: u64,
+    },
+    /// A request id was reused with a different command digest (seed 000, "Metadata Command").
+    #[error("request id reused with different inputs")]
+    RequestReplayMismatch,
+    /// The command's read version was stale at commit (another commit intervened) and the bounded
+    /// rebuild/retry budget was exhausted.
+    #[error("read version conflict after {attempts} attempt(s)")]
+    ReadVersionConflict {
+        /// How many times the command was built and submitted.
+        attempts: u32,
+    },
+    /// A command predicate failed at the holt commit boundary; nothing was applied. The ops layer
+    /// re-reads and reports a precise error instead, so callers of [`crate::MetaShard`] normally
+    /// do not see this variant.
+    #[error("command predicate failed; nothing applied")]
+    CommandPredicateFailed,
+    /// The shard's schema marker, RootFence, or owner epoch no longer matches this handle (another
+    /// owner opened the store, or placement changed). Reopen the store.
+    #[error("shard fenced: {reason}")]
+    Fenced {
+        /// Which fence failed.
+        reason: String,
+    },
+    /// A referenced ArtifactRevision is missing or not `Available`, so no reference may be added.
+    #[error("artifact revision {revision} unavailable: {reason}")]
+    RevisionUnavailable {
+        /// Hex ArtifactRevisionId.
+        revision: String,
+        /// Missing or its state.
+        reason: String,
+    },
+    /// The engine reported an error (I/O, corruption, lock, pruned history, …).
+    #[error("storage: {0}")]
+    Storage(#[from] holt::Error),
+}
+
+impl Error {
+    /// Shorthand for a [`Error::Codec`] error.
+    pub(crate) fn codec(family: &'static str, reason: impl Into<String>) -> Self {
+        Error::Codec {
+            family,
+            reason: reason.into(),
+        }
+    }
+
+    /// Shorthand for a [`Error::SchemaMismatch`] error.
+    pub(crate) fn schema(reason: impl Into<String>) -> Self {
+        Error::SchemaMismatch {
+            reason: reason.into(),
+        }
+    }
+
+    /// Shorthand for [`Error::InvalidArgument`].
+    pub(crate) fn invalid(reason: impl Into<String>) -> Self {
+        Error::InvalidArgument(reason.into())
+    }
+}

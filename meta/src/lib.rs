@@ -1,0 +1,59 @@
+//! # meta — NoKV's schema-8 metadata layer
+//!
+//! `meta` gives workbenches, paths and immutable artifact revisions their durable meaning on top
+//! of the `holt` engine, following the normative metadata schema (seed 000). It knows nothing of
+//! object storage beyond the object-key strings and digests it records.
+//!
+//! ## Layering
+//!
+//! ```text
+//! MetaShard            open + schema gate + owner epoch; workspace/publication operations (ops/),
+//!   │                  consistent reads (Reader, read.rs)
+//!   ▼
+//! MetadataCommand      one bounded command: fences, read-version fence, request-id replay,
+//!   │                  predicates, mutations, ChangeEvent rows, CommandDedupe (command/)
+//!   ▼
+//! TxnStore             point reads, bounded prefix/delimiter scans, one checked atomic
+//!   │                  multi-keyspace write (store.rs; HoltStore)
+//!   ▼
+//! holt                 named ART trees, atomic batches, WAL, checkpoints, MVCC history
+//! ```
+//!
+//! - [`path`] is the one shared path normalizer and ordered path codec;
+//! - [`codec`] holds one key/value codec per seed family, versioned and fail-closed;
+//! - [`schema`] is the exact tree registry and the fail-closed schema gate;
+//! - [`command`] executes a [`command::MetadataCommand`] as exactly one holt batch;
+//! - [`ops`] builds commands for workbench creation and publication, rebuilding on a stale read
+//!   version at most [`ops::MAX_ATTEMPTS`] times.
+//!
+//! Not yet written by this version: RecoveryOutbox rows, secondary-index rows, operations
+//! (StagedObject ledger, commit, snapshot, restore, GC).
+
+#![deny(missing_docs)]
+
+pub mod codec;
+pub mod command;
+pub mod error;
+pub mod ids;
+pub mod ops;
+pub mod path;
+pub mod read;
+pub mod schema;
+mod shard;
+pub mod store;
+
+pub use codec::{
+    manifest_digest_uri, ArtifactRevision, ChangeEvent, ChangeKind, CommandResult, ManifestRow,
+    PathEntry, RevisionState, WorkspaceCurrent, WorkspaceState,
+};
+pub use error::{Error, Result};
+pub use ids::{
+    validate_workbench_id, ArtifactRevisionId, LogicalShardId, OperationId, RequestId, RootId,
+    WorkspaceIncarnationId,
+};
+pub use ops::publish::{PathCondition, PublishReceipt, PublishRequest};
+pub use ops::workspace::CreateWorkspaceOutcome;
+pub use path::{normalize, NormPath, PathError};
+pub use read::{Child, ChildPage, Reader};
+pub use shard::{MetaShard, OpenOptions};
+pub use store::{HoltStore, TxnStore};

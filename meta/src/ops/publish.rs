@@ -1,0 +1,608 @@
+//! Artifact publication: create, replace and append as one metadata command.
+//!
+//! One command (seed 000, "Artifact Revisions And Strong References", "Upload And Append"):
+//! - predicates: WorkspaceCurrent Equals the bytes read (same incarnation, `Visible`);
+//!   PathCurrent Absent / Equals the bytes read, per [`PathCondition`]; the new ArtifactRevision
+//!   Absent (revision ids are never reused); every dependency owner's ArtifactRevision Equals the
+//!   bytes read (it must be `Available`); the replaced revision's row Equals the bytes read;
+//! - mutations: the new ArtifactRevision (`Available`, strong_reference_count 1, reference_epoch
+//!   1, manifest digest, dependency count/digest), its ArtifactManifest rows, RevisionRef(Path)
+//!   for it, one RevisionRef(RevisionDependency, child = new revision) per distinct physical
+//!   owner with that owner's count +1 / epoch +1, PathCurrent (generation = commit version =
+//!   read_version + 1, created_version kept across replacements), WorkspaceCurrent
+//!   workspace_revision +1 / modified_version; when a path existed: its RevisionRef(Path) is
+//!   deleted and the old revision's count −1 / epoch +1 (at zero: last_zero_ref_version = commit
+//!   version and a GcCandidate keyed by the new epoch); a ChangeEvent; CommandDedupe.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use sha2::{Digest, Sha256};
+
+use crate::codec::{
+    artifact_manifest, artifact_revision, gc_candidate, manifest_digest_uri, path_current,
+    revision_ref, workspace_current, ArtifactRevision, ChangeEvent, ChangeKind, CommandResult,
+    GcCandidate, GcClaimState, ManifestRow, PathEntry, RefOwner, RevisionRef, RevisionState,
+    WorkspaceCurrent, WorkspaceState,
+};
+use crate::command::executor::replay_lookup;
+use crate::command::{execute, CommandOutcome, Mutation, Predicate};
+use crate::error::{Error, Result};
+use crate::ids::{validate_workbench_id, ArtifactRevisionId, RequestId};
+use crate::path::NormPath;
+use crate::schema::Family;
+use crate::shard::MetaShard;
+use crate::store::{Snapshot, TxnStore};
+
+use super::MAX_ATTEMPTS;
+
+/// Paths owned by commit/restore; generic publication refuses them (seed 000, "Commit Closure").
+pub const RESERVED_PATHS: [&str; 2] = [
+    "metadata/run_manifest.json",
+    "metadata/restore_manifest.json",
+];
+/// At most this many distinct dependency owner revisions (seed 000).
+pub const MAX_DEPENDENCY_OWNERS: usize = 64;
+/// Maximum sealed dependency depth (seed 000).
+pub const MAX_DEPENDENCY_DEPTH: u32 = 8;
+/// Maximum content-type length in bytes.
+pub const MAX_CONTENT_TYPE_BYTES: usize = 255;
+/// Maximum producer length in bytes.
+pub const MAX_PRODUCER_BYTES: usize = 1024;
+/// Maximum manifest id length in bytes.
+pub const MAX_MANIFEST_ID_BYTES: usize = 1024;
+/// Maximum object key length in bytes.
+pub const MAX_OBJECT_KEY_BYTES: usize = 1024;
+
+/// The publication condition (a generation CAS on PathCurrent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathCondition {
+    /// The path must be absent ([`Error::PathAlreadyExists`] otherwise).
+    Create,
+    /// The path must exist ([`Error::PathNotFound`]) with this generation
+    /// ([`Error::GenerationConflict`]).
+    Replace {
+        /// Generation read by the caller.
+        expected_generation: u64,
+    },
+    /// `None`: the path must be absent; `Some(g)`: it must exist with generation `g`. Any
+    /// mismatch is [`Error::GenerationConflict`] (`0` standing for "absent").
+    Append {
+        /// Generation of the base body, if any.
+        expected_generation: Option<u64>,
+    },
+}
+
+/// One publication request. The caller uploads the blocks under `revision_id` first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishRequest {
+    /// Replay identity; a response-loss retry reuses it.
+    pub request_id: RequestId,
+    /// Target workbench (must be `Visible`).
+    pub workbench_id: String,
+    /// Target path (normalized).
+    pub path: NormPath,
+    /// Generation condition.
+    pub condition: PathCondition,
+    /// The new revision, allocated by the caller before uploading blocks (must be unused).
+    pub revision_id: ArtifactRevisionId,
+    /// Complete body length in bytes.
+    pub logical_size: u64,
+    /// `sha256:` + 64 lowercase hex of the complete body.
+    pub body_digest_uri: String,
+    /// Content type, 1..=255 bytes.
+    pub content_type: String,
+    /// Producer / provenance summary (≤1024 bytes).
+    pub producer: String,
+    /// Optional caller manifest id (≤1024 bytes).
+    pub manifest_id: Option<String>,
+    /// Rows in logical order: `object_index` 0,1,2…, contiguous `logical_offset`s starting at 0,
+    /// non-zero lengths summing to `logical_size`. Rows owned by older revisions name them in
+    /// `physical_owner_revision`.
+    pub manifest: Vec<ManifestRow>,
+    /// Sealed dependency depth: 0 when every row is owned by `revision_id`, otherwise
+    /// `1 + max(dependency_depth of the distinct physical owners)`; must equal that value and be
+    /// ≤ 8 (the caller rematerializes otherwise).
+    pub dependency_depth: u32,
+}
+
+/// Outcome of a publication.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishReceipt {
+    /// New path generation (= `commit_version`).
+    pub generation: u64,
+    /// Commit version that applied the publication (the original one on replay).
+    pub commit_version: u64,
+    /// True when the path was absent before.
+    pub created: bool,
+    /// The published PathEntry.
+    pub entry: PathEntry,
+    /// True when this is the stored result of an earlier identical request.
+    pub idempotent_replay: bool,
+    /// The generation that was replaced, if the path existed.
+    pub replaced_generation: Option<u64>,
+}
+
+/// Validates a `sha256:` + 64 lowercase hex digest URI. Errors: [`Error::InvalidArgument`].
+pub fn validate_digest_uri(what: &str, uri: &str) -> Result<()> {
+    let ok = uri.strip_prefix("sha256:").is_some_and(|h| {
+        h.len() == 64 && h.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "{what} must be \"sha256:\" followed by 64 lowercase hex characters"
+        )))
+    }
+}
+
+/// Pure validation of a request (no storage access). Errors: [`Error::InvalidArgument`].
+pub fn validate_request(req: &PublishRequest) -> Result<()> {
+    validate_workbench_id(&req.workbench_id)?;
+    if RESERVED_PATHS.contains(&req.path.as_str()) {
+        return Err(Error::invalid(format!(
+            "{} is reserved for commit/restore and cannot be published directly",
+            req.path
+        )));
+    }
+    validate_digest_uri("body_digest_uri", &req.body_digest_uri)?;
+    if req.content_type.is_empty() || req.content_type.len() > MAX_CONTENT_TYPE_BYTES {
+        return Err(Error::invalid("content_type must be 1..=255 bytes"));
+    }
+    if req.producer.len() > MAX_PRODUCER_BYTES {
+        return Err(Error::invalid("producer is longer than 1024 bytes"));
+    }
+    if req
+        .manifest_id
+        .as_ref()
+        .is_some_and(|m| m.len() > MAX_MANIFEST_ID_BYTES)
+    {
+        return Err(Error::invalid("manifest_id is longer than 1024 bytes"));
+    }
+    if req.manifest.len() > crate::command::MAX_MANIFEST_ROWS {
+        return Err(Error::invalid("manifest has too many rows"));
+    }
+    let mut offset: u64 = 0;
+    for (i, row) in req.manifest.iter().enumerate() {
+        if row.object_index != i as u64 {
+            return Err(Error::invalid(format!(
+                "manifest row {i} has object_index {}; rows must be numbered 0,1,2,…",
+                row.object_index
+            )));
+        }
+        if row.logical_offset != offset {
+            return Err(Error::invalid(format!(
+                "manifest row {i} starts at logical offset {}, expected {offset}",
+                row.logical_offset
+            )));
+        }
+        if row.length == 0 {
+            return Err(Error::invalid(format!("manifest row {i} has zero length")));
+        }
+        if row.object_key.is_empty() || row.object_key.len() > MAX_OBJECT_KEY_BYTES {
+            return Err(Error::invalid(format!(
+                "manifest row {i} object_key must be 1..=1024 bytes"
+            )));
+        }
+        validate_digest_uri("manifest row digest_uri", &row.digest_uri)?;
+        offset = offset
+            .checked_add(row.length)
+            .ok_or_else(|| Error::invalid("manifest lengths overflow"))?;
+    }
+    if offset != req.logical_size {
+        return Err(Error::invalid(format!(
+            "manifest rows cover {offset} bytes but logical_size is {}",
+            req.logical_size
+        )));
+    }
+    if req.dependency_depth > MAX_DEPENDENCY_DEPTH {
+        return Err(Error::invalid(
+            "dependency_depth exceeds 8; rematerialize the body",
+        ));
+    }
+    let owners = dependency_owners(req);
+    if owners.len() > MAX_DEPENDENCY_OWNERS {
+        return Err(Error::invalid(
+            "more than 64 distinct dependency owners; rematerialize the body",
+        ));
+    }
+    Ok(())
+}
+
+/// Distinct physical owners other than the new revision, sorted.
+fn dependency_owners(req: &PublishRequest) -> BTreeSet<ArtifactRevisionId> {
+    req.manifest
+        .iter()
+        .map(|r| r.physical_owner_revision)
+        .filter(|o| *o != req.revision_id)
+        .collect()
+}
+
+/// SHA-256 over the sorted, concatenated 16-byte owner ids.
+fn dependency_digest(owners: &BTreeSet<ArtifactRevisionId>) -> [u8; 32] {
+    let mut h = Sha256::new();
+    for o in owners {
+        h.update(o.as_bytes());
+    }
+    h.finalize().into()
+}
+
+/// The command digest: SHA-256 over a canonical encoding of every request field except the
+/// request id (domain `nokv.publish.v1\0`).
+pub fn command_digest(req: &PublishRequest) -> [u8; 32] {
+    let mut h = Sha256::new();
+    let s = |h: &mut Sha256, b: &[u8]| {
+        h.update((b.len() as u64).to_be_bytes());
+        h.update(b);
+    };
+    h.update(b"nokv.publish.v1\0");
+    s(&mut h, req.workbench_id.as_bytes());
+    s(&mut h, req.path.as_str().as_bytes());
+    match req.condition {
+        PathCondition::Create => h.update([1u8]),
+        PathCondition::Replace {
+            expected_generation,
+        } => {
+            h.update([2u8]);
+            h.update(expected_generation.to_be_bytes());
+        }
+        PathCondition::Append {
+            expected_generation,
+        } => {
+            h.update([3u8]);
+            match expected_generation {
+                None => h.update([0u8]),
+                Some(g) => {
+                    h.update([1u8]);
+                    h.update(g.to_be_bytes());
+                }
+            }
+        }
+    }
+    h.update(req.revision_id.as_bytes());
+    h.update(req.logical_size.to_be_bytes());
+    s(&mut h, req.body_digest_uri.as_bytes());
+    s(&mut h, req.content_type.as_bytes());
+    s(&mut h, req.producer.as_bytes());
+    match &req.manifest_id {
+        None => h.update([0u8]),
+        Some(m) => {
+            h.update([1u8]);
+            s(&mut h, m.as_bytes());
+        }
+    }
+    h.update(req.dependency_depth.to_be_bytes());
+    h.update((req.manifest.len() as u64).to_be_bytes());
+    for r in &req.manifest {
+        h.update(r.object_index.to_be_bytes());
+        s(&mut h, &r.encode_value());
+    }
+    h.finalize().into()
+}
+
+fn receipt(out: CommandOutcome) -> Result<PublishReceipt> {
+    match out.result {
+        CommandResult::Published {
+            generation,
+            created,
+            replaced_generation,
+            entry,
+        } => Ok(PublishReceipt {
+            generation,
+            commit_version: out.commit_version,
+            created,
+            entry,
+            idempotent_replay: out.idempotent_replay,
+            replaced_generation,
+        }),
+        CommandResult::WorkspaceCreated { .. } => Err(Error::RequestReplayMismatch),
+    }
+}
+
+/// Publishes one body (see the module docs). Validation happens before any read or write; an
+/// exact request-id replay returns the stored receipt even after later commits.
+///
+/// Errors: [`Error::InvalidArgument`], [`Error::WorkspaceNotFound`], [`Error::PathAlreadyExists`],
+/// [`Error::PathNotFound`], [`Error::GenerationConflict`], [`Error::RequestReplayMismatch`],
+/// [`Error::RevisionUnavailable`], [`Error::ReadVersionConflict`] after [`MAX_ATTEMPTS`],
+/// [`Error::Fenced`], codec and storage errors.
+pub fn publish(shard: &MetaShard, req: PublishRequest) -> Result<PublishReceipt> {
+    validate_request(&req)?;
+    let digest = command_digest(&req);
+    for _ in 0..MAX_ATTEMPTS {
+        match attempt(shard, &req, digest) {
+            Ok(r) => return Ok(r),
+            Err(Error::ReadVersionConflict { .. }) | Err(Error::CommandPredicateFailed) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Error::ReadVersionConflict {
+        attempts: MAX_ATTEMPTS,
+    })
+}
+
+/// Reads one ArtifactRevision row, returning its bytes and decoded value.
+fn read_revision<S: Snapshot>(snap: &S, key: &[u8]) -> Result<Option<(Vec<u8>, ArtifactRevision)>> {
+    match snap.get(Family::ArtifactRevision, key)? {
+        None => Ok(None),
+        Some(b) => {
+            let r = ArtifactRevision::decode(&b)?;
+            Ok(Some((b, r)))
+        }
+    }
+}
+
+fn attempt(shard: &MetaShard, req: &PublishRequest, digest: [u8; 32]) -> Result<PublishReceipt> {
+    let store = &shard.inner.store;
+    let root = shard.root_id();
+    let snap = store.snapshot();
+    if let Some(out) = replay_lookup(&snap, &root, &req.request_id, &digest)? {
+        return receipt(out);
+    }
+    let read_version = snap.version();
+    let cv = read_version
+        .checked_add(1)
+        .ok_or_else(|| Error::invalid("commit version exhausted"))?;
+
+    // Workspace marker.
+    let ws_key = workspace_current::key(&root, &req.workbench_id);
+    let ws_bytes = snap
+        .get(Family::WorkspaceCurrent, &ws_key)?
+        .ok_or_else(|| Error::WorkspaceNotFound {
+            workbench_id: req.workbench_id.clone(),
+        })?;
+    let ws = WorkspaceCurrent::decode(&ws_bytes)?;
+    if ws.state != WorkspaceState::Visible {
+        return Err(Error::WorkspaceNotFound {
+            workbench_id: req.workbench_id.clone(),
+        });
+    }
+    let inc = ws.incarnation;
+
+    // Path condition.
+    let path_key = path_current::key(&root, &inc, &req.path);
+    let old_bytes = snap.get(Family::PathCurrent, &path_key)?;
+    let old = old_bytes.as_deref().map(PathEntry::decode).transpose()?;
+    let actual = old.as_ref().map(|e| e.generation);
+    match req.condition {
+        PathCondition::Create => {
+            if old.is_some() {
+                return Err(Error::PathAlreadyExists);
+            }
+        }
+        PathCondition::Replace {
+            expected_generation,
+        } => match actual {
+            None => return Err(Error::PathNotFound),
+            Some(g) if g != expected_generation => {
+                return Err(Error::GenerationConflict {
+                    expected: expected_generation,
+                    actual: g,
+                })
+            }
+            Some(_) => {}
+        },
+        PathCondition::Append {
+            expected_generation,
+        } => {
+            if actual != expected_generation {
+                return Err(Error::GenerationConflict {
+                    expected: expected_generation.unwrap_or(0),
+                    actual: actual.unwrap_or(0),
+                });
+            }
+        }
+    }
+
+    // The new revision must be unused.
+    let new_rev_key = artifact_revision::key(&root, &req.revision_id);
+    if snap.get(Family::ArtifactRevision, &new_rev_key)?.is_some() {
+        return Err(Error::invalid(format!(
+            "artifact revision {} already exists; allocate a fresh revision id",
+            req.revision_id
+        )));
+    }
+
+    let mut predicates = vec![
+        Predicate::equals(Family::WorkspaceCurrent, ws_key.clone(), ws_bytes),
+        match &old_bytes {
+            None => Predicate::absent(Family::PathCurrent, path_key.clone()),
+            Some(b) => Predicate::equals(Family::PathCurrent, path_key.clone(), b.clone()),
+        },
+        Predicate::absent(Family::ArtifactRevision, new_rev_key.clone()),
+    ];
+    let mut mutations = Vec::new();
+
+    // Revisions whose reference counts change: id -> (original bytes, updated row).
+    let mut touched: BTreeMap<ArtifactRevisionId, (Vec<u8>, ArtifactRevision)> = BTreeMap::new();
+
+    // Dependency owners: each must be Available; add one RevisionDependency ref each.
+    let owners = dependency_owners(req);
+    let mut expected_depth = 0u32;
+    for owner in &owners {
+        let key = artifact_revision::key(&root, owner);
+        let Some((bytes, mut row)) = read_revision(&snap, &key)? else {
+            return Err(Error::RevisionUnavailable {
+                revision: owner.to_hex(),
+                reason: "missing".into(),
+            });
+        };
+        if row.state != RevisionState::Available {
+            return Err(Error::RevisionUnavailable {
+                revision: owner.to_hex(),
+                reason: format!("state {:?}", row.state),
+            });
+        }
+        expected_depth = expected_depth.max(row.dependency_depth.saturating_add(1));
+        row.strong_reference_count = row.strong_reference_count.saturating_add(1);
+        row.reference_epoch = row.reference_epoch.saturating_add(1);
+        mutations.push(Mutation::put(
+            Family::RevisionRef,
+            revision_ref::key(
+                &root,
+                &RefOwner::RevisionDependency {
+                    child: req.revision_id,
+                },
+                owner,
+            ),
+            RevisionRef {
+                reference_epoch_at_add: row.reference_epoch,
+                created_version: cv,
+            }
+            .encode(),
+        ));
+        touched.insert(*owner, (bytes, row));
+    }
+    if req.dependency_depth != expected_depth {
+        return Err(Error::invalid(format!(
+            "dependency_depth is {} but the manifest's owners give {expected_depth}",
+            req.dependency_depth
+        )));
+    }
+
+    // Release the replaced path reference.
+    let path_owner = RefOwner::Path {
+        incarnation: inc,
+        path: req.path.clone(),
+    };
+    if let Some(old) = &old {
+        let old_rev = old.artifact_revision_id;
+        mutations.push(Mutation::Delete {
+            family: Family::RevisionRef,
+            key: revision_ref::key(&root, &path_owner, &old_rev),
+        });
+        let slot = match touched.entry(old_rev) {
+            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::btree_map::Entry::Vacant(v) => {
+                let key = artifact_revision::key(&root, &old_rev);
+                let Some(found) = read_revision(&snap, &key)? else {
+                    return Err(Error::codec(
+                        "artifact_revision",
+                        format!("PathCurrent names missing revision {old_rev}"),
+                    ));
+                };
+                v.insert(found)
+            }
+        };
+        let row = &mut slot.1;
+        row.strong_reference_count = row
+            .strong_reference_count
+            .checked_sub(1)
+            .ok_or_else(|| Error::codec("artifact_revision", "strong reference count underflow"))?;
+        row.reference_epoch = row.reference_epoch.saturating_add(1);
+    }
+    for (id, (bytes, mut row)) in touched {
+        let key = artifact_revision::key(&root, &id);
+        if row.strong_reference_count == 0 {
+            row.last_zero_ref_version = Some(cv);
+            mutations.push(Mutation::put(
+                Family::GcCandidate,
+                gc_candidate::key(&root, &id, row.reference_epoch),
+                GcCandidate {
+                    last_zero_ref_version: cv,
+                    claim_state: GcClaimState::Candidate,
+                    retry_count: 0,
+                }
+                .encode(),
+            ));
+        }
+        predicates.push(Predicate::equals(
+            Family::ArtifactRevision,
+            key.clone(),
+            bytes,
+        ));
+        mutations.push(Mutation::put(Family::ArtifactRevision, key, row.encode()));
+    }
+
+    // The new revision, its manifest and its path reference.
+    let manifest_digest = manifest_digest_uri(&req.manifest);
+    let revision = ArtifactRevision {
+        logical_size: req.logical_size,
+        body_digest_uri: req.body_digest_uri.clone(),
+        manifest_digest_uri: manifest_digest.clone(),
+        block_count: req.manifest.len() as u64,
+        dependency_count: owners.len() as u32,
+        dependency_depth: req.dependency_depth,
+        dependency_digest: dependency_digest(&owners),
+        content_type: req.content_type.clone(),
+        state: RevisionState::Available,
+        reference_epoch: 1,
+        strong_reference_count: 1,
+        last_zero_ref_version: None,
+        created_version: cv,
+    };
+    mutations.push(Mutation::put(
+        Family::ArtifactRevision,
+        new_rev_key,
+        revision.encode(),
+    ));
+    mutations.push(Mutation::put(
+        Family::RevisionRef,
+        revision_ref::key(&root, &path_owner, &req.revision_id),
+        RevisionRef {
+            reference_epoch_at_add: 1,
+            created_version: cv,
+        }
+        .encode(),
+    ));
+    let entry = PathEntry {
+        generation: cv,
+        artifact_revision_id: req.revision_id,
+        logical_size: req.logical_size,
+        body_digest_uri: req.body_digest_uri.clone(),
+        manifest_digest_uri: manifest_digest,
+        dependency_count: owners.len() as u32,
+        dependency_depth: req.dependency_depth,
+        content_type: req.content_type.clone(),
+        producer: req.producer.clone(),
+        manifest_id: req.manifest_id.clone(),
+        created_version: old.as_ref().map_or(cv, |o| o.created_version),
+        modified_version: cv,
+        index_projection: Vec::new(),
+    };
+    mutations.push(Mutation::put(Family::PathCurrent, path_key, entry.encode()));
+    let ws_next = WorkspaceCurrent {
+        workspace_revision: ws.workspace_revision.saturating_add(1),
+        modified_version: cv,
+        ..ws
+    };
+    mutations.push(Mutation::put(
+        Family::WorkspaceCurrent,
+        ws_key,
+        ws_next.encode(),
+    ));
+    for row in &req.manifest {
+        mutations.push(Mutation::put(
+            Family::ArtifactManifest,
+            artifact_manifest::key(&root, &req.revision_id, row.object_index),
+            row.encode_value(),
+        ));
+    }
+
+    let mut cmd = shard.command_header(
+        req.request_id,
+        digest,
+        read_version,
+        CommandResult::Published {
+            generation: cv,
+            created: old.is_none(),
+            replaced_generation: actual,
+            entry,
+        },
+    );
+    cmd.predicates = predicates;
+    cmd.mutations = mutations;
+    cmd.event_projection = vec![ChangeEvent {
+        workbench_id: req.workbench_id.clone(),
+        incarnation: inc,
+        kind: if matches!(req.condition, PathCondition::Append { .. }) {
+            ChangeKind::ArtifactAppended
+        } else {
+            ChangeKind::ArtifactPublished
+        },
+        path: Some(req.path.clone()),
+        before_generation: actual,
+        after_generation: Some(cv),
+    }];
+    receipt(execute(store, &shard.inner.fence, cmd)?)
+}

@@ -1,0 +1,119 @@
+//! Workbench creation.
+
+use sha2::{Digest, Sha256};
+
+use crate::codec::{
+    workspace_current, workspace_incarnation_claim, ChangeEvent, ChangeKind, CommandResult,
+    WorkspaceCurrent, WorkspaceIncarnationClaim, WorkspaceState,
+};
+use crate::command::{execute, Mutation, Predicate};
+use crate::error::{Error, Result};
+use crate::ids::{validate_workbench_id, RequestId, WorkspaceIncarnationId};
+use crate::schema::Family;
+use crate::shard::MetaShard;
+use crate::store::{Snapshot, TxnStore};
+
+use super::MAX_ATTEMPTS;
+
+/// Result of [`MetaShard::create_workspace`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateWorkspaceOutcome {
+    /// The `Visible` marker.
+    pub workspace: WorkspaceCurrent,
+    /// False when the workbench already existed and was visible (idempotent create).
+    pub created: bool,
+}
+
+/// Creates `workbench_id` as a `Visible` workbench: one command writes WorkspaceCurrent
+/// (fresh incarnation, workspace_revision 1, created/modified = commit version), the never-deleted
+/// WorkspaceIncarnationClaim, and a `WorkspaceCreated` ChangeEvent. Predicates: marker Absent,
+/// claim Absent.
+///
+/// An existing `Visible` marker returns `created = false` without writing.
+///
+/// Errors: [`Error::InvalidArgument`] for an invalid id; [`Error::WorkspaceUnavailable`] for a
+/// `Staging`/`Retired` marker; [`Error::ReadVersionConflict`] after [`MAX_ATTEMPTS`];
+/// [`Error::Fenced`]; storage and codec errors.
+pub fn create_workspace(shard: &MetaShard, workbench_id: &str) -> Result<CreateWorkspaceOutcome> {
+    validate_workbench_id(workbench_id)?;
+    let root = shard.root_id();
+    let ws_key = workspace_current::key(&root, workbench_id);
+    for _ in 0..MAX_ATTEMPTS {
+        let snap = shard.inner.store.snapshot();
+        if let Some(b) = snap.get(Family::WorkspaceCurrent, &ws_key)? {
+            let ws = WorkspaceCurrent::decode(&b)?;
+            if ws.state == WorkspaceState::Visible {
+                return Ok(CreateWorkspaceOutcome {
+                    workspace: ws,
+                    created: false,
+                });
+            }
+            return Err(Error::WorkspaceUnavailable {
+                workbench_id: workbench_id.to_owned(),
+                state: ws.state,
+            });
+        }
+        let read_version = snap.version();
+        let commit_version = read_version + 1;
+        let incarnation = WorkspaceIncarnationId::random()?;
+        let ws = WorkspaceCurrent {
+            incarnation,
+            workspace_revision: 1,
+            state: WorkspaceState::Visible,
+            owning_operation: None,
+            created_version: commit_version,
+            modified_version: commit_version,
+        };
+        let mut h = Sha256::new();
+        h.update(b"nokv.workspace.create.v1\0");
+        h.update((workbench_id.len() as u32).to_be_bytes());
+        h.update(workbench_id.as_bytes());
+        h.update(incarnation.as_bytes());
+        let digest: [u8; 32] = h.finalize().into();
+        let claim_key = workspace_incarnation_claim::key(&root, &incarnation);
+        let mut cmd = shard.command_header(
+            RequestId::random()?,
+            digest,
+            read_version,
+            CommandResult::WorkspaceCreated {
+                workspace: ws.clone(),
+            },
+        );
+        cmd.predicates = vec![
+            Predicate::absent(Family::WorkspaceCurrent, ws_key.clone()),
+            Predicate::absent(Family::WorkspaceIncarnationClaim, claim_key.clone()),
+        ];
+        cmd.mutations = vec![
+            Mutation::put(Family::WorkspaceCurrent, ws_key.clone(), ws.encode()),
+            Mutation::put(
+                Family::WorkspaceIncarnationClaim,
+                claim_key,
+                WorkspaceIncarnationClaim {
+                    workbench_id: workbench_id.to_owned(),
+                }
+                .encode(),
+            ),
+        ];
+        cmd.event_projection = vec![ChangeEvent {
+            workbench_id: workbench_id.to_owned(),
+            incarnation,
+            kind: ChangeKind::WorkspaceCreated,
+            path: None,
+            before_generation: None,
+            after_generation: None,
+        }];
+        match execute(&shard.inner.store, &shard.inner.fence, cmd) {
+            Ok(_) => {
+                return Ok(CreateWorkspaceOutcome {
+                    workspace: ws,
+                    created: true,
+                })
+            }
+            Err(Error::ReadVersionConflict { .. }) | Err(Error::CommandPredicateFailed) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Error::ReadVersionConflict {
+        attempts: MAX_ATTEMPTS,
+    })
+}

@@ -1,0 +1,330 @@
+//! `Reader`: consistent metadata reads at one holt read version.
+//!
+//! Cost model (seed 000, "Namespace And Workspace Visibility"): an exact lookup is one
+//! WorkspaceCurrent point read plus one PathCurrent point read; a direct-child listing is one
+//! delimiter-aware prefix scan advanced through engine calls of at most 255 items; implicit
+//! directory existence is a limit-1 prefix probe. No listing reads ArtifactRevision rows.
+
+use crate::codec::{
+    artifact_manifest, artifact_revision, change_event, path_current, workspace_current,
+    ArtifactRevision, ChangeEvent, ManifestRow, PathEntry, WorkspaceCurrent, WorkspaceState,
+};
+use crate::error::{Error, Result};
+use crate::ids::{validate_workbench_id, ArtifactRevisionId, RootId, WorkspaceIncarnationId};
+use crate::path::{decode_child, ordered_child_name, ordered_key, ChildKey, NormPath};
+use crate::schema::Family;
+use crate::store::{HoltSnapshot, ScanItem, ScanSpec, Snapshot, MAX_SCAN_ITEMS};
+
+/// One direct child of a directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Child {
+    /// The child's name (one path component).
+    pub name: String,
+    /// The published file at exactly this name, if any (an exact file wins over a same-named
+    /// implicit directory for presentation).
+    pub file: Option<PathEntry>,
+    /// True when the name also has descendants (an implicit directory exists under it).
+    pub is_dir: bool,
+}
+
+/// One page of direct children.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildPage {
+    /// Children in name (UTF-8 byte) order.
+    pub items: Vec<Child>,
+    /// True when more children follow the last item.
+    pub more: bool,
+}
+
+/// Read access at one version. Obtain with [`crate::MetaShard::read`] or
+/// [`crate::MetaShard::read_at`].
+pub struct Reader {
+    snap: HoltSnapshot,
+    root: RootId,
+}
+
+fn scan_limit(remaining: usize) -> usize {
+    remaining.clamp(1, MAX_SCAN_ITEMS)
+}
+
+impl Reader {
+    pub(crate) fn new(snap: HoltSnapshot, root: RootId) -> Self {
+        Reader { snap, root }
+    }
+
+    /// The read version every result of this reader reflects.
+    pub fn version(&self) -> u64 {
+        self.snap.version()
+    }
+
+    /// The WorkspaceCurrent marker of `workbench_id` in any state (one point read).
+    ///
+    /// Errors: [`Error::InvalidArgument`] for an invalid id; [`Error::Codec`]; storage errors.
+    pub fn workspace(&self, workbench_id: &str) -> Result<Option<WorkspaceCurrent>> {
+        validate_workbench_id(workbench_id)?;
+        self.snap
+            .get(
+                Family::WorkspaceCurrent,
+                &workspace_current::key(&self.root, workbench_id),
+            )?
+            .map(|b| WorkspaceCurrent::decode(&b))
+            .transpose()
+    }
+
+    /// The marker of a `Visible` workbench. Errors: [`Error::WorkspaceNotFound`] when absent or
+    /// not `Visible` (staging rows are invisible), plus the errors of [`Reader::workspace`].
+    pub fn visible_workspace(&self, workbench_id: &str) -> Result<WorkspaceCurrent> {
+        match self.workspace(workbench_id)? {
+            Some(w) if w.state == WorkspaceState::Visible => Ok(w),
+            _ => Err(Error::WorkspaceNotFound {
+                workbench_id: workbench_id.to_owned(),
+            }),
+        }
+    }
+
+    /// The PathEntry at exactly `path` (one PathCurrent point read).
+    ///
+    /// Errors: [`Error::Codec`]; storage errors.
+    pub fn path_entry(
+        &self,
+        inc: &WorkspaceIncarnationId,
+        path: &NormPath,
+    ) -> Result<Option<PathEntry>> {
+        self.snap
+            .get(
+                Family::PathCurrent,
+                &path_current::key(&self.root, inc, path),
+            )?
+            .map(|b| PathEntry::decode(&b))
+            .transpose()
+    }
+
+    /// Direct children of `dir` (`None` = workspace root) in name order, after the child name
+    /// `start_after` (exclusive), at most `limit` items.
+    ///
+    /// One delimiter (0x00) scan advanced through engine calls of ≤255 items. A name that is
+    /// both a file and an implicit directory yields ONE [`Child`] with `file = Some(..)` and
+    /// `is_dir = true`.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for `limit == 0`; [`Error::Path`] for an invalid
+    /// `start_after` name;
+    /// [`Error::Codec`] for undecodable keys; storage errors.
+    pub fn list_children(
+        &self,
+        inc: &WorkspaceIncarnationId,
+        dir: Option<&NormPath>,
+        start_after: Option<&str>,
+        limit: usize,
+    ) -> Result<ChildPage> {
+        if limit == 0 {
+            return Err(Error::invalid("list limit must be at least 1"));
+        }
+        let prefix = path_current::children_prefix(&self.root, inc, dir);
+        let mut marker = match start_after {
+            None => None,
+            Some(name) => {
+                let mut m = prefix.clone();
+                m.extend_from_slice(&ordered_child_name(name)?);
+                // Every entry of `name` (rollup `… 0x00`, file `… 0x01`) is ≤ this marker.
+                m.push(crate::path::EXACT_TERMINATOR);
+                Some(m)
+            }
+        };
+        let mut items: Vec<Child> = Vec::new();
+        let mut pending: Option<Child> = None;
+        loop {
+            // Each child yields at most two entries (rollup + file); fetch enough to see one
+            // child past the limit.
+            let want = 2 * (limit - items.len()) + 2;
+            let spec = ScanSpec {
+                prefix: prefix.clone(),
+                start_after: marker.clone(),
+                delimiter: Some(crate::path::COMPONENT_DELIMITER),
+                limit: scan_limit(want),
+            };
+            let batch = self.snap.scan(Family::PathCurrent, &spec)?;
+            let exhausted = batch.len() < spec.limit;
+            for item in batch {
+                marker = Some(item.marker().to_vec());
+                let rest = item
+                    .marker()
+                    .get(prefix.len()..)
+                    .ok_or_else(|| Error::codec("path_current", "scan item outside prefix"))?;
+                let child =
+                    decode_child(rest).map_err(|e| Error::codec("path_current", e.to_string()))?;
+                let (name, file, is_dir) = match (child, item) {
+                    (ChildKey::Dir(n), _) => (n, None, true),
+                    (ChildKey::File(n), ScanItem::Row { value, .. }) => {
+                        (n, Some(PathEntry::decode(&value)?), false)
+                    }
+                    (ChildKey::File(_), ScanItem::Prefix(_)) => {
+                        return Err(Error::codec("path_current", "rollup ends in a terminator"))
+                    }
+                };
+                match pending.as_mut() {
+                    Some(p) if p.name == name => {
+                        p.is_dir |= is_dir;
+                        if file.is_some() {
+                            p.file = file;
+                        }
+                    }
+                    _ => {
+                        if let Some(done) = pending.take() {
+                            items.push(done);
+                            if items.len() == limit {
+                                return Ok(ChildPage { items, more: true });
+                            }
+                        }
+                        pending = Some(Child { name, file, is_dir });
+                    }
+                }
+            }
+            if exhausted {
+                break;
+            }
+        }
+        if let Some(done) = pending {
+            items.push(done);
+        }
+        Ok(ChildPage { items, more: false })
+    }
+
+    /// Whether any published path lies strictly under `dir` (a limit-1 prefix probe).
+    ///
+    /// Errors: storage errors.
+    pub fn has_descendants(&self, inc: &WorkspaceIncarnationId, dir: &NormPath) -> Result<bool> {
+        let spec = ScanSpec {
+            prefix: path_current::children_prefix(&self.root, inc, Some(dir)),
+            start_after: None,
+            delimiter: None,
+            limit: 1,
+        };
+        Ok(!self.snap.scan(Family::PathCurrent, &spec)?.is_empty())
+    }
+
+    /// Recursive listing of published files under `under` (`None` = whole workspace) in
+    /// canonical key order (a subtree before its same-named file, `a/…` before `a` before `ab`),
+    /// strictly after `start_after`, at most `limit` files. Returns `(files, more)`.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for `limit == 0`; [`Error::Codec`]; storage errors.
+    pub fn scan_files(
+        &self,
+        inc: &WorkspaceIncarnationId,
+        under: Option<&NormPath>,
+        start_after: Option<&NormPath>,
+        limit: usize,
+    ) -> Result<(Vec<(NormPath, PathEntry)>, bool)> {
+        if limit == 0 {
+            return Err(Error::invalid("scan limit must be at least 1"));
+        }
+        let prefix = path_current::children_prefix(&self.root, inc, under);
+        let mut marker = start_after.map(|p| {
+            let mut m = path_current::workspace_prefix(&self.root, inc);
+            m.extend_from_slice(&ordered_key(p));
+            m
+        });
+        let mut out = Vec::new();
+        loop {
+            let spec = ScanSpec {
+                prefix: prefix.clone(),
+                start_after: marker.clone(),
+                delimiter: None,
+                limit: scan_limit(limit + 1 - out.len()),
+            };
+            let batch = self.snap.scan(Family::PathCurrent, &spec)?;
+            let exhausted = batch.len() < spec.limit;
+            for item in batch {
+                let ScanItem::Row { key, value } = item else {
+                    return Err(Error::codec("path_current", "rollup in a recursive scan"));
+                };
+                if out.len() == limit {
+                    return Ok((out, true));
+                }
+                let path = path_current::decode_key_path(&key)?;
+                out.push((path, PathEntry::decode(&value)?));
+                marker = Some(key);
+            }
+            if exhausted {
+                return Ok((out, false));
+            }
+        }
+    }
+
+    /// Every manifest row of a revision in object_index order (paged scans of ≤255 rows).
+    ///
+    /// Errors: [`Error::Codec`]; storage errors.
+    pub fn manifest(&self, rev: &ArtifactRevisionId) -> Result<Vec<ManifestRow>> {
+        let prefix = artifact_manifest::prefix(&self.root, rev);
+        let mut marker = None;
+        let mut out = Vec::new();
+        loop {
+            let spec = ScanSpec {
+                prefix: prefix.clone(),
+                start_after: marker.clone(),
+                delimiter: None,
+                limit: MAX_SCAN_ITEMS,
+            };
+            let batch = self.snap.scan(Family::ArtifactManifest, &spec)?;
+            let exhausted = batch.len() < spec.limit;
+            for item in batch {
+                let ScanItem::Row { key, value } = item else {
+                    return Err(Error::codec("artifact_manifest", "unexpected rollup"));
+                };
+                let idx = artifact_manifest::decode_key_index(&key)?;
+                out.push(ManifestRow::decode_value(idx, &value)?);
+                marker = Some(key);
+            }
+            if exhausted {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// The ArtifactRevision row (one point read). Errors: [`Error::Codec`]; storage errors.
+    pub fn revision(&self, rev: &ArtifactRevisionId) -> Result<Option<ArtifactRevision>> {
+        self.snap
+            .get(
+                Family::ArtifactRevision,
+                &artifact_revision::key(&self.root, rev),
+            )?
+            .map(|b| ArtifactRevision::decode(&b))
+            .transpose()
+    }
+
+    /// Root-wide change events strictly after the log position `after`
+    /// (`(commit_version, event_sequence)`), at most `limit`, as
+    /// `(commit_version, event_sequence, event)`.
+    ///
+    /// Errors: [`Error::Codec`]; storage errors.
+    pub fn changes(
+        &self,
+        after: Option<(u64, u32)>,
+        limit: usize,
+    ) -> Result<Vec<(u64, u32, ChangeEvent)>> {
+        let prefix = change_event::prefix(&self.root);
+        let mut marker = after.map(|(v, s)| change_event::key(&self.root, v, s));
+        let mut out = Vec::new();
+        while out.len() < limit {
+            let spec = ScanSpec {
+                prefix: prefix.clone(),
+                start_after: marker.clone(),
+                delimiter: None,
+                limit: scan_limit(limit - out.len()),
+            };
+            let batch = self.snap.scan(Family::ChangeEvent, &spec)?;
+            let exhausted = batch.len() < spec.limit;
+            for item in batch {
+                let ScanItem::Row { key, value } = item else {
+                    return Err(Error::codec("change_event", "unexpected rollup"));
+                };
+                let (v, s) = change_event::decode_key(&key)?;
+                out.push((v, s, ChangeEvent::decode(&value)?));
+                marker = Some(key);
+            }
+            if exhausted {
+                break;
+            }
+        }
+        Ok(out)
+    }
+}

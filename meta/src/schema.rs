@@ -1,0 +1,400 @@
+//! The schema gate (seed 000, "Schema Gate") and the exact tree registry.
+//!
+//! Every family owns one named holt tree with a stable one-byte tag. The registry this build
+//! accepts is exactly: the 23 seed 000 families (`root_fence` 0x01 … `workspace_incarnation_claim`
+//! 0x17, all versioned so holt keeps their MVCC history), the reserved unversioned engine trees
+//! `system` (0xF0) and `recovery_outbox` (0xF1), and holt's own `history` tree (0x00).
+//!
+//! Startup is fail-closed:
+//! - an empty store (only `history`, version 0) is initialized: every tree is created and ONE
+//!   batch writes the `System("schema")` marker, the embedded RootPlacement, the presentation
+//!   root, owner epoch 1 and the RootFence row. A store at version 0 whose registry is a subset of
+//!   the expected one is an interrupted initialization (trees are created one by one before the
+//!   single initializing commit) and is completed the same way; no data can exist at version 0;
+//! - a nonempty store opens only when the marker decodes exactly, the registry (names, tags,
+//!   versioned flags) matches exactly, and the placement records are consistent; otherwise
+//!   [`Error::SchemaMismatch`] names the difference and nothing is written;
+//! - a successful open of an existing store advances the owner epoch by one commit.
+
+use crate::codec::system::{
+    decode_owner_epoch, decode_presentation_root, encode_owner_epoch, encode_presentation_root,
+    validate_presentation_root, SchemaMarker, DEFAULT_PRESENTATION_ROOT, FORMAT_VERSION,
+    KEY_OWNER_EPOCH, KEY_PRESENTATION_ROOT, KEY_ROOT_PLACEMENT, KEY_SCHEMA, SCHEMA_ID,
+};
+use crate::codec::{
+    root_fence, RootActivationState, RootFence, RootPlacement, RootPlacementLifecycle,
+};
+use crate::error::{Error, Result};
+use crate::ids::{LogicalShardId, RootId};
+
+/// One metadata keyspace: a seed 000 family or a reserved engine tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Family {
+    /// `root_fence`, 0x01.
+    RootFence,
+    /// `workspace_current`, 0x02.
+    WorkspaceCurrent,
+    /// `path_current`, 0x03.
+    PathCurrent,
+    /// `artifact_revision`, 0x04.
+    ArtifactRevision,
+    /// `artifact_manifest`, 0x05.
+    ArtifactManifest,
+    /// `revision_ref`, 0x06.
+    RevisionRef,
+    /// `commit`, 0x07.
+    Commit,
+    /// `commit_member`, 0x08.
+    CommitMember,
+    /// `workbench_commit_head`, 0x09.
+    WorkbenchCommitHead,
+    /// `tag`, 0x0a.
+    Tag,
+    /// `snapshot_ref`, 0x0b.
+    SnapshotRef,
+    /// `snapshot_alias`, 0x0c.
+    SnapshotAlias,
+    /// `history_hold`, 0x0d.
+    HistoryHold,
+    /// `commit_consumer`, 0x0e.
+    CommitConsumer,
+    /// `secondary_index`, 0x0f.
+    SecondaryIndex,
+    /// `change_event`, 0x10.
+    ChangeEvent,
+    /// `operation`, 0x11.
+    Operation,
+    /// `restore_member`, 0x12.
+    RestoreMember,
+    /// `staged_object`, 0x13.
+    StagedObject,
+    /// `command_dedupe`, 0x14.
+    CommandDedupe,
+    /// `gc_candidate`, 0x15.
+    GcCandidate,
+    /// `gc_barrier`, 0x16.
+    GcBarrier,
+    /// `workspace_incarnation_claim`, 0x17.
+    WorkspaceIncarnationClaim,
+    /// Reserved engine tree `system`, 0xF0, unversioned.
+    System,
+    /// Reserved engine tree `recovery_outbox`, 0xF1, unversioned (not written yet).
+    RecoveryOutbox,
+}
+
+/// Name of holt's own MVCC history tree (tag 0x00), created by holt itself.
+pub const HISTORY_TREE: &str = "history";
+/// Tag of holt's history tree.
+pub const HISTORY_TAG: u8 = 0x00;
+
+impl Family {
+    /// Every keyspace `meta` creates, in tag order.
+    pub const ALL: [Family; 25] = [
+        Family::RootFence,
+        Family::WorkspaceCurrent,
+        Family::PathCurrent,
+        Family::ArtifactRevision,
+        Family::ArtifactManifest,
+        Family::RevisionRef,
+        Family::Commit,
+        Family::CommitMember,
+        Family::WorkbenchCommitHead,
+        Family::Tag,
+        Family::SnapshotRef,
+        Family::SnapshotAlias,
+        Family::HistoryHold,
+        Family::CommitConsumer,
+        Family::SecondaryIndex,
+        Family::ChangeEvent,
+        Family::Operation,
+        Family::RestoreMember,
+        Family::StagedObject,
+        Family::CommandDedupe,
+        Family::GcCandidate,
+        Family::GcBarrier,
+        Family::WorkspaceIncarnationClaim,
+        Family::System,
+        Family::RecoveryOutbox,
+    ];
+
+    /// Exact holt tree name (seed 000).
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::RootFence => "root_fence",
+            Family::WorkspaceCurrent => "workspace_current",
+            Family::PathCurrent => "path_current",
+            Family::ArtifactRevision => "artifact_revision",
+            Family::ArtifactManifest => "artifact_manifest",
+            Family::RevisionRef => "revision_ref",
+            Family::Commit => "commit",
+            Family::CommitMember => "commit_member",
+            Family::WorkbenchCommitHead => "workbench_commit_head",
+            Family::Tag => "tag",
+            Family::SnapshotRef => "snapshot_ref",
+            Family::SnapshotAlias => "snapshot_alias",
+            Family::HistoryHold => "history_hold",
+            Family::CommitConsumer => "commit_consumer",
+            Family::SecondaryIndex => "secondary_index",
+            Family::ChangeEvent => "change_event",
+            Family::Operation => "operation",
+            Family::RestoreMember => "restore_member",
+            Family::StagedObject => "staged_object",
+            Family::CommandDedupe => "command_dedupe",
+            Family::GcCandidate => "gc_candidate",
+            Family::GcBarrier => "gc_barrier",
+            Family::WorkspaceIncarnationClaim => "workspace_incarnation_claim",
+            Family::System => "system",
+            Family::RecoveryOutbox => "recovery_outbox",
+        }
+    }
+
+    /// Stable one-byte tree tag (seed 000 History source-family tag for the 23 families).
+    pub fn tag(self) -> u8 {
+        match self {
+            Family::System => 0xF0,
+            Family::RecoveryOutbox => 0xF1,
+            // The 23 families are declared in tag order starting at 0x01.
+            f => (f as u8) + 1,
+        }
+    }
+
+    /// Whether holt keeps MVCC history for the tree (true for the 23 families).
+    pub fn versioned(self) -> bool {
+        !matches!(self, Family::System | Family::RecoveryOutbox)
+    }
+
+    /// Index into [`Family::ALL`].
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The family registered under a tree name.
+    pub fn from_name(name: &str) -> Option<Family> {
+        Family::ALL.into_iter().find(|f| f.name() == name)
+    }
+}
+
+/// Everything the gate learned (or created) about the shard.
+#[derive(Debug, Clone)]
+pub(crate) struct GateOutcome {
+    pub(crate) placement: RootPlacement,
+    pub(crate) presentation_root: String,
+    pub(crate) owner_epoch: u64,
+}
+
+fn tree(db: &holt::Db, f: Family) -> Result<holt::Tree> {
+    db.tree(f.name())
+        .ok_or_else(|| Error::schema(format!("missing tree {}", f.name())))
+}
+
+/// Compares the live registry with the expected one; `allow_missing` accepts a subset (used only
+/// for an interrupted initialization at version 0).
+fn registry_differences(db: &holt::Db, allow_missing: bool) -> Vec<String> {
+    let mut diffs = Vec::new();
+    let infos = db.trees();
+    for info in &infos {
+        if info.name == HISTORY_TREE {
+            if info.tag != HISTORY_TAG {
+                diffs.push(format!("history tree has tag {:#04x}", info.tag));
+            }
+            continue;
+        }
+        match Family::from_name(&info.name) {
+            None => diffs.push(format!("extra tree {} (tag {:#04x})", info.name, info.tag)),
+            Some(f) => {
+                if info.tag != f.tag() {
+                    diffs.push(format!(
+                        "tree {} has tag {:#04x}, expected {:#04x}",
+                        info.name,
+                        info.tag,
+                        f.tag()
+                    ));
+                }
+                if info.versioned != f.versioned() {
+                    diffs.push(format!(
+                        "tree {} has versioned={}, expected {}",
+                        info.name,
+                        info.versioned,
+                        f.versioned()
+                    ));
+                }
+            }
+        }
+    }
+    if !infos.iter().any(|i| i.name == HISTORY_TREE) {
+        diffs.push("missing tree history".to_owned());
+    }
+    if !allow_missing {
+        for f in Family::ALL {
+            if !infos.iter().any(|i| i.name == f.name()) {
+                diffs.push(format!("missing tree {}", f.name()));
+            }
+        }
+    }
+    diffs
+}
+
+/// Opens or initializes the shard. Writes nothing unless the store is empty (initialization) or
+/// passes every check (owner-epoch advance).
+pub(crate) fn open_gate(db: &holt::Db, requested_root: Option<&str>) -> Result<GateOutcome> {
+    if let Some(r) = requested_root {
+        validate_presentation_root(r)?;
+    }
+    if db.version() == 0 {
+        let diffs = registry_differences(db, true);
+        if !diffs.is_empty() {
+            return Err(Error::schema(diffs.join("; ")));
+        }
+        return initialize(db, requested_root.unwrap_or(DEFAULT_PRESENTATION_ROOT));
+    }
+    let diffs = registry_differences(db, false);
+    if !diffs.is_empty() {
+        return Err(Error::schema(diffs.join("; ")));
+    }
+    let sys = tree(db, Family::System)?;
+    let view = db.view();
+    let read = |key: &[u8], what: &str| -> Result<Vec<u8>> {
+        view.get(&sys, key)?
+            .ok_or_else(|| Error::schema(format!("missing {what} record")))
+    };
+    let marker_bytes = read(KEY_SCHEMA, "schema marker")?;
+    let marker = SchemaMarker::decode(&marker_bytes)
+        .map_err(|e| Error::schema(format!("malformed schema marker: {e}")))?;
+    if marker.schema_id != SCHEMA_ID {
+        return Err(Error::schema(format!(
+            "schema_id {:?} (supported: {SCHEMA_ID:?})",
+            marker.schema_id
+        )));
+    }
+    if marker.format_version != FORMAT_VERSION {
+        return Err(Error::schema(format!(
+            "format_version {} (supported: {FORMAT_VERSION})",
+            marker.format_version
+        )));
+    }
+    let placement = RootPlacement::decode(&read(KEY_ROOT_PLACEMENT, "root placement")?)
+        .map_err(|e| Error::schema(format!("malformed root placement: {e}")))?;
+    let presentation_root =
+        decode_presentation_root(&read(KEY_PRESENTATION_ROOT, "presentation root")?)
+            .map_err(|e| Error::schema(format!("malformed presentation root: {e}")))?;
+    let epoch_bytes = read(KEY_OWNER_EPOCH, "owner epoch")?;
+    let epoch = decode_owner_epoch(&epoch_bytes)
+        .map_err(|e| Error::schema(format!("malformed owner epoch: {e}")))?;
+    let fence_tree = tree(db, Family::RootFence)?;
+    let fence_bytes = view
+        .get(&fence_tree, &root_fence::key(&placement.root_id))?
+        .ok_or_else(|| Error::schema("missing RootFence row for the placed root"))?;
+    let fence = RootFence::decode(&fence_bytes)
+        .map_err(|e| Error::schema(format!("malformed RootFence row: {e}")))?;
+    if fence.logical_shard_id != placement.logical_shard_id
+        || fence.placement_generation != placement.placement_generation
+    {
+        return Err(Error::schema(
+            "RootFence row does not match the root placement",
+        ));
+    }
+    if fence.activation_state != RootActivationState::Active
+        || placement.lifecycle != RootPlacementLifecycle::Active
+    {
+        return Err(Error::schema(format!(
+            "root is not active (fence {:?}, placement {:?})",
+            fence.activation_state, placement.lifecycle
+        )));
+    }
+    if let Some(r) = requested_root {
+        if r != presentation_root {
+            return Err(Error::PresentationRootMismatch {
+                stored: presentation_root,
+                requested: r.to_owned(),
+            });
+        }
+    }
+    drop(view);
+    let next = epoch
+        .checked_add(1)
+        .ok_or_else(|| Error::schema("owner epoch exhausted"))?;
+    let mut batch = holt::Batch::new();
+    batch.expect(&sys, KEY_OWNER_EPOCH, holt::Expect::Equals(epoch_bytes));
+    batch.put(&sys, KEY_OWNER_EPOCH, encode_owner_epoch(next));
+    db.commit(batch)?;
+    Ok(GateOutcome {
+        placement,
+        presentation_root,
+        owner_epoch: next,
+    })
+}
+
+fn initialize(db: &holt::Db, presentation_root: &str) -> Result<GateOutcome> {
+    for f in Family::ALL {
+        if db.tree(f.name()).is_none() {
+            db.create_tree(f.name(), f.tag(), f.versioned())?;
+        }
+    }
+    let placement = RootPlacement {
+        root_id: RootId::random()?,
+        logical_shard_id: LogicalShardId::random()?,
+        placement_generation: 1,
+        lifecycle: RootPlacementLifecycle::Active,
+    };
+    let fence = RootFence {
+        logical_shard_id: placement.logical_shard_id,
+        placement_generation: placement.placement_generation,
+        activation_state: RootActivationState::Active,
+    };
+    let sys = tree(db, Family::System)?;
+    let fence_tree = tree(db, Family::RootFence)?;
+    let mut batch = holt::Batch::new();
+    batch.expect_version(0);
+    batch.expect(&sys, KEY_SCHEMA, holt::Expect::Absent);
+    batch.put(&sys, KEY_SCHEMA, SchemaMarker::current().encode());
+    batch.put(&sys, KEY_ROOT_PLACEMENT, placement.encode());
+    batch.put(
+        &sys,
+        KEY_PRESENTATION_ROOT,
+        encode_presentation_root(presentation_root),
+    );
+    batch.put(&sys, KEY_OWNER_EPOCH, encode_owner_epoch(1));
+    batch.put(
+        &fence_tree,
+        root_fence::key(&placement.root_id),
+        fence.encode(),
+    );
+    db.commit(batch)?;
+    Ok(GateOutcome {
+        placement,
+        presentation_root: presentation_root.to_owned(),
+        owner_epoch: 1,
+    })
+}
+
+/// The exact marker bytes this build writes and requires.
+pub fn marker_bytes() -> Vec<u8> {
+    SchemaMarker::current().encode()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_has_the_exact_seed_names_and_tags() {
+        assert_eq!(Family::RootFence.tag(), 0x01);
+        assert_eq!(Family::Tag.tag(), 0x0a);
+        assert_eq!(Family::ChangeEvent.tag(), 0x10);
+        assert_eq!(Family::CommandDedupe.tag(), 0x14);
+        assert_eq!(Family::WorkspaceIncarnationClaim.tag(), 0x17);
+        assert_eq!(
+            Family::WorkspaceIncarnationClaim.name(),
+            "workspace_incarnation_claim"
+        );
+        assert_eq!(Family::System.tag(), 0xF0);
+        assert_eq!(Family::RecoveryOutbox.tag(), 0xF1);
+        assert!(!Family::System.versioned() && !Family::RecoveryOutbox.versioned());
+        let tags: Vec<u8> = Family::ALL[..23].iter().map(|f| f.tag()).collect();
+        assert_eq!(tags, (1u8..=0x17).collect::<Vec<_>>());
+        for (i, f) in Family::ALL.iter().enumerate() {
+            assert_eq!(f.index(), i);
+            assert_eq!(Family::from_name(f.name()), Some(*f));
+        }
+    }
+}

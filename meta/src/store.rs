@@ -1,0 +1,258 @@
+//! `TxnStore`: the narrow storage trait under the metadata layer (ARCHITECTURE.md, seed 001
+//! "Transaction Store Role"), and `HoltStore`, its implementation on holt.
+//!
+//! A store offers exactly: snapshots at the current or an older version, point reads, bounded
+//! ordered prefix/delimiter scans, and one checked atomic multi-keyspace write (key predicates,
+//! an optional read-version fence, puts and deletes). Families map one-to-one to holt trees.
+
+use std::sync::Arc;
+
+use crate::command::predicate::{Expectation, Mutation, Predicate};
+use crate::error::{Error, Result};
+use crate::schema::Family;
+
+/// Largest number of items one scan call may return (seed 000: each engine call returns at most
+/// 255 logical items).
+pub const MAX_SCAN_ITEMS: usize = 255;
+
+/// A bounded ordered scan over one family.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanSpec {
+    /// Only keys starting with these bytes.
+    pub prefix: Vec<u8>,
+    /// Only items whose bytes compare strictly greater (exclusive marker).
+    pub start_after: Option<Vec<u8>>,
+    /// Roll keys with this byte after the prefix up into one [`ScanItem::Prefix`].
+    pub delimiter: Option<u8>,
+    /// At most this many items (clamped to 1..=[`MAX_SCAN_ITEMS`]).
+    pub limit: usize,
+}
+
+/// One scan result item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScanItem {
+    /// An exact row.
+    Row {
+        /// Full key.
+        key: Vec<u8>,
+        /// Value bytes.
+        value: Vec<u8>,
+    },
+    /// A delimiter rollup: `prefix ..= delimiter`.
+    Prefix(Vec<u8>),
+}
+
+impl ScanItem {
+    /// The key or rollup bytes (the resume marker).
+    pub fn marker(&self) -> &[u8] {
+        match self {
+            ScanItem::Row { key, .. } => key,
+            ScanItem::Prefix(p) => p,
+        }
+    }
+}
+
+/// One checked atomic write.
+#[derive(Debug, Clone, Default)]
+pub struct CheckedWrite {
+    /// When set, the store's current version must equal it (the commit version is then
+    /// `read_version + 1`).
+    pub read_version: Option<u64>,
+    /// Key predicates checked before anything applies.
+    pub predicates: Vec<Predicate>,
+    /// Puts and deletes applied in order.
+    pub mutations: Vec<Mutation>,
+}
+
+/// Why a checked write applied nothing.
+#[derive(Debug)]
+pub enum WriteFailure {
+    /// A key predicate did not hold. `family` is `None` if the engine named an unknown tree.
+    Predicate {
+        /// Keyspace of the failed predicate.
+        family: Option<Family>,
+        /// Key of the failed predicate.
+        key: Vec<u8>,
+    },
+    /// The read-version fence failed.
+    ReadVersion {
+        /// Version the write was built on.
+        expected: u64,
+        /// Store version at commit.
+        actual: u64,
+    },
+    /// Any other failure.
+    Other(Error),
+}
+
+/// A consistent read view at one version.
+pub trait Snapshot {
+    /// The read version.
+    fn version(&self) -> u64;
+    /// Point read. Errors: storage failures.
+    fn get(&self, family: Family, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// One bounded scan call (≤ [`MAX_SCAN_ITEMS`] items). Errors: storage failures.
+    fn scan(&self, family: Family, spec: &ScanSpec) -> Result<Vec<ScanItem>>;
+}
+
+/// The narrow transactional store used by the metadata layer.
+pub trait TxnStore: Send + Sync {
+    /// Snapshot type.
+    type Snap: Snapshot;
+    /// Last committed version.
+    fn version(&self) -> u64;
+    /// A snapshot at the current version.
+    fn snapshot(&self) -> Self::Snap;
+    /// A snapshot at an older version. Errors: pruned history or a version above the current.
+    fn snapshot_at(&self, version: u64) -> Result<Self::Snap>;
+    /// Applies one checked atomic write and returns its commit version.
+    fn write(&self, write: CheckedWrite) -> std::result::Result<u64, WriteFailure>;
+
+    /// Waits (bounded by [`VISIBILITY_WAIT`]) until `version` is visible to new snapshots.
+    /// Returns whether it became visible.
+    ///
+    /// Needed because an engine checks write predicates against its newest *accepted* state,
+    /// which may run ahead of the readable state while a group commit is being made durable:
+    /// a command rebuilt from a fresh snapshot immediately after a conflict would otherwise
+    /// meet the same conflict again. The default implementation polls [`TxnStore::version`]
+    /// with exponential backoff (20 µs doubling up to 1 ms).
+    fn wait_for_version(&self, version: u64) -> bool {
+        let start = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_micros(20);
+        while self.version() < version {
+            if start.elapsed() >= VISIBILITY_WAIT {
+                return false;
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(std::time::Duration::from_millis(1));
+        }
+        true
+    }
+}
+
+/// Upper bound of [`TxnStore::wait_for_version`].
+pub const VISIBILITY_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// [`TxnStore`] on a holt database; one holt tree per [`Family`].
+#[derive(Clone)]
+pub struct HoltStore {
+    db: holt::Db,
+    trees: Arc<Vec<holt::Tree>>,
+}
+
+impl HoltStore {
+    /// Binds every family to its tree. Errors: [`Error::SchemaMismatch`] if a tree is missing
+    /// (the schema gate runs first, so this indicates a concurrent registry change).
+    pub fn new(db: holt::Db) -> Result<Self> {
+        let mut trees = Vec::with_capacity(Family::ALL.len());
+        for f in Family::ALL {
+            let t = db
+                .tree(f.name())
+                .ok_or_else(|| Error::schema(format!("missing tree {}", f.name())))?;
+            trees.push(t);
+        }
+        Ok(HoltStore {
+            db,
+            trees: Arc::new(trees),
+        })
+    }
+
+    /// The underlying database.
+    pub fn db(&self) -> &holt::Db {
+        &self.db
+    }
+
+    fn tree(&self, f: Family) -> &holt::Tree {
+        &self.trees[f.index()]
+    }
+}
+
+/// A holt [`holt::View`] bound to the family trees.
+pub struct HoltSnapshot {
+    view: holt::View,
+    trees: Arc<Vec<holt::Tree>>,
+}
+
+impl Snapshot for HoltSnapshot {
+    fn version(&self) -> u64 {
+        self.view.version()
+    }
+
+    fn get(&self, family: Family, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.view.get(&self.trees[family.index()], key)?)
+    }
+
+    fn scan(&self, family: Family, spec: &ScanSpec) -> Result<Vec<ScanItem>> {
+        let range = holt::RangeSpec {
+            prefix: spec.prefix.clone(),
+            start_after: spec.start_after.clone(),
+            delimiter: spec.delimiter,
+            limit: Some(spec.limit.clamp(1, MAX_SCAN_ITEMS)),
+        };
+        let mut out = Vec::new();
+        for entry in self.view.range(&self.trees[family.index()], &range)? {
+            out.push(match entry? {
+                holt::Entry::Key { key, value } => ScanItem::Row { key, value },
+                holt::Entry::CommonPrefix(p) => ScanItem::Prefix(p),
+            });
+            if out.len() >= MAX_SCAN_ITEMS {
+                break;
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl TxnStore for HoltStore {
+    type Snap = HoltSnapshot;
+
+    fn version(&self) -> u64 {
+        self.db.version()
+    }
+
+    fn snapshot(&self) -> HoltSnapshot {
+        HoltSnapshot {
+            view: self.db.view(),
+            trees: Arc::clone(&self.trees),
+        }
+    }
+
+    fn snapshot_at(&self, version: u64) -> Result<HoltSnapshot> {
+        Ok(HoltSnapshot {
+            view: self.db.view_at(version)?,
+            trees: Arc::clone(&self.trees),
+        })
+    }
+
+    fn write(&self, write: CheckedWrite) -> std::result::Result<u64, WriteFailure> {
+        let mut batch = holt::Batch::new();
+        if let Some(v) = write.read_version {
+            batch.expect_version(v);
+        }
+        for p in &write.predicates {
+            let expect = match &p.expect {
+                Expectation::Absent => holt::Expect::Absent,
+                Expectation::Present => holt::Expect::Present,
+                Expectation::Equals(v) => holt::Expect::Equals(v.clone()),
+            };
+            batch.expect(self.tree(p.family), p.key.clone(), expect);
+        }
+        for m in write.mutations {
+            match m {
+                Mutation::Put { family, key, value } => batch.put(self.tree(family), key, value),
+                Mutation::Delete { family, key } => batch.delete(self.tree(family), key),
+            }
+        }
+        match self.db.commit(batch) {
+            Ok(v) => Ok(v),
+            Err(holt::Error::PredicateFailed { tree, key, .. }) => Err(WriteFailure::Predicate {
+                family: Family::from_name(&tree),
+                key,
+            }),
+            Err(holt::Error::VersionMismatch { expected, actual }) => {
+                Err(WriteFailure::ReadVersion { expected, actual })
+            }
+            Err(e) => Err(WriteFailure::Other(Error::Storage(e))),
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! The `nokv` command line (clap). Every subcommand is a thin wrapper over [`crate::Client`] and
+//! the [`crate::workbench::Workbench`] facade.
+//!
+//! Exit codes: 0 success, 1 tool/operation error, 2 usage error. `nokv workbench` prints exactly
+//! one JSON envelope on stdout.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use serde_json::{json, Value};
+
+use crate::client::Client;
+use crate::workbench::errors::{ErrorCode, ToolError};
+use crate::workbench::{schema, Workbench};
+
+/// Exit code of a successful command.
+pub const EXIT_OK: u8 = 0;
+/// Exit code of a tool or operation error.
+pub const EXIT_TOOL_ERROR: u8 = 1;
+/// Exit code of a usage error (bad flags, unparsable JSON).
+pub const EXIT_USAGE: u8 = 2;
+
+/// NoKV — workspace and artifact store for AI agents.
+#[derive(Debug, Parser)]
+#[command(name = "nokv", version, about, long_about = None)]
+pub struct Cli {
+    /// Store directory (default: $NOKV_STORE, else ./.nokv).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub store: Option<PathBuf>,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// `nokv` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one Workbench tool: `nokv workbench <tool> ['<json>' | -]`; prints one JSON envelope.
+    Workbench {
+        /// Tool name, with or without the `workbench_` prefix (e.g. `read`, `workbench_list`).
+        tool: String,
+        /// Tool input as JSON, or `-` to read it from stdin (default `{}`).
+        input: Option<String>,
+    },
+    /// Print every tool's name, description and input schema (JSON).
+    Schema,
+    /// Copy a workbench (or one section/path prefix) into a local directory, verifying digests.
+    Materialize {
+        /// Workbench id.
+        workbench: String,
+        /// Destination directory (created when missing).
+        dest: PathBuf,
+        /// Only this workbench-relative prefix or file (e.g. `input` or `outputs/summary.json`).
+        #[arg(long)]
+        prefix: Option<String>,
+    },
+    /// Publish a local file as an artifact (streamed, digest verified).
+    Collect {
+        /// Workbench id (created when missing).
+        workbench: String,
+        /// Local file to publish.
+        file: PathBuf,
+        /// Workbench-relative destination path, e.g. `outputs/model.bin`.
+        path: String,
+        /// Content type (default: guessed from the file name).
+        #[arg(long)]
+        content_type: Option<String>,
+        /// Replace an existing artifact (generation CAS) instead of create-only.
+        #[arg(long)]
+        replace: bool,
+    },
+    /// Run the reference research workflow (Palmer penguins) on this store.
+    Demo,
+}
+
+/// Resolves the store directory: `--store`, else `$NOKV_STORE`, else `./.nokv`.
+pub fn store_dir(flag: Option<&Path>) -> PathBuf {
+    if let Some(p) = flag {
+        return p.to_path_buf();
+    }
+    match std::env::var_os("NOKV_STORE") {
+        Some(v) if !v.is_empty() => PathBuf::from(v),
+        _ => PathBuf::from(".nokv"),
+    }
+}
+
+/// Parses the process arguments and runs the command; returns the process exit code.
+pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return ExitCode::from(if err.use_stderr() {
+                EXIT_USAGE
+            } else {
+                EXIT_OK
+            });
+        }
+    };
+    let dir = store_dir(cli.store.as_deref());
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let code = match cli.command {
+        Command::Workbench { tool, input } => {
+            run_workbench(&dir, &tool, input.as_deref(), &mut out)
+        }
+        Command::Schema => {
+            print_json(&mut out, &schema::describe_all());
+            EXIT_OK
+        }
+        Command::Materialize {
+            workbench,
+            dest,
+            prefix,
+        } => with_client(&dir, |client| {
+            let files =
+                crate::materialize::materialize(client, &workbench, prefix.as_deref(), &dest)?;
+            let total: u64 = files.iter().map(|f| f.size_bytes).sum();
+            for f in &files {
+                let _ = writeln!(out, "{}  {}  {} bytes", f.digest_uri, f.path, f.size_bytes);
+            }
+            let _ = writeln!(
+                out,
+                "materialized {} files ({total} bytes) into {}, digests verified",
+                files.len(),
+                dest.display()
+            );
+            Ok(())
+        }),
+        Command::Collect {
+            workbench,
+            file,
+            path,
+            content_type,
+            replace,
+        } => with_client(&dir, |client| {
+            client.create_workbench(&workbench)?;
+            let ct = content_type
+                .unwrap_or_else(|| crate::materialize::guess_content_type(&path).to_string());
+            let c = crate::materialize::collect(client, &workbench, &file, &path, &ct, replace)?;
+            let _ = writeln!(
+                out,
+                "{}  {}  {} bytes  generation {}",
+                c.digest_uri, c.path, c.size_bytes, c.generation
+            );
+            Ok(())
+        }),
+        Command::Demo => with_client(&dir, |client| {
+            crate::demo::run_demo(client, &mut out)?;
+            Ok(())
+        }),
+    };
+    ExitCode::from(code)
+}
+
+fn with_client(dir: &Path, f: impl FnOnce(&Client) -> crate::Result<()>) -> u8 {
+    let result = Client::open(dir).and_then(|client| f(&client));
+    match result {
+        Ok(()) => EXIT_OK,
+        Err(err) => {
+            eprintln!("nokv: {err}");
+            EXIT_TOOL_ERROR
+        }
+    }
+}
+
+fn run_workbench(dir: &Path, tool: &str, input: Option<&str>, out: &mut dyn Write) -> u8 {
+    let text = match input {
+        None => "{}".to_string(),
+        Some("-") => {
+            let mut buf = String::new();
+            if let Err(e) = std::io::stdin().read_to_string(&mut buf) {
+                let err = ToolError::invalid_arguments(format!("cannot read stdin: {e}"));
+                print_json(out, &err.envelope());
+                return EXIT_USAGE;
+            }
+            buf
+        }
+        Some(s) => s.to_string(),
+    };
+    let input: Value = match serde_json::from_str(if text.trim().is_empty() { "{}" } else { &text })
+    {
+        Ok(v) => v,
+        Err(e) => {
+            let err =
+                ToolError::invalid_arguments(format!("the tool input is not valid JSON: {e}"));
+            print_json(out, &err.envelope());
+            return EXIT_USAGE;
+        }
+    };
+    if schema::canonical_tool_name(tool).is_none() {
+        print_json(out, &ToolError::unknown_tool(tool).envelope());
+        return EXIT_TOOL_ERROR;
+    }
+    let client = match Client::open(dir) {
+        Ok(c) => c,
+        Err(e) => {
+            let err = ToolError::new(ErrorCode::Internal, format!("cannot open the store: {e}"))
+                .with_detail("store", json!(dir.display().to_string()));
+            print_json(out, &err.envelope());
+            return EXIT_TOOL_ERROR;
+        }
+    };
+    let result = Workbench::new(client).call(tool, &input);
+    print_json(out, &result);
+    if result.get("status").and_then(Value::as_str) == Some("success") {
+        EXIT_OK
+    } else {
+        EXIT_TOOL_ERROR
+    }
+}
+
+fn print_json(out: &mut dyn Write, value: &Value) {
+    let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "{}".to_string());
+    let _ = writeln!(out, "{text}");
+}

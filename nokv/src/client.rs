@@ -1,0 +1,809 @@
+//! `nokv::Client` — the Rust SDK over an embedded store.
+//!
+//! An embedded store is one directory:
+//!
+//! ```text
+//! <store>/meta/      holt database (metadata: schema-8 trees, WAL, checkpoints)
+//! <store>/objects/   LocalDir object provider (revision-owned immutable blocks)
+//! ```
+//!
+//! Publication is object-first and metadata-last (seed 001, "Immutable Bodies And Publication"):
+//! a body is split into fixed blocks, every block is written under the new revision's own keys
+//! (`nokv/artifacts/{logical_shard_id}/{root_id}/{artifact_revision_id}/blocks/{object_index}`)
+//! and made durable, and only then one metadata command makes the revision visible. Readers see
+//! the previous complete body or the new complete body, never a partial one.
+
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use meta::{
+    ArtifactRevisionId, ManifestRow, MetaShard, NormPath, PathCondition, PathEntry, PublishRequest,
+    Reader, RequestId, WorkspaceCurrent,
+};
+use objstore::{LocalDir, ObjectStore};
+
+use crate::error::{Error, Result};
+
+/// Default block size of new bodies: 4 MiB (seed 000, "Upload And Append").
+pub const DEFAULT_BLOCK_SIZE: usize = 4 * 1024 * 1024;
+/// Most distinct physical owner revisions a body may reuse blocks from (seed 000).
+pub const MAX_DEPENDENCY_OWNERS: usize = 64;
+/// Deepest sealed dependency graph a revision may have (seed 000).
+pub const MAX_DEPENDENCY_DEPTH: u32 = 8;
+/// The five virtual sections of a workbench (seed 001, "Stable Workbench Surface").
+pub const SECTIONS: [&str; 5] = ["input", "scripts", "outputs", "logs", "metadata"];
+/// Paths owned by commit and restore; generic publication refuses them (seed 000).
+pub const RESERVED_PATHS: [&str; 2] = [
+    "metadata/run_manifest.json",
+    "metadata/restore_manifest.json",
+];
+/// Content type used when a caller names none for binary bodies.
+pub const OCTET_STREAM: &str = "application/octet-stream";
+
+/// Options for [`Client::open_with`].
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Size of new object blocks in bytes (default 4 MiB; 1 KiB ..= 64 MiB).
+    pub block_size: usize,
+    /// Presentation root for a new store (default `/agents/local/wb`). For an existing store it
+    /// must equal the stored one or be `None`.
+    pub presentation_root: Option<String>,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            block_size: DEFAULT_BLOCK_SIZE,
+            presentation_root: None,
+        }
+    }
+}
+
+/// The precondition of a whole-body publication. Never an upsert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteCondition {
+    /// Create-only: fails with [`Error::AlreadyExists`] when the path holds an artifact.
+    Create,
+    /// Replace-only: fails with [`Error::NotFound`] when absent and with
+    /// [`Error::GenerationConflict`] when the generation moved. `None` uses the generation read
+    /// just before publication.
+    Replace {
+        /// Generation the caller last saw.
+        expected_generation: Option<u64>,
+    },
+}
+
+/// Options of one publication.
+#[derive(Debug, Clone)]
+pub struct PutOptions {
+    /// Media type recorded on the revision (1..=255 bytes).
+    pub content_type: String,
+    /// Create or replace.
+    pub condition: WriteCondition,
+    /// Who published it (free text, e.g. `workbench_put_file` or `nokv collect`).
+    pub producer: String,
+    /// Optional caller-chosen manifest id shown on stat cards.
+    pub manifest_id: Option<String>,
+}
+
+impl PutOptions {
+    /// Create-only publication with the given content type and producer.
+    pub fn create(content_type: &str, producer: &str) -> Self {
+        Self {
+            content_type: content_type.to_string(),
+            condition: WriteCondition::Create,
+            producer: producer.to_string(),
+            manifest_id: None,
+        }
+    }
+}
+
+/// What a successful publication returns.
+#[derive(Debug, Clone)]
+pub struct PutReceipt {
+    /// Workbench-relative path that was published.
+    pub path: NormPath,
+    /// New generation of the path (the publishing commit version; unique, never reused).
+    pub generation: u64,
+    /// Body size in bytes.
+    pub size_bytes: u64,
+    /// `sha256:` URI of the whole body.
+    pub digest_uri: String,
+    /// Content type recorded.
+    pub content_type: String,
+    /// True when the path was absent before.
+    pub created: bool,
+}
+
+/// What a successful append returns.
+#[derive(Debug, Clone)]
+pub struct AppendReceipt {
+    /// Workbench-relative path.
+    pub path: NormPath,
+    /// New generation.
+    pub generation: u64,
+    /// Bytes appended by this call.
+    pub appended_bytes: u64,
+    /// New total body size in bytes.
+    pub size_bytes: u64,
+    /// True when the append created the artifact.
+    pub created: bool,
+    /// `sha256:` URI of the appended bytes only (the Workbench `digest`).
+    pub delta_digest_uri: String,
+    /// `sha256:` URI of the complete resulting body.
+    pub body_digest_uri: String,
+    /// Content type after the append.
+    pub content_type: String,
+    /// Distinct owner revisions the new body reuses blocks from (≤ 64).
+    pub dependency_count: u32,
+    /// Sealed dependency depth of the new revision (≤ 8).
+    pub dependency_depth: u32,
+}
+
+/// A workbench as the SDK reports it.
+#[derive(Debug, Clone)]
+pub struct WorkbenchInfo {
+    /// External workbench id.
+    pub workbench_id: String,
+    /// Presentation path `{root}/{id}`.
+    pub path: String,
+    /// True when this call created it (false: it already existed and was visible).
+    pub created: bool,
+    /// The visible marker.
+    pub workspace: WorkspaceCurrent,
+}
+
+/// The embedded NoKV client: metadata shard + object provider.
+#[derive(Debug, Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    dir: PathBuf,
+    meta: MetaShard,
+    objects: Arc<dyn ObjectStore>,
+    block_size: usize,
+}
+
+impl Client {
+    /// Opens (creating when missing) the embedded store in `dir` with default options.
+    ///
+    /// Errors: [`Error::Meta`] when the schema gate refuses the store (wrong marker, registry or
+    /// presentation root) or it is locked by another process; [`Error::LocalIo`] when the
+    /// directory cannot be created.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Client> {
+        Self::open_with(dir, ClientOptions::default())
+    }
+
+    /// Opens the embedded store in `dir` with explicit options.
+    pub fn open_with(dir: impl AsRef<Path>, options: ClientOptions) -> Result<Client> {
+        let dir = dir.as_ref().to_path_buf();
+        if !(1024..=64 * 1024 * 1024).contains(&options.block_size) {
+            return Err(Error::InvalidArgument(format!(
+                "block size {} is outside 1 KiB ..= 64 MiB",
+                options.block_size
+            )));
+        }
+        std::fs::create_dir_all(&dir).map_err(|source| Error::LocalIo {
+            op: "create store directory",
+            path: dir.clone(),
+            source,
+        })?;
+        let meta = MetaShard::open(
+            dir.join("meta"),
+            meta::OpenOptions {
+                presentation_root: options.presentation_root.clone(),
+                ..Default::default()
+            },
+        )?;
+        let objects_dir = dir.join("objects");
+        let objects: Arc<dyn ObjectStore> = Arc::new(LocalDir::open(&objects_dir)?);
+        Ok(Client {
+            inner: Arc::new(Inner {
+                dir,
+                meta,
+                objects,
+                block_size: options.block_size,
+            }),
+        })
+    }
+
+    /// The store directory.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// The metadata shard (schema-8 semantics over holt).
+    pub fn meta(&self) -> &MetaShard {
+        &self.inner.meta
+    }
+
+    /// The object provider holding the blocks.
+    pub fn objects(&self) -> &Arc<dyn ObjectStore> {
+        &self.inner.objects
+    }
+
+    /// Block size of new bodies in bytes.
+    pub fn block_size(&self) -> usize {
+        self.inner.block_size
+    }
+
+    /// The store's durable presentation root (e.g. `/agents/local/wb`).
+    pub fn presentation_root(&self) -> &str {
+        self.inner.meta.presentation_root()
+    }
+
+    /// Presentation path of a workbench: `{root}/{id}`.
+    pub fn workbench_path(&self, workbench_id: &str) -> String {
+        format!("{}/{}", self.presentation_root(), workbench_id)
+    }
+
+    /// Creates a workbench, or returns the existing visible one (idempotent).
+    ///
+    /// Errors: [`Error::InvalidArgument`] for an invalid id; [`Error::WorkbenchUnavailable`] when
+    /// the name is held by a staging or retired incarnation.
+    pub fn create_workbench(&self, workbench_id: &str) -> Result<WorkbenchInfo> {
+        meta::validate_workbench_id(workbench_id)
+            .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        let outcome = self.inner.meta.create_workspace(workbench_id)?;
+        Ok(WorkbenchInfo {
+            workbench_id: workbench_id.to_string(),
+            path: self.workbench_path(workbench_id),
+            created: outcome.created,
+            workspace: outcome.workspace,
+        })
+    }
+
+    /// Normalizes a workbench-relative path (section included, e.g. `input/data.csv`) with the one
+    /// shared normalizer.
+    pub fn normalize(path: &str) -> Result<NormPath> {
+        meta::normalize(path).map_err(|e| Error::InvalidPath {
+            path: path.to_string(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// Publishes a whole body held in memory. See [`Client::put_reader`].
+    pub fn put(
+        &self,
+        workbench_id: &str,
+        path: &str,
+        body: &[u8],
+        options: &PutOptions,
+    ) -> Result<PutReceipt> {
+        self.put_reader(workbench_id, path, body, options)
+    }
+
+    /// Publishes a body streamed from `reader` (memory bounded by one block).
+    ///
+    /// The precondition is checked before any byte is uploaded and again, atomically, by the
+    /// publishing metadata command. Errors: [`Error::WorkbenchNotFound`], [`Error::AlreadyExists`],
+    /// [`Error::NotFound`], [`Error::GenerationConflict`], [`Error::InvalidPath`] (also for the
+    /// reserved run/restore manifests and paths that would shadow a section),
+    /// [`Error::ObjectUnavailable`], [`Error::LocalIo`] when the reader fails.
+    pub fn put_reader(
+        &self,
+        workbench_id: &str,
+        path: &str,
+        reader: impl Read,
+        options: &PutOptions,
+    ) -> Result<PutReceipt> {
+        let path = self.publishable_path(path)?;
+        let read = self.inner.meta.read();
+        let ws = read
+            .visible_workspace(workbench_id)
+            .map_err(|e| map_workspace_error(e, workbench_id))?;
+        let current = read.path_entry(&ws.incarnation, &path)?;
+        let condition = match (options.condition, &current) {
+            (WriteCondition::Create, Some(_)) => {
+                return Err(Error::AlreadyExists {
+                    path: path.as_str().to_string(),
+                })
+            }
+            (WriteCondition::Create, None) => PathCondition::Create,
+            (WriteCondition::Replace { .. }, None) => {
+                return Err(Error::NotFound {
+                    path: path.as_str().to_string(),
+                })
+            }
+            (
+                WriteCondition::Replace {
+                    expected_generation,
+                },
+                Some(entry),
+            ) => {
+                let expected = expected_generation.unwrap_or(entry.generation);
+                if expected != entry.generation {
+                    return Err(Error::GenerationConflict {
+                        path: path.as_str().to_string(),
+                        expected: Some(expected),
+                        actual: Some(entry.generation),
+                    });
+                }
+                PathCondition::Replace {
+                    expected_generation: expected,
+                }
+            }
+        };
+        drop(read);
+        let revision_id = ArtifactRevisionId::random()?;
+        let uploaded = self.upload_stream(&revision_id, 0, 0, reader, |_| {})?;
+        let request = PublishRequest {
+            request_id: RequestId::random()?,
+            workbench_id: workbench_id.to_string(),
+            path: path.clone(),
+            condition,
+            revision_id,
+            logical_size: uploaded.size,
+            body_digest_uri: uploaded.digest_uri.clone(),
+            content_type: options.content_type.clone(),
+            producer: options.producer.clone(),
+            manifest_id: options.manifest_id.clone(),
+            manifest: uploaded.rows.clone(),
+            dependency_depth: 0,
+        };
+        let receipt = self
+            .publish_or_clean(request, &uploaded.rows)
+            .map_err(|e| map_publish_error(e, &path, workbench_id))?;
+        Ok(PutReceipt {
+            path,
+            generation: receipt.generation,
+            size_bytes: uploaded.size,
+            digest_uri: uploaded.digest_uri,
+            content_type: options.content_type.clone(),
+            created: receipt.created,
+        })
+    }
+
+    /// Appends `bytes` to the artifact at `path`, creating it when missing.
+    ///
+    /// The new revision reuses the base revision's blocks (immutable segments) and adds blocks for
+    /// the appended bytes only; it is published under a generation CAS, retried a bounded number
+    /// of times when another writer moved the path. When the reuse would exceed 64 distinct owner
+    /// revisions or a dependency depth of 8, the whole body is rematerialised under the new
+    /// revision with zero dependencies (seed 000, "Upload And Append").
+    ///
+    /// `content_type`: `None` keeps the existing type (or `text/plain; charset=utf-8` on create).
+    pub fn append(
+        &self,
+        workbench_id: &str,
+        path: &str,
+        bytes: &[u8],
+        content_type: Option<&str>,
+        producer: &str,
+    ) -> Result<AppendReceipt> {
+        let path = self.publishable_path(path)?;
+        let delta_digest_uri = objstore::sha256_uri(bytes);
+        const ATTEMPTS: usize = 8;
+        let mut last_conflict = None;
+        for _ in 0..ATTEMPTS {
+            match self.append_once(workbench_id, &path, bytes, content_type, producer) {
+                Ok(receipt) => {
+                    return Ok(AppendReceipt {
+                        delta_digest_uri,
+                        ..receipt
+                    })
+                }
+                Err(err @ Error::GenerationConflict { .. }) => last_conflict = Some(err),
+                Err(err) => return Err(err),
+            }
+        }
+        Err(last_conflict.unwrap_or(Error::Busy))
+    }
+
+    fn append_once(
+        &self,
+        workbench_id: &str,
+        path: &NormPath,
+        bytes: &[u8],
+        content_type: Option<&str>,
+        producer: &str,
+    ) -> Result<AppendReceipt> {
+        let read = self.inner.meta.read();
+        let ws = read
+            .visible_workspace(workbench_id)
+            .map_err(|e| map_workspace_error(e, workbench_id))?;
+        let base = read.path_entry(&ws.incarnation, path)?;
+        let revision_id = ArtifactRevisionId::random()?;
+        let (rows, size, body_digest_uri, depth, content_type_out, condition) = match &base {
+            None => {
+                let up = self.upload_stream(&revision_id, 0, 0, bytes, |_| {})?;
+                let ct = content_type
+                    .unwrap_or("text/plain; charset=utf-8")
+                    .to_string();
+                (
+                    up.rows,
+                    up.size,
+                    up.digest_uri,
+                    0,
+                    ct,
+                    PathCondition::Append {
+                        expected_generation: None,
+                    },
+                )
+            }
+            Some(entry) => {
+                let base_rows = read.manifest(&entry.artifact_revision_id)?;
+                let ct = content_type.unwrap_or(&entry.content_type).to_string();
+                // Distinct physical owners and the depth the new revision would have.
+                let mut owners: BTreeSet<ArtifactRevisionId> = BTreeSet::new();
+                for row in &base_rows {
+                    owners.insert(row.physical_owner_revision);
+                }
+                let mut max_owner_depth = 0u32;
+                for owner in &owners {
+                    let rev = read.revision(owner)?.ok_or_else(|| {
+                        Error::ObjectUnavailable(
+                            "a base revision of the artifact is missing".into(),
+                        )
+                    })?;
+                    max_owner_depth = max_owner_depth.max(rev.dependency_depth);
+                }
+                let depth = if owners.is_empty() {
+                    0
+                } else {
+                    max_owner_depth + 1
+                };
+                let over_limit =
+                    owners.len() > MAX_DEPENDENCY_OWNERS || depth > MAX_DEPENDENCY_DEPTH;
+                let condition = PathCondition::Append {
+                    expected_generation: Some(entry.generation),
+                };
+                if over_limit {
+                    // Rematerialise: copy the whole base body plus the delta under the new revision.
+                    let base_body = self.read_rows(&base_rows, 0, entry.logical_size)?;
+                    let chained = std::io::Read::chain(&base_body[..], bytes);
+                    let up = self.upload_stream(&revision_id, 0, 0, chained, |_| {})?;
+                    (up.rows, up.size, up.digest_uri, 0, ct, condition)
+                } else {
+                    // Whole-body digest: hash the base body (verified block by block) plus delta.
+                    let mut hasher = objstore::Sha256Stream::new();
+                    for row in &base_rows {
+                        let block = objstore::get_verified(
+                            self.inner.objects.as_ref(),
+                            &row.object_key,
+                            row.length,
+                            &row.digest_uri,
+                        )?;
+                        hasher.update(&block);
+                    }
+                    hasher.update(bytes);
+                    let up = self.upload_stream(
+                        &revision_id,
+                        base_rows.len() as u64,
+                        entry.logical_size,
+                        bytes,
+                        |_| {},
+                    )?;
+                    let mut rows = base_rows.clone();
+                    rows.extend(up.rows);
+                    let size = entry.logical_size + up.size;
+                    (rows, size, hasher.finish(), depth, ct, condition)
+                }
+            }
+        };
+        drop(read);
+        let request = PublishRequest {
+            request_id: RequestId::random()?,
+            workbench_id: workbench_id.to_string(),
+            path: path.clone(),
+            condition,
+            revision_id,
+            logical_size: size,
+            body_digest_uri: body_digest_uri.clone(),
+            content_type: content_type_out.clone(),
+            producer: producer.to_string(),
+            manifest_id: None,
+            manifest: rows.clone(),
+            dependency_depth: depth,
+        };
+        let own_rows: Vec<ManifestRow> = rows
+            .iter()
+            .filter(|r| r.physical_owner_revision == revision_id)
+            .cloned()
+            .collect();
+        let receipt = self
+            .publish_or_clean(request, &own_rows)
+            .map_err(|e| map_publish_error(e, path, workbench_id))?;
+        Ok(AppendReceipt {
+            path: path.clone(),
+            generation: receipt.generation,
+            appended_bytes: bytes.len() as u64,
+            size_bytes: size,
+            created: base.is_none(),
+            delta_digest_uri: String::new(),
+            body_digest_uri,
+            content_type: content_type_out,
+            dependency_count: receipt.entry.dependency_count,
+            dependency_depth: receipt.entry.dependency_depth,
+        })
+    }
+
+    /// Reads `[offset, offset + len)` of a published body, touching only the blocks it needs and
+    /// verifying each block's SHA-256 before returning any of its bytes.
+    ///
+    /// Errors: [`Error::RangeOutOfBounds`] when the range exceeds the body;
+    /// [`Error::ObjectUnavailable`] when a block is missing or corrupt.
+    pub fn read_entry_range(
+        &self,
+        reader: &Reader,
+        entry: &PathEntry,
+        offset: u64,
+        len: u64,
+    ) -> Result<Vec<u8>> {
+        let end = offset.checked_add(len).ok_or(Error::RangeOutOfBounds {
+            offset,
+            len,
+            size: entry.logical_size,
+        })?;
+        if end > entry.logical_size {
+            return Err(Error::RangeOutOfBounds {
+                offset,
+                len,
+                size: entry.logical_size,
+            });
+        }
+        let rows = reader.manifest(&entry.artifact_revision_id)?;
+        self.read_rows(&rows, offset, len)
+    }
+
+    /// Reads a whole published body (verified).
+    pub fn read_entry(&self, reader: &Reader, entry: &PathEntry) -> Result<Vec<u8>> {
+        self.read_entry_range(reader, entry, 0, entry.logical_size)
+    }
+
+    /// Reads a byte range of the artifact at `path` in the live state.
+    pub fn read_range(
+        &self,
+        workbench_id: &str,
+        path: &str,
+        offset: u64,
+        len: u64,
+    ) -> Result<Vec<u8>> {
+        let (read, entry) = self.lookup(workbench_id, path)?;
+        self.read_entry_range(&read, &entry, offset, len)
+    }
+
+    /// Reads the whole artifact at `path` in the live state.
+    pub fn read_all(&self, workbench_id: &str, path: &str) -> Result<Vec<u8>> {
+        let (read, entry) = self.lookup(workbench_id, path)?;
+        self.read_entry(&read, &entry)
+    }
+
+    /// The path entry (generation, size, digest, content type …) at `path`, live state.
+    pub fn stat(&self, workbench_id: &str, path: &str) -> Result<PathEntry> {
+        Ok(self.lookup(workbench_id, path)?.1)
+    }
+
+    /// Streams a published body into `out`, verifying every block; returns bytes written.
+    pub fn read_to_writer(
+        &self,
+        reader: &Reader,
+        entry: &PathEntry,
+        out: &mut dyn std::io::Write,
+        on_progress: &mut dyn FnMut(u64),
+    ) -> Result<u64> {
+        let rows = reader.manifest(&entry.artifact_revision_id)?;
+        let mut written = 0u64;
+        for row in &rows {
+            let block = objstore::get_verified(
+                self.inner.objects.as_ref(),
+                &row.object_key,
+                row.length,
+                &row.digest_uri,
+            )?;
+            out.write_all(&block).map_err(|source| Error::LocalIo {
+                op: "write",
+                path: PathBuf::from("<output>"),
+                source,
+            })?;
+            written += row.length;
+            on_progress(written);
+        }
+        Ok(written)
+    }
+
+    fn lookup(&self, workbench_id: &str, path: &str) -> Result<(Reader, PathEntry)> {
+        let path = Self::normalize(path)?;
+        let read = self.inner.meta.read();
+        let ws = read
+            .visible_workspace(workbench_id)
+            .map_err(|e| map_workspace_error(e, workbench_id))?;
+        let entry = read
+            .path_entry(&ws.incarnation, &path)?
+            .ok_or_else(|| Error::NotFound {
+                path: path.as_str().to_string(),
+            })?;
+        Ok((read, entry))
+    }
+
+    fn publishable_path(&self, path: &str) -> Result<NormPath> {
+        let norm = Self::normalize(path)?;
+        if RESERVED_PATHS.contains(&norm.as_str()) {
+            return Err(Error::InvalidPath {
+                path: path.to_string(),
+                reason: "this path is owned by commit/restore and cannot be written directly"
+                    .into(),
+            });
+        }
+        if norm.len_components() == 1 && SECTIONS.contains(&norm.as_str()) {
+            return Err(Error::InvalidPath {
+                path: path.to_string(),
+                reason: "a section name cannot be shadowed by a file".into(),
+            });
+        }
+        Ok(norm)
+    }
+
+    fn read_rows(&self, rows: &[ManifestRow], offset: u64, len: u64) -> Result<Vec<u8>> {
+        let end = offset + len;
+        let mut out = Vec::with_capacity(usize::try_from(len).unwrap_or(0).min(1 << 26));
+        for row in rows {
+            let row_end = row.logical_offset + row.length;
+            if row_end <= offset || row.logical_offset >= end {
+                continue;
+            }
+            // Rows always cover one whole block object (object_offset 0, length = object size),
+            // so the recorded digest verifies exactly the bytes we slice from.
+            let block = objstore::get_verified(
+                self.inner.objects.as_ref(),
+                &row.object_key,
+                row.length,
+                &row.digest_uri,
+            )?;
+            let from = offset.max(row.logical_offset) - row.logical_offset;
+            let to = end.min(row_end) - row.logical_offset;
+            let slice = block.get(from as usize..to as usize).ok_or_else(|| {
+                Error::ObjectUnavailable("a block is shorter than recorded".into())
+            })?;
+            out.extend_from_slice(slice);
+        }
+        if out.len() as u64 != len {
+            return Err(Error::ObjectUnavailable(
+                "the manifest does not cover the requested range".into(),
+            ));
+        }
+        Ok(out)
+    }
+
+    /// Splits `reader` into blocks, uploads each under `revision_id` starting at
+    /// `first_index`/`first_offset`, and returns the manifest rows and whole-stream digest.
+    fn upload_stream(
+        &self,
+        revision_id: &ArtifactRevisionId,
+        first_index: u64,
+        first_offset: u64,
+        mut reader: impl Read,
+        mut on_progress: impl FnMut(u64),
+    ) -> Result<Uploaded> {
+        let meta = &self.inner.meta;
+        let mut hasher = objstore::Sha256Stream::new();
+        let mut rows = Vec::new();
+        let mut buf = vec![0u8; self.inner.block_size];
+        let mut size = 0u64;
+        let mut index = first_index;
+        loop {
+            let filled = fill(&mut reader, &mut buf).map_err(|source| Error::LocalIo {
+                op: "read body",
+                path: PathBuf::from("<input>"),
+                source,
+            })?;
+            if filled == 0 {
+                break;
+            }
+            let block = &buf[..filled];
+            hasher.update(block);
+            let key = objstore::block_key(
+                meta.logical_shard_id().as_bytes(),
+                meta.root_id().as_bytes(),
+                revision_id.as_bytes(),
+                index,
+            );
+            let digest_uri = objstore::sha256_uri(block);
+            if let Err(err) = self.inner.objects.put_if_absent(&key, block) {
+                self.delete_rows(&rows);
+                return Err(err.into());
+            }
+            rows.push(ManifestRow {
+                object_index: index,
+                physical_owner_revision: *revision_id,
+                physical_object_index: index,
+                object_key: key,
+                logical_offset: first_offset + size,
+                object_offset: 0,
+                length: filled as u64,
+                digest_uri,
+                append_segment: None,
+            });
+            size += filled as u64;
+            index += 1;
+            on_progress(size);
+            if filled < buf.len() {
+                break;
+            }
+        }
+        Ok(Uploaded {
+            rows,
+            size,
+            digest_uri: hasher.finish(),
+        })
+    }
+
+    fn publish_or_clean(
+        &self,
+        request: PublishRequest,
+        own_rows: &[ManifestRow],
+    ) -> std::result::Result<meta::PublishReceipt, meta::Error> {
+        match self.inner.meta.publish(request) {
+            Ok(receipt) => Ok(receipt),
+            Err(err) => {
+                // A definite refusal leaves the uploaded blocks unowned: delete them (best effort;
+                // the staged-object ledger of the publication issue makes this crash-proof).
+                if !matches!(err, meta::Error::Storage(_)) {
+                    self.delete_rows(own_rows);
+                }
+                Err(err)
+            }
+        }
+    }
+
+    fn delete_rows(&self, rows: &[ManifestRow]) {
+        for row in rows {
+            let _ = self.inner.objects.delete(&row.object_key);
+        }
+    }
+}
+
+struct Uploaded {
+    rows: Vec<ManifestRow>,
+    size: u64,
+    digest_uri: String,
+}
+
+/// Reads until `buf` is full or EOF; returns the bytes read.
+fn fill(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match reader.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
+fn map_workspace_error(err: meta::Error, workbench_id: &str) -> Error {
+    match err {
+        meta::Error::WorkspaceNotFound { .. } => Error::WorkbenchNotFound {
+            workbench_id: workbench_id.to_string(),
+        },
+        other => Error::Meta(other),
+    }
+}
+
+fn map_publish_error(err: meta::Error, path: &NormPath, workbench_id: &str) -> Error {
+    match err {
+        meta::Error::WorkspaceNotFound { .. } => Error::WorkbenchNotFound {
+            workbench_id: workbench_id.to_string(),
+        },
+        meta::Error::PathAlreadyExists => Error::AlreadyExists {
+            path: path.as_str().to_string(),
+        },
+        meta::Error::PathNotFound => Error::NotFound {
+            path: path.as_str().to_string(),
+        },
+        meta::Error::GenerationConflict { expected, actual } => Error::GenerationConflict {
+            path: path.as_str().to_string(),
+            expected: (expected != 0).then_some(expected),
+            actual: (actual != 0).then_some(actual),
+        },
+        meta::Error::ReadVersionConflict { .. } => Error::Busy,
+        other => Error::Meta(other),
+    }
+}

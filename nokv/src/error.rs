@@ -1,0 +1,138 @@
+//! The SDK error type of [`crate::Client`].
+//!
+//! Every variant is typed so that the Workbench facade (and any other front door) can map it to a
+//! stable error code without parsing messages. Messages never contain storage keys, object keys,
+//! revision ids or host paths of the object store.
+
+use std::path::PathBuf;
+
+/// Errors returned by [`crate::Client`] and the adapters built on it.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The workbench does not exist or is not visible (staging or retired incarnations are
+    /// invisible to every read surface).
+    #[error("workbench `{workbench_id}` does not exist")]
+    WorkbenchNotFound {
+        /// The external workbench id that was looked up.
+        workbench_id: String,
+    },
+    /// The workbench name is held by a staging or retired incarnation and cannot be created.
+    #[error("workbench `{workbench_id}` is reserved by an unfinished or abandoned operation")]
+    WorkbenchUnavailable {
+        /// The external workbench id.
+        workbench_id: String,
+    },
+    /// No artifact exists at the path.
+    #[error("no artifact at `{path}`")]
+    NotFound {
+        /// Workbench-relative path.
+        path: String,
+    },
+    /// A create-only publication found an artifact already present.
+    #[error("an artifact already exists at `{path}`")]
+    AlreadyExists {
+        /// Workbench-relative path.
+        path: String,
+    },
+    /// A conditional write lost its compare-and-swap on the path generation.
+    #[error("`{path}` changed concurrently: expected generation {expected:?}, found {actual:?}")]
+    GenerationConflict {
+        /// Workbench-relative path.
+        path: String,
+        /// Generation the caller expected (`None`: expected the path to be absent).
+        expected: Option<u64>,
+        /// Generation found (`None`: the path is absent).
+        actual: Option<u64>,
+    },
+    /// The caller's arguments are invalid (bad path, bad id, bad range …); nothing was written.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// A path failed the shared normalizer (seed 000, "Ids, Names, And Keys").
+    #[error("invalid path `{path}`: {reason}")]
+    InvalidPath {
+        /// The path as given.
+        path: String,
+        /// What rule it broke.
+        reason: String,
+    },
+    /// A byte range lies outside the body.
+    #[error("range [{offset}, {offset}+{len}) is outside the body of {size} bytes")]
+    RangeOutOfBounds {
+        /// First byte requested.
+        offset: u64,
+        /// Bytes requested.
+        len: u64,
+        /// Body size in bytes.
+        size: u64,
+    },
+    /// An object block could not be read or failed its SHA-256 check. Retryable; bytes that fail
+    /// verification are never returned.
+    #[error("artifact bytes are unavailable: {0}")]
+    ObjectUnavailable(String),
+    /// A concurrent writer kept moving the read version; retries were exhausted.
+    #[error("the store was busy with concurrent writers; retry")]
+    Busy,
+    /// The metadata layer refused or failed the operation.
+    #[error(transparent)]
+    Meta(meta::Error),
+    /// A local file operation failed (materialize/collect, store directory).
+    #[error("{op} `{}`: {source}", path.display())]
+    LocalIo {
+        /// What was attempted.
+        op: &'static str,
+        /// The local file involved.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A local file did not match the digest recorded in the store.
+    #[error("digest mismatch for `{path}`: expected {expected}, got {actual}")]
+    DigestMismatch {
+        /// Local or workbench path.
+        path: String,
+        /// Expected `sha256:` URI.
+        expected: String,
+        /// Actual `sha256:` URI.
+        actual: String,
+    },
+}
+
+/// Result alias for the SDK.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<meta::Error> for Error {
+    fn from(err: meta::Error) -> Self {
+        match err {
+            meta::Error::WorkspaceNotFound { workbench_id } => {
+                Error::WorkbenchNotFound { workbench_id }
+            }
+            other => Error::Meta(other),
+        }
+    }
+}
+
+impl From<objstore::Error> for Error {
+    fn from(err: objstore::Error) -> Self {
+        match err {
+            objstore::Error::RangeOutOfBounds {
+                offset, len, size, ..
+            } => Error::RangeOutOfBounds { offset, len, size },
+            other => Error::ObjectUnavailable(object_error_message(&other)),
+        }
+    }
+}
+
+/// A message for an object-store failure that does not leak object keys.
+fn object_error_message(err: &objstore::Error) -> String {
+    match err {
+        objstore::Error::NotFound { .. } => "a block of the artifact is missing".into(),
+        objstore::Error::IntegrityMismatch { .. } => {
+            "a block of the artifact failed its SHA-256 integrity check".into()
+        }
+        objstore::Error::Io { op, source, .. } => format!("object store {op} failed: {source}"),
+        objstore::Error::Unavailable { reason, .. } => {
+            format!("object store unavailable: {reason}")
+        }
+        _ => "object store error".into(),
+    }
+}

@@ -1,0 +1,32 @@
+//! # NoKV — a workspace and artifact store for AI-agent infrastructure
+//!
+//! Agents get *workbenches*: stable, path-shaped, versioned places with five virtual sections
+//! (`input`, `scripts`, `outputs`, `logs`, `metadata`). Bodies are immutable revisions stored as
+//! SHA-256-verified blocks in object storage (a local directory by default); metadata lives in
+//! `holt`, NoKV's own ART engine with a group-commit WAL, through the schema-8 contract of `meta`.
+//!
+//! Front doors in this crate:
+//!
+//! * [`Client`] — the Rust SDK over an embedded store (`Client::open(dir)`): create workbenches,
+//!   publish (create-only or generation-CAS replace), append immutable segments, stat, range reads.
+//! * [`workbench::Workbench`] — the transport-free facade of the agent tools (`WORKBENCH.md`):
+//!   JSON in, one JSON envelope out, typed error codes.
+//! * [`materialize`] — verified local-file adapters: materialize a workbench into a sandbox
+//!   directory (digests checked before anything runs) and collect declared outputs back.
+//! * [`demo`] — the reference research workflow of seed 001 on the Palmer penguins data.
+//! * the `nokv` binary (`src/bin/nokv.rs`, [`cli`]) — `nokv workbench <tool> '<json>'`,
+//!   `nokv schema`, `nokv materialize`, `nokv collect`, `nokv demo`.
+//!
+//! The store directory of the CLI is `--store DIR`, else `$NOKV_STORE`, else `./.nokv`.
+
+pub mod cli;
+pub mod client;
+pub mod demo;
+pub mod error;
+pub mod materialize;
+pub mod workbench;
+
+pub use client::{
+    AppendReceipt, Client, ClientOptions, PutOptions, PutReceipt, WorkbenchInfo, WriteCondition,
+};
+pub use error::{Error, Result};

@@ -1,0 +1,277 @@
+//! Verified local-file adapters (seed 001, "Reference Research Workflow"):
+//! *materialize* copies a workbench (or one section/prefix of it) into a local sandbox directory,
+//! verifying every body's whole-body SHA-256 before the caller runs anything; *collect* publishes
+//! declared local files back as artifacts, then re-reads and verifies what was stored.
+//!
+//! Both stream in blocks: memory is bounded by the block size, not by the file size.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use meta::NormPath;
+
+use crate::client::{Client, PutOptions, WriteCondition};
+use crate::error::{Error, Result};
+
+/// One file written by [`materialize`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MaterializedFile {
+    /// Workbench-relative path (e.g. `input/penguins.csv`).
+    pub path: String,
+    /// Local file it was written to.
+    pub local: PathBuf,
+    /// Size in bytes.
+    pub size_bytes: u64,
+    /// Verified `sha256:` URI of the body.
+    pub digest_uri: String,
+}
+
+/// Writes every artifact of `workbench_id` under `prefix` (`None`: the whole workbench) to
+/// `dest/<workbench-relative path>`, at one consistent read version.
+///
+/// Each body is streamed block by block (each block verified against its manifest digest), the
+/// whole-body SHA-256 is recomputed and compared with the recorded digest, and the file is renamed
+/// into place only after it matched — a failed verification leaves no file behind.
+///
+/// Errors: [`Error::WorkbenchNotFound`], [`Error::InvalidPath`], [`Error::NotFound`] (empty
+/// prefix), [`Error::ObjectUnavailable`] / [`Error::DigestMismatch`] on integrity failures,
+/// [`Error::LocalIo`].
+pub fn materialize(
+    client: &Client,
+    workbench_id: &str,
+    prefix: Option<&str>,
+    dest: &Path,
+) -> Result<Vec<MaterializedFile>> {
+    let prefix = prefix
+        .filter(|p| !p.is_empty())
+        .map(Client::normalize)
+        .transpose()?;
+    let read = client.meta().read();
+    let ws = read.visible_workspace(workbench_id)?;
+    let mut files = Vec::new();
+    // A prefix naming one file materializes just that file.
+    if let Some(p) = &prefix {
+        if let Some(entry) = read.path_entry(&ws.incarnation, p)? {
+            files.push((p.clone(), entry));
+        }
+    }
+    if files.is_empty() {
+        let mut after: Option<NormPath> = None;
+        loop {
+            let (batch, more) =
+                read.scan_files(&ws.incarnation, prefix.as_ref(), after.as_ref(), 255)?;
+            after = batch.last().map(|(p, _)| p.clone());
+            files.extend(batch);
+            if !more || after.is_none() {
+                break;
+            }
+        }
+    }
+    if files.is_empty() {
+        if let Some(p) = prefix {
+            return Err(Error::NotFound {
+                path: p.as_str().to_string(),
+            });
+        }
+    }
+    let mut out = Vec::with_capacity(files.len());
+    for (path, entry) in files {
+        let local = path
+            .components()
+            .fold(dest.to_path_buf(), |acc, c| acc.join(c));
+        let parent = local.parent().unwrap_or(dest).to_path_buf();
+        std::fs::create_dir_all(&parent).map_err(|source| Error::LocalIo {
+            op: "create directory",
+            path: parent.clone(),
+            source,
+        })?;
+        let tmp = parent.join(format!(
+            ".{}.nokv-partial",
+            local.file_name().and_then(|n| n.to_str()).unwrap_or("file")
+        ));
+        let file = File::create(&tmp).map_err(|source| Error::LocalIo {
+            op: "create",
+            path: tmp.clone(),
+            source,
+        })?;
+        let mut writer = HashingWriter {
+            inner: BufWriter::new(file),
+            hasher: objstore::Sha256Stream::new(),
+        };
+        let written = client.read_to_writer(&read, &entry, &mut writer, &mut |_| {});
+        let flushed = writer.inner.flush();
+        let digest = writer.hasher.finish();
+        let check = written.and_then(|n| {
+            flushed.map_err(|source| Error::LocalIo {
+                op: "write",
+                path: tmp.clone(),
+                source,
+            })?;
+            if n != entry.logical_size || digest != entry.body_digest_uri {
+                return Err(Error::DigestMismatch {
+                    path: path.as_str().to_string(),
+                    expected: entry.body_digest_uri.clone(),
+                    actual: digest.clone(),
+                });
+            }
+            Ok(n)
+        });
+        match check {
+            Ok(size) => {
+                std::fs::rename(&tmp, &local).map_err(|source| Error::LocalIo {
+                    op: "rename",
+                    path: local.clone(),
+                    source,
+                })?;
+                out.push(MaterializedFile {
+                    path: path.as_str().to_string(),
+                    local,
+                    size_bytes: size,
+                    digest_uri: digest,
+                });
+            }
+            Err(err) => {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(err);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Verifies that the local files of a previous [`materialize`] still match their digests (e.g.
+/// right before executing a script). Errors: [`Error::DigestMismatch`], [`Error::LocalIo`].
+pub fn verify_materialized(files: &[MaterializedFile]) -> Result<()> {
+    for f in files {
+        let actual = digest_file(&f.local)?;
+        if actual != f.digest_uri {
+            return Err(Error::DigestMismatch {
+                path: f.path.clone(),
+                expected: f.digest_uri.clone(),
+                actual,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// SHA-256 `sha256:` URI of a local file, streamed.
+pub fn digest_file(path: &Path) -> Result<String> {
+    let file = File::open(path).map_err(|source| Error::LocalIo {
+        op: "open",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let mut hasher = objstore::Sha256Stream::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = reader.read(&mut buf).map_err(|source| Error::LocalIo {
+            op: "read",
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hasher.finish())
+}
+
+/// What [`collect`] published for one file.
+#[derive(Debug, Clone)]
+pub struct CollectedFile {
+    /// Workbench-relative path.
+    pub path: String,
+    /// New generation.
+    pub generation: u64,
+    /// Size in bytes.
+    pub size_bytes: u64,
+    /// `sha256:` URI of the body (equal to the local file's digest).
+    pub digest_uri: String,
+}
+
+/// Publishes the local file `local` at `path` in `workbench_id` (streamed), then verifies the
+/// stored digest equals the local file's digest. `replace`: replace an existing artifact (under
+/// a generation CAS against what was just read) instead of create-only.
+///
+/// Errors: those of [`Client::put_reader`], plus [`Error::DigestMismatch`] when the file changed
+/// while it was being collected.
+pub fn collect(
+    client: &Client,
+    workbench_id: &str,
+    local: &Path,
+    path: &str,
+    content_type: &str,
+    replace: bool,
+) -> Result<CollectedFile> {
+    let before = digest_file(local)?;
+    let file = File::open(local).map_err(|source| Error::LocalIo {
+        op: "open",
+        path: local.to_path_buf(),
+        source,
+    })?;
+    let options = PutOptions {
+        content_type: content_type.to_string(),
+        condition: if replace {
+            WriteCondition::Replace {
+                expected_generation: None,
+            }
+        } else {
+            WriteCondition::Create
+        },
+        producer: "nokv collect".into(),
+        manifest_id: None,
+    };
+    let receipt = client.put_reader(
+        workbench_id,
+        path,
+        BufReader::with_capacity(1 << 20, file),
+        &options,
+    )?;
+    if receipt.digest_uri != before {
+        return Err(Error::DigestMismatch {
+            path: local.display().to_string(),
+            expected: before,
+            actual: receipt.digest_uri,
+        });
+    }
+    Ok(CollectedFile {
+        path: receipt.path.as_str().to_string(),
+        generation: receipt.generation,
+        size_bytes: receipt.size_bytes,
+        digest_uri: receipt.digest_uri,
+    })
+}
+
+/// Guesses a content type from a file name (used by `nokv collect` when none is given).
+pub fn guess_content_type(path: &str) -> &'static str {
+    let lower = path.to_ascii_lowercase();
+    let ext = lower.rsplit('.').next().unwrap_or("");
+    match ext {
+        "json" => "application/json",
+        "yaml" | "yml" => "application/yaml",
+        "csv" => "text/csv; charset=utf-8",
+        "sh" => "text/x-shellscript; charset=utf-8",
+        "txt" | "log" | "md" => "text/plain; charset=utf-8",
+        _ => crate::client::OCTET_STREAM,
+    }
+}
+
+struct HashingWriter<W: Write> {
+    inner: W,
+    hasher: objstore::Sha256Stream,
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}

@@ -1,0 +1,149 @@
+//! The Workbench facade: the agent tools of `WORKBENCH.md`, transport-free (JSON in, JSON out).
+//!
+//! Every call is validated against the tool's JSON schema first (see [`schema`]), then against the
+//! facade's cross-field rules, then executed through the [`crate::Client`] SDK. Results are one JSON
+//! object: `{"status":"success", …}` or the error envelope of [`errors::ToolError`]. Result
+//! shaping (text decoding, base64, edit matching, grep, section projection, friendly errors) lives
+//! here, never in `meta`.
+//!
+//! Implemented tools: `workbench_create`, `workbench_put_file`, `workbench_append`,
+//! `workbench_edit`, `workbench_list`, `workbench_stat`, `workbench_read`, `workbench_grep`. The
+//! query, commit, snapshot and restore tools are validated against their schemas and answer
+//! `InvalidState` with a message saying they are not available in this build yet.
+
+pub mod cursor;
+pub mod edit;
+pub mod errors;
+pub mod grep;
+pub mod payload;
+pub mod schema;
+pub mod shape;
+
+mod read_tools;
+mod scope;
+mod write_tools;
+
+use serde_json::{Map, Value};
+
+use crate::client::Client;
+use errors::{ErrorCode, ToolError, ToolResult};
+
+/// The facade over one [`Client`]. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Workbench {
+    client: Client,
+    cursor_key: cursor::CursorKey,
+}
+
+impl Workbench {
+    /// Wraps a client.
+    pub fn new(client: Client) -> Self {
+        // Cursors are tamper-evident, bound to this store: the MAC key is derived from the root
+        // id, which never leaves the store (no storage ids appear in results).
+        let key = cursor::scope_digest(&[
+            b"nokv.workbench.cursor_key.v1",
+            client.meta().root_id().as_bytes(),
+        ]);
+        Self {
+            client,
+            cursor_key: cursor::CursorKey::new(key),
+        }
+    }
+
+    /// The client behind the facade.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Runs one tool and returns its JSON envelope (success or error). `tool` may carry or omit the
+    /// `workbench_` prefix; an unknown name yields the `UnknownTool` envelope.
+    pub fn call(&self, tool: &str, input: &Value) -> Value {
+        match self.call_tool(tool, input) {
+            Ok(mut fields) => {
+                let mut out = Map::new();
+                out.insert("status".into(), Value::from("success"));
+                out.append(&mut fields);
+                Value::Object(out)
+            }
+            Err(err) => err.envelope(),
+        }
+    }
+
+    /// Runs one tool and returns its result fields (without `status`) or a typed error.
+    pub fn call_tool(&self, tool: &str, input: &Value) -> ToolResult<Map<String, Value>> {
+        let name =
+            schema::canonical_tool_name(tool).ok_or_else(|| ToolError::unknown_tool(tool))?;
+        schema::validate(name, input)?;
+        let args = input.as_object().cloned().unwrap_or_default();
+        match name {
+            "workbench_create" => write_tools::create(self, &args),
+            "workbench_put_file" => write_tools::put_file(self, &args),
+            "workbench_append" => write_tools::append(self, &args),
+            "workbench_edit" => write_tools::edit(self, &args),
+            "workbench_list" => read_tools::list(self, &args),
+            "workbench_stat" => read_tools::stat(self, &args),
+            "workbench_read" => read_tools::read(self, &args),
+            "workbench_grep" => read_tools::grep(self, &args),
+            other => Err(ToolError::new(
+                ErrorCode::InvalidState,
+                format!("`{other}` is part of the Workbench contract but is not available in this build yet"),
+            )
+            .with_detail("tool", Value::from(other))),
+        }
+    }
+
+    pub(crate) fn cursor_key(&self) -> &cursor::CursorKey {
+        &self.cursor_key
+    }
+}
+
+/// Maps an SDK error to the facade's typed error. Messages never carry storage identities.
+pub(crate) fn tool_error(client: &Client, workbench_id: &str, err: crate::Error) -> ToolError {
+    use crate::Error as E;
+    let wb_path = client.workbench_path(workbench_id);
+    let presented = |rel: &str| format!("{wb_path}/{rel}");
+    match err {
+        E::WorkbenchNotFound { .. } => ToolError::new(
+            ErrorCode::NotFound,
+            format!("workbench `{workbench_id}` does not exist; create it with workbench_create"),
+        )
+        .with_detail("path", Value::from(wb_path)),
+        E::WorkbenchUnavailable { .. } => ToolError::new(
+            ErrorCode::AlreadyExists,
+            format!("workbench `{workbench_id}` is reserved by an unfinished or abandoned operation; choose another id"),
+        )
+        .with_detail("path", Value::from(wb_path)),
+        E::NotFound { path } => ToolError::not_found(&presented(&path)),
+        E::AlreadyExists { path } => ToolError::already_exists(&presented(&path)),
+        E::GenerationConflict {
+            path,
+            expected,
+            actual,
+        } => ToolError::conflict("PathGeneration")
+            .with_detail("path", Value::from(presented(&path)))
+            .with_detail("expected_generation", expected.map_or(Value::Null, Value::from))
+            .with_detail("actual_generation", actual.map_or(Value::Null, Value::from)),
+        E::InvalidArgument(msg) => ToolError::invalid_arguments(&msg),
+        E::InvalidPath { path, reason } => {
+            ToolError::invalid_arguments(format!("invalid path `{path}`: {reason}"))
+        }
+        E::RangeOutOfBounds { offset, len, size } => ToolError::invalid_arguments(format!(
+            "range starting at byte {offset} ({len} bytes) is outside the body of {size} bytes"
+        )),
+        E::ObjectUnavailable(msg) => ToolError::object_unavailable(&msg),
+        E::Busy => ToolError::conflict("ReadVersion"),
+        E::DigestMismatch { path, .. } => {
+            ToolError::object_unavailable(format!("digest mismatch for `{path}`"))
+        }
+        E::Meta(inner) => ToolError::internal(format!("metadata error: {}", meta_message(&inner))),
+        E::LocalIo { op, source, .. } => ToolError::internal(format!("{op} failed: {source}")),
+    }
+}
+
+/// A storage-neutral description of a metadata error.
+fn meta_message(err: &meta::Error) -> String {
+    match err {
+        meta::Error::Storage(_) => "the metadata store failed; retry".to_string(),
+        other => other.to_string(),
+    }
+}

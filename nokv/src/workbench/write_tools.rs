@@ -1,0 +1,208 @@
+//! `workbench_create`, `workbench_put_file`, `workbench_append`, `workbench_edit`.
+
+use serde_json::{Map, Value};
+
+use super::errors::{ToolError, ToolResult};
+use super::scope::{opt_bool, opt_str, opt_u64, req_str, Scope};
+use super::{edit as edit_match, payload, tool_error, Workbench};
+use crate::client::{PutOptions, WriteCondition, SECTIONS};
+
+/// Largest body `workbench_edit` loads (bytes); bigger bodies go through the SDK.
+const MAX_EDIT_BYTES: u64 = 16 * 1024 * 1024;
+/// Bounded re-read-and-retry rounds of `workbench_edit` when the generation moves.
+const EDIT_ATTEMPTS: u32 = 3;
+
+pub(super) fn create(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<String, Value>> {
+    let id = req_str(args, "id")?;
+    let client = wb.client();
+    let info = client
+        .create_workbench(id)
+        .map_err(|e| tool_error(client, id, e))?;
+    let mut out = Map::new();
+    out.insert("workbench_id".into(), Value::from(info.workbench_id));
+    out.insert("path".into(), Value::from(info.path));
+    out.insert(
+        "sections".into(),
+        Value::from(SECTIONS.iter().map(|s| Value::from(*s)).collect::<Vec<_>>()),
+    );
+    Ok(out)
+}
+
+pub(super) fn put_file(
+    wb: &Workbench,
+    args: &Map<String, Value>,
+) -> ToolResult<Map<String, Value>> {
+    let id = req_str(args, "id")?;
+    let scope = Scope::resolve_file(id, opt_str(args, "section"), req_str(args, "path")?)?;
+    let replace = opt_bool(args, "replace", false);
+    let expected = opt_u64(args, "expected_generation");
+    if expected.is_some() && !replace {
+        return Err(ToolError::invalid_arguments(
+            "expected_generation is only allowed with replace=true",
+        ));
+    }
+    let (body, default_type) =
+        payload::decode_payload(opt_str(args, "text"), opt_str(args, "base64"))?;
+    let content_type = opt_str(args, "content_type").unwrap_or(default_type);
+    let client = wb.client();
+    let full = scope
+        .full
+        .clone()
+        .ok_or_else(|| ToolError::invalid_arguments("path must name a file inside the section"))?;
+    if replace {
+        // Replacing a directory is NotArtifact, not NotFound.
+        let read = client.meta().read();
+        if let Ok(ws) = read.visible_workspace(id) {
+            let is_file = read
+                .path_entry(&ws.incarnation, &full)
+                .map_err(|e| tool_error(client, id, e.into()))?
+                .is_some();
+            if !is_file
+                && read
+                    .has_descendants(&ws.incarnation, &full)
+                    .map_err(|e| tool_error(client, id, e.into()))?
+            {
+                return Err(ToolError::not_artifact(&super::scope::present(
+                    client,
+                    id,
+                    Some(&full),
+                )));
+            }
+        }
+    }
+    let options = PutOptions {
+        content_type: content_type.to_string(),
+        condition: if replace {
+            WriteCondition::Replace {
+                expected_generation: expected,
+            }
+        } else {
+            WriteCondition::Create
+        },
+        producer: "workbench_put_file".into(),
+        manifest_id: None,
+    };
+    let receipt = client
+        .put(id, full.as_str(), &body, &options)
+        .map_err(|e| tool_error(client, id, e))?;
+    let mut out = scope.fields(client);
+    out.insert("size_bytes".into(), Value::from(receipt.size_bytes));
+    out.insert("generation".into(), Value::from(receipt.generation));
+    out.insert("digest_uri".into(), Value::from(receipt.digest_uri));
+    out.insert("content_type".into(), Value::from(receipt.content_type));
+    out.insert("replace".into(), Value::from(replace));
+    Ok(out)
+}
+
+pub(super) fn append(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<String, Value>> {
+    let id = req_str(args, "id")?;
+    let scope = Scope::resolve_file(id, opt_str(args, "section"), req_str(args, "path")?)?;
+    let (body, default_type) =
+        payload::decode_payload(opt_str(args, "text"), opt_str(args, "base64"))?;
+    let client = wb.client();
+    let full = scope
+        .full
+        .clone()
+        .ok_or_else(|| ToolError::invalid_arguments("path must name a file inside the section"))?;
+    // Absent content_type keeps the existing type; on create the payload's default applies.
+    let content_type = opt_str(args, "content_type").map(str::to_string);
+    let exists = client.stat(id, full.as_str()).is_ok();
+    let effective = match (&content_type, exists) {
+        (Some(ct), _) => Some(ct.as_str()),
+        (None, true) => None,
+        (None, false) => Some(default_type),
+    };
+    let receipt = client
+        .append(id, full.as_str(), &body, effective, "workbench_append")
+        .map_err(|e| tool_error(client, id, e))?;
+    let mut out = scope.fields(client);
+    out.insert("appended_bytes".into(), Value::from(receipt.appended_bytes));
+    out.insert("size_bytes".into(), Value::from(receipt.size_bytes));
+    out.insert("generation".into(), Value::from(receipt.generation));
+    out.insert("created".into(), Value::from(receipt.created));
+    out.insert("digest".into(), Value::from(receipt.delta_digest_uri));
+    Ok(out)
+}
+
+pub(super) fn edit(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<String, Value>> {
+    let id = req_str(args, "id")?;
+    let scope = Scope::resolve_file(id, opt_str(args, "section"), req_str(args, "path")?)?;
+    let old = req_str(args, "old_string")?;
+    let new = req_str(args, "new_string")?;
+    let replace_all = opt_bool(args, "replace_all", false);
+    if old.is_empty() {
+        return Err(ToolError::invalid_arguments("old_string must not be empty"));
+    }
+    let client = wb.client();
+    let full = scope
+        .full
+        .clone()
+        .ok_or_else(|| ToolError::invalid_arguments("path must name a file inside the section"))?;
+    let presented = super::scope::present(client, id, Some(&full));
+    for attempt in 1..=EDIT_ATTEMPTS {
+        let read = client.meta().read();
+        let ws = read
+            .visible_workspace(id)
+            .map_err(|e| tool_error(client, id, e.into()))?;
+        let entry = match read
+            .path_entry(&ws.incarnation, &full)
+            .map_err(|e| tool_error(client, id, e.into()))?
+        {
+            Some(entry) => entry,
+            None => {
+                if read
+                    .has_descendants(&ws.incarnation, &full)
+                    .map_err(|e| tool_error(client, id, e.into()))?
+                {
+                    return Err(ToolError::not_artifact(&presented));
+                }
+                return Err(ToolError::not_found(&presented));
+            }
+        };
+        if entry.logical_size > MAX_EDIT_BYTES {
+            return Err(ToolError::resource_exhausted(
+                "workbench_edit",
+                "body_bytes",
+                MAX_EDIT_BYTES,
+            ));
+        }
+        let body = client
+            .read_entry(&read, &entry)
+            .map_err(|e| tool_error(client, id, e))?;
+        let text = edit_match::require_utf8(&body)?;
+        let outcome = edit_match::apply_edit(text, old, new, replace_all)?;
+        let mut out = scope.fields(client);
+        out.insert("replacements".into(), Value::from(outcome.replacements));
+        if outcome.new_text.as_bytes() == body.as_slice() {
+            out.insert("size_bytes".into(), Value::from(entry.logical_size));
+            out.insert("generation".into(), Value::from(entry.generation));
+            out.insert("no_change".into(), Value::from(true));
+            return Ok(out);
+        }
+        let options = PutOptions {
+            content_type: entry.content_type.clone(),
+            condition: WriteCondition::Replace {
+                expected_generation: Some(entry.generation),
+            },
+            producer: "workbench_edit".into(),
+            manifest_id: entry.manifest_id.clone(),
+        };
+        drop(read);
+        match client.put(id, full.as_str(), outcome.new_text.as_bytes(), &options) {
+            Ok(receipt) => {
+                out.insert("size_bytes".into(), Value::from(receipt.size_bytes));
+                out.insert("generation".into(), Value::from(receipt.generation));
+                out.insert("no_change".into(), Value::from(false));
+                return Ok(out);
+            }
+            Err(crate::Error::GenerationConflict { .. }) if attempt < EDIT_ATTEMPTS => continue,
+            Err(crate::Error::GenerationConflict { .. }) => {
+                return Err(ToolError::conflict("PathGeneration")
+                    .with_detail("path", Value::from(presented.clone()))
+                    .with_detail("attempts", Value::from(EDIT_ATTEMPTS)));
+            }
+            Err(e) => return Err(tool_error(client, id, e)),
+        }
+    }
+    Err(ToolError::conflict("PathGeneration").with_detail("attempts", Value::from(EDIT_ATTEMPTS)))
+}
