@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use crate::codec::{put_bytes, put_u16, put_u32, put_u64, put_u8, Dec};
 use crate::error::{Error, Result};
-use crate::mvcc::{HISTORY_NAME, HISTORY_TAG};
+use crate::mvcc::{self, HISTORY_NAME, HISTORY_TAG};
 use crate::registry::TreeMeta;
 use crate::state::{Slot, State, TreeMap};
 use crate::wal::writer::sync_dir;
@@ -140,6 +140,11 @@ pub(crate) fn write(dir: &Path, state: &State) -> Result<PathBuf> {
     start_block(&mut body);
     for m in state.registry.iter() {
         for (k, s) in state.tree(m.tag).iter() {
+            // MVCC garbage below the history floor is invisible to every allowed read; it is not
+            // written, so a checkpoint never carries it forward (see `mvcc`).
+            if mvcc::skip_in_checkpoint(m.tag, m.versioned, s, state.floor) {
+                continue;
+            }
             put_u8(&mut body, m.tag);
             put_bytes(&mut body, k);
             put_u64(&mut body, s.version);
@@ -279,7 +284,7 @@ fn parse(path: &Path, data: &[u8]) -> Result<State> {
                             .registry
                             .get(tag)
                             .ok_or_else(|| format!("entry for unregistered tag {tag:#04x}"))?;
-                        let key = d.bytes()?.to_vec();
+                        let key = d.bytes()?;
                         let version = d.u64()?;
                         let value = match d.u8()? {
                             0 if meta.versioned => None,

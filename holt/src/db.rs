@@ -14,11 +14,12 @@ use crate::error::{Error, Result};
 use crate::mvcc::{self, HISTORY_TAG};
 use crate::options::{Options, Stats, WalIo, WalIoPath};
 use crate::registry::{TreeInfo, TreeMeta};
-use crate::state::State;
+use crate::state::{State, Visibility};
 use crate::tree::{Tree, View};
-use crate::wal::reader::{list_segments, recover};
+use crate::wal::fs::WalFs;
+use crate::wal::reader::recover;
 use crate::wal::record::Record;
-use crate::wal::writer::{sync_dir, Pending, Wal};
+use crate::wal::writer::{sync_dir, IoEngine, Wal};
 
 static NEXT_DB_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -58,17 +59,14 @@ pub(crate) struct Inner {
     commits: AtomicU64,
     checkpoints: AtomicU64,
     checkpoint_failures: AtomicU64,
+    /// Signals publications to `Db::wait_visible` (engine-core; notified from `submit`).
+    visible: Visibility,
     /// Holds the advisory lock on `dir/LOCK` for the lifetime of the engine.
     _lock: Option<File>,
 }
 
-fn check_wal_io(opts: &Options) -> Result<()> {
-    match opts.wal_io {
-        WalIo::Auto | WalIo::Blocking => Ok(()),
-        WalIo::IoUring => Err(Error::Unsupported(
-            "WalIo::IoUring is not implemented yet; use WalIo::Auto or WalIo::Blocking".into(),
-        )),
-    }
+fn check_wal_io(opts: &Options) -> Result<IoEngine> {
+    IoEngine::select(opts.wal_io)
 }
 
 fn check_key(key: &[u8]) -> Result<()> {
@@ -114,11 +112,12 @@ impl Inner {
             commits: AtomicU64::new(0),
             checkpoints: AtomicU64::new(0),
             checkpoint_failures: AtomicU64::new(0),
+            visible: Visibility::default(),
             _lock: lock,
         }
     }
 
-    fn current(&self) -> Arc<State> {
+    pub(crate) fn current(&self) -> Arc<State> {
         self.published.read().clone()
     }
 
@@ -151,28 +150,53 @@ impl Inner {
             None => {
                 *tip = st.clone();
                 *self.published.write() = st.clone();
+                drop(tip);
+                self.visible.notify();
             }
             Some(wal) => {
                 let bytes = rec.frame(lsn)?;
-                wal.enqueue(Pending {
-                    lsn,
-                    bytes,
-                    state: st.clone(),
-                });
+                wal.enqueue(lsn, &bytes, st.clone())?;
                 *tip = st.clone();
                 drop(tip);
-                wal.wait_durable(lsn, &self.published)?;
+                let durable = wal.wait_durable(lsn, &self.published);
+                // Engine-core hook for `Db::wait_visible`: the state with `lsn` (or a newer
+                // one) is published now — or the log failed, which waiters must learn too.
+                self.visible.notify();
+                durable?;
             }
         }
         Ok(st)
     }
 
+    /// Runs one bounded step of the pending MVCC prune sweep on the tip, under the commit lock
+    /// (see `mvcc`: pruning removes only rows no read version at or above the floor can reach,
+    /// so it is not logged). The result is published at once when the tip holds nothing that is
+    /// not yet durable (same LSN as the published state); otherwise the group commit in flight
+    /// publishes its own state and the pruning reaches readers with the next commit. Returns
+    /// whether more of the sweep remains.
+    fn prune_chunk(&self) -> bool {
+        let mut tip = self.tip.lock();
+        if tip.prune.is_none() {
+            return false;
+        }
+        if self.wal.as_ref().is_some_and(|w| w.check_poison().is_err()) {
+            return false;
+        }
+        let mut st = State::clone(&tip);
+        let more = mvcc::prune_step(&mut st, mvcc::SWEEP_STEP_BUDGET);
+        let st = Arc::new(st);
+        {
+            let mut published = self.published.write();
+            if published.lsn == st.lsn {
+                *published = Arc::clone(&st);
+            }
+        }
+        *tip = st;
+        more
+    }
+
     fn wal_bytes_total(&self) -> u64 {
-        self.replayed_bytes
-            + self
-                .wal
-                .as_ref()
-                .map_or(0, |w| w.bytes.load(Ordering::Relaxed))
+        self.replayed_bytes + self.wal.as_ref().map_or(0, Wal::bytes_written)
     }
 
     fn checkpoint_locked(&self) -> Result<()> {
@@ -192,13 +216,7 @@ impl Inner {
         for path in listing.stale_tmp {
             fs::remove_file(&path).map_err(|e| Error::io("unlink", &path, e))?;
         }
-        let wal_dir = dir.join("wal");
-        for (start, path) in list_segments(&wal_dir)? {
-            if start <= snap.lsn {
-                fs::remove_file(&path).map_err(|e| Error::io("unlink", &path, e))?;
-            }
-        }
-        sync_dir(&wal_dir)?;
+        wal.remove_segments_through(snap.lsn)?;
         sync_dir(dir)?;
         self.checkpoints.fetch_add(1, Ordering::Relaxed);
         Ok(())
@@ -301,6 +319,10 @@ impl Inner {
             mvcc::write(&mut st, &meta, &history, key, value, version, &mut phys);
         }
         st.version = version;
+        if st.prune.is_some() {
+            // Piggy-backed, bounded share of a pending MVCC prune sweep (see `mvcc`).
+            mvcc::prune_step(&mut st, mvcc::COMMIT_STEP_BUDGET);
+        }
         Ok(Some((st, Record::Commit { version, ops: phys })))
     }
 }
@@ -313,11 +335,23 @@ impl Db {
     /// replays the WAL after it, without modifying any file (a torn final record is truncated
     /// later, by the first WAL write).
     ///
-    /// Errors: `Unsupported` for `WalIo::IoUring`; `Locked` if another `Db` holds `dir/LOCK`;
+    /// The WAL I/O path is chosen from `opts.wal_io` (see [`crate::WalIo`]); `Db::stats` reports it.
+    ///
+    /// Errors: `Unsupported` for `WalIo::IoUring` when io_uring is not available; `Locked` if
+    /// another `Db` holds `dir/LOCK`;
     /// `Corrupt` for a directory that is not a holt store, a damaged checkpoint or a damaged,
     /// gapped or missing WAL segment (the torn final record excepted); `Io` on OS failures.
     pub fn open(dir: impl AsRef<Path>, opts: Options) -> Result<Db> {
-        check_wal_io(&opts)?;
+        Self::open_with_fs(dir, opts, crate::wal::fs::os())
+    }
+
+    /// [`Db::open`] with the WAL's file operations going through `wal_fs` (tests inject faults).
+    pub(crate) fn open_with_fs(
+        dir: impl AsRef<Path>,
+        opts: Options,
+        wal_fs: Arc<dyn WalFs>,
+    ) -> Result<Db> {
+        let engine = check_wal_io(&opts)?;
         let dir = dir.as_ref().to_path_buf();
         let wal_dir = dir.join("wal");
         let lock_path = dir.join("LOCK");
@@ -387,12 +421,14 @@ impl Db {
         if let (None, Some(e)) = (&base, ckpt_err.take()) {
             return Err(e);
         }
-        let recovered = recover(&wal_dir, base.unwrap_or_else(State::new))?;
+        let recovered = recover(&*wal_fs, &wal_dir, base.unwrap_or_else(State::new))?;
         let wal = Wal::new(
+            wal_fs,
             wal_dir,
             recovered.tail,
             recovered.state.lsn,
             opts.durability,
+            engine,
         );
         let inner = Inner::new(
             opts,
@@ -408,9 +444,12 @@ impl Db {
     }
 
     /// Creates an empty in-memory database with the same semantics and no files (nothing is
-    /// durable; `checkpoint` is a no-op). Errors: `Unsupported` for `WalIo::IoUring`.
+    /// durable; `checkpoint` is a no-op). Errors: `Unsupported` for `WalIo::IoUring` when
+    /// io_uring is not available (the same check as [`Db::open`], although no WAL is written).
     pub fn open_memory(opts: Options) -> Result<Db> {
-        check_wal_io(&opts)?;
+        if opts.wal_io == WalIo::IoUring {
+            check_wal_io(&opts)?;
+        }
         Ok(Db {
             inner: Arc::new(Inner::new(opts, None, State::new(), None, 0, None)),
         })
@@ -527,11 +566,18 @@ impl Db {
         })
     }
 
-    /// Raises the MVCC history floor to `version` (durably, through the WAL) and prunes the
-    /// history rows and tombstones that no read version `>= version` needs. Lower or equal values
-    /// are ignored (the floor is monotonic). The pruning runs synchronously under the commit lock
-    /// in this first cut, so it delays concurrent commits in proportion to the history size.
-    /// Views taken earlier keep their pinned snapshot and stay readable.
+    /// Raises the MVCC history floor to `version` and prunes the history rows and tombstones that
+    /// no read version `>= version` needs. Lower or equal values are ignored (the floor is
+    /// monotonic).
+    ///
+    /// The floor is logged through the WAL and published first (from then on `view_at` below it
+    /// fails with `HistoryPruned`); the pruning then runs incrementally on the calling thread in
+    /// bounded steps (a few thousand keys/nodes each), taking and releasing the commit lock per
+    /// step, so concurrent commits interleave and are delayed by at most one step; in versioned
+    /// trees subtrees without tombstones are skipped in O(1). Any part of a sweep not finished
+    /// here (e.g. after a reopen) continues piggy-backed on later commits. The call returns once
+    /// the sweep is complete. Pruning is not logged: it only drops rows no allowed read can
+    /// reach. Views taken earlier keep their pinned snapshot and stay readable.
     /// Errors: `InvalidArgument` if `version > version()`; `Io` / `Poisoned` on WAL failure.
     pub fn set_history_floor(&self, version: u64) -> Result<()> {
         self.inner.submit(|tip| {
@@ -550,7 +596,37 @@ impl Db {
                 .map_err(Error::InvalidArgument)?;
             Ok(Some((st, rec)))
         })?;
+        while self.inner.prune_chunk() {}
         Ok(())
+    }
+
+    /// Blocks until commit `version` is visible to readers — `self.version() >= version`, so
+    /// `view()` and `Tree::get` see it — or until `timeout` has passed. No polling: publications
+    /// wake the waiter through a condition variable.
+    ///
+    /// Useful after `Error::VersionMismatch { actual, .. }` or `Error::PredicateFailed`: batches
+    /// are validated against the newest *accepted* state, which can be ahead of the readable
+    /// state while its group commit waits for fdatasync; waiting for `actual` before re-reading
+    /// avoids rebuilding the batch from a stale view.
+    ///
+    /// Returns `Ok(true)` once visible (immediately if it already is), `Ok(false)` on timeout
+    /// (e.g. `version` was never committed). Errors: `Poisoned` if a WAL failure means pending
+    /// commits will never become visible.
+    pub fn wait_visible(&self, version: u64, timeout: std::time::Duration) -> Result<bool> {
+        let inner = &self.inner;
+        let deadline = std::time::Instant::now().checked_add(timeout);
+        inner.visible.wait_until(
+            || {
+                if inner.current().version >= version {
+                    return Ok(true);
+                }
+                if let Some(wal) = &inner.wal {
+                    wal.check_poison()?;
+                }
+                Ok(false)
+            },
+            deadline,
+        )
     }
 
     /// The current MVCC history floor (0 for a new database).
@@ -572,16 +648,17 @@ impl Db {
         let inner = &self.inner;
         let st = inner.current();
         let wal = inner.wal.as_ref();
-        let load = |f: fn(&Wal) -> &AtomicU64| wal.map_or(0, |w| f(w).load(Ordering::Relaxed));
+        let ws = wal.map(Wal::stats);
         Stats {
-            wal_io: WalIoPath::Blocking,
+            wal_io: ws.map_or(WalIoPath::Blocking, |w| w.io),
             durability: inner.opts.durability,
             in_memory: wal.is_none(),
             commits: inner.commits.load(Ordering::Relaxed),
-            wal_syncs: load(|w| &w.syncs),
-            wal_writes: load(|w| &w.writes),
-            wal_bytes: load(|w| &w.bytes),
-            last_lsn: wal.map_or(st.lsn, |w| w.durable_lsn()),
+            wal_syncs: ws.map_or(0, |w| w.syncs),
+            wal_writes: ws.map_or(0, |w| w.writes),
+            wal_bytes: ws.map_or(0, |w| w.bytes),
+            wal_groups: ws.map(|w| w.groups).unwrap_or_default(),
+            last_lsn: ws.map_or(st.lsn, |w| w.durable_lsn),
             checkpoints: inner.checkpoints.load(Ordering::Relaxed),
             checkpoint_failures: inner.checkpoint_failures.load(Ordering::Relaxed),
             version: st.version,

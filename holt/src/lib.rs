@@ -5,6 +5,13 @@
 //! values (up to 16 MiB). Each tree has a name (`[a-z0-9_]`, 1..=64 bytes) and a stable one-byte
 //! **tag**; the registry is durable. The engine owns the tree `history` (tag 0x00).
 //!
+//! Each tree is a persistent **adaptive radix tree** (ART; Leis et al., ICDE 2013: Node4/16/48/256
+//! with grow and shrink, pessimistic path compression, lazy expansion, a terminal slot for keys
+//! that are prefixes of others), written from scratch in module `art`. Nodes are shared through
+//! `Arc` and copied on write along the written key's path, so a snapshot of every tree costs one
+//! pointer copy per tree. Every inner node also counts the live values and tombstones below it
+//! and bounds their commit versions, which lets scans skip whole subtrees.
+//!
 //! ## Versions and batches
 //!
 //! All writes go through [`Db::commit`] with a [`Batch`] of puts, deletes and predicates
@@ -18,7 +25,11 @@
 //! A [`View`] is a consistent read at one **read version**. [`Db::view`] pins the current
 //! in-memory state (an immutable snapshot shared by `Arc`): readers never wait for writers or
 //! fdatasync, and a range iterator keeps seeing its snapshot while later commits land.
-//! [`Tree::get`] / [`Tree::range`] read the latest committed state.
+//! [`Tree::get`] (one ART point lookup) / [`Tree::range`] read the latest committed state.
+//! Ranges roll delimiter groups up by skipping the group's subtree, so their cost follows the
+//! entries returned, not the keys underneath. Batches are validated against the newest
+//! *accepted* state, which may be ahead of the readable one while its group commit syncs;
+//! [`Db::wait_visible`] blocks until a given commit version is readable.
 //!
 //! ## MVCC history
 //!
@@ -28,25 +39,24 @@
 //! commit. Deleted keys of versioned trees stay as tombstones until the history floor passes
 //! them. [`Db::view_at`] reads versioned trees as of any version at or above the **history
 //! floor** ([`Db::set_history_floor`]); unversioned trees keep no history and read at their
-//! latest state in such a view.
+//! latest state in such a view. Raising the floor is logged at once; the history rows and
+//! tombstones it makes unreachable are then pruned incrementally, in bounded steps that never
+//! hold the commit lock for a pass over a whole tree (and are hidden from every read meanwhile).
 //!
 //! ## Durability: WAL, group commit, checkpoints
 //!
 //! Every commit, tree creation and floor change is a CRC-framed record with the next **LSN** in
 //! the **write-ahead log** (`dir/wal/<20-digit first LSN>.wal`). Concurrent committers share one
 //! write and one `fdatasync` (**group commit**, leader/follower); a commit is acknowledged and
-//! made visible only once its record is durable ([`Durability::Sync`], the default).
+//! made visible only once its record is durable ([`Durability::Sync`], the default). With
+//! [`WalIo::Auto`] (the default) the group's write and `fdatasync` are submitted as one linked
+//! io_uring submission when the kernel allows it, else as `pwrite` + `fdatasync`;
+//! [`Stats::wal_io`] says which, and [`Stats::wal_groups`] how many commits each sync covered.
 //! A **checkpoint** ([`Db::checkpoint`], or automatically every
 //! [`Options::checkpoint_wal_bytes`]) writes a CRC-blocked image of every tree at one LSN to
 //! `dir/checkpoint-<lsn>.ckpt` and deletes the WAL it covers. Opening loads the newest valid
 //! checkpoint and replays the WAL after it; a torn final record is dropped, any other damage is
 //! reported as [`Error::Corrupt`]. `dir/LOCK` holds an exclusive advisory lock while open.
-//!
-//! ## Not yet
-//!
-//! The trees are backed by a persistent ordered map placeholder; the from-scratch ART (module
-//! `art`) replaces it without changing this API. io_uring ([`WalIo::IoUring`]) is not
-//! implemented yet.
 //!
 //! ```
 //! use holt::{Batch, Db, Expect, Options, RangeSpec, Entry};
@@ -67,6 +77,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod art;
 mod batch;
 mod checkpoint;
 mod codec;
@@ -84,7 +95,16 @@ pub use batch::{Batch, Expect, MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use db::Db;
 pub use error::{Error, Result};
 pub use mvcc::{HISTORY_NAME, HISTORY_TAG};
-pub use options::{Durability, Options, Stats, WalIo, WalIoPath, DEFAULT_CHECKPOINT_WAL_BYTES};
+pub use options::{
+    Durability, Options, Stats, WalGroupStats, WalIo, WalIoPath, DEFAULT_CHECKPOINT_WAL_BYTES,
+    WAL_GROUP_HISTOGRAM_BUCKETS,
+};
+
 pub use range::{Entry, RangeIter, RangeSpec};
 pub use registry::{TreeInfo, MAX_TREE_NAME_LEN};
 pub use tree::{Tree, View};
+/// The group-commit hand-off, exposed only in `--cfg loom` builds for the loom model test
+/// (`tests/loom_group_commit.rs`). Not part of the API.
+#[cfg(loom)]
+#[doc(hidden)]
+pub use wal::group_commit as loom_group_commit;

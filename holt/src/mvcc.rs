@@ -1,4 +1,6 @@
-//! MVCC history (seed 000, "History").
+//! MVCC history (seed 000, "History") and its incremental pruning.
+//!
+//! ## History rows
 //!
 //! For every overwrite or delete of a key in a versioned tree, the same commit writes the
 //! key's previous value into the engine-owned `history` tree (tag 0x00):
@@ -11,13 +13,51 @@
 //! The first write of a key records kind 0 ("absent before this commit"). Because the commit
 //! version is stored inverted, a key's rows sort newest first. The value a key had at read
 //! version `v` is its slot value when the slot's version is `<= v`, otherwise the value stored in
-//! the history row with the smallest commit version `> v`.
+//! the history row with the smallest commit version `> v` — found with one predecessor search
+//! in the history ART (the greatest key below `prefix | u64be(!v)`), whatever the number of
+//! rows the key has.
 //!
-//! Pruning at history floor `f` drops every history row with commit version `<= f` and every
-//! tombstone slot with version `<= f`: no read version `>= f` can need them.
+//! Deleted keys of versioned trees stay in their tree as **tombstones** (`Slot { value: None }`)
+//! so that a read at an older version still finds them. Every ART node counts the live and dead
+//! slots below it and bounds their commit versions (`art::Summary`), so readers skip subtrees
+//! that hold only tombstones older than their read version in O(1) (see `range`).
+//!
+//! ## Pruning: incremental, bounded, not logged
+//!
+//! At history floor `f` every history row with commit version `<= f` and every tombstone slot
+//! with version `<= f` is **garbage**: a read at any `v >= f` never selects such a row (it wants
+//! rows with versions `> v`) and reads such a tombstone as absent, exactly as if it were gone.
+//! Garbage is therefore invisible, and removing it changes no answer. That makes pruning pure
+//! memory reclamation, which holt does as follows:
+//!
+//! 1. [`Db::set_history_floor`](crate::Db::set_history_floor) logs the new floor (one small WAL
+//!    record, durable before the call proceeds) and publishes it: from then on `view_at(v < f)`
+//!    fails with `HistoryPruned`. Applying the record does **no** pruning work; it only
+//!    schedules a sweep ([`schedule_prune`]).
+//! 2. The sweep ([`prune_step`]) walks the `history` tree and then every versioned tree in key
+//!    order from a cursor kept in the state ([`PruneCursor`]), removing garbage it meets. Each
+//!    step does a bounded amount of work (a budget of visited keys/nodes), so it holds the
+//!    commit lock for a bounded time. In versioned trees the walk skips, in O(1), every subtree
+//!    whose summary has no tombstone, so it costs O(tombstones), not O(keys).
+//! 3. Steps run (a) on the caller of `set_history_floor`, which repeats
+//!    [`SWEEP_STEP_BUDGET`]-sized steps — each taking and releasing the commit lock, so other
+//!    commits interleave — until the sweep is complete, and (b) piggy-backed on every commit
+//!    while a sweep is pending ([`COMMIT_STEP_BUDGET`] per commit), which finishes sweeps left
+//!    over by replay after a reopen. A step's result is published only together with durable
+//!    content (see `Db`), never ahead of the WAL.
+//! 4. Pruning writes no WAL record: after a crash, replay may bring garbage back (rows from
+//!    commits logged before a floor record); it is invisible, the replayed floor record schedules
+//!    a new sweep, and checkpoints never write garbage (the checkpoint writer skips it), so it
+//!    does not survive the next checkpoint either.
+//!
+//! If the floor rises again while a sweep is running, the sweep continues with the new floor
+//! (it always reads the current floor) and is re-run once from the start, so keys it had
+//! already passed are checked against the new floor too.
 
+use std::ops::Bound;
 use std::sync::Arc;
 
+use crate::art::Summary;
 use crate::error::{Error, Result};
 use crate::registry::TreeMeta;
 use crate::state::{PhysOp, Slot, State};
@@ -30,10 +70,17 @@ pub const HISTORY_NAME: &str = "history";
 const KIND_ABSENT: u8 = 0;
 const KIND_VALUE: u8 = 1;
 
+/// Work budget (keys plus inner nodes visited) of one prune step run by `set_history_floor`.
+/// Bounds the time one step holds the commit lock (tens to a few hundred microseconds).
+pub(crate) const SWEEP_STEP_BUDGET: usize = 2048;
+/// Work budget of the prune step piggy-backed on a commit while a sweep is pending.
+pub(crate) const COMMIT_STEP_BUDGET: usize = 64;
+
 /// `tag | u32be(len) | key` — the prefix shared by all history rows of one key.
 pub(crate) fn history_key_prefix(tag: u8, key: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(1 + 4 + key.len() + 8);
     k.push(tag);
+    // Keys are at most 64 KiB (checked at commit), so the length fits in a u32.
     k.extend_from_slice(&(key.len() as u32).to_be_bytes());
     k.extend_from_slice(key);
     k
@@ -44,14 +91,6 @@ pub(crate) fn history_key(tag: u8, key: &[u8], version: u64) -> Vec<u8> {
     let mut k = history_key_prefix(tag, key);
     k.extend_from_slice(&(!version).to_be_bytes());
     k
-}
-
-/// Commit version of a history key (its last 8 bytes, inverted).
-fn history_key_version(hkey: &[u8]) -> Option<u64> {
-    let tail = hkey.len().checked_sub(8).map(|s| &hkey[s..])?;
-    let mut a = [0u8; 8];
-    a.copy_from_slice(tail);
-    Some(!u64::from_be_bytes(a))
 }
 
 fn encode_history_value(prev: Option<&[u8]>) -> Arc<[u8]> {
@@ -66,10 +105,10 @@ fn encode_history_value(prev: Option<&[u8]>) -> Arc<[u8]> {
     }
 }
 
-fn decode_history_value(hkey: &[u8], v: &[u8]) -> Result<Option<Vec<u8>>> {
+fn decode_history_value<'s>(hkey: &[u8], v: &'s [u8]) -> Result<Option<&'s [u8]>> {
     match v.split_first() {
         Some((&KIND_ABSENT, [])) => Ok(None),
-        Some((&KIND_VALUE, rest)) => Ok(Some(rest.to_vec())),
+        Some((&KIND_VALUE, rest)) => Ok(Some(rest)),
         _ => Err(history_corrupt(
             hkey,
             "history value has an unknown kind byte",
@@ -98,7 +137,7 @@ pub(crate) fn write(
     version: u64,
     out: &mut Vec<PhysOp>,
 ) {
-    let cur = st.tree(meta.tag).get(key.as_slice());
+    let cur = st.tree(meta.tag).get(&key);
     let prev = cur.and_then(|s| s.value.clone());
     if value.is_none() && prev.is_none() {
         return;
@@ -121,37 +160,33 @@ pub(crate) fn write(
     out.push(op);
 }
 
-/// The value `key` (whose current slot is `slot`) had at `read_version`.
+/// The value `key` (whose current slot is `slot`) had at `read_version`, borrowed from `st`.
 ///
 /// Unversioned trees keep no history: their latest value is returned whatever the read version.
-pub(crate) fn resolve(
-    st: &State,
+/// Errors: `Corrupt` if the history row a versioned read needs is missing or malformed.
+pub(crate) fn resolve<'s>(
+    st: &'s State,
     meta: &TreeMeta,
     key: &[u8],
-    slot: &Slot,
+    slot: &'s Slot,
     read_version: u64,
-) -> Result<Option<Vec<u8>>> {
+) -> Result<Option<&'s [u8]>> {
     if slot.version <= read_version || !meta.versioned {
-        return Ok(slot.value.as_ref().map(|v| v.to_vec()));
+        return Ok(slot.value.as_deref());
     }
     let prefix = history_key_prefix(meta.tag, key);
     let mut upper = prefix.clone();
     upper.extend_from_slice(&(!read_version).to_be_bytes());
     // Rows sort by inverted version: the row with the smallest commit version > read_version is
-    // the last one strictly below `upper`.
-    let hist = st.tree(HISTORY_TAG);
-    let row = hist
-        .range::<_, [u8]>((
-            std::ops::Bound::Included(prefix.as_slice()),
-            std::ops::Bound::Excluded(upper.as_slice()),
-        ))
-        .next_back();
-    match row {
-        Some((hkey, hslot)) => match &hslot.value {
-            Some(v) => decode_history_value(hkey, v),
-            None => Err(history_corrupt(hkey, "tombstone in the history tree")),
-        },
-        None => Err(Error::corrupt(
+    // the greatest key strictly below `upper` — if it still belongs to this key.
+    match st.tree(HISTORY_TAG).last_below(&upper) {
+        Some((hkey, hslot)) if hkey.starts_with(&prefix) && hkey.len() == prefix.len() + 8 => {
+            match &hslot.value {
+                Some(v) => decode_history_value(hkey, v),
+                None => Err(history_corrupt(hkey, "tombstone in the history tree")),
+            }
+        }
+        _ => Err(Error::corrupt(
             "<history tree>",
             0,
             format!(
@@ -163,35 +198,213 @@ pub(crate) fn resolve(
     }
 }
 
-/// Drops history rows and tombstones that no read version `>= floor` can need. Runs
-/// synchronously over the whole history tree and every versioned tree (first cut).
-pub(crate) fn prune(st: &mut State, floor: u64) {
-    let dead_rows: Vec<Vec<u8>> = st
-        .tree(HISTORY_TAG)
-        .iter()
-        .filter(|(k, _)| history_key_version(k).is_some_and(|v| v <= floor))
-        .map(|(k, _)| k.clone())
-        .collect();
-    let hist = &mut st.trees[usize::from(HISTORY_TAG)];
-    for k in dead_rows {
-        hist.remove(k.as_slice());
-    }
-    let versioned: Vec<u8> = st
-        .registry
-        .iter()
-        .filter(|m| m.versioned)
-        .map(|m| m.tag)
-        .collect();
-    for tag in versioned {
-        let dead: Vec<Vec<u8>> = st
-            .tree(tag)
-            .iter()
-            .filter(|(_, s)| s.value.is_none() && s.version <= floor)
-            .map(|(k, _)| k.clone())
-            .collect();
-        let map = &mut st.trees[usize::from(tag)];
-        for k in dead {
-            map.remove(k.as_slice());
+/// Progress of the incremental prune sweep (see the module docs). Lives in the in-memory state
+/// only.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PruneCursor {
+    /// The tree being swept: the `history` tree first, then versioned trees by ascending tag.
+    tag: u8,
+    /// Last key examined in that tree (the sweep resumes after it); `None` = from its start.
+    after: Option<Vec<u8>>,
+    /// The floor rose after this sweep started: run it once more from the start when done.
+    again: bool,
+}
+
+impl PruneCursor {
+    fn start() -> Self {
+        PruneCursor {
+            tag: HISTORY_TAG,
+            after: None,
+            again: false,
         }
+    }
+}
+
+/// Schedules a sweep after the floor of `st` rose: starts one, or marks the running one to be
+/// repeated from the start.
+pub(crate) fn schedule_prune(st: &mut State) {
+    match &mut st.prune {
+        Some(cur) => cur.again = true,
+        None => st.prune = Some(PruneCursor::start()),
+    }
+}
+
+/// The next versioned tree after `tag` in sweep order.
+fn next_swept_tag(st: &State, tag: u8) -> Option<u8> {
+    st.registry
+        .iter()
+        .find(|m| m.versioned && m.tag > tag)
+        .map(|m| m.tag)
+}
+
+/// Whether `slot` of tree `tag` is garbage at history floor `floor`.
+fn is_garbage(tag: u8, slot: &Slot, floor: u64) -> bool {
+    if tag == HISTORY_TAG {
+        // A history row's slot version is the commit that wrote it, i.e. the row's version.
+        slot.version <= floor
+    } else {
+        slot.value.is_none() && slot.version <= floor
+    }
+}
+
+/// Whether `slot` (of tree `tag`, at history floor `floor`) may be left out of a checkpoint.
+pub(crate) fn skip_in_checkpoint(tag: u8, versioned: bool, slot: &Slot, floor: u64) -> bool {
+    (tag == HISTORY_TAG || versioned) && is_garbage(tag, slot, floor)
+}
+
+/// Runs one bounded step of the pending prune sweep on `st` (which must be a private copy:
+/// nodes shared with published snapshots are path-copied). `budget` bounds the keys plus inner
+/// nodes visited. Returns whether the sweep is still pending afterwards.
+pub(crate) fn prune_step(st: &mut State, budget: usize) -> bool {
+    let Some(mut cur) = st.prune.take() else {
+        return false;
+    };
+    let floor = st.floor;
+    let mut left = budget.max(1);
+    loop {
+        let tag = cur.tag;
+        let (dead, last, finished, work) = {
+            let tree = st.tree(tag);
+            let start = match &cur.after {
+                Some(k) => Bound::Excluded(k.as_slice()),
+                None => Bound::Unbounded,
+            };
+            // In versioned trees only tombstones can be garbage: skip subtrees without one.
+            let no_tombstone = |s: &Summary| s.dead == 0;
+            let mut it = if tag == HISTORY_TAG {
+                tree.range_from(start)
+            } else {
+                tree.range_from_filtered(start, &no_tombstone)
+            };
+            let mut dead: Vec<Vec<u8>> = Vec::new();
+            let mut last: Option<&[u8]> = None;
+            let mut keys = 0usize;
+            let mut finished = true;
+            while let Some((k, slot)) = it.next() {
+                keys += 1;
+                last = Some(k);
+                if is_garbage(tag, slot, floor) {
+                    dead.push(k.to_vec());
+                }
+                if keys + it.nodes_visited() >= left {
+                    finished = false;
+                    break;
+                }
+            }
+            let work = keys + it.nodes_visited();
+            (dead, last.map(<[u8]>::to_vec), finished, work)
+        };
+        let tree = st.tree_mut(tag);
+        for k in &dead {
+            tree.remove(k);
+        }
+        left = left.saturating_sub(work.max(1));
+        if finished {
+            match next_swept_tag(st, tag) {
+                Some(next) => {
+                    cur.tag = next;
+                    cur.after = None;
+                }
+                None if cur.again => cur = PruneCursor::start(),
+                None => return false,
+            }
+        } else {
+            cur.after = last;
+        }
+        if left == 0 {
+            st.prune = Some(cur);
+            return true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn versioned_state() -> (State, Arc<TreeMeta>, Arc<TreeMeta>) {
+        let mut st = State::new();
+        st.registry = st.registry.with(TreeMeta {
+            name: "t".into(),
+            tag: 7,
+            versioned: true,
+        });
+        let meta = st.registry.get(7).cloned().expect("registered");
+        let hist = st.registry.get(HISTORY_TAG).cloned().expect("history");
+        (st, meta, hist)
+    }
+
+    fn put(st: &mut State, meta: &TreeMeta, hist: &TreeMeta, key: &str, value: Option<&str>) {
+        let version = st.version + 1;
+        let mut out = Vec::new();
+        write(
+            st,
+            meta,
+            hist,
+            key.as_bytes().to_vec(),
+            value.map(|v| Arc::from(v.as_bytes())),
+            version,
+            &mut out,
+        );
+        st.version = version;
+    }
+
+    #[test]
+    fn small_prune_steps_remove_exactly_the_garbage_and_keep_reads_at_the_floor() {
+        let (mut st, meta, hist) = versioned_state();
+        for i in 0..200 {
+            put(&mut st, &meta, &hist, &format!("k{i:03}"), Some("a")); // v = i + 1
+        }
+        for i in 0..200 {
+            let v = if i % 2 == 0 { None } else { Some("b") };
+            put(&mut st, &meta, &hist, &format!("k{i:03}"), v); // v = 201 + i
+        }
+        let floor = 300;
+        let before: Vec<Option<Vec<u8>>> = (0..200)
+            .map(|i| {
+                let k = format!("k{i:03}");
+                let slot = st.tree(7).get(k.as_bytes()).expect("slot");
+                resolve(&st, &meta, k.as_bytes(), slot, floor)
+                    .expect("resolve")
+                    .map(<[u8]>::to_vec)
+            })
+            .collect();
+        st.raise_floor(floor);
+        let mut steps = 0;
+        while prune_step(&mut st, 16) {
+            steps += 1;
+            assert!(steps < 10_000, "sweep does not terminate");
+        }
+        assert!(steps > 10, "a budget of 16 needs many steps, took {steps}");
+        assert!(st.prune.is_none());
+        // Rows with versions <= 300 are gone: the 200 creation rows and rows 201..=300.
+        assert_eq!(st.tree(HISTORY_TAG).len(), 100);
+        // Tombstones written at versions <= 300 (even keys below k100) are gone.
+        let tombstones = st.tree(7).iter().filter(|(_, s)| s.value.is_none()).count();
+        assert_eq!(tombstones, 50);
+        for (i, want) in before.iter().enumerate() {
+            let k = format!("k{i:03}");
+            let got = match st.tree(7).get(k.as_bytes()) {
+                Some(slot) => resolve(&st, &meta, k.as_bytes(), slot, floor)
+                    .expect("resolve")
+                    .map(<[u8]>::to_vec),
+                None => None,
+            };
+            assert_eq!(&got, want, "{k} at the floor");
+        }
+    }
+
+    #[test]
+    fn raising_the_floor_during_a_sweep_reruns_it_from_the_start() {
+        let (mut st, meta, hist) = versioned_state();
+        for i in 0..50 {
+            put(&mut st, &meta, &hist, &format!("k{i:02}"), Some("a"));
+        }
+        st.raise_floor(10);
+        assert!(prune_step(&mut st, 8));
+        // Rows of early keys were passed with floor 10; raise to 50 mid-sweep.
+        st.raise_floor(50);
+        while prune_step(&mut st, 8) {}
+        assert_eq!(st.tree(HISTORY_TAG).len(), 0);
     }
 }

@@ -13,26 +13,71 @@ pub enum Durability {
     Buffered,
 }
 
-/// Which I/O path the WAL writer should use.
+/// Which I/O path the WAL writer should use (chosen once, at open).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum WalIo {
-    /// Let holt choose. In this first cut that is always the blocking `pwrite` + `fdatasync`
-    /// path ([`WalIoPath::Blocking`]).
+    /// Use io_uring when the kernel allows it, else the blocking path. At open holt creates a
+    /// ring, checks that the kernel supports the `WRITE` and `FSYNC` opcodes and round-trips a
+    /// `NOP`; on any error it falls back to `pwrite(2)` + `fdatasync(2)`.
+    /// [`Stats::wal_io`] reports the outcome.
     #[default]
     Auto,
-    /// Require io_uring. Not implemented yet: `Db::open` returns `Error::Unsupported`.
+    /// Require io_uring: each commit group is one `WRITE` SQE linked (`IOSQE_IO_LINK`) to an
+    /// `FSYNC` SQE with `IORING_FSYNC_DATASYNC`, submitted together with one `io_uring_enter`.
+    /// `Db::open` and `Db::open_memory` return `Error::Unsupported` (naming the kernel's error)
+    /// if the probe described under [`WalIo::Auto`] fails.
     IoUring,
-    /// Force the blocking `pwrite` + `fdatasync` path.
+    /// Force the blocking `pwrite(2)` + `fdatasync(2)` path.
     Blocking,
 }
 
-/// The WAL I/O path actually in use, reported by `Db::stats`.
+/// The WAL I/O path actually in use, reported by `Db::stats` ([`Stats::wal_io`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum WalIoPath {
-    /// Blocking `pwrite(2)` + `fdatasync(2)` on the committing (leader) thread.
+    /// Blocking `pwrite(2)` + `fdatasync(2)` on the group-commit writer thread. Also reported by
+    /// in-memory databases, which have no WAL.
     Blocking,
-    /// io_uring submission (not available in this first cut).
+    /// io_uring: one linked write + `fdatasync` submission per commit group.
     IoUring,
+}
+
+/// Number of buckets in [`WalGroupStats::histogram`].
+pub const WAL_GROUP_HISTOGRAM_BUCKETS: usize = 8;
+
+/// How many WAL records each group-commit write (and, under [`Durability::Sync`], each
+/// `fdatasync`) covered since open. Records are commits, tree creations and history-floor
+/// changes (each one LSN).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WalGroupStats {
+    /// Groups written successfully (one write, plus one `fdatasync` under `Durability::Sync`).
+    pub groups: u64,
+    /// WAL records covered by those groups.
+    pub records: u64,
+    /// The largest group, in records.
+    pub max: u64,
+    /// `histogram[i]` counts groups of `2^i ..= 2^(i+1) - 1` records (bucket 0: single-record
+    /// groups, bucket 4: 16..=31 records); the last bucket counts every group of
+    /// `2^(WAL_GROUP_HISTOGRAM_BUCKETS - 1)` = 128 records or more.
+    pub histogram: [u64; WAL_GROUP_HISTOGRAM_BUCKETS],
+}
+
+impl WalGroupStats {
+    /// Mean records per group (`records / groups`), 0.0 before the first group.
+    pub fn mean(&self) -> f64 {
+        if self.groups == 0 {
+            0.0
+        } else {
+            self.records as f64 / self.groups as f64
+        }
+    }
+
+    pub(crate) fn record(&mut self, n: u64) {
+        self.groups += 1;
+        self.records += n;
+        self.max = self.max.max(n);
+        let bucket = (63 - n.max(1).leading_zeros()) as usize;
+        self.histogram[bucket.min(WAL_GROUP_HISTOGRAM_BUCKETS - 1)] += 1;
+    }
 }
 
 /// Default automatic-checkpoint threshold: 64 MiB of WAL since the last checkpoint.
@@ -66,7 +111,8 @@ impl Default for Options {
 /// A point-in-time copy of engine counters, from `Db::stats`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Stats {
-    /// The WAL I/O path in use (always `Blocking` in this first cut, also for in-memory dbs).
+    /// The WAL I/O path in use, decided at open from [`Options::wal_io`] (`Blocking` for
+    /// in-memory dbs).
     pub wal_io: WalIoPath,
     /// The durability mode the database was opened with.
     pub durability: Durability,
@@ -79,6 +125,8 @@ pub struct Stats {
     pub wal_syncs: u64,
     /// WAL writes (one per commit group) since open.
     pub wal_writes: u64,
+    /// Group-commit sizes: how many records each WAL write / `fdatasync` covered.
+    pub wal_groups: WalGroupStats,
     /// WAL bytes (headers + payloads) written since open.
     pub wal_bytes: u64,
     /// LSN of the last durable WAL record (commits, tree creations and floor changes each take

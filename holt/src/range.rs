@@ -1,13 +1,13 @@
 //! Ordered range scans with prefix, exclusive `start_after`, `limit` and delimiter roll-up.
 
 use std::collections::VecDeque;
-use std::ops::Bound;
 use std::sync::Arc;
 
+use crate::art::{ListItem, Summary, Verdict};
 use crate::error::Result;
-use crate::mvcc;
+use crate::mvcc::{self, HISTORY_TAG};
 use crate::registry::TreeMeta;
-use crate::state::{Slot, State};
+use crate::state::State;
 
 /// What to scan.
 ///
@@ -78,20 +78,31 @@ pub enum Entry {
     CommonPrefix(Vec<u8>),
 }
 
-/// Number of slots fetched from the ordered map per seek.
-const CHUNK: usize = 32;
+/// Most entries produced per ART listing pass; the next pass re-seeks (O(depth)) after the last
+/// item of the previous one.
+const CHUNK: usize = 256;
 
-/// Iterator over a range scan; yields `Result<Entry>`. It owns a pinned snapshot, so it is
-/// unaffected by later commits. After yielding an error it ends.
+/// Iterator over a range scan; yields `Result<Entry>`. It owns a pinned snapshot (an
+/// `Arc<State>`), so it is unaffected by later commits. After yielding an error it ends.
+///
+/// The scan runs on the tree's adaptive radix tree (ART): a delimiter group is rolled up by
+/// descending to its subtree and moving on to the next sibling, never by walking its keys.
+/// Entries are produced in passes of up to 256 (each pass borrows the pinned snapshot and copies its entries out). In versioned trees every
+/// ART node's summary (live/dead slot counts, largest commit version) lets the scan skip in O(1)
+/// each subtree holding only tombstones not newer than the read version, and decide whether a
+/// group has a visible key at the read version without walking the group (at the latest version
+/// one summary check at the group's root; at an older version only the nodes holding changes
+/// newer than the read version are opened).
 pub struct RangeIter {
     state: Arc<State>,
     meta: Option<Arc<TreeMeta>>,
     read_version: u64,
     spec: RangeSpec,
-    /// Where the next map seek starts.
-    cursor: Bound<Vec<u8>>,
-    buf: VecDeque<(Vec<u8>, Slot)>,
-    /// The map has nothing after `cursor` within the prefix.
+    /// Exclusive continuation point of the next pass: the caller's `start_after` at first, then
+    /// the last item (key or common prefix) the previous pass examined.
+    cursor: Option<Vec<u8>>,
+    buf: VecDeque<Result<Entry>>,
+    /// The ART listing has nothing after `cursor`.
     exhausted: bool,
     emitted: usize,
     done: bool,
@@ -107,17 +118,51 @@ impl std::fmt::Debug for RangeIter {
     }
 }
 
-/// The smallest byte string greater than every string starting with `p`, or `None` if `p` is
-/// all 0xff (then nothing follows the group).
-fn prefix_successor(p: &[u8]) -> Option<Vec<u8>> {
-    let mut s = p.to_vec();
-    while let Some(last) = s.pop() {
-        if last < 0xff {
-            s.push(last + 1);
-            return Some(s);
+/// How a tree's slots become invisible to a scan, which decides the subtree filter and the
+/// group-visibility test.
+#[derive(Clone, Copy)]
+enum Visibility {
+    /// Every slot is visible (unversioned trees; the history tree while the floor is 0).
+    All,
+    /// A versioned tree read at this version: tombstones and slots changed later need MVCC.
+    AtVersion(u64),
+    /// The history tree: rows at or below this floor are pruned (possibly not yet physically
+    /// removed by the incremental sweep) and never shown.
+    AboveFloor(u64),
+}
+
+/// Whether some key of history-tree group `cp` is above `floor`.
+fn history_group_visible(state: &State, cp: &[u8], floor: u64) -> Result<bool> {
+    let classify = |s: &Summary| {
+        if s.max_stamp <= floor {
+            Verdict::Skip
+        } else {
+            Verdict::Open
         }
-    }
-    None
+    };
+    state
+        .tree(HISTORY_TAG)
+        .any_in_prefix(cp, &classify, &mut |_, slot| Ok(slot.version > floor))
+}
+
+/// Whether some key starting with `cp` in versioned tree `meta` is visible at `read_version`.
+fn group_visible(state: &State, meta: &TreeMeta, cp: &[u8], read_version: u64) -> Result<bool> {
+    // A subtree whose newest change is at or below the read version shows exactly its live
+    // slots; anything newer has to be resolved through the history tree.
+    let classify = |s: &Summary| {
+        if s.max_stamp > read_version {
+            Verdict::Open
+        } else if s.live > 0 {
+            Verdict::Hit
+        } else {
+            Verdict::Skip
+        }
+    };
+    state
+        .tree(meta.tag)
+        .any_in_prefix(cp, &classify, &mut |key, slot| {
+            Ok(mvcc::resolve(state, meta, key, slot, read_version)?.is_some())
+        })
 }
 
 impl RangeIter {
@@ -127,145 +172,115 @@ impl RangeIter {
         read_version: u64,
         spec: RangeSpec,
     ) -> Self {
-        // Start at the prefix, or just after `start_after` when that is further: no key at or
-        // below `start_after` can produce an entry above it (a common prefix is a prefix of its
-        // keys, so it sorts no higher than them).
-        let cursor = match &spec.start_after {
-            Some(sa) if sa.as_slice() >= spec.prefix.as_slice() => Bound::Excluded(sa.clone()),
-            _ => Bound::Included(spec.prefix.clone()),
-        };
         RangeIter {
             state,
             done: meta.is_none(),
             meta,
             read_version,
+            cursor: spec.start_after.clone(),
             spec,
-            cursor,
             buf: VecDeque::new(),
             exhausted: false,
             emitted: 0,
         }
     }
 
-    fn refill(&mut self) {
-        if self.exhausted {
-            return;
-        }
-        let Some(meta) = &self.meta else {
+    /// Runs one listing pass, buffering up to `want` entries.
+    fn refill(&mut self, want: usize) {
+        let Some(meta) = self.meta.clone() else {
             self.exhausted = true;
             return;
         };
-        let map = self.state.tree(meta.tag);
-        let bound = match &self.cursor {
-            Bound::Included(k) => Bound::Included(k.as_slice()),
-            Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
-            Bound::Unbounded => Bound::Unbounded,
+        let state = Arc::clone(&self.state);
+        let tree = state.tree(meta.tag);
+        let v = self.read_version;
+        let vis = if meta.versioned {
+            Visibility::AtVersion(v)
+        } else if meta.tag == HISTORY_TAG && state.floor > 0 {
+            Visibility::AboveFloor(state.floor)
+        } else {
+            // Unversioned trees hold no tombstones and read their latest state at every version.
+            Visibility::All
         };
-        let prefix = self.spec.prefix.as_slice();
-        for (k, s) in map
-            .range::<_, [u8]>((bound, Bound::Unbounded))
-            .take_while(|(k, _)| k.starts_with(prefix))
-            .take(CHUNK)
-        {
-            self.buf.push_back((k.clone(), s.clone()));
+        let skip = move |s: &Summary| match vis {
+            Visibility::All => false,
+            Visibility::AtVersion(v) => s.live == 0 && s.max_stamp <= v,
+            Visibility::AboveFloor(floor) => s.max_stamp <= floor,
+        };
+        let mut items = match vis {
+            Visibility::All => tree.list_iter(
+                &self.spec.prefix,
+                self.cursor.as_deref(),
+                self.spec.delimiter,
+            ),
+            _ => tree.list_iter_filtered(
+                &self.spec.prefix,
+                self.cursor.as_deref(),
+                self.spec.delimiter,
+                &skip,
+            ),
+        };
+        let mut last: Option<Vec<u8>> = None;
+        let mut produced = 0usize;
+        while produced < want {
+            let Some(item) = items.next() else {
+                self.exhausted = true;
+                break;
+            };
+            let entry = match item {
+                ListItem::Key(key, slot) => {
+                    last = Some(key.to_vec());
+                    match mvcc::resolve(&state, &meta, key, slot, v) {
+                        Ok(Some(value)) => Ok(Entry::Key {
+                            key: key.to_vec(),
+                            value: value.to_vec(),
+                        }),
+                        Ok(None) => continue,
+                        Err(e) => Err(e),
+                    }
+                }
+                ListItem::CommonPrefix(cp) => {
+                    let visible = match vis {
+                        Visibility::All => Ok(true),
+                        Visibility::AtVersion(v) => group_visible(&state, &meta, &cp, v),
+                        Visibility::AboveFloor(floor) => history_group_visible(&state, &cp, floor),
+                    };
+                    last = Some(cp.clone());
+                    match visible {
+                        Ok(true) => Ok(Entry::CommonPrefix(cp)),
+                        Ok(false) => continue,
+                        Err(e) => Err(e),
+                    }
+                }
+            };
+            let failed = entry.is_err();
+            self.buf.push_back(entry);
+            produced += 1;
+            if failed {
+                self.exhausted = true;
+                break;
+            }
         }
-        if self.buf.len() < CHUNK {
-            self.exhausted = true;
-        }
-        if let Some((k, _)) = self.buf.back() {
-            self.cursor = Bound::Excluded(k.clone());
+        drop(items);
+        if last.is_some() {
+            self.cursor = last;
         }
     }
 
-    fn next_raw(&mut self) -> Option<(Vec<u8>, Slot)> {
-        if self.buf.is_empty() {
-            self.refill();
-        }
-        self.buf.pop_front()
-    }
-
-    /// Moves the scan past every key starting with `cp`.
-    fn skip_group(&mut self, cp: &[u8]) {
-        while self.buf.front().is_some_and(|(k, _)| k.starts_with(cp)) {
-            self.buf.pop_front();
+    fn step(&mut self) -> Option<Result<Entry>> {
+        let remaining = self
+            .spec
+            .limit
+            .map_or(usize::MAX, |l| l - self.emitted.min(l));
+        if remaining == 0 {
+            return None;
         }
         if self.buf.is_empty() && !self.exhausted {
-            match prefix_successor(cp) {
-                Some(s) => self.cursor = Bound::Included(s),
-                None => self.exhausted = true,
-            }
+            self.refill(remaining.min(CHUNK));
         }
-    }
-
-    fn resolve(&self, key: &[u8], slot: &Slot) -> Result<Option<Vec<u8>>> {
-        match &self.meta {
-            Some(meta) => mvcc::resolve(&self.state, meta, key, slot, self.read_version),
-            None => Ok(None),
-        }
-    }
-
-    /// Whether any key under `cp` is visible at the read version (needed because tombstones and
-    /// keys created after the read version stay in the map).
-    fn group_visible(&mut self, first_key: &[u8], first: &Slot, cp: &[u8]) -> Result<bool> {
-        if self.resolve(first_key, first)?.is_some() {
-            return Ok(true);
-        }
-        let Some(meta) = self.meta.clone() else {
-            return Ok(false);
-        };
-        let state = self.state.clone();
-        for (k, s) in state
-            .tree(meta.tag)
-            .range::<_, [u8]>((Bound::Excluded(first_key), Bound::Unbounded))
-            .take_while(|(k, _)| k.starts_with(cp))
-        {
-            if self.resolve(k, s)?.is_some() {
-                return Ok(true);
-            }
-        }
-        Ok(false)
-    }
-
-    fn step(&mut self) -> Result<Option<Entry>> {
-        loop {
-            if self.spec.limit.is_some_and(|l| self.emitted >= l) {
-                return Ok(None);
-            }
-            let Some((key, slot)) = self.next_raw() else {
-                return Ok(None);
-            };
-            let plen = self.spec.prefix.len();
-            let split = self
-                .spec
-                .delimiter
-                .and_then(|d| key[plen..].iter().position(|&b| b == d));
-            let after = |bytes: &[u8], sa: &Option<Vec<u8>>| {
-                sa.as_ref().is_none_or(|sa| bytes > sa.as_slice())
-            };
-            let entry = match split {
-                Some(i) => {
-                    let cp = key[..plen + i + 1].to_vec();
-                    let wanted = after(&cp, &self.spec.start_after)
-                        && self.group_visible(&key, &slot, &cp)?;
-                    self.skip_group(&cp);
-                    if !wanted {
-                        continue;
-                    }
-                    Entry::CommonPrefix(cp)
-                }
-                None => {
-                    if !after(&key, &self.spec.start_after) {
-                        continue;
-                    }
-                    match self.resolve(&key, &slot)? {
-                        Some(value) => Entry::Key { key, value },
-                        None => continue,
-                    }
-                }
-            };
-            self.emitted += 1;
-            return Ok(Some(entry));
-        }
+        let entry = self.buf.pop_front()?;
+        self.emitted += 1;
+        Some(entry)
     }
 }
 
@@ -277,28 +292,15 @@ impl Iterator for RangeIter {
             return None;
         }
         match self.step() {
-            Ok(Some(e)) => Some(Ok(e)),
-            Ok(None) => {
+            Some(Ok(e)) => Some(Ok(e)),
+            None => {
                 self.done = true;
                 None
             }
-            Err(e) => {
+            Some(Err(e)) => {
                 self.done = true;
                 Some(Err(e))
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::prefix_successor;
-
-    #[test]
-    fn prefix_successor_carries_over_ff_bytes() {
-        assert_eq!(prefix_successor(b"a/"), Some(b"a0".to_vec()));
-        assert_eq!(prefix_successor(&[1, 0xff]), Some(vec![2]));
-        assert_eq!(prefix_successor(&[0xff, 0xff]), None);
-        assert_eq!(prefix_successor(b""), None);
     }
 }

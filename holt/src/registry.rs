@@ -1,7 +1,6 @@
 //! The tree registry: name ↔ stable one-byte tag ↔ versioned flag, persisted through the WAL
 //! (`CreateTree` records) and in every checkpoint.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
@@ -30,43 +29,44 @@ pub(crate) struct TreeMeta {
     pub(crate) versioned: bool,
 }
 
-/// Immutable registry snapshot; cloned cheaply into every `State`.
+/// Immutable registry snapshot; cloned cheaply (one `Arc`) into every `State`. Indexed
+/// directly by tag, so the lookup on every read is one array access.
 #[derive(Clone, Debug)]
 pub(crate) struct Registry {
-    by_tag: Arc<BTreeMap<u8, Arc<TreeMeta>>>,
+    /// 256 entries, one per tag.
+    by_tag: Arc<Vec<Option<Arc<TreeMeta>>>>,
 }
 
 impl Registry {
     /// A registry holding only the engine-owned `history` tree (tag 0x00, unversioned).
     pub(crate) fn with_history() -> Self {
-        let mut m = BTreeMap::new();
-        m.insert(
-            HISTORY_TAG,
-            Arc::new(TreeMeta {
-                name: HISTORY_NAME.to_string(),
-                tag: HISTORY_TAG,
-                versioned: false,
-            }),
-        );
+        let mut m: Vec<Option<Arc<TreeMeta>>> = vec![None; 256];
+        m[usize::from(HISTORY_TAG)] = Some(Arc::new(TreeMeta {
+            name: HISTORY_NAME.to_string(),
+            tag: HISTORY_TAG,
+            versioned: false,
+        }));
         Registry {
             by_tag: Arc::new(m),
         }
     }
 
+    #[inline]
     pub(crate) fn get(&self, tag: u8) -> Option<&Arc<TreeMeta>> {
-        self.by_tag.get(&tag)
+        self.by_tag.get(usize::from(tag)).and_then(Option::as_ref)
     }
 
     pub(crate) fn by_name(&self, name: &str) -> Option<&Arc<TreeMeta>> {
-        self.by_tag.values().find(|m| m.name == name)
+        self.iter().find(|m| m.name == name)
     }
 
+    /// Registered trees in tag order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<TreeMeta>> {
-        self.by_tag.values()
+        self.by_tag.iter().flatten()
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.by_tag.len()
+        self.iter().count()
     }
 
     /// Checks that `(name, tag)` may be registered.
@@ -77,7 +77,7 @@ impl Registry {
                 name: name.to_string(),
             });
         }
-        if self.by_tag.contains_key(&tag) {
+        if self.get(tag).is_some() {
             return Err(Error::TagInUse { tag });
         }
         Ok(())
@@ -86,7 +86,8 @@ impl Registry {
     /// Returns a new registry with the entry added (caller ran `check_new`).
     pub(crate) fn with(&self, meta: TreeMeta) -> Self {
         let mut m = (*self.by_tag).clone();
-        m.insert(meta.tag, Arc::new(meta));
+        let tag = usize::from(meta.tag);
+        m[tag] = Some(Arc::new(meta));
         Registry {
             by_tag: Arc::new(m),
         }

@@ -1,19 +1,20 @@
 //! The immutable in-memory image of every tree at one commit version.
 //!
-//! A `State` is never mutated once published: each commit clones the tip (cheap: the tree maps
-//! are persistent, structurally shared `imbl::OrdMap`s), applies its physical operations and is
+//! A `State` is never mutated once published: each commit clones the tip (cheap: every tree is
+//! a persistent, `Arc`-shared [`Art`], so a clone copies one root pointer per tree), applies its
+//! physical operations — which path-copy only the nodes on the written keys' paths — and is
 //! wrapped in a new `Arc`. Readers and views pin an `Arc<State>`, so they never wait for a writer
-//! or an fdatasync. The ordered map is a private placeholder: the from-scratch ART replaces it and
-//! nothing outside this crate can see it.
+//! or an fdatasync.
 
 use std::sync::Arc;
 
-use crate::mvcc;
+use crate::art::{Art, Summarize};
+use crate::mvcc::{self, PruneCursor};
 use crate::registry::{Registry, TreeMeta};
 use crate::wal::record::Record;
 
-/// The ordered map backing one tree (placeholder for the ART).
-pub(crate) type TreeMap = imbl::OrdMap<Vec<u8>, Slot>;
+/// The adaptive radix tree backing one named tree.
+pub(crate) type TreeMap = Art<Slot>;
 
 /// One key's current slot.
 ///
@@ -28,6 +29,20 @@ pub(crate) struct Slot {
     pub(crate) version: u64,
 }
 
+impl Summarize for Slot {
+    /// Tombstones are dead: the ART counts them per subtree so that listings skip subtrees
+    /// holding only tombstones and the pruner skips subtrees holding none.
+    fn is_live(&self) -> bool {
+        self.value.is_some()
+    }
+
+    /// The commit version that wrote the slot: a subtree whose largest stamp is at or below a
+    /// read version holds no change newer than that version.
+    fn stamp(&self) -> u64 {
+        self.version
+    }
+}
+
 /// One physical write, as logged in the WAL and replayed on open: a put (`value = Some`) or a
 /// delete (`None`) of `key` in the tree with `tag`. History rows are ordinary puts into tag 0x00.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,7 +53,7 @@ pub(crate) struct PhysOp {
 }
 
 /// Every tree at one version.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub(crate) struct State {
     /// Last committed version (0 before the first commit).
     pub(crate) version: u64,
@@ -47,8 +62,23 @@ pub(crate) struct State {
     /// MVCC history floor: the lowest version `view_at` accepts.
     pub(crate) floor: u64,
     pub(crate) registry: Registry,
-    /// Indexed by tag; unregistered tags hold empty maps.
+    /// Indexed by tag; unregistered tags hold empty trees.
     pub(crate) trees: Vec<TreeMap>,
+    /// The incremental prune sweep in progress, if any (see `mvcc`). Not persisted: it only
+    /// tracks the removal of rows that no read version at or above `floor` can reach.
+    pub(crate) prune: Option<PruneCursor>,
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("State")
+            .field("version", &self.version)
+            .field("lsn", &self.lsn)
+            .field("floor", &self.floor)
+            .field("trees", &self.registry.len())
+            .field("prune", &self.prune)
+            .finish()
+    }
 }
 
 impl State {
@@ -60,11 +90,17 @@ impl State {
             floor: 0,
             registry: Registry::with_history(),
             trees: vec![TreeMap::new(); 256],
+            prune: None,
         }
     }
 
+    #[inline]
     pub(crate) fn tree(&self, tag: u8) -> &TreeMap {
         &self.trees[usize::from(tag)]
+    }
+
+    pub(crate) fn tree_mut(&mut self, tag: u8) -> &mut TreeMap {
+        &mut self.trees[usize::from(tag)]
     }
 
     /// Latest value of `key` (tombstones read as absent).
@@ -75,11 +111,11 @@ impl State {
     /// Applies one physical op at commit `version`. Deletes leave a tombstone in versioned trees
     /// and remove the key elsewhere.
     pub(crate) fn apply(&mut self, meta: &TreeMeta, op: PhysOp, version: u64) {
-        let map = &mut self.trees[usize::from(op.tag)];
+        let map = self.tree_mut(op.tag);
         match op.value {
             Some(v) => {
                 map.insert(
-                    op.key,
+                    &op.key,
                     Slot {
                         value: Some(v),
                         version,
@@ -88,7 +124,7 @@ impl State {
             }
             None if meta.versioned => {
                 map.insert(
-                    op.key,
+                    &op.key,
                     Slot {
                         value: None,
                         version,
@@ -96,9 +132,15 @@ impl State {
                 );
             }
             None => {
-                map.remove(op.key.as_slice());
+                map.remove(&op.key);
             }
         }
+    }
+
+    /// Raises the history floor and schedules the incremental prune sweep (see `mvcc`).
+    pub(crate) fn raise_floor(&mut self, floor: u64) {
+        self.floor = floor;
+        mvcc::schedule_prune(self);
     }
 
     /// Applies a logged record at `lsn` (replay, and the live path for registry and floor
@@ -143,11 +185,52 @@ impl State {
                         self.floor, self.version
                     ));
                 }
-                mvcc::prune(self, floor);
-                self.floor = floor;
+                self.raise_floor(floor);
             }
         }
         self.lsn = lsn;
         Ok(())
+    }
+}
+
+/// Wakes [`Db::wait_visible`](crate::Db::wait_visible) callers when a newer state is published.
+///
+/// Notifiers call [`Visibility::notify`] after the publication they announce (the committer
+/// whose record became durable, once its `wait_durable` returned); waiters re-check their
+/// condition under the same mutex, so no wake-up is lost between a check and the wait.
+#[derive(Default)]
+pub(crate) struct Visibility {
+    lock: parking_lot::Mutex<()>,
+    cond: parking_lot::Condvar,
+}
+
+impl Visibility {
+    /// Wakes every waiter so it re-checks its condition.
+    pub(crate) fn notify(&self) {
+        let _guard = self.lock.lock();
+        self.cond.notify_all();
+    }
+
+    /// Blocks until `ready` returns `Ok(true)` (→ `Ok(true)`), returns an error (→ that error),
+    /// or `deadline` passes (→ the last check, normally `Ok(false)`). `None` waits without limit.
+    pub(crate) fn wait_until(
+        &self,
+        mut ready: impl FnMut() -> crate::error::Result<bool>,
+        deadline: Option<std::time::Instant>,
+    ) -> crate::error::Result<bool> {
+        let mut guard = self.lock.lock();
+        loop {
+            if ready()? {
+                return Ok(true);
+            }
+            match deadline {
+                Some(d) => {
+                    if self.cond.wait_until(&mut guard, d).timed_out() {
+                        return ready();
+                    }
+                }
+                None => self.cond.wait(&mut guard),
+            }
+        }
     }
 }

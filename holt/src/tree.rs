@@ -5,7 +5,7 @@ use std::sync::{Arc, Weak};
 
 use crate::db::Inner;
 use crate::error::{Error, Result};
-use crate::mvcc;
+use crate::mvcc::{self, HISTORY_TAG};
 use crate::range::{RangeIter, RangeSpec};
 use crate::registry::TreeMeta;
 use crate::state::State;
@@ -50,10 +50,13 @@ impl Tree {
         Ok(inner.view())
     }
 
-    /// The value of `key` in the latest committed state, or `None`.
-    /// Errors: `Closed` if the database was dropped.
+    /// The value of `key` in the latest committed state, or `None`: one ART point lookup on the
+    /// pinned newest published state.
+    /// Errors: `Closed` if the database was dropped; `UnknownTree` for a handle whose tree is
+    /// not registered in this database.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.current()?.get(self, key)
+        let state = self.db.upgrade().ok_or(Error::Closed)?.current();
+        get_at(&state, self, key, state.version)
     }
 
     /// An ordered scan of the latest committed state (see [`RangeSpec`]). The iterator pins that
@@ -98,24 +101,18 @@ impl View {
                 name: tree.meta.name.clone(),
             });
         }
-        Ok(self
-            .state
-            .registry
-            .get(tree.meta.tag)
-            .filter(|m| m.name == tree.meta.name)
-            .cloned())
+        Ok(registered(&self.state, tree).cloned())
     }
 
     /// The value of `key` in `tree` at this view's read version.
     /// Errors: `UnknownTree` (foreign handle), `Corrupt` if a needed history row is missing.
     pub fn get(&self, tree: &Tree, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let Some(meta) = self.meta(tree)? else {
-            return Ok(None);
-        };
-        match self.state.tree(meta.tag).get(key) {
-            None => Ok(None),
-            Some(slot) => mvcc::resolve(&self.state, &meta, key, slot, self.version),
+        if tree.db_id != self.db_id {
+            return Err(Error::UnknownTree {
+                name: tree.meta.name.clone(),
+            });
         }
+        get_at(&self.state, tree, key, self.version)
     }
 
     /// An ordered scan of `tree` at this view's read version (see [`RangeSpec`]).
@@ -128,5 +125,31 @@ impl View {
             self.version,
             spec.clone(),
         ))
+    }
+}
+
+/// The registry entry of `tree` in `state` (`None` if the tree is not registered there, e.g. it
+/// was created after `state`).
+#[inline]
+fn registered<'s>(state: &'s State, tree: &Tree) -> Option<&'s Arc<TreeMeta>> {
+    state
+        .registry
+        .get(tree.meta.tag)
+        .filter(|m| Arc::ptr_eq(m, &tree.meta) || m.name == tree.meta.name)
+}
+
+/// Point read of `key` in `tree` at `read_version` on `state`: one registry array access, one
+/// ART lookup, and (only for a versioned key changed after `read_version`) one predecessor
+/// search in the history tree.
+fn get_at(state: &State, tree: &Tree, key: &[u8], read_version: u64) -> Result<Option<Vec<u8>>> {
+    let Some(meta) = registered(state, tree) else {
+        return Ok(None);
+    };
+    match state.tree(meta.tag).get(key) {
+        None => Ok(None),
+        // History rows at or below the floor are pruned, even before the incremental sweep
+        // has physically removed them.
+        Some(slot) if meta.tag == HISTORY_TAG && slot.version <= state.floor => Ok(None),
+        Some(slot) => Ok(mvcc::resolve(state, meta, key, slot, read_version)?.map(<[u8]>::to_vec)),
     }
 }

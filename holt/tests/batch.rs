@@ -200,12 +200,16 @@ fn tree_handle_outliving_its_db_reports_closed() {
 }
 
 #[test]
-fn io_uring_is_unsupported_for_now() {
+fn io_uring_request_is_honoured_or_refused_as_unsupported() {
     let opts = Options {
         wal_io: holt::WalIo::IoUring,
         ..Options::default()
     };
-    assert!(matches!(Db::open_memory(opts), Err(Error::Unsupported(_))));
+    let dir = tempfile::tempdir().unwrap();
+    match Db::open(dir.path(), opts) {
+        Ok(db) => assert_eq!(db.stats().wal_io, holt::WalIoPath::IoUring),
+        Err(e) => assert!(matches!(e, Error::Unsupported(_)), "{e:?}"),
+    }
 }
 
 #[test]

@@ -29,9 +29,12 @@ pub enum Error {
     InvalidArgument(String),
     /// The store is not an exact schema-8 NoKV workspace store (seed 000, "Schema Gate"). Nothing
     /// was written to it.
-    #[error("schema mismatch: {reason}")]
+    #[error("schema mismatch ({kind:?}): {reason}")]
     SchemaMismatch {
-        /// Which part of the marker, registry, or placement records differs.
+        /// The class of the (first) difference.
+        kind: crate::schema::SchemaMismatchKind,
+        /// Which part of the marker, registry, or placement records differs (every registry
+        /// difference is listed, separated by `; `).
         reason: String,
     },
     /// The store was created with another presentation root than the one requested at open.
@@ -100,6 +103,16 @@ pub enum Error {
         /// Missing or its state.
         reason: String,
     },
+    /// The RecoveryOutbox failed verification at open (seed 000, "RecoveryOutbox"): a gap in the
+    /// LSN sequence, a broken hash chain, a missing or orphan chunk, malformed framing, or a
+    /// disagreement with the System recovery tail. The store is refused and left unchanged.
+    #[error("recovery outbox corrupt at LSN {lsn}: {reason}")]
+    RecoveryOutboxCorrupt {
+        /// The recovery LSN the failure was detected at.
+        lsn: u64,
+        /// What was wrong.
+        reason: String,
+    },
     /// The engine reported an error (I/O, corruption, lock, pruned history, …).
     #[error("storage: {0}")]
     Storage(#[from] holt::Error),
@@ -115,8 +128,12 @@ impl Error {
     }
 
     /// Shorthand for a [`Error::SchemaMismatch`] error.
-    pub(crate) fn schema(reason: impl Into<String>) -> Self {
+    pub(crate) fn schema(
+        kind: crate::schema::SchemaMismatchKind,
+        reason: impl Into<String>,
+    ) -> Self {
         Error::SchemaMismatch {
+            kind,
             reason: reason.into(),
         }
     }

@@ -1,13 +1,24 @@
-//! Fixed-width storage identities (seed 000, "Ids, Names, And Keys") and the workbench-id rule.
+//! Fixed-width storage identities (seed 000, "Ids, Names, And Keys"), the workbench-id rule, and
+//! the snapshot-alias / tag-name rule.
 //!
-//! Every id here is 16 raw bytes. Durable keys carry the raw bytes; object keys and logs use the
-//! 32-character lowercase hex form ([`RootId::to_hex`] etc.). Fresh ids come from the operating
-//! system CSPRNG (`getrandom`).
+//! | id                         | durable key form           | text form                     |
+//! |----------------------------|----------------------------|-------------------------------|
+//! | [`RootId`], [`LogicalShardId`], [`WorkspaceIncarnationId`], [`ArtifactRevisionId`], [`OperationId`], [`RequestId`] | 16 raw bytes | 32 lowercase hex |
+//! | [`SnapshotId`]             | u64 big-endian (8 bytes)   | decimal (the Workbench facade id) |
+//! | [`CommitId`]               | 32 raw bytes (SHA-256)     | 64 lowercase hex              |
+//! | `object_index`             | u64 big-endian             | exactly 16 lowercase hex ([`object_index_hex`]) |
+//!
+//! Hex forms carry no prefix and no punctuation. Fresh 16-byte ids and snapshot ids come from the
+//! operating system CSPRNG (`getrandom`); a [`CommitId`] is never random (it is the SHA-256
+//! commit identity). Uniqueness of a fresh id is still enforced by the creating command's
+//! "absent" predicate, so an id is never reused.
 
 use crate::error::{Error, Result};
 
 /// Maximum length of an external workbench id, in bytes (seed 000).
 pub const MAX_WORKBENCH_ID_BYTES: usize = 128;
+/// Maximum length of a snapshot alias or tag name, in bytes (seed 000).
+pub const MAX_NAME_BYTES: usize = 128;
 
 fn hex_nibble(c: u8) -> Option<u8> {
     match c {
@@ -136,6 +147,204 @@ id16!(
     "request id"
 );
 
+/// Identity of one snapshot: unsigned 64-bit, unique within its root, and exactly the numeric
+/// Workbench facade `snapshot_id` (seed 000). Durable keys carry it as 8 bytes big-endian.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct SnapshotId(pub u64);
+
+impl SnapshotId {
+    /// Width of the durable form in bytes.
+    pub const LEN: usize = 8;
+    /// Exclusive upper bound of ids minted by [`SnapshotId::random`]: 2^53, so every minted id is
+    /// an exactly representable JSON number in any client.
+    pub const RANDOM_BOUND: u64 = 1 << 53;
+
+    /// A fresh id from the OS CSPRNG, uniformly in `1..2^53` (never 0).
+    ///
+    /// Errors: [`Error::Codec`] with family `"ids"` when the OS entropy source is unavailable.
+    pub fn random() -> Result<Self> {
+        loop {
+            let mut b = [0u8; 8];
+            getrandom::fill(&mut b)
+                .map_err(|e| Error::codec("ids", format!("entropy source unavailable: {e}")))?;
+            let v = u64::from_be_bytes(b) & (Self::RANDOM_BOUND - 1);
+            if v != 0 {
+                return Ok(SnapshotId(v));
+            }
+        }
+    }
+
+    /// The 8-byte big-endian durable form.
+    pub const fn to_be_bytes(self) -> [u8; 8] {
+        self.0.to_be_bytes()
+    }
+
+    /// Reads the 8-byte big-endian durable form.
+    pub const fn from_be_bytes(b: [u8; 8]) -> Self {
+        SnapshotId(u64::from_be_bytes(b))
+    }
+
+    /// The numeric value (the Workbench facade id).
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl std::fmt::Display for SnapshotId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// Root-global commit identity: the 32-byte SHA-256 Workbench commit identity (seed 000,
+/// "Commit Closure"). Durable keys carry the raw 32 bytes; API and object-manifest boundaries use
+/// 64 lowercase hex characters.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CommitId(pub [u8; 32]);
+
+impl CommitId {
+    /// Width of the id in bytes.
+    pub const LEN: usize = 32;
+
+    /// Wraps raw bytes (a SHA-256 digest).
+    pub const fn from_bytes(bytes: [u8; 32]) -> Self {
+        CommitId(bytes)
+    }
+
+    /// The raw 32 bytes (the durable key form).
+    pub const fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// 64 lowercase hex characters, no prefix.
+    pub fn to_hex(&self) -> String {
+        to_hex(&self.0)
+    }
+
+    /// Parses exactly 64 lowercase hex characters. Errors: [`Error::InvalidArgument`].
+    pub fn from_hex(s: &str) -> Result<Self> {
+        from_hex::<32>(s).map(CommitId).ok_or_else(|| {
+            Error::invalid(format!(
+                "commit id must be 64 lowercase hex characters, got {s:?}"
+            ))
+        })
+    }
+}
+
+impl std::fmt::Display for CommitId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl std::fmt::Debug for CommitId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CommitId({})", self.to_hex())
+    }
+}
+
+/// The object-key form of an `object_index`: exactly 16 lowercase hex characters (seed 000),
+/// e.g. `7` → `"0000000000000007"`.
+pub fn object_index_hex(object_index: u64) -> String {
+    to_hex(&object_index.to_be_bytes())
+}
+
+/// Parses the 16-lowercase-hex object-key form of an `object_index`.
+///
+/// Errors: [`Error::InvalidArgument`] for any other length, uppercase or non-hex characters.
+pub fn parse_object_index_hex(s: &str) -> Result<u64> {
+    from_hex::<8>(s).map(u64::from_be_bytes).ok_or_else(|| {
+        Error::invalid(format!(
+            "object index must be 16 lowercase hex characters, got {s:?}"
+        ))
+    })
+}
+
+/// The shared rule of snapshot aliases and tag names (seed 000): case-sensitive UTF-8 (a `&str`
+/// already is), no NUL, 1..=[`MAX_NAME_BYTES`] bytes. `what` names the kind in the message.
+fn check_name(what: &str, name: &str) -> std::result::Result<(), String> {
+    if name.is_empty() {
+        return Err(format!("{what} must not be empty"));
+    }
+    if name.len() > MAX_NAME_BYTES {
+        return Err(format!(
+            "{what} is {} bytes; at most {MAX_NAME_BYTES} allowed",
+            name.len()
+        ));
+    }
+    if name.contains('\0') {
+        return Err(format!("{what} must not contain NUL"));
+    }
+    Ok(())
+}
+
+/// Validates a snapshot alias (seed 000): case-sensitive UTF-8 without NUL, 1..=128 bytes.
+///
+/// Errors: [`Error::InvalidArgument`] naming the rule that failed.
+pub fn validate_snapshot_alias(alias: &str) -> Result<()> {
+    check_name("snapshot alias", alias).map_err(Error::InvalidArgument)
+}
+
+/// Validates a tag name (seed 000): case-sensitive UTF-8 without NUL, 1..=128 bytes.
+///
+/// Errors: [`Error::InvalidArgument`] naming the rule that failed.
+pub fn validate_tag_name(tag: &str) -> Result<()> {
+    check_name("tag name", tag).map_err(Error::InvalidArgument)
+}
+
+macro_rules! short_name {
+    ($(#[$doc:meta])* $name:ident, $label:literal, $validate:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+        pub struct $name(String);
+
+        impl $name {
+            /// Validates and wraps a name. Errors: [`Error::InvalidArgument`].
+            pub fn new(name: impl Into<String>) -> Result<Self> {
+                let name = name.into();
+                $validate(&name)?;
+                Ok($name(name))
+            }
+
+            /// Decodes the stored bytes of a name (after its u16 length), attributing failures to
+            /// `family`. Errors: [`Error::Codec`] for invalid UTF-8 or a broken rule.
+            pub fn from_stored(family: &'static str, bytes: &[u8]) -> Result<Self> {
+                let s = std::str::from_utf8(bytes).map_err(|_| {
+                    Error::codec(family, concat!($label, " is not UTF-8"))
+                })?;
+                check_name($label, s).map_err(|r| Error::codec(family, r))?;
+                Ok($name(s.to_owned()))
+            }
+
+            /// The name.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+
+short_name!(
+    /// A validated snapshot alias (seed 000: UTF-8, no NUL, 1..=128 bytes; stored with a u16
+    /// big-endian length).
+    AliasName,
+    "snapshot alias",
+    validate_snapshot_alias
+);
+short_name!(
+    /// A validated tag name (seed 000: UTF-8, no NUL, 1..=128 bytes; stored with a u16 big-endian
+    /// length).
+    TagName,
+    "tag name",
+    validate_tag_name
+);
+
 /// Validates an external workbench id (seed 000): first byte an ASCII letter or digit, then only
 /// ASCII letters, digits, `_` and `-`, 1..=128 bytes, case-sensitive.
 ///
@@ -187,6 +396,72 @@ mod tests {
         let a = RootId::random().unwrap();
         let b = RootId::random().unwrap();
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn commit_id_hex_is_64_lowercase_characters() {
+        let id = CommitId::from_bytes([0x0f; 32]);
+        assert_eq!(id.to_hex(), "0f".repeat(32));
+        assert_eq!(CommitId::from_hex(&id.to_hex()).unwrap(), id);
+        assert!(CommitId::from_hex(&"0F".repeat(32)).is_err());
+        assert!(CommitId::from_hex(&"0f".repeat(16)).is_err());
+    }
+
+    #[test]
+    fn snapshot_ids_are_nonzero_json_safe_and_big_endian() {
+        for _ in 0..64 {
+            let s = SnapshotId::random().unwrap();
+            assert!(s.get() > 0 && s.get() < SnapshotId::RANDOM_BOUND);
+        }
+        assert_eq!(SnapshotId(258).to_be_bytes(), [0, 0, 0, 0, 0, 0, 1, 2]);
+        assert_eq!(
+            SnapshotId::from_be_bytes([0, 0, 0, 0, 0, 0, 1, 2]),
+            SnapshotId(258)
+        );
+        assert_eq!(SnapshotId(258).to_string(), "258");
+    }
+
+    #[test]
+    fn object_index_hex_is_exactly_16_lowercase_characters() {
+        assert_eq!(object_index_hex(0), "0000000000000000");
+        assert_eq!(object_index_hex(0xab), "00000000000000ab");
+        assert_eq!(object_index_hex(u64::MAX), "ffffffffffffffff");
+        assert_eq!(parse_object_index_hex("00000000000000ab").unwrap(), 0xab);
+        for bad in [
+            "ab",
+            "00000000000000AB",
+            "000000000000000g",
+            "00000000000000000",
+        ] {
+            assert!(parse_object_index_hex(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn alias_and_tag_names_follow_the_seed_rule() {
+        for ok in ["a", "Release 1.0", "caf\u{e9}", "\u{1}", &"x".repeat(128)] {
+            assert!(validate_snapshot_alias(ok).is_ok(), "{ok:?}");
+            assert!(TagName::new(ok).is_ok(), "{ok:?}");
+        }
+        for bad in ["", "a\0b", &"x".repeat(129), &"\u{e9}".repeat(65)] {
+            assert!(
+                matches!(validate_snapshot_alias(bad), Err(Error::InvalidArgument(_))),
+                "{bad:?}"
+            );
+            assert!(matches!(
+                validate_tag_name(bad),
+                Err(Error::InvalidArgument(_))
+            ));
+        }
+        assert_ne!(AliasName::new("A").unwrap(), AliasName::new("a").unwrap());
+        assert!(matches!(
+            AliasName::from_stored("snapshot_alias", &[0xff]),
+            Err(Error::Codec { .. })
+        ));
+        assert!(matches!(
+            TagName::from_stored("tag", b""),
+            Err(Error::Codec { .. })
+        ));
     }
 
     #[test]

@@ -26,8 +26,11 @@
 //! - [`ops`] builds commands for workbench creation and publication, rebuilding on a stale read
 //!   version at most [`ops::MAX_ATTEMPTS`] times.
 //!
-//! Not yet written by this version: RecoveryOutbox rows, secondary-index rows, operations
-//! (StagedObject ledger, commit, snapshot, restore, GC).
+//! - [`outbox`] is the RecoveryOutbox: one hash-chained record per command, owner-epoch advance
+//!   and initialization, appended in the same holt batch and verified at every open.
+//!
+//! Not yet written by this version: secondary-index rows, operations (StagedObject ledger,
+//! commit, snapshot, restore, GC), lease-clock observations.
 
 #![deny(missing_docs)]
 
@@ -35,7 +38,9 @@ pub mod codec;
 pub mod command;
 pub mod error;
 pub mod ids;
+pub mod index;
 pub mod ops;
+pub mod outbox;
 pub mod path;
 pub mod read;
 pub mod schema;

@@ -84,6 +84,54 @@ fn check_component(c: &str) -> Result<(), PathError> {
 ///
 /// Errors: the first violated rule as a [`PathError`].
 pub fn normalize(relative: &str) -> Result<NormPath, PathError> {
+    normalize_with(relative, MAX_PATH_BYTES, MAX_PATH_COMPONENTS)
+}
+
+/// Longest Workbench section name (`metadata`), in bytes.
+pub const MAX_SECTION_BYTES: usize = 8;
+/// Most components of a *stored* workbench-relative path: a section plus a relative path of at
+/// most [`MAX_PATH_COMPONENTS`] (WORKBENCH.md applies the normalizer's limits to the path an
+/// agent sends, which is relative to its section).
+pub const MAX_STORED_PATH_COMPONENTS: usize = MAX_PATH_COMPONENTS + 1;
+/// Longest *stored* workbench-relative path in bytes: a section, `/`, and a relative path of at
+/// most [`MAX_PATH_BYTES`].
+pub const MAX_STORED_PATH_BYTES: usize = MAX_PATH_BYTES + 1 + MAX_SECTION_BYTES;
+
+/// Places an already normalized section-relative path under `section` (one component of at most
+/// [`MAX_SECTION_BYTES`] bytes), giving the stored workbench-relative path `section/relative`.
+///
+/// Errors: the first normalizer rule `section` breaks, or [`PathError::TooLong`] for a section
+/// longer than [`MAX_SECTION_BYTES`].
+pub fn section_path(section: &str, relative: &NormPath) -> Result<NormPath, PathError> {
+    check_component(section)?;
+    if section.contains('/') || section.len() > MAX_SECTION_BYTES {
+        return Err(PathError::TooLong {
+            bytes: section.len(),
+        });
+    }
+    normalize_with(
+        &format!("{section}/{}", relative.as_str()),
+        MAX_STORED_PATH_BYTES,
+        MAX_STORED_PATH_COMPONENTS,
+    )
+}
+
+/// Validates a *stored* workbench-relative path (same rules as [`normalize`], with room for a
+/// leading section: [`MAX_STORED_PATH_BYTES`], [`MAX_STORED_PATH_COMPONENTS`]). Used when
+/// decoding keys and records.
+///
+/// Errors: the first violated rule as a [`PathError`].
+pub fn normalize_stored(path: &str) -> Result<NormPath, PathError> {
+    normalize_with(path, MAX_STORED_PATH_BYTES, MAX_STORED_PATH_COMPONENTS)
+}
+
+/// The normalizer with explicit limits (the rules are the same everywhere; only stored paths get
+/// room for their section).
+fn normalize_with(
+    relative: &str,
+    max_bytes: usize,
+    max_components: usize,
+) -> Result<NormPath, PathError> {
     if relative.is_empty() {
         return Err(PathError::Empty);
     }
@@ -96,7 +144,7 @@ pub fn normalize(relative: &str) -> Result<NormPath, PathError> {
     if relative.contains('\0') {
         return Err(PathError::Nul);
     }
-    if relative.len() > MAX_PATH_BYTES {
+    if relative.len() > max_bytes {
         return Err(PathError::TooLong {
             bytes: relative.len(),
         });
@@ -106,7 +154,7 @@ pub fn normalize(relative: &str) -> Result<NormPath, PathError> {
         check_component(c)?;
         count += 1;
     }
-    if count > MAX_PATH_COMPONENTS {
+    if count > max_components {
         return Err(PathError::TooManyComponents { count });
     }
     Ok(NormPath(relative.to_owned()))
@@ -123,7 +171,7 @@ impl NormPath {
         self.0.split('/')
     }
 
-    /// Number of components (1..=64).
+    /// Number of components (1..=65; 65 only for a stored path under a section).
     pub fn len_components(&self) -> usize {
         self.components().count()
     }
@@ -140,9 +188,14 @@ impl NormPath {
     }
 
     /// Appends `name` (one component, or itself a relative path such as `b/c`); the joined path
-    /// is revalidated as a whole. Errors: any normalizer rule the result breaks.
+    /// is revalidated as a whole against the stored-path limits ([`MAX_STORED_PATH_BYTES`],
+    /// [`MAX_STORED_PATH_COMPONENTS`]). Errors: any normalizer rule the result breaks.
     pub fn join(&self, name: &str) -> Result<NormPath, PathError> {
-        normalize(&format!("{}/{}", self.0, name))
+        normalize_with(
+            &format!("{}/{}", self.0, name),
+            MAX_STORED_PATH_BYTES,
+            MAX_STORED_PATH_COMPONENTS,
+        )
     }
 
     /// Whether `self` lies strictly inside directory `dir` (component-wise; `a/bc` is not inside
@@ -238,7 +291,7 @@ pub fn decode_ordered_components(enc: &[u8]) -> Result<NormPath, PathError> {
         }
         s.push_str(&decode_component(part)?);
     }
-    normalize(&s)
+    normalize_with(&s, MAX_STORED_PATH_BYTES, MAX_STORED_PATH_COMPONENTS)
 }
 
 /// Decodes a canonical ordered key (`… 0x01`) back into a path.

@@ -7,25 +7,36 @@
 //!
 //! Startup is fail-closed:
 //! - an empty store (only `history`, version 0) is initialized: every tree is created and ONE
-//!   batch writes the `System("schema")` marker, the embedded RootPlacement, the presentation
-//!   root, owner epoch 1 and the RootFence row. A store at version 0 whose registry is a subset of
-//!   the expected one is an interrupted initialization (trees are created one by one before the
-//!   single initializing commit) and is completed the same way; no data can exist at version 0;
-//! - a nonempty store opens only when the marker decodes exactly, the registry (names, tags,
-//!   versioned flags) matches exactly, and the placement records are consistent; otherwise
-//!   [`Error::SchemaMismatch`] names the difference and nothing is written;
-//! - a successful open of an existing store advances the owner epoch by one commit.
+//!   batch writes the `System("schema")` marker, the embedded RootPlacement (Active, placement
+//!   generation 1), the presentation root, owner epoch 1, the matching Active RootFence row and
+//!   RecoveryOutbox LSN 1 with the System recovery tail. A store at version 0 whose registry is a
+//!   subset of the expected one is an interrupted initialization (trees are created one by one
+//!   before the single initializing commit) and is completed the same way; no data can exist at
+//!   version 0. A version-0 store with a foreign, mis-tagged or mis-flagged tree is refused;
+//! - a nonempty store opens only when, in this order: the registry (names, tags, versioned flags)
+//!   matches exactly; the marker exists, has value_format_version 1, decodes exactly, names
+//!   `nokv_workspace` and format_version 8; the placement, presentation root, owner epoch and
+//!   recovery tail records decode; the RootFence row matches the placement and both are Active;
+//!   and the RecoveryOutbox verifies against the tail ([`crate::outbox`]). Otherwise
+//!   [`Error::SchemaMismatch`] (with a [`SchemaMismatchKind`]) or
+//!   [`Error::RecoveryOutboxCorrupt`] names the difference, and nothing is written — the store's
+//!   files stay byte-identical (holt's open modifies no file);
+//! - a successful open of an existing store advances the owner epoch by one commit that also
+//!   appends an `OwnerEpochAdvance` RecoveryOutbox record.
 
 use crate::codec::system::{
     decode_owner_epoch, decode_presentation_root, encode_owner_epoch, encode_presentation_root,
-    validate_presentation_root, SchemaMarker, DEFAULT_PRESENTATION_ROOT, FORMAT_VERSION,
-    KEY_OWNER_EPOCH, KEY_PRESENTATION_ROOT, KEY_ROOT_PLACEMENT, KEY_SCHEMA, SCHEMA_ID,
+    validate_presentation_root, RecoveryTail, SchemaMarker, DEFAULT_PRESENTATION_ROOT,
+    FORMAT_VERSION, KEY_OWNER_EPOCH, KEY_PRESENTATION_ROOT, KEY_RECOVERY_TAIL, KEY_ROOT_PLACEMENT,
+    KEY_SCHEMA, MARKER_VALUE_VERSION, SCHEMA_ID,
 };
 use crate::codec::{
     root_fence, RootActivationState, RootFence, RootPlacement, RootPlacementLifecycle,
 };
+use crate::command::Mutation;
 use crate::error::{Error, Result};
 use crate::ids::{LogicalShardId, RootId};
+use crate::outbox::RecoveryEntry;
 
 /// One metadata keyspace: a seed 000 family or a reserved engine tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -78,7 +89,7 @@ pub enum Family {
     WorkspaceIncarnationClaim,
     /// Reserved engine tree `system`, 0xF0, unversioned.
     System,
-    /// Reserved engine tree `recovery_outbox`, 0xF1, unversioned (not written yet).
+    /// Reserved engine tree `recovery_outbox`, 0xF1, unversioned (see [`crate::outbox`]).
     RecoveryOutbox,
 }
 
@@ -172,6 +183,42 @@ impl Family {
     pub fn from_name(name: &str) -> Option<Family> {
         Family::ALL.into_iter().find(|f| f.name() == name)
     }
+
+    /// The family with tree tag `tag` (`None` for holt's `history` tag 0x00 and unknown tags).
+    pub fn from_tag(tag: u8) -> Option<Family> {
+        Family::ALL.into_iter().find(|f| f.tag() == tag)
+    }
+}
+
+/// The class of a [`Error::SchemaMismatch`] (seed 000, "Schema Gate": missing, malformed,
+/// unknown-version or inconsistent stores are rejected).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SchemaMismatchKind {
+    /// A registry tree (seed family, reserved engine tree or holt `history`) is absent.
+    MissingTree,
+    /// A tree outside the registry exists.
+    ExtraTree,
+    /// A registry tree carries another tag.
+    WrongTreeTag,
+    /// A registry tree carries the wrong versioned (MVCC history) flag.
+    WrongVersionedFlag,
+    /// A non-empty store has no `System("schema")` marker (e.g. data rows without a marker).
+    MissingMarker,
+    /// The marker does not decode (truncated, trailing bytes, invalid UTF-8).
+    MalformedMarker,
+    /// The marker's value_format_version is not 1.
+    UnknownMarkerVersion,
+    /// The marker names another schema id (a store of another schema).
+    ForeignSchemaId,
+    /// The marker's format_version is not 8.
+    UnsupportedFormatVersion,
+    /// A required System record (placement, presentation root, owner epoch, recovery tail) or
+    /// the placed root's RootFence row is absent.
+    MissingRecord,
+    /// A System record or the RootFence row does not decode.
+    MalformedRecord,
+    /// Placement and RootFence disagree, or the root is not Active.
+    InconsistentPlacement,
 }
 
 /// Everything the gate learned (or created) about the shard.
@@ -183,124 +230,208 @@ pub(crate) struct GateOutcome {
 }
 
 fn tree(db: &holt::Db, f: Family) -> Result<holt::Tree> {
-    db.tree(f.name())
-        .ok_or_else(|| Error::schema(format!("missing tree {}", f.name())))
+    db.tree(f.name()).ok_or_else(|| {
+        Error::schema(
+            SchemaMismatchKind::MissingTree,
+            format!("missing tree {}", f.name()),
+        )
+    })
 }
 
 /// Compares the live registry with the expected one; `allow_missing` accepts a subset (used only
-/// for an interrupted initialization at version 0).
-fn registry_differences(db: &holt::Db, allow_missing: bool) -> Vec<String> {
-    let mut diffs = Vec::new();
+/// at version 0, where trees are created one by one before the initializing commit).
+fn registry_differences(db: &holt::Db, allow_missing: bool) -> Vec<(SchemaMismatchKind, String)> {
     let infos = db.trees();
+    let mut diffs = Vec::new();
     for info in &infos {
         if info.name == HISTORY_TREE {
             if info.tag != HISTORY_TAG {
-                diffs.push(format!("history tree has tag {:#04x}", info.tag));
+                diffs.push((
+                    SchemaMismatchKind::WrongTreeTag,
+                    format!("history tree has tag {:#04x}", info.tag),
+                ));
             }
             continue;
         }
         match Family::from_name(&info.name) {
-            None => diffs.push(format!("extra tree {} (tag {:#04x})", info.name, info.tag)),
+            None => diffs.push((
+                SchemaMismatchKind::ExtraTree,
+                format!("extra tree {} (tag {:#04x})", info.name, info.tag),
+            )),
             Some(f) => {
                 if info.tag != f.tag() {
-                    diffs.push(format!(
-                        "tree {} has tag {:#04x}, expected {:#04x}",
-                        info.name,
-                        info.tag,
-                        f.tag()
+                    diffs.push((
+                        SchemaMismatchKind::WrongTreeTag,
+                        format!(
+                            "tree {} has tag {:#04x}, expected {:#04x}",
+                            info.name,
+                            info.tag,
+                            f.tag()
+                        ),
                     ));
                 }
                 if info.versioned != f.versioned() {
-                    diffs.push(format!(
-                        "tree {} has versioned={}, expected {}",
-                        info.name,
-                        info.versioned,
-                        f.versioned()
+                    diffs.push((
+                        SchemaMismatchKind::WrongVersionedFlag,
+                        format!(
+                            "tree {} has versioned={}, expected {}",
+                            info.name,
+                            info.versioned,
+                            f.versioned()
+                        ),
                     ));
                 }
             }
         }
     }
     if !infos.iter().any(|i| i.name == HISTORY_TREE) {
-        diffs.push("missing tree history".to_owned());
+        diffs.push((
+            SchemaMismatchKind::MissingTree,
+            "missing tree history".to_owned(),
+        ));
     }
     if !allow_missing {
         for f in Family::ALL {
             if !infos.iter().any(|i| i.name == f.name()) {
-                diffs.push(format!("missing tree {}", f.name()));
+                diffs.push((
+                    SchemaMismatchKind::MissingTree,
+                    format!("missing tree {}", f.name()),
+                ));
             }
         }
     }
     diffs
 }
 
+fn registry_error(diffs: Vec<(SchemaMismatchKind, String)>) -> Result<()> {
+    match diffs.first() {
+        None => Ok(()),
+        Some((kind, _)) => Err(Error::schema(
+            *kind,
+            diffs
+                .iter()
+                .map(|(_, r)| r.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
+        )),
+    }
+}
+
+/// Decodes the marker, naming the exact mismatch.
+fn check_marker(bytes: &[u8]) -> Result<()> {
+    if let [hi, lo, ..] = bytes {
+        let v = u16::from_be_bytes([*hi, *lo]);
+        if v != MARKER_VALUE_VERSION {
+            return Err(Error::schema(
+                SchemaMismatchKind::UnknownMarkerVersion,
+                format!(
+                    "schema marker value_format_version {v} (supported: {MARKER_VALUE_VERSION})"
+                ),
+            ));
+        }
+    }
+    let marker = SchemaMarker::decode(bytes).map_err(|e| {
+        Error::schema(
+            SchemaMismatchKind::MalformedMarker,
+            format!("malformed schema marker: {e}"),
+        )
+    })?;
+    if marker.schema_id != SCHEMA_ID {
+        return Err(Error::schema(
+            SchemaMismatchKind::ForeignSchemaId,
+            format!(
+                "schema_id {:?} (supported: {SCHEMA_ID:?})",
+                marker.schema_id
+            ),
+        ));
+    }
+    if marker.format_version != FORMAT_VERSION {
+        return Err(Error::schema(
+            SchemaMismatchKind::UnsupportedFormatVersion,
+            format!(
+                "format_version {} (supported: {FORMAT_VERSION})",
+                marker.format_version
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn malformed(what: &str, e: Error) -> Error {
+    Error::schema(
+        SchemaMismatchKind::MalformedRecord,
+        format!("malformed {what}: {e}"),
+    )
+}
+
 /// Opens or initializes the shard. Writes nothing unless the store is empty (initialization) or
-/// passes every check (owner-epoch advance).
+/// passes every check (owner-epoch advance, through the RecoveryOutbox).
 pub(crate) fn open_gate(db: &holt::Db, requested_root: Option<&str>) -> Result<GateOutcome> {
     if let Some(r) = requested_root {
         validate_presentation_root(r)?;
     }
     if db.version() == 0 {
-        let diffs = registry_differences(db, true);
-        if !diffs.is_empty() {
-            return Err(Error::schema(diffs.join("; ")));
-        }
+        registry_error(registry_differences(db, true))?;
         return initialize(db, requested_root.unwrap_or(DEFAULT_PRESENTATION_ROOT));
     }
-    let diffs = registry_differences(db, false);
-    if !diffs.is_empty() {
-        return Err(Error::schema(diffs.join("; ")));
-    }
+    registry_error(registry_differences(db, false))?;
     let sys = tree(db, Family::System)?;
     let view = db.view();
     let read = |key: &[u8], what: &str| -> Result<Vec<u8>> {
-        view.get(&sys, key)?
-            .ok_or_else(|| Error::schema(format!("missing {what} record")))
+        view.get(&sys, key)?.ok_or_else(|| {
+            Error::schema(
+                SchemaMismatchKind::MissingRecord,
+                format!("missing {what} record"),
+            )
+        })
     };
-    let marker_bytes = read(KEY_SCHEMA, "schema marker")?;
-    let marker = SchemaMarker::decode(&marker_bytes)
-        .map_err(|e| Error::schema(format!("malformed schema marker: {e}")))?;
-    if marker.schema_id != SCHEMA_ID {
-        return Err(Error::schema(format!(
-            "schema_id {:?} (supported: {SCHEMA_ID:?})",
-            marker.schema_id
-        )));
-    }
-    if marker.format_version != FORMAT_VERSION {
-        return Err(Error::schema(format!(
-            "format_version {} (supported: {FORMAT_VERSION})",
-            marker.format_version
-        )));
-    }
+    let marker = view.get(&sys, KEY_SCHEMA)?.ok_or_else(|| {
+        Error::schema(
+            SchemaMismatchKind::MissingMarker,
+            "missing schema marker in a non-empty store",
+        )
+    })?;
+    check_marker(&marker)?;
     let placement = RootPlacement::decode(&read(KEY_ROOT_PLACEMENT, "root placement")?)
-        .map_err(|e| Error::schema(format!("malformed root placement: {e}")))?;
+        .map_err(|e| malformed("root placement", e))?;
     let presentation_root =
         decode_presentation_root(&read(KEY_PRESENTATION_ROOT, "presentation root")?)
-            .map_err(|e| Error::schema(format!("malformed presentation root: {e}")))?;
+            .map_err(|e| malformed("presentation root", e))?;
     let epoch_bytes = read(KEY_OWNER_EPOCH, "owner epoch")?;
-    let epoch = decode_owner_epoch(&epoch_bytes)
-        .map_err(|e| Error::schema(format!("malformed owner epoch: {e}")))?;
+    let epoch = decode_owner_epoch(&epoch_bytes).map_err(|e| malformed("owner epoch", e))?;
+    let tail_bytes = read(KEY_RECOVERY_TAIL, "recovery tail")?;
+    let tail = RecoveryTail::decode(&tail_bytes).map_err(|e| malformed("recovery tail", e))?;
     let fence_tree = tree(db, Family::RootFence)?;
     let fence_bytes = view
         .get(&fence_tree, &root_fence::key(&placement.root_id))?
-        .ok_or_else(|| Error::schema("missing RootFence row for the placed root"))?;
-    let fence = RootFence::decode(&fence_bytes)
-        .map_err(|e| Error::schema(format!("malformed RootFence row: {e}")))?;
+        .ok_or_else(|| {
+            Error::schema(
+                SchemaMismatchKind::MissingRecord,
+                "missing RootFence row for the placed root",
+            )
+        })?;
+    let fence = RootFence::decode(&fence_bytes).map_err(|e| malformed("RootFence row", e))?;
     if fence.logical_shard_id != placement.logical_shard_id
         || fence.placement_generation != placement.placement_generation
     {
         return Err(Error::schema(
+            SchemaMismatchKind::InconsistentPlacement,
             "RootFence row does not match the root placement",
         ));
     }
     if fence.activation_state != RootActivationState::Active
         || placement.lifecycle != RootPlacementLifecycle::Active
     {
-        return Err(Error::schema(format!(
-            "root is not active (fence {:?}, placement {:?})",
-            fence.activation_state, placement.lifecycle
-        )));
+        return Err(Error::schema(
+            SchemaMismatchKind::InconsistentPlacement,
+            format!(
+                "root is not active (fence {:?}, placement {:?})",
+                fence.activation_state, placement.lifecycle
+            ),
+        ));
     }
+    let outbox_tree = tree(db, Family::RecoveryOutbox)?;
+    crate::outbox::verify(&view, &outbox_tree, &tail)?;
     if let Some(r) = requested_root {
         if r != presentation_root {
             return Err(Error::PresentationRootMismatch {
@@ -309,19 +440,54 @@ pub(crate) fn open_gate(db: &holt::Db, requested_root: Option<&str>) -> Result<G
             });
         }
     }
+    let read_version = view.version();
     drop(view);
     let next = epoch
         .checked_add(1)
-        .ok_or_else(|| Error::schema("owner epoch exhausted"))?;
+        .ok_or_else(|| Error::invalid("owner epoch exhausted"))?;
+    let commit_version = read_version
+        .checked_add(1)
+        .ok_or_else(|| Error::invalid("commit version exhausted"))?;
+    let mutations = vec![Mutation::put(
+        Family::System,
+        KEY_OWNER_EPOCH.to_vec(),
+        encode_owner_epoch(next),
+    )];
+    let appended = crate::outbox::append(
+        &tail,
+        commit_version,
+        &RecoveryEntry::OwnerEpochAdvance {
+            previous_epoch: epoch,
+            owner_epoch: next,
+        },
+        &mutations,
+    )?;
     let mut batch = holt::Batch::new();
+    batch.expect_version(read_version);
     batch.expect(&sys, KEY_OWNER_EPOCH, holt::Expect::Equals(epoch_bytes));
-    batch.put(&sys, KEY_OWNER_EPOCH, encode_owner_epoch(next));
+    batch.expect(&sys, KEY_RECOVERY_TAIL, holt::Expect::Equals(tail_bytes));
+    add_rows(db, &mut batch, mutations.into_iter().chain(appended.rows))?;
     db.commit(batch)?;
     Ok(GateOutcome {
         placement,
         presentation_root,
         owner_epoch: next,
     })
+}
+
+/// Adds puts/deletes to a raw holt batch.
+fn add_rows(
+    db: &holt::Db,
+    batch: &mut holt::Batch,
+    rows: impl IntoIterator<Item = Mutation>,
+) -> Result<()> {
+    for m in rows {
+        match m {
+            Mutation::Put { family, key, value } => batch.put(&tree(db, family)?, key, value),
+            Mutation::Delete { family, key } => batch.delete(&tree(db, family)?, key),
+        }
+    }
+    Ok(())
 }
 
 fn initialize(db: &holt::Db, presentation_root: &str) -> Result<GateOutcome> {
@@ -342,23 +508,51 @@ fn initialize(db: &holt::Db, presentation_root: &str) -> Result<GateOutcome> {
         activation_state: RootActivationState::Active,
     };
     let sys = tree(db, Family::System)?;
-    let fence_tree = tree(db, Family::RootFence)?;
+    // RootPlacement and the matching Active RootFence exist before the root's first write
+    // (seed 000, "Placement Authority"); both land in this single initializing batch.
+    let mutations = vec![
+        Mutation::put(
+            Family::System,
+            KEY_SCHEMA.to_vec(),
+            SchemaMarker::current().encode(),
+        ),
+        Mutation::put(
+            Family::System,
+            KEY_ROOT_PLACEMENT.to_vec(),
+            placement.encode(),
+        ),
+        Mutation::put(
+            Family::System,
+            KEY_PRESENTATION_ROOT.to_vec(),
+            encode_presentation_root(presentation_root),
+        ),
+        Mutation::put(
+            Family::System,
+            KEY_OWNER_EPOCH.to_vec(),
+            encode_owner_epoch(1),
+        ),
+        Mutation::put(
+            Family::RootFence,
+            root_fence::key(&placement.root_id),
+            fence.encode(),
+        ),
+    ];
+    let appended = crate::outbox::append(
+        &RecoveryTail::GENESIS,
+        1,
+        &RecoveryEntry::StoreInitialization {
+            root_id: placement.root_id,
+            logical_shard_id: placement.logical_shard_id,
+            placement_generation: placement.placement_generation,
+            owner_epoch: 1,
+        },
+        &mutations,
+    )?;
     let mut batch = holt::Batch::new();
     batch.expect_version(0);
     batch.expect(&sys, KEY_SCHEMA, holt::Expect::Absent);
-    batch.put(&sys, KEY_SCHEMA, SchemaMarker::current().encode());
-    batch.put(&sys, KEY_ROOT_PLACEMENT, placement.encode());
-    batch.put(
-        &sys,
-        KEY_PRESENTATION_ROOT,
-        encode_presentation_root(presentation_root),
-    );
-    batch.put(&sys, KEY_OWNER_EPOCH, encode_owner_epoch(1));
-    batch.put(
-        &fence_tree,
-        root_fence::key(&placement.root_id),
-        fence.encode(),
-    );
+    batch.expect(&sys, KEY_RECOVERY_TAIL, holt::Expect::Absent);
+    add_rows(db, &mut batch, mutations.into_iter().chain(appended.rows))?;
     db.commit(batch)?;
     Ok(GateOutcome {
         placement,

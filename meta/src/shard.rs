@@ -3,15 +3,18 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::codec::system::{RecoveryTail, KEY_RECOVERY_TAIL};
 use crate::codec::{RootActivationState, RootFence};
 use crate::command::ShardFence;
 use crate::error::Result;
 use crate::ids::{LogicalShardId, RootId};
 use crate::ops::publish::{PublishReceipt, PublishRequest};
 use crate::ops::workspace::CreateWorkspaceOutcome;
+use crate::outbox::OutboxSummary;
 use crate::read::Reader;
 use crate::schema::open_gate;
-use crate::store::{HoltStore, TxnStore};
+use crate::schema::Family;
+use crate::store::{HoltStore, Snapshot, TxnStore};
 
 /// Options for [`MetaShard::open`].
 #[derive(Debug, Clone, Default)]
@@ -47,9 +50,11 @@ impl std::fmt::Debug for MetaShard {
 
 impl MetaShard {
     /// Opens (or initializes) the store whose holt database lives directly in `dir`, passing the
-    /// schema gate (see [`crate::schema`]) and advancing the owner epoch.
+    /// schema gate (see [`crate::schema`]), verifying the RecoveryOutbox (see [`crate::outbox`];
+    /// O(outbox) at every open) and advancing the owner epoch through the outbox.
     ///
     /// Errors: [`crate::Error::SchemaMismatch`] (nothing written),
+    /// [`crate::Error::RecoveryOutboxCorrupt`] naming the LSN (nothing written),
     /// [`crate::Error::PresentationRootMismatch`] (nothing written),
     /// [`crate::Error::InvalidArgument`] for an invalid requested presentation root,
     /// [`crate::Error::Storage`] (e.g. `holt::Error::Locked`).
@@ -98,6 +103,41 @@ impl MetaShard {
         self.inner.fence.owner_epoch
     }
 
+    /// The System recovery tail: last applied RecoveryOutbox LSN and chain digest.
+    ///
+    /// Errors: [`crate::Error::Codec`]; storage errors; [`crate::Error::Fenced`] if absent.
+    pub fn recovery_tail(&self) -> Result<RecoveryTail> {
+        let snap = self.inner.store.snapshot();
+        let bytes = snap
+            .get(Family::System, KEY_RECOVERY_TAIL)?
+            .ok_or_else(|| crate::Error::Fenced {
+                reason: "no System recovery tail is recorded".into(),
+            })?;
+        RecoveryTail::decode(&bytes)
+    }
+
+    /// Re-verifies the whole RecoveryOutbox at the current version (the same check the open
+    /// performs; O(outbox)).
+    ///
+    /// Errors: [`crate::Error::RecoveryOutboxCorrupt`]; codec and storage errors.
+    pub fn verify_recovery_outbox(&self) -> Result<OutboxSummary> {
+        let db = self.inner.store.db();
+        let view = db.view();
+        let sys = db.tree(Family::System.name());
+        let tree = db.tree(Family::RecoveryOutbox.name());
+        let (Some(sys), Some(tree)) = (sys, tree) else {
+            return Err(crate::Error::Fenced {
+                reason: "reserved trees missing".into(),
+            });
+        };
+        let tail = view
+            .get(&sys, KEY_RECOVERY_TAIL)?
+            .ok_or_else(|| crate::Error::Fenced {
+                reason: "no System recovery tail is recorded".into(),
+            })?;
+        crate::outbox::verify(&view, &tree, &RecoveryTail::decode(&tail)?)
+    }
+
     /// The underlying holt database (diagnostics, checkpoints, stats).
     pub fn db(&self) -> &holt::Db {
         self.inner.store.db()
@@ -129,8 +169,21 @@ impl MetaShard {
         crate::ops::publish::publish(self, req)
     }
 
-    /// A command skeleton carrying this handle's identity and fence fields.
-    pub(crate) fn command_header(
+    /// Executes one raw [`crate::command::MetadataCommand`] under this handle's fence (see
+    /// [`crate::command::executor`] for the validation order). The workspace operations above
+    /// are built on this; it is public for diagnostics and fault-injection tests.
+    ///
+    /// Errors: those of [`crate::command::execute`].
+    pub fn execute(
+        &self,
+        cmd: crate::command::MetadataCommand,
+    ) -> Result<crate::command::CommandOutcome> {
+        crate::command::execute(&self.inner.store, &self.inner.fence, cmd)
+    }
+
+    /// A command skeleton carrying this handle's identity and fence fields (schema id, root,
+    /// logical shard, placement generation, owner epoch) with no predicates, mutations or events.
+    pub fn command_header(
         &self,
         request_id: crate::ids::RequestId,
         command_digest: [u8; 32],

@@ -146,9 +146,12 @@ impl HoltStore {
     pub fn new(db: holt::Db) -> Result<Self> {
         let mut trees = Vec::with_capacity(Family::ALL.len());
         for f in Family::ALL {
-            let t = db
-                .tree(f.name())
-                .ok_or_else(|| Error::schema(format!("missing tree {}", f.name())))?;
+            let t = db.tree(f.name()).ok_or_else(|| {
+                Error::schema(
+                    crate::schema::SchemaMismatchKind::MissingTree,
+                    format!("missing tree {}", f.name()),
+                )
+            })?;
             trees.push(t);
         }
         Ok(HoltStore {

@@ -50,6 +50,12 @@ pub struct ClientOptions {
     /// Presentation root for a new store (default `/agents/local/wb`). For an existing store it
     /// must equal the stored one or be `None`.
     pub presentation_root: Option<String>,
+    /// Create the store when `dir` holds none (default true). With false, opening a missing
+    /// store fails with [`Error::StoreNotFound`] and creates nothing.
+    pub create_if_missing: bool,
+    /// How long to wait for another process that holds the store's lock (default 30 s; one
+    /// process owns a store at a time). Past it, [`Error::StoreBusy`].
+    pub lock_wait: std::time::Duration,
 }
 
 impl Default for ClientOptions {
@@ -57,6 +63,8 @@ impl Default for ClientOptions {
         Self {
             block_size: DEFAULT_BLOCK_SIZE,
             presentation_root: None,
+            create_if_missing: true,
+            lock_wait: std::time::Duration::from_secs(30),
         }
     }
 }
@@ -173,8 +181,9 @@ impl Client {
     /// Opens (creating when missing) the embedded store in `dir` with default options.
     ///
     /// Errors: [`Error::Meta`] when the schema gate refuses the store (wrong marker, registry or
-    /// presentation root) or it is locked by another process; [`Error::LocalIo`] when the
-    /// directory cannot be created.
+    /// presentation root) or its files are damaged; [`Error::StoreBusy`] when another process
+    /// kept the store locked for the whole lock wait; [`Error::LocalIo`] when the directory cannot
+    /// be created.
     pub fn open(dir: impl AsRef<Path>) -> Result<Client> {
         Self::open_with(dir, ClientOptions::default())
     }
@@ -188,18 +197,35 @@ impl Client {
                 options.block_size
             )));
         }
+        if !options.create_if_missing && !dir.join("meta").is_dir() {
+            return Err(Error::StoreNotFound);
+        }
         std::fs::create_dir_all(&dir).map_err(|source| Error::LocalIo {
             op: "create store directory",
             path: dir.clone(),
             source,
         })?;
-        let meta = MetaShard::open(
-            dir.join("meta"),
-            meta::OpenOptions {
-                presentation_root: options.presentation_root.clone(),
-                ..Default::default()
-            },
-        )?;
+        let deadline = std::time::Instant::now() + options.lock_wait;
+        let mut backoff = std::time::Duration::from_millis(2);
+        let meta = loop {
+            let opened = MetaShard::open(
+                dir.join("meta"),
+                meta::OpenOptions {
+                    presentation_root: options.presentation_root.clone(),
+                    ..Default::default()
+                },
+            );
+            match opened {
+                Err(meta::Error::Storage(holt::Error::Locked { .. })) => {
+                    if std::time::Instant::now() >= deadline {
+                        return Err(Error::StoreBusy);
+                    }
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(std::time::Duration::from_millis(100));
+                }
+                other => break other?,
+            }
+        };
         let objects_dir = dir.join("objects");
         let objects: Arc<dyn ObjectStore> = Arc::new(LocalDir::open(&objects_dir)?);
         Ok(Client {
@@ -247,8 +273,10 @@ impl Client {
     /// Errors: [`Error::InvalidArgument`] for an invalid id; [`Error::WorkbenchUnavailable`] when
     /// the name is held by a staging or retired incarnation.
     pub fn create_workbench(&self, workbench_id: &str) -> Result<WorkbenchInfo> {
-        meta::validate_workbench_id(workbench_id)
-            .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        meta::validate_workbench_id(workbench_id).map_err(|e| match e {
+            meta::Error::InvalidArgument(msg) => Error::InvalidArgument(msg),
+            other => Error::InvalidArgument(other.to_string()),
+        })?;
         let outcome = self.inner.meta.create_workspace(workbench_id)?;
         Ok(WorkbenchInfo {
             workbench_id: workbench_id.to_string(),
@@ -260,8 +288,11 @@ impl Client {
 
     /// Normalizes a workbench-relative path (section included, e.g. `input/data.csv`) with the one
     /// shared normalizer.
+    ///
+    /// The limits leave room for the section: a path of at most 4096 bytes / 64 components below
+    /// its section (seed 000 normalizer rules otherwise unchanged).
     pub fn normalize(path: &str) -> Result<NormPath> {
-        meta::normalize(path).map_err(|e| Error::InvalidPath {
+        meta::path::normalize_stored(path).map_err(|e| Error::InvalidPath {
             path: path.to_string(),
             reason: e.to_string(),
         })
@@ -293,6 +324,7 @@ impl Client {
         options: &PutOptions,
     ) -> Result<PutReceipt> {
         let path = self.publishable_path(path)?;
+        validate_content_type(&options.content_type)?;
         let read = self.inner.meta.read();
         let ws = read
             .visible_workspace(workbench_id)
@@ -377,6 +409,9 @@ impl Client {
         producer: &str,
     ) -> Result<AppendReceipt> {
         let path = self.publishable_path(path)?;
+        if let Some(ct) = content_type {
+            validate_content_type(ct)?;
+        }
         let delta_digest_uri = objstore::sha256_uri(bytes);
         const ATTEMPTS: usize = 8;
         let mut last_conflict = None;
@@ -756,6 +791,16 @@ impl Client {
             let _ = self.inner.objects.delete(&row.object_key);
         }
     }
+}
+
+/// A content type is 1..=255 bytes of printable ASCII (no control characters such as CR/LF).
+fn validate_content_type(ct: &str) -> Result<()> {
+    if ct.is_empty() || ct.len() > 255 || !ct.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        return Err(Error::InvalidArgument(
+            "content_type must be 1..=255 printable ASCII characters".into(),
+        ));
+    }
+    Ok(())
 }
 
 struct Uploaded {

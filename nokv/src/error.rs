@@ -22,6 +22,12 @@ pub enum Error {
         /// The external workbench id.
         workbench_id: String,
     },
+    /// `create_if_missing` was false and the directory holds no store.
+    #[error("no NoKV store exists at this location")]
+    StoreNotFound,
+    /// Another process kept the store locked for the whole lock wait (retry later).
+    #[error("another process is using the store; retry")]
+    StoreBusy,
     /// No artifact exists at the path.
     #[error("no artifact at `{path}`")]
     NotFound {

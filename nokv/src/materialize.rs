@@ -75,6 +75,32 @@ pub fn materialize(
             });
         }
     }
+    // A path may hold a file and, below the same name, other files (an exact file wins over an
+    // implicit directory in listings); a local filesystem cannot hold both, so refuse up front
+    // instead of leaving a partial tree behind.
+    let names: std::collections::HashSet<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
+    for (path, _) in &files {
+        let mut ancestor = path.parent();
+        while let Some(a) = ancestor {
+            if names.contains(a.as_str()) {
+                return Err(Error::InvalidArgument(format!(
+                    "`{}` is both a file and a directory in this workbench; materialize a narrower --prefix",
+                    a.as_str()
+                )));
+            }
+            ancestor = a.parent();
+        }
+    }
+    std::fs::create_dir_all(dest).map_err(|source| Error::LocalIo {
+        op: "create directory",
+        path: dest.to_path_buf(),
+        source,
+    })?;
+    let dest_real = std::fs::canonicalize(dest).map_err(|source| Error::LocalIo {
+        op: "resolve",
+        path: dest.to_path_buf(),
+        source,
+    })?;
     let mut out = Vec::with_capacity(files.len());
     for (path, entry) in files {
         let local = path
@@ -86,6 +112,18 @@ pub fn materialize(
             path: parent.clone(),
             source,
         })?;
+        // Never write through a symlinked directory out of the destination.
+        let parent_real = std::fs::canonicalize(&parent).map_err(|source| Error::LocalIo {
+            op: "resolve",
+            path: parent.clone(),
+            source,
+        })?;
+        if !parent_real.starts_with(&dest_real) {
+            return Err(Error::InvalidArgument(format!(
+                "{} leads outside the destination (symlink); refusing to write through it",
+                parent.display()
+            )));
+        }
         let tmp = parent.join(format!(
             ".{}.nokv-partial",
             local.file_name().and_then(|n| n.to_str()).unwrap_or("file")

@@ -168,3 +168,84 @@ fn collect_and_materialize_round_trip_with_digests() {
     );
     assert_eq!(out.status.code(), Some(0));
 }
+
+#[test]
+fn refused_calls_touch_no_storage_and_missing_stores_are_not_created() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("never");
+    // Schema failure: InvalidArguments, exit 1, no store created.
+    let out = nokv(
+        &store,
+        &["workbench", "put_file", r#"{"id":"a","bogus":1}"#],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(envelope(&out)["code"], "InvalidArguments");
+    // A read on a missing store: NotFound, no store created.
+    let out = nokv(&store, &["workbench", "stat", r#"{"id":"a"}"#]);
+    assert_eq!(out.status.code(), Some(1));
+    let env = envelope(&out);
+    assert_eq!(env["code"], "NotFound");
+    assert!(
+        !env.to_string().contains(store.to_str().unwrap()),
+        "no host paths: {env}"
+    );
+    assert!(!store.exists());
+    // Unknown tool wins over bad JSON.
+    let out = nokv(&store, &["workbench", "frob", "{bad"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(envelope(&out)["code"], "UnknownTool");
+    // Usage error inside `workbench`: still one envelope, exit 2.
+    let out = nokv(&store, &["workbench"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(envelope(&out)["code"], "InvalidArguments");
+    assert!(!store.exists());
+}
+
+#[test]
+fn concurrent_cli_calls_wait_for_the_store_instead_of_failing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s");
+    assert_eq!(
+        nokv(&store, &["workbench", "create", r#"{"id":"wb"}"#])
+            .status
+            .code(),
+        Some(0)
+    );
+    let handles: Vec<_> = (0..6)
+        .map(|i| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                Command::new(env!("CARGO_BIN_EXE_nokv"))
+                    .arg("--store")
+                    .arg(&store)
+                    .args([
+                        "workbench",
+                        "append",
+                        &format!(
+                            r#"{{"id":"wb","section":"logs","path":"par.log","text":"p{i}\n"}}"#
+                        ),
+                    ])
+                    .output()
+                    .unwrap()
+            })
+        })
+        .collect();
+    for h in handles {
+        let out = h.join().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    let out = nokv(
+        &store,
+        &[
+            "workbench",
+            "read",
+            r#"{"id":"wb","section":"logs","path":"par.log"}"#,
+        ],
+    );
+    assert_eq!(envelope(&out)["record_count"], 6);
+}

@@ -541,3 +541,134 @@ fn grep_finds_case_insensitive_literals_recursively() {
         "InvalidArguments",
     );
 }
+
+#[test]
+fn integral_floats_and_oversized_integers_are_never_silently_dropped() {
+    let (_t, wb) = setup();
+    let g1 = put(&wb, "input", "a.txt", "one")["generation"]
+        .as_u64()
+        .unwrap();
+    ok(wb.call(
+        "workbench_put_file",
+        &json!({"id":"wb","section":"input","path":"a.txt","text":"two","replace":true,"expected_generation":g1}),
+    ));
+    let v = version(&wb);
+    // A stale generation written as a float is still a CAS on that generation.
+    let stale = json!({"id":"wb","section":"input","path":"a.txt","text":"X","replace":true,"expected_generation":(g1 as f64)});
+    let e = err(wb.call("workbench_put_file", &stale), "Conflict");
+    assert_eq!(e["details"]["conflict"], "PathGeneration");
+    // Larger than u64: refused, not treated as absent.
+    let huge: Value = serde_json::from_str(
+        r#"{"id":"wb","section":"input","path":"a.txt","text":"X","replace":true,"expected_generation":18446744073709551616}"#,
+    )
+    .unwrap();
+    err(wb.call("workbench_put_file", &huge), "InvalidArguments");
+    assert_eq!(version(&wb), v);
+    assert_eq!(wb.client().read_all("wb", "input/a.txt").unwrap(), b"two");
+    // offset 1.0 is offset 1.
+    let r = ok(wb.call(
+        "workbench_read",
+        &json!({"id":"wb","section":"input","path":"a.txt","format":"bytes","offset":1.0}),
+    ));
+    assert_eq!(r["bytes"], "d28="); // "wo"
+}
+
+#[test]
+fn path_limits_apply_to_the_path_relative_to_its_section() {
+    let (_t, wb) = setup();
+    let deep = vec!["d"; 64].join("/");
+    ok(wb.call(
+        "workbench_put_file",
+        &json!({"id":"wb","section":"outputs","path":deep,"text":"x"}),
+    ));
+    let long = "y".repeat(4096);
+    ok(wb.call(
+        "workbench_put_file",
+        &json!({"id":"wb","section":"outputs","path":long,"text":"x"}),
+    ));
+    let read = ok(wb.call(
+        "workbench_read",
+        &json!({"id":"wb","section":"outputs","path":deep}),
+    ));
+    assert_eq!(read["items"][0]["value"], "x");
+    let listing = ok(wb.call("workbench_list", &json!({"id":"wb","section":"outputs"})));
+    assert_eq!(listing["entry_count"], 2);
+    let found = ok(wb.call(
+        "workbench_grep",
+        &json!({"id":"wb","section":"outputs","pattern":"x","recursive":true}),
+    ));
+    assert_eq!(found["matches"].as_array().unwrap().len(), 2);
+    let too_deep = vec!["d"; 65].join("/");
+    err(
+        wb.call(
+            "workbench_put_file",
+            &json!({"id":"wb","section":"outputs","path":too_deep,"text":"x"}),
+        ),
+        "InvalidArguments",
+    );
+}
+
+#[test]
+fn reserved_manifests_cannot_be_edited_or_appended() {
+    let (_t, wb) = setup();
+    for tool in ["workbench_append", "workbench_put_file"] {
+        err(
+            wb.call(
+                tool,
+                &json!({"id":"wb","section":"metadata","path":"run_manifest.json","text":"{}"}),
+            ),
+            "InvalidArguments",
+        );
+    }
+    err(
+        wb.call(
+            "workbench_edit",
+            &json!({"id":"wb","section":"metadata","path":"restore_manifest.json","old_string":"a","new_string":"b"}),
+        ),
+        "InvalidArguments",
+    );
+}
+
+#[test]
+fn content_type_with_control_characters_is_refused() {
+    let (_t, wb) = setup();
+    err(
+        wb.call(
+            "workbench_put_file",
+            &json!({"id":"wb","section":"input","path":"a","text":"x","content_type":"text/plain\r\nX-Evil: 1"}),
+        ),
+        "InvalidArguments",
+    );
+}
+
+#[test]
+fn grep_matches_lines_of_bodies_with_stray_binary_bytes() {
+    let (_t, wb) = setup();
+    // "\xffneedle\n" as base64
+    ok(wb.call(
+        "workbench_put_file",
+        &json!({"id":"wb","section":"logs","path":"b.log","base64":"/25lZWRsZQo="}),
+    ));
+    let g = ok(wb.call(
+        "workbench_grep",
+        &json!({"id":"wb","section":"logs","pattern":"needle","recursive":false}),
+    ));
+    assert_eq!(g["matches"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn materialize_refuses_a_path_that_is_both_file_and_directory() {
+    let (tmp, wb) = setup();
+    put(&wb, "logs", "d/x", "inner");
+    put(&wb, "logs", "d", "outer");
+    let dest = tmp.path().join("sandbox");
+    let e = nokv::materialize::materialize(wb.client(), "wb", None, &dest).unwrap_err();
+    assert!(matches!(e, nokv::Error::InvalidArgument(_)), "{e}");
+    assert!(
+        !dest.join("logs").exists(),
+        "nothing written before the refusal"
+    );
+    // A narrower prefix works.
+    let files = nokv::materialize::materialize(wb.client(), "wb", Some("logs/d/x"), &dest).unwrap();
+    assert_eq!(files.len(), 1);
+}

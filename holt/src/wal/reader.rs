@@ -11,11 +11,11 @@
 //!   first append (never during open). A damaged record anywhere else — including one followed
 //!   by a later record that still validates — fails the open with `Error::Corrupt`.
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::state::State;
+use crate::wal::fs::WalFs;
 use crate::wal::record::{parse_segment_name, record_crc, Record, HEADER_LEN};
 
 /// What recovery learned about the last segment, handed to the writer.
@@ -39,22 +39,26 @@ pub(crate) struct Recovered {
 }
 
 /// Segment files in `wal_dir`, sorted by first LSN. Other files are ignored.
-pub(crate) fn list_segments(wal_dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
-    let rd = fs::read_dir(wal_dir).map_err(|e| Error::io("read_dir", wal_dir, e))?;
-    let mut segs = Vec::new();
-    for ent in rd {
-        let ent = ent.map_err(|e| Error::io("read_dir", wal_dir, e))?;
-        if let Some(lsn) = ent.file_name().to_str().and_then(parse_segment_name) {
-            segs.push((lsn, ent.path()));
-        }
-    }
+/// Errors: `Io` (`read_dir`).
+pub(crate) fn list_segments(fs: &dyn WalFs, wal_dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
+    let entries = fs
+        .list(wal_dir)
+        .map_err(|e| Error::io("read_dir", wal_dir, e))?;
+    let mut segs: Vec<(u64, PathBuf)> = entries
+        .into_iter()
+        .filter_map(|p| {
+            let lsn = p.file_name()?.to_str().and_then(parse_segment_name)?;
+            Some((lsn, p))
+        })
+        .collect();
     segs.sort();
     Ok(segs)
 }
 
 /// Replays every record after `state.lsn` (the checkpoint LSN, 0 without checkpoint).
-pub(crate) fn recover(wal_dir: &Path, mut state: State) -> Result<Recovered> {
-    let segs = list_segments(wal_dir)?;
+/// Segment files are listed and read through `fs`.
+pub(crate) fn recover(fs: &dyn WalFs, wal_dir: &Path, mut state: State) -> Result<Recovered> {
+    let segs = list_segments(fs, wal_dir)?;
     let mut expected = state.lsn + 1;
     let first_idx = segs
         .iter()
@@ -78,7 +82,7 @@ pub(crate) fn recover(wal_dir: &Path, mut state: State) -> Result<Recovered> {
                 format!("segment starts at LSN {start}, previous segment ended before {expected}"),
             ));
         }
-        let data = fs::read(path).map_err(|e| Error::io("read", path, e))?;
+        let data = fs.read(path).map_err(|e| Error::io("read", path, e))?;
         let (valid_end, next_lsn) =
             scan_segment(path, &data, *start, is_last, |lsn, rec, len, off| {
                 if lsn < expected {

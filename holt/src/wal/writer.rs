@@ -1,39 +1,88 @@
-//! WAL segment writer and leader/follower group commit.
+//! The WAL segment writer (the group-commit sink) and [`Wal`], the log of one open database.
 //!
-//! Committers encode their record while holding the commit lock (so records are queued in LSN
-//! order), push it on the pending queue, release the commit lock, then take the I/O lock. Whoever
-//! holds the I/O lock is the *leader*: it drains **every** pending record, writes them with one
-//! `pwrite`, issues one `fdatasync` (Durability::Sync), publishes the newest state and releases
-//! the lock. A *follower* that then gets the lock finds its LSN already durable and returns
-//! without any I/O. While a leader syncs, new committers queue up behind the I/O lock and are
-//! covered together by the next leader — that is the group commit.
+//! Committers encode their record under the commit lock and hand it to the group-commit
+//! hand-off ([`super::group_commit`]), which elects one committer at a time as writer; the writer
+//! passes the whole group to [`SegmentWriter::write_group`]: one write at the end of the current
+//! segment and, under [`Durability::Sync`], one `fdatasync`, either as a linked io_uring
+//! submission ([`IoEngine::Uring`]) or as `pwrite` + `fdatasync` ([`IoEngine::Blocking`]).
+//! Segments are created lazily, named after the first LSN they hold, and the WAL directory is
+//! fsynced after each creation so the new name is durable before any record in it is
+//! acknowledged. All file operations go through [`WalFs`], so tests can inject faults.
 //!
-//! A failed write or sync poisons the log: the records of that group (and all later ones) are
-//! refused, because the in-memory tip already contains them. Reopen to recover.
+//! A failed write or sync poisons the log (see the hand-off module): the records of that group
+//! (and all later ones) are refused, because the in-memory tip already contains them. Reopen to
+//! recover.
 
-use std::collections::VecDeque;
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::RwLock;
 
 use crate::error::{Error, Result};
-use crate::options::Durability;
+use crate::options::{Durability, WalGroupStats, WalIo, WalIoPath};
 use crate::state::State;
-use crate::wal::reader::TailSegment;
+use crate::wal::fs::{self, WalFile, WalFs};
+use crate::wal::group_commit::{GroupCommit, GroupSink};
+use crate::wal::reader::{list_segments, TailSegment};
 use crate::wal::record::segment_file_name;
+use crate::wal::uring::Ring;
 
-/// fsyncs a directory so that created, renamed or removed entries are durable.
+/// fsyncs a directory of the real file system so that created, renamed or removed entries are
+/// durable. Errors: `Io` (`open` or `fsync`).
 pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     let f = File::open(dir).map_err(|e| Error::io("open", dir, e))?;
     f.sync_all().map_err(|e| Error::io("fsync", dir, e))
 }
 
+/// How the segment writer submits a group's write and `fdatasync`.
+#[derive(Debug)]
+pub(crate) enum IoEngine {
+    /// `pwrite(2)` + `fdatasync(2)`.
+    Blocking,
+    /// A linked write + `fdatasync` submission on the writer's own io_uring (boxed: the ring
+    /// handle is a few hundred bytes).
+    Uring(Box<Ring>),
+}
+
+impl IoEngine {
+    /// Picks the engine for `wal_io`, probing io_uring for `Auto` and `IoUring`.
+    /// Errors: `Unsupported` (with the kernel's reason) for `IoUring` when the probe fails.
+    pub(crate) fn select(wal_io: WalIo) -> Result<IoEngine> {
+        match wal_io {
+            WalIo::Blocking => Ok(IoEngine::Blocking),
+            WalIo::Auto => {
+                Ok(Ring::probe().map_or(IoEngine::Blocking, |r| IoEngine::Uring(Box::new(r))))
+            }
+            WalIo::IoUring => Ring::probe()
+                .map(|r| IoEngine::Uring(Box::new(r)))
+                .map_err(|e| {
+                    Error::Unsupported(format!(
+                        "WalIo::IoUring requested but io_uring is not available: {e}"
+                    ))
+                }),
+        }
+    }
+
+    /// The path reported in `Stats::wal_io`.
+    pub(crate) fn path(&self) -> WalIoPath {
+        match self {
+            IoEngine::Blocking => WalIoPath::Blocking,
+            IoEngine::Uring(_) => WalIoPath::IoUring,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Counters {
+    syncs: AtomicU64,
+    writes: AtomicU64,
+    bytes: AtomicU64,
+}
+
 struct OpenSegment {
-    file: File,
+    file: Box<dyn WalFile>,
     path: PathBuf,
     start_lsn: u64,
     len: u64,
@@ -42,96 +91,72 @@ struct OpenSegment {
 /// Appends framed records to the current segment file, creating segments lazily (named after
 /// the first LSN they will hold).
 pub(crate) struct SegmentWriter {
+    fs: Arc<dyn WalFs>,
     wal_dir: PathBuf,
     current: Option<OpenSegment>,
     /// The last segment found by recovery, not yet reopened for writing.
     tail: Option<TailSegment>,
-}
-
-fn cut_torn_tail(tail: &TailSegment) -> Result<()> {
-    if tail.file_len > tail.valid_end {
-        let f = OpenOptions::new()
-            .write(true)
-            .open(&tail.path)
-            .map_err(|e| Error::io("open", &tail.path, e))?;
-        f.set_len(tail.valid_end)
-            .map_err(|e| Error::io("ftruncate", &tail.path, e))?;
-        f.sync_all()
-            .map_err(|e| Error::io("fsync", &tail.path, e))?;
-    }
-    Ok(())
+    engine: IoEngine,
+    durability: Durability,
+    counters: Arc<Counters>,
 }
 
 impl SegmentWriter {
-    pub(crate) fn new(wal_dir: PathBuf, tail: Option<TailSegment>) -> Self {
-        SegmentWriter {
-            wal_dir,
-            current: None,
-            tail,
+    /// Cuts a recovered tail segment back to its last valid record, durably.
+    fn cut_torn_tail(&self, tail: &TailSegment) -> Result<()> {
+        if tail.file_len > tail.valid_end {
+            let mut f = self
+                .fs
+                .open_write(&tail.path)
+                .map_err(|e| Error::io("open", &tail.path, e))?;
+            f.set_len(tail.valid_end)
+                .map_err(|e| Error::io("ftruncate", &tail.path, e))?;
+            fs::sync_data(&mut *f).map_err(|e| Error::io("fdatasync", &tail.path, e))?;
         }
-    }
-
-    fn open_for(&mut self, first_lsn: u64) -> Result<&mut OpenSegment> {
-        if self.current.is_none() {
-            if let Some(tail) = self.tail.take() {
-                if tail.next_lsn == first_lsn {
-                    let file = OpenOptions::new()
-                        .write(true)
-                        .open(&tail.path)
-                        .map_err(|e| Error::io("open", &tail.path, e))?;
-                    if tail.file_len > tail.valid_end {
-                        // Drop the torn tail record found at open (first write only).
-                        file.set_len(tail.valid_end)
-                            .map_err(|e| Error::io("ftruncate", &tail.path, e))?;
-                    }
-                    let start_lsn = first_lsn;
-                    self.current = Some(OpenSegment {
-                        file,
-                        path: tail.path,
-                        start_lsn,
-                        len: tail.valid_end,
-                    });
-                } else {
-                    cut_torn_tail(&tail)?;
-                }
-            }
-        }
-        match &mut self.current {
-            Some(seg) => Ok(seg),
-            slot @ None => {
-                let path = self.wal_dir.join(segment_file_name(first_lsn));
-                let file = OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&path)
-                    .map_err(|e| Error::io("create", &path, e))?;
-                sync_dir(&self.wal_dir)?;
-                Ok(slot.insert(OpenSegment {
-                    file,
-                    path,
-                    start_lsn: first_lsn,
-                    len: 0,
-                }))
-            }
-        }
-    }
-
-    /// Writes `buf` (records starting at `first_lsn`) at the end of the current segment.
-    fn append(&mut self, first_lsn: u64, buf: &[u8]) -> Result<()> {
-        let seg = self.open_for(first_lsn)?;
-        seg.file
-            .write_all_at(buf, seg.len)
-            .map_err(|e| Error::io("pwrite", &seg.path, e))?;
-        seg.len += buf.len() as u64;
         Ok(())
     }
 
-    fn sync(&mut self) -> Result<()> {
-        if let Some(seg) = &self.current {
-            seg.file
-                .sync_data()
-                .map_err(|e| Error::io("fdatasync", &seg.path, e))?;
+    /// Makes sure a segment is open that the record with `first_lsn` can be appended to.
+    fn open_for(&mut self, first_lsn: u64) -> Result<()> {
+        if self.current.is_some() {
+            return Ok(());
         }
+        if let Some(tail) = self.tail.take() {
+            if tail.next_lsn == first_lsn {
+                let mut file = self
+                    .fs
+                    .open_write(&tail.path)
+                    .map_err(|e| Error::io("open", &tail.path, e))?;
+                if tail.file_len > tail.valid_end {
+                    // Drop the torn tail record found at open (first write only); the group's
+                    // fdatasync makes the new length durable together with the new records.
+                    file.set_len(tail.valid_end)
+                        .map_err(|e| Error::io("ftruncate", &tail.path, e))?;
+                }
+                self.current = Some(OpenSegment {
+                    file,
+                    path: tail.path,
+                    start_lsn: first_lsn,
+                    len: tail.valid_end,
+                });
+                return Ok(());
+            }
+            self.cut_torn_tail(&tail)?;
+        }
+        let path = self.wal_dir.join(segment_file_name(first_lsn));
+        let file = self
+            .fs
+            .create_new(&path)
+            .map_err(|e| Error::io("create", &path, e))?;
+        self.fs
+            .sync_dir(&self.wal_dir)
+            .map_err(|e| Error::io("fsync", &self.wal_dir, e))?;
+        self.current = Some(OpenSegment {
+            file,
+            path,
+            start_lsn: first_lsn,
+            len: 0,
+        });
         Ok(())
     }
 
@@ -146,131 +171,172 @@ impl SegmentWriter {
             if tail.valid_end == 0 && tail.next_lsn == next_lsn {
                 self.tail = Some(tail);
             } else {
-                cut_torn_tail(&tail)?;
+                self.cut_torn_tail(&tail)?;
             }
         }
         Ok(())
     }
 
-    /// First LSN of the segment that will receive the next record, if already known.
+    /// First LSN of the segment that will receive the next record, if already open.
     fn current_start(&self) -> Option<u64> {
         self.current.as_ref().map(|s| s.start_lsn)
     }
 }
 
-/// A record waiting for the group-commit leader.
-pub(crate) struct Pending {
-    pub(crate) lsn: u64,
-    pub(crate) bytes: Vec<u8>,
-    pub(crate) state: Arc<State>,
+impl GroupSink for SegmentWriter {
+    fn write_group(&mut self, first_lsn: u64, _last_lsn: u64, bytes: &[u8]) -> Result<()> {
+        self.open_for(first_lsn)?;
+        let Some(seg) = self.current.as_mut() else {
+            return Err(Error::Poisoned {
+                reason: "internal: no open WAL segment".into(),
+            });
+        };
+        let sync = self.durability == Durability::Sync;
+        match (&mut self.engine, seg.file.raw_fd()) {
+            (IoEngine::Uring(ring), Some(fd)) => {
+                let op = if sync {
+                    "io_uring write + fdatasync"
+                } else {
+                    "io_uring write"
+                };
+                ring.write_at(fd, bytes, seg.len, sync)
+                    .map_err(|e| Error::io(op, &seg.path, e))?;
+            }
+            _ => {
+                fs::write_all_at(&mut *seg.file, bytes, seg.len)
+                    .map_err(|e| Error::io("pwrite", &seg.path, e))?;
+                if sync {
+                    fs::sync_data(&mut *seg.file)
+                        .map_err(|e| Error::io("fdatasync", &seg.path, e))?;
+                }
+            }
+        }
+        seg.len += bytes.len() as u64;
+        if sync {
+            self.counters.syncs.fetch_add(1, Ordering::Relaxed);
+        }
+        self.counters.writes.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .bytes
+            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// WAL counters for `Db::stats`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WalStats {
+    pub(crate) io: WalIoPath,
+    pub(crate) syncs: u64,
+    pub(crate) writes: u64,
+    pub(crate) bytes: u64,
+    pub(crate) groups: WalGroupStats,
+    pub(crate) durable_lsn: u64,
 }
 
 /// The write-ahead log of one open database.
 pub(crate) struct Wal {
-    pending: Mutex<VecDeque<Pending>>,
-    io: Mutex<SegmentWriter>,
-    durable_lsn: AtomicU64,
-    poison: Mutex<Option<String>>,
-    durability: Durability,
-    pub(crate) syncs: AtomicU64,
-    pub(crate) writes: AtomicU64,
-    pub(crate) bytes: AtomicU64,
+    gc: GroupCommit<SegmentWriter, Arc<State>>,
+    fs: Arc<dyn WalFs>,
+    wal_dir: PathBuf,
+    io: WalIoPath,
+    counters: Arc<Counters>,
 }
 
 impl Wal {
+    /// The log in `wal_dir`, durable through `durable_lsn`, continuing after the recovered
+    /// `tail` segment, writing through `engine`.
     pub(crate) fn new(
+        fs: Arc<dyn WalFs>,
         wal_dir: PathBuf,
         tail: Option<TailSegment>,
         durable_lsn: u64,
         durability: Durability,
+        engine: IoEngine,
     ) -> Self {
-        Wal {
-            pending: Mutex::new(VecDeque::new()),
-            io: Mutex::new(SegmentWriter::new(wal_dir, tail)),
-            durable_lsn: AtomicU64::new(durable_lsn),
-            poison: Mutex::new(None),
+        let counters = Arc::new(Counters::default());
+        let io = engine.path();
+        let writer = SegmentWriter {
+            fs: fs.clone(),
+            wal_dir: wal_dir.clone(),
+            current: None,
+            tail,
+            engine,
             durability,
-            syncs: AtomicU64::new(0),
-            writes: AtomicU64::new(0),
-            bytes: AtomicU64::new(0),
+            counters: counters.clone(),
+        };
+        Wal {
+            gc: GroupCommit::new(writer, durable_lsn),
+            fs,
+            wal_dir,
+            io,
+            counters,
         }
     }
 
     /// `Err(Poisoned)` once a WAL write or sync has failed.
     pub(crate) fn check_poison(&self) -> Result<()> {
-        match &*self.poison.lock() {
-            Some(reason) => Err(Error::Poisoned {
-                reason: reason.clone(),
-            }),
-            None => Ok(()),
-        }
+        self.gc.check_poison()
     }
 
-    /// Queues an encoded record. Must be called under the commit lock, in LSN order.
-    pub(crate) fn enqueue(&self, p: Pending) {
-        self.pending.lock().push_back(p);
+    /// Queues the framed record `bytes` with `lsn`; `state` is the state it produces. Must be
+    /// called under the commit lock, in LSN order. Errors: `Poisoned` after a WAL failure.
+    pub(crate) fn enqueue(&self, lsn: u64, bytes: &[u8], state: Arc<State>) -> Result<()> {
+        self.gc.enqueue(lsn, bytes, state)
     }
 
-    pub(crate) fn durable_lsn(&self) -> u64 {
-        self.durable_lsn.load(Ordering::Acquire)
+    /// WAL bytes written since open.
+    pub(crate) fn bytes_written(&self) -> u64 {
+        self.counters.bytes.load(Ordering::Relaxed)
     }
 
     /// Returns once the record with `lsn` is durable (Sync) / written (Buffered) and its state
-    /// (or a newer one) is published, becoming the group leader if needed.
+    /// (or a newer one) is published, writing the group itself if no writer is active.
+    /// Errors: `Io` if its group failed, `Poisoned` after an earlier failure.
     pub(crate) fn wait_durable(&self, lsn: u64, published: &RwLock<Arc<State>>) -> Result<()> {
-        let mut w = self.io.lock();
-        if self.durable_lsn() >= lsn {
-            return Ok(());
-        }
-        self.check_poison()?;
-        self.flush_locked(&mut w, published)
-    }
-
-    fn flush_locked(&self, w: &mut SegmentWriter, published: &RwLock<Arc<State>>) -> Result<()> {
-        let group: Vec<Pending> = self.pending.lock().drain(..).collect();
-        let (Some(first), Some(last)) = (group.first(), group.last()) else {
-            return Ok(());
-        };
-        let first_lsn = first.lsn;
-        let newest = last.state.clone();
-        let last_lsn = last.lsn;
-        let total: usize = group.iter().map(|p| p.bytes.len()).sum();
-        let res = if group.len() == 1 {
-            w.append(first_lsn, &first.bytes)
-        } else {
-            let mut buf = Vec::with_capacity(total);
-            for p in &group {
-                buf.extend_from_slice(&p.bytes);
-            }
-            w.append(first_lsn, &buf)
-        }
-        .and_then(|()| {
-            if self.durability == Durability::Sync {
-                w.sync()?;
-                self.syncs.fetch_add(1, Ordering::Relaxed);
-            }
-            Ok(())
-        });
-        if let Err(e) = res {
-            *self.poison.lock() = Some(e.to_string());
-            return Err(e);
-        }
-        self.writes.fetch_add(1, Ordering::Relaxed);
-        self.bytes.fetch_add(total as u64, Ordering::Relaxed);
-        *published.write() = newest;
-        self.durable_lsn.store(last_lsn, Ordering::Release);
-        Ok(())
+        self.gc.wait_durable(lsn, |st| *published.write() = st)
     }
 
     /// Makes every queued record durable, closes the current segment (the next record starts a
     /// new one) and returns the published state, whose LSN is the rotation point: every segment
     /// starting at or below it holds only records at or below it.
     pub(crate) fn flush_and_rotate(&self, published: &RwLock<Arc<State>>) -> Result<Arc<State>> {
-        let mut w = self.io.lock();
-        self.check_poison()?;
-        self.flush_locked(&mut w, published)?;
-        w.rotate(self.durable_lsn() + 1)?;
-        debug_assert!(w.current_start().is_none_or(|s| s > published.read().lsn));
-        Ok(published.read().clone())
+        self.gc.exclusive(
+            |st| *published.write() = st,
+            |w, durable| {
+                w.rotate(durable + 1)?;
+                let snap = published.read().clone();
+                debug_assert!(w.current_start().is_none_or(|s| s > snap.lsn));
+                Ok(snap)
+            },
+        )
+    }
+
+    /// Deletes every segment whose first LSN is at or below `lsn` (all covered by a checkpoint
+    /// at `lsn` after `flush_and_rotate`) and fsyncs the WAL directory.
+    /// Errors: `Io` (`read_dir`, `unlink`, `fsync`).
+    pub(crate) fn remove_segments_through(&self, lsn: u64) -> Result<()> {
+        for (start, path) in list_segments(&*self.fs, &self.wal_dir)? {
+            if start <= lsn {
+                self.fs
+                    .remove(&path)
+                    .map_err(|e| Error::io("unlink", &path, e))?;
+            }
+        }
+        self.fs
+            .sync_dir(&self.wal_dir)
+            .map_err(|e| Error::io("fsync", &self.wal_dir, e))
+    }
+
+    /// Counters for `Db::stats`.
+    pub(crate) fn stats(&self) -> WalStats {
+        WalStats {
+            io: self.io,
+            syncs: self.counters.syncs.load(Ordering::Relaxed),
+            writes: self.counters.writes.load(Ordering::Relaxed),
+            bytes: self.counters.bytes.load(Ordering::Relaxed),
+            groups: self.gc.stats(),
+            durable_lsn: self.gc.durable_lsn(),
+        }
     }
 }

@@ -49,6 +49,36 @@ pub fn prefix(root: &RootId, rev: &ArtifactRevisionId) -> Vec<u8> {
     Enc::new().raw(root.as_bytes()).raw(rev.as_bytes()).finish()
 }
 
+/// The decoded ArtifactManifest key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArtifactManifestKey {
+    /// Root.
+    pub root: RootId,
+    /// Revision owning the row.
+    pub revision: ArtifactRevisionId,
+    /// Row position in that revision.
+    pub object_index: u64,
+}
+
+impl ArtifactManifestKey {
+    /// `root_id | artifact_revision_id | u64 object_index` (40 bytes).
+    pub fn encode(&self) -> Vec<u8> {
+        key(&self.root, &self.revision, self.object_index)
+    }
+
+    /// Decodes a key. Errors: [`Error::Codec`] for any length other than 40.
+    pub fn decode(k: &[u8]) -> Result<Self> {
+        let mut d = Dec::new(FAMILY, k);
+        let v = ArtifactManifestKey {
+            root: RootId(d.b16()?),
+            revision: ArtifactRevisionId(d.b16()?),
+            object_index: d.u64()?,
+        };
+        d.finish()?;
+        Ok(v)
+    }
+}
+
 /// Decodes `object_index` from a full key. Errors: [`Error::Codec`].
 pub fn decode_key_index(key: &[u8]) -> Result<u64> {
     let tail: [u8; 8] = key

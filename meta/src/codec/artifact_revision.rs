@@ -64,6 +64,33 @@ pub fn key(root: &RootId, rev: &ArtifactRevisionId) -> Vec<u8> {
     Enc::new().raw(root.as_bytes()).raw(rev.as_bytes()).finish()
 }
 
+/// The decoded ArtifactRevision key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArtifactRevisionKey {
+    /// Root.
+    pub root: RootId,
+    /// Revision.
+    pub revision: ArtifactRevisionId,
+}
+
+impl ArtifactRevisionKey {
+    /// `root_id | artifact_revision_id` (32 bytes).
+    pub fn encode(&self) -> Vec<u8> {
+        key(&self.root, &self.revision)
+    }
+
+    /// Decodes a key. Errors: [`crate::Error::Codec`] for any length other than 32.
+    pub fn decode(k: &[u8]) -> Result<Self> {
+        let mut d = Dec::new(FAMILY, k);
+        let v = ArtifactRevisionKey {
+            root: RootId(d.b16()?),
+            revision: ArtifactRevisionId(d.b16()?),
+        };
+        d.finish()?;
+        Ok(v)
+    }
+}
+
 impl ArtifactRevision {
     /// Encodes the value (format version 2).
     pub fn encode(&self) -> Vec<u8> {

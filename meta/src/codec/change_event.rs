@@ -12,7 +12,7 @@
 use super::wire::{durable_enum, Dec, Enc};
 use crate::error::{Error, Result};
 use crate::ids::{RootId, WorkspaceIncarnationId};
-use crate::path::{normalize, NormPath};
+use crate::path::NormPath;
 
 const FAMILY: &str = "change_event";
 /// Value format version.
@@ -63,6 +63,36 @@ pub fn key(root: &RootId, commit_version: u64, event_sequence: u32) -> Vec<u8> {
         .finish()
 }
 
+/// The decoded ChangeEvent key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChangeEventKey {
+    /// Root.
+    pub root: RootId,
+    /// Commit version of the emitting command.
+    pub commit_version: u64,
+    /// Sequence within the command (from 0).
+    pub event_sequence: u32,
+}
+
+impl ChangeEventKey {
+    /// `root_id | u64 commit_version | u32 event_sequence` (28 bytes).
+    pub fn encode(&self) -> Vec<u8> {
+        key(&self.root, self.commit_version, self.event_sequence)
+    }
+
+    /// Decodes a key. Errors: [`Error::Codec`] for any length other than 28.
+    pub fn decode(k: &[u8]) -> Result<Self> {
+        let mut d = Dec::new(FAMILY, k);
+        let v = ChangeEventKey {
+            root: RootId(d.b16()?),
+            commit_version: d.u64()?,
+            event_sequence: d.u32()?,
+        };
+        d.finish()?;
+        Ok(v)
+    }
+}
+
 /// Decodes `(commit_version, event_sequence)` from a full key. Errors: [`Error::Codec`].
 pub fn decode_key(key: &[u8]) -> Result<(u64, u32)> {
     let rest = key
@@ -99,7 +129,9 @@ impl ChangeEvent {
         let kind = ChangeKind::from_u8(d.u8()?)?;
         let path = match d.opt_string()? {
             None => None,
-            Some(s) => Some(normalize(&s).map_err(|e| d.err(format!("bad path: {e}")))?),
+            Some(s) => Some(
+                crate::path::normalize_stored(&s).map_err(|e| d.err(format!("bad path: {e}")))?,
+            ),
         };
         let before_generation = d.opt_u64()?;
         let after_generation = d.opt_u64()?;
@@ -137,7 +169,7 @@ mod tests {
         assert_eq!(ChangeEvent::decode(&b).unwrap(), e);
         let e2 = ChangeEvent {
             kind: ChangeKind::ArtifactPublished,
-            path: Some(normalize("a/b").unwrap()),
+            path: Some(crate::path::normalize("a/b").unwrap()),
             before_generation: Some(3),
             after_generation: Some(4),
             ..e

@@ -116,6 +116,33 @@ pub fn key(root: &RootId, request: &RequestId) -> Vec<u8> {
         .finish()
 }
 
+/// The decoded CommandDedupe key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommandDedupeKey {
+    /// Root.
+    pub root: RootId,
+    /// Request id.
+    pub request_id: RequestId,
+}
+
+impl CommandDedupeKey {
+    /// `root_id | request_id` (32 bytes).
+    pub fn encode(&self) -> Vec<u8> {
+        key(&self.root, &self.request_id)
+    }
+
+    /// Decodes a key. Errors: [`crate::Error::Codec`] for any length other than 32.
+    pub fn decode(k: &[u8]) -> Result<Self> {
+        let mut d = Dec::new(FAMILY, k);
+        let v = CommandDedupeKey {
+            root: RootId(d.b16()?),
+            request_id: RequestId(d.b16()?),
+        };
+        d.finish()?;
+        Ok(v)
+    }
+}
+
 impl CommandDedupe {
     /// Encodes the value (format version 2).
     pub fn encode(&self) -> Vec<u8> {

@@ -10,6 +10,8 @@ use crate::error::Result;
 use crate::ids::{ArtifactRevisionId, RootId};
 
 const FAMILY: &str = "gc_candidate";
+/// Value format version.
+pub const VALUE_VERSION: u16 = 1;
 
 durable_enum!(
     /// GC claim state of a candidate (seed 000 discriminants).
@@ -45,10 +47,40 @@ pub fn key(root: &RootId, rev: &ArtifactRevisionId, reference_epoch: u64) -> Vec
         .finish()
 }
 
+/// The decoded GcCandidate key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GcCandidateKey {
+    /// Root.
+    pub root: RootId,
+    /// Candidate revision.
+    pub revision: ArtifactRevisionId,
+    /// Reference epoch after the release that zeroed the count.
+    pub reference_epoch: u64,
+}
+
+impl GcCandidateKey {
+    /// `root_id | artifact_revision_id | u64 reference_epoch` (40 bytes).
+    pub fn encode(&self) -> Vec<u8> {
+        key(&self.root, &self.revision, self.reference_epoch)
+    }
+
+    /// Decodes a key. Errors: [`crate::Error::Codec`] for any length other than 40.
+    pub fn decode(k: &[u8]) -> Result<Self> {
+        let mut d = Dec::new(FAMILY, k);
+        let v = GcCandidateKey {
+            root: RootId(d.b16()?),
+            revision: ArtifactRevisionId(d.b16()?),
+            reference_epoch: d.u64()?,
+        };
+        d.finish()?;
+        Ok(v)
+    }
+}
+
 impl GcCandidate {
     /// Encodes the value (format version 1).
     pub fn encode(&self) -> Vec<u8> {
-        Enc::version(1)
+        Enc::version(VALUE_VERSION)
             .u64(self.last_zero_ref_version)
             .u8(self.claim_state.to_u8())
             .u32(self.retry_count)
@@ -58,7 +90,7 @@ impl GcCandidate {
     /// Decodes the value. Errors: [`crate::Error::Codec`].
     pub fn decode(b: &[u8]) -> Result<Self> {
         let mut d = Dec::new(FAMILY, b);
-        d.expect_version(1)?;
+        d.expect_version(VALUE_VERSION)?;
         let r = GcCandidate {
             last_zero_ref_version: d.u64()?,
             claim_state: GcClaimState::from_u8(d.u8()?)?,

@@ -1,11 +1,26 @@
 //! Key and value codecs, one module per seed 000 family.
 //!
-//! Shared conventions live in `wire`: unsigned big-endian integers, u32-length-prefixed strings,
-//! one-byte option tags, and a leading u16 value format version on every value. Value versions
-//! follow seed 000 "Durable Format Registry": WorkspaceCurrent, PathCurrent, ArtifactRevision,
-//! ArtifactManifest, RevisionRef, ChangeEvent and CommandDedupe use version 2; System records,
-//! RootFence, WorkspaceIncarnationClaim and GcCandidate use version 1. Unknown versions, enum
-//! discriminants, option tags, truncation and trailing bytes fail with [`crate::Error::Codec`].
+//! Shared conventions live in `wire`: unsigned big-endian integers, u32-length-prefixed strings
+//! and byte strings, u16-length-prefixed snapshot aliases / tag names / index field ids,
+//! one-byte option tags and booleans, and a leading u16 value format version on every value.
+//!
+//! Every family module offers a typed key (`…Key { … }` with `encode`/`decode`) and a value type
+//! with `encode`/`decode`. Key decoders reject wrong widths, trailing bytes, unknown
+//! discriminants and invalid names/paths; value decoders reject unknown versions, unknown enum
+//! discriminants, unknown option/result tags, truncation and trailing bytes. All failures are
+//! [`crate::Error::Codec`] naming the family (tree) name.
+//!
+//! Value format versions (seed 000, "Durable Format Registry"):
+//!
+//! | version | families |
+//! |---------|----------|
+//! | 2 | WorkspaceCurrent, PathCurrent, ArtifactRevision, ArtifactManifest, RevisionRef (publication-owned workspace/path/revision records); Commit, CommitMember (immutable commit records); ChangeEvent; CommandDedupe |
+//! | 5 | Operation / BuildCommit |
+//! | 4 | Operation / Restore |
+//! | 1 | everything else: System records, RootFence, WorkspaceIncarnationClaim, WorkbenchCommitHead, Tag, SnapshotRef, SnapshotAlias, HistoryHold, CommitConsumer, SecondaryIndex, Operation / Publish, CommitRetire, Gc, RestoreMember, StagedObject, GcCandidate, GcBarrier |
+//!
+//! History rows use holt's own unversioned framing ([`history`]); RecoveryOutbox values belong to
+//! the command layer (only their keys are here, [`recovery_outbox`]).
 
 pub(crate) mod wire;
 
@@ -13,22 +28,73 @@ pub mod artifact_manifest;
 pub mod artifact_revision;
 pub mod change_event;
 pub mod command_dedupe;
+pub mod commit;
+pub mod commit_consumer;
+pub mod commit_member;
+pub mod cursor;
+pub mod gc_barrier;
 pub mod gc_candidate;
+pub mod history;
+pub mod history_hold;
+pub mod operation;
 pub mod path_current;
+pub mod recovery_outbox;
+pub mod restore_member;
 pub mod revision_ref;
 pub mod root_fence;
+pub mod secondary_index;
+pub mod snapshot_alias;
+pub mod snapshot_ref;
+pub mod staged_object;
 pub mod system;
+pub mod tag;
+pub mod workbench_commit_head;
 pub mod workspace_current;
 pub mod workspace_incarnation_claim;
 
-pub use artifact_manifest::{manifest_digest_uri, ManifestRow};
-pub use artifact_revision::{ArtifactRevision, RevisionState};
-pub use change_event::{ChangeEvent, ChangeKind};
-pub use command_dedupe::{CommandDedupe, CommandResult};
-pub use gc_candidate::{GcCandidate, GcClaimState};
-pub use path_current::PathEntry;
-pub use revision_ref::{RefOwner, ReferenceKind, RevisionRef};
+pub use artifact_manifest::{manifest_digest_uri, ArtifactManifestKey, ManifestRow};
+pub use artifact_revision::{ArtifactRevision, ArtifactRevisionKey, RevisionState};
+pub use change_event::{ChangeEvent, ChangeEventKey, ChangeKind};
+pub use command_dedupe::{CommandDedupe, CommandDedupeKey, CommandResult};
+pub use commit::{Commit, CommitKey, CommitState};
+pub use commit_consumer::{CommitConsumer, CommitConsumerKey, CommitConsumerKind, ConsumerOwner};
+pub use commit_member::{CommitMember, CommitMemberKey};
+pub use cursor::{ClosureCursor, OperationResult, SetCursor, TerminalError};
+pub use gc_barrier::{GcBarrier, GcBarrierKey};
+pub use gc_candidate::{GcCandidate, GcCandidateKey, GcClaimState};
+pub use history::HistoryKey;
+pub use history_hold::{HistoryHold, HistoryHoldKey, HistoryHoldKind, HistoryHoldState, HoldId};
+pub use operation::{
+    BuildCommitOperation, BuildCommitPhase, BuildCommitResult, CommitRetireOperation,
+    CommitRetirePhase, GcOperation, GcPhase, HeadRef, Operation, OperationKey, OperationKind,
+    PublishOperation, PublishPhase, PublishResult, RestoreCursor, RestoreOperation, RestorePhase,
+    RestoreResult, RestoreSource, RestoreSourceKind, StagedManifestBinding,
+};
+pub use path_current::{PathCurrentKey, PathEntry};
+pub use recovery_outbox::RecoveryOutboxKey;
+pub use restore_member::{RestoreMember, RestoreMemberKey};
+pub use revision_ref::{RefOwner, ReferenceKind, RevisionRef, RevisionRefKey};
 pub use root_fence::{RootActivationState, RootFence};
+pub use secondary_index::{SecondaryIndexEntry, SecondaryIndexKey};
+pub use snapshot_alias::{SnapshotAlias, SnapshotAliasKey};
+pub use snapshot_ref::{SnapshotRef, SnapshotRefKey, SnapshotState};
+pub use staged_object::{StagedCleanupState, StagedObject, StagedObjectKey, StagedProviderState};
 pub use system::{RootPlacement, RootPlacementLifecycle, SchemaMarker};
-pub use workspace_current::{WorkspaceCurrent, WorkspaceState};
-pub use workspace_incarnation_claim::WorkspaceIncarnationClaim;
+pub use tag::{Tag, TagKey};
+pub use workbench_commit_head::{WorkbenchCommitHead, WorkbenchCommitHeadKey};
+pub use workspace_current::{WorkspaceCurrent, WorkspaceCurrentKey, WorkspaceState};
+pub use workspace_incarnation_claim::{WorkspaceIncarnationClaim, WorkspaceIncarnationClaimKey};
+
+use crate::error::Result;
+use crate::ids::RootId;
+
+/// Decodes a key that is exactly one root id (RootFence, GcBarrier), attributing failures to
+/// `family`.
+///
+/// Errors: [`crate::Error::Codec`] for any length other than 16.
+pub fn decode_root_key(family: &'static str, key: &[u8]) -> Result<RootId> {
+    let mut d = wire::Dec::new(family, key);
+    let root = RootId(d.b16()?);
+    d.finish()?;
+    Ok(root)
+}

@@ -70,6 +70,37 @@ pub fn children_prefix(
     k
 }
 
+/// The decoded PathCurrent key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathCurrentKey {
+    /// Root.
+    pub root: RootId,
+    /// Workspace incarnation.
+    pub incarnation: WorkspaceIncarnationId,
+    /// Normalized path.
+    pub path: NormPath,
+}
+
+impl PathCurrentKey {
+    /// `root_id | incarnation | ordered(path) 0x01` (same bytes as [`key`]).
+    pub fn encode(&self) -> Vec<u8> {
+        key(&self.root, &self.incarnation, &self.path)
+    }
+
+    /// Decodes a full key. Errors: [`Error::Codec`] (short key, malformed ordered path).
+    pub fn decode(k: &[u8]) -> Result<Self> {
+        let mut d = super::wire::Dec::new(FAMILY, k);
+        let root = RootId(d.b16()?);
+        let incarnation = WorkspaceIncarnationId(d.b16()?);
+        let path = d.ordered_path_rest()?;
+        Ok(PathCurrentKey {
+            root,
+            incarnation,
+            path,
+        })
+    }
+}
+
 /// Decodes the path of a full PathCurrent key. Errors: [`Error::Codec`].
 pub fn decode_key_path(key: &[u8]) -> Result<NormPath> {
     let rest = key

@@ -11,8 +11,8 @@
 
 use super::wire::{durable_enum, Dec, Enc};
 use crate::error::Result;
-use crate::ids::{ArtifactRevisionId, RootId, WorkspaceIncarnationId};
-use crate::path::{ordered_components, NormPath};
+use crate::ids::{ArtifactRevisionId, CommitId, RootId, WorkspaceIncarnationId};
+use crate::path::{decode_ordered_components, ordered_components, NormPath};
 
 const FAMILY: &str = "revision_ref";
 /// Value format version (publication-owned revision record).
@@ -41,7 +41,7 @@ pub enum RefOwner {
         path: NormPath,
     },
     /// A commit (32-byte CommitId).
-    Commit([u8; 32]),
+    Commit(CommitId),
     /// A child revision whose manifest reuses the target's blocks.
     RevisionDependency {
         /// The child revision.
@@ -58,26 +58,98 @@ impl RefOwner {
             RefOwner::RevisionDependency { .. } => ReferenceKind::RevisionDependency,
         }
     }
+
+    fn put(&self, e: &mut Enc) {
+        match self {
+            RefOwner::Path { incarnation, path } => {
+                e.raw(incarnation.as_bytes())
+                    .bytes(&ordered_components(path));
+            }
+            RefOwner::Commit(id) => {
+                e.raw(id.as_bytes());
+            }
+            RefOwner::RevisionDependency { child } => {
+                e.raw(child.as_bytes());
+            }
+        }
+    }
+
+    fn get(kind: ReferenceKind, d: &mut Dec<'_>) -> Result<Self> {
+        Ok(match kind {
+            ReferenceKind::Path => {
+                let incarnation = WorkspaceIncarnationId(d.b16()?);
+                let enc = d.bytes()?;
+                let path = decode_ordered_components(enc)
+                    .map_err(|e| d.err(format!("invalid owner path: {e}")))?;
+                RefOwner::Path { incarnation, path }
+            }
+            ReferenceKind::Commit => RefOwner::Commit(CommitId(d.b32()?)),
+            ReferenceKind::RevisionDependency => RefOwner::RevisionDependency {
+                child: ArtifactRevisionId(d.b16()?),
+            },
+        })
+    }
+
+    /// The exact `reference_owner_id` bytes (without the kind byte).
+    pub fn owner_id_bytes(&self) -> Vec<u8> {
+        let mut e = Enc::new();
+        self.put(&mut e);
+        e.finish()
+    }
+
+    /// Decodes an exact `reference_owner_id` of `kind`.
+    ///
+    /// Errors: [`crate::Error::Codec`] for a wrong width, a length prefix that disagrees with the
+    /// bytes, a malformed ordered path, or trailing bytes.
+    pub fn from_owner_id_bytes(kind: ReferenceKind, bytes: &[u8]) -> Result<Self> {
+        let mut d = Dec::new(FAMILY, bytes);
+        let o = Self::get(kind, &mut d)?;
+        d.finish()?;
+        Ok(o)
+    }
 }
 
 /// The RevisionRef key for `owner → target`.
 pub fn key(root: &RootId, owner: &RefOwner, target: &ArtifactRevisionId) -> Vec<u8> {
     let mut e = Enc::new();
     e.raw(root.as_bytes()).u8(owner.kind().to_u8());
-    match owner {
-        RefOwner::Path { incarnation, path } => {
-            e.raw(incarnation.as_bytes())
-                .bytes(&ordered_components(path));
-        }
-        RefOwner::Commit(id) => {
-            e.raw(id);
-        }
-        RefOwner::RevisionDependency { child } => {
-            e.raw(child.as_bytes());
-        }
-    }
+    owner.put(&mut e);
     e.raw(target.as_bytes());
     e.finish()
+}
+
+/// The decoded RevisionRef key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RevisionRefKey {
+    /// Root.
+    pub root: RootId,
+    /// Reference owner (kind and owner id).
+    pub owner: RefOwner,
+    /// Referenced revision.
+    pub target: ArtifactRevisionId,
+}
+
+impl RevisionRefKey {
+    /// `root_id | u8 kind | owner id | artifact_revision_id` (same bytes as [`key`]).
+    pub fn encode(&self) -> Vec<u8> {
+        key(&self.root, &self.owner, &self.target)
+    }
+
+    /// Decodes a key. Errors: [`crate::Error::Codec`] (unknown kind, wrong widths, malformed
+    /// owner path, trailing bytes).
+    pub fn decode(k: &[u8]) -> Result<Self> {
+        let mut d = Dec::new(FAMILY, k);
+        let root = RootId(d.b16()?);
+        let kind = ReferenceKind::from_u8(d.u8()?)?;
+        let owner = RefOwner::get(kind, &mut d)?;
+        let target = ArtifactRevisionId(d.b16()?);
+        d.finish()?;
+        Ok(RevisionRefKey {
+            root,
+            owner,
+            target,
+        })
+    }
 }
 
 /// The RevisionRef value.

@@ -8,6 +8,7 @@
 //! | `root_placement`     | [`RootPlacement`]: u16 1, root_id 16, logical_shard_id 16, u64 placement_generation, u8 RootPlacementLifecycle |
 //! | `presentation_root`  | u16 1, u32 len + UTF-8 absolute presentation root                     |
 //! | `owner_epoch`        | u16 1, u64 owner epoch (advanced by one commit at every open)         |
+//! | `recovery_tail`      | [`RecoveryTail`]: u16 1, u64 applied recovery LSN, 32-byte chain digest |
 //!
 //! The embedded store keeps the control-plane RootPlacement record here because there is no
 //! separate control plane yet (seed 000, "Placement Authority").
@@ -26,6 +27,9 @@ pub const KEY_ROOT_PLACEMENT: &[u8] = b"root_placement";
 pub const KEY_PRESENTATION_ROOT: &[u8] = b"presentation_root";
 /// Key of the persisted owner epoch counter.
 pub const KEY_OWNER_EPOCH: &[u8] = b"owner_epoch";
+/// Key of the applied recovery LSN and chain digest (seed 000, System: "applied recovery LSN,
+/// recovery chain digest").
+pub const KEY_RECOVERY_TAIL: &[u8] = b"recovery_tail";
 
 /// The only supported schema id.
 pub const SCHEMA_ID: &str = "nokv_workspace";
@@ -165,6 +169,48 @@ pub fn decode_owner_epoch(b: &[u8]) -> Result<u64> {
     Ok(e)
 }
 
+/// The System recovery tail: the last RecoveryOutbox LSN applied to this store and the chain
+/// digest after it (see [`crate::outbox`]). Every command, owner-epoch advance and the
+/// initialization rewrite it in the same holt batch as the outbox rows, under an Equals predicate
+/// on its previous bytes, so two writers cannot fork the chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecoveryTail {
+    /// Last applied recovery LSN (0 before the first record).
+    pub applied_lsn: u64,
+    /// SHA-256 chain digest after `applied_lsn` (32 zero bytes before the first record).
+    pub chain_digest: [u8; 32],
+}
+
+impl RecoveryTail {
+    /// The tail before any record: LSN 0 and the all-zero genesis digest.
+    pub const GENESIS: RecoveryTail = RecoveryTail {
+        applied_lsn: 0,
+        chain_digest: [0; 32],
+    };
+
+    /// Encodes `u16 1 | u64 applied_lsn | chain_digest 32` (42 bytes).
+    pub fn encode(&self) -> Vec<u8> {
+        Enc::version(1)
+            .u64(self.applied_lsn)
+            .raw(&self.chain_digest)
+            .finish()
+    }
+
+    /// Decodes the record. Errors: [`Error::Codec`] for another version, truncation or trailing
+    /// bytes.
+    pub fn decode(b: &[u8]) -> Result<Self> {
+        let mut d = Dec::new(FAMILY, b);
+        d.expect_version(1)?;
+        let applied_lsn = d.u64()?;
+        let chain_digest = d.b32()?;
+        d.finish()?;
+        Ok(RecoveryTail {
+            applied_lsn,
+            chain_digest,
+        })
+    }
+}
+
 /// Default durable presentation root (WORKBENCH.md, "Presentation root").
 pub const DEFAULT_PRESENTATION_ROOT: &str = "/agents/local/wb";
 
@@ -237,6 +283,26 @@ mod tests {
         let last = b.len() - 1;
         b[last] = 9;
         assert!(RootPlacement::decode(&b).is_err());
+    }
+
+    #[test]
+    fn recovery_tail_golden_bytes_and_rejections() {
+        let t = RecoveryTail {
+            applied_lsn: 0x0102,
+            chain_digest: [0xcd; 32],
+        };
+        let b = t.encode();
+        let mut expected = vec![0, 1, 0, 0, 0, 0, 0, 0, 0x01, 0x02];
+        expected.extend_from_slice(&[0xcd; 32]);
+        assert_eq!(b, expected);
+        assert_eq!(RecoveryTail::decode(&b).unwrap(), t);
+        assert!(RecoveryTail::decode(&b[..b.len() - 1]).is_err());
+        let mut v2 = b.clone();
+        v2[1] = 2;
+        assert!(RecoveryTail::decode(&v2).is_err());
+        let mut long = b;
+        long.push(0);
+        assert!(RecoveryTail::decode(&long).is_err());
     }
 
     #[test]

@@ -1,10 +1,11 @@
 //! Byte-level building blocks shared by every family codec.
 //!
 //! Conventions (seed 000): all integers unsigned big-endian; general variable byte strings are a
-//! u32 big-endian length followed by the exact bytes; an optional value is one tag byte
-//! (`0` = absent, `1` = present) followed by the value when present; every value starts with its
-//! u16 big-endian value format version. Decoders reject truncation, trailing bytes, invalid UTF-8
-//! and unknown tags with [`Error::Codec`].
+//! u32 big-endian length followed by the exact bytes; snapshot aliases and tag names use a u16
+//! big-endian length; an optional value is one tag byte (`0` = absent, `1` = present) followed by
+//! the value when present; a boolean is one byte `0`/`1`; every value starts with its u16
+//! big-endian value format version. Decoders reject truncation, trailing bytes, invalid UTF-8,
+//! non-canonical booleans and unknown tags with [`Error::Codec`].
 
 use crate::error::{Error, Result};
 
@@ -73,6 +74,29 @@ impl Enc {
             None => self.u8(0),
             Some(x) => self.u8(1).str(x),
         }
+    }
+    pub(crate) fn opt_u8(&mut self, v: Option<u8>) -> &mut Self {
+        match v {
+            None => self.u8(0),
+            Some(x) => self.u8(1).u8(x),
+        }
+    }
+    pub(crate) fn bool(&mut self, v: bool) -> &mut Self {
+        self.u8(u8::from(v))
+    }
+    /// u16 length + bytes (snapshot aliases, tag names, index field ids: all validated to at most
+    /// 128 bytes, so the length always fits; an oversized input saturates and fails to decode).
+    pub(crate) fn str16(&mut self, s: &str) -> &mut Self {
+        self.u16(u16::try_from(s.len()).unwrap_or(u16::MAX));
+        self.raw(s.as_bytes())
+    }
+    /// u32 element count (saturating, like [`Enc::bytes`]).
+    pub(crate) fn count(&mut self, n: usize) -> &mut Self {
+        self.u32(u32::try_from(n).unwrap_or(u32::MAX))
+    }
+    /// A path as a u32-length UTF-8 string.
+    pub(crate) fn norm_path(&mut self, p: &crate::path::NormPath) -> &mut Self {
+        self.str(p.as_str())
     }
     pub(crate) fn finish(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.0)
@@ -189,6 +213,56 @@ impl<'a> Dec<'a> {
             Ok(None)
         }
     }
+    pub(crate) fn opt_u8(&mut self) -> Result<Option<u8>> {
+        if self.tag()? {
+            Ok(Some(self.u8()?))
+        } else {
+            Ok(None)
+        }
+    }
+    /// Reads a present/absent option tag; `true` when a value follows.
+    pub(crate) fn opt_tag(&mut self) -> Result<bool> {
+        self.tag()
+    }
+    /// One canonical boolean byte (`0` or `1`).
+    pub(crate) fn bool(&mut self) -> Result<bool> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            b => Err(self.err(format!("non-canonical boolean byte {b}"))),
+        }
+    }
+    /// u16 length + bytes.
+    pub(crate) fn bytes16(&mut self) -> Result<&'a [u8]> {
+        let n = usize::from(self.u16()?);
+        self.take(n)
+    }
+    /// u32 element count. The count is not trusted for allocation: callers push one element per
+    /// iteration, so a forged count fails with truncation.
+    pub(crate) fn count(&mut self) -> Result<u32> {
+        self.u32()
+    }
+    /// Every remaining byte.
+    pub(crate) fn rest(&mut self) -> &'a [u8] {
+        let s = &self.buf[self.pos..];
+        self.pos = self.buf.len();
+        s
+    }
+    /// A u32-length UTF-8 path string revalidated by the one shared normalizer.
+    pub(crate) fn norm_path(&mut self) -> Result<crate::path::NormPath> {
+        let s = self.string()?;
+        crate::path::normalize_stored(&s).map_err(|e| self.err(format!("invalid path: {e}")))
+    }
+    /// The remaining bytes as one canonical ordered path key (`… 0x01`).
+    pub(crate) fn ordered_path_rest(&mut self) -> Result<crate::path::NormPath> {
+        let rest = self.rest();
+        crate::path::decode_ordered_key(rest)
+            .map_err(|e| self.err(format!("invalid ordered path key: {e}")))
+    }
+    /// The family this decoder attributes errors to.
+    pub(crate) fn family(&self) -> &'static str {
+        self.family
+    }
     /// Whether every byte has been consumed.
     pub(crate) fn is_empty(&self) -> bool {
         self.pos == self.buf.len()
@@ -213,6 +287,9 @@ macro_rules! durable_enum {
         }
 
         impl $name {
+            /// Every variant in discriminant order (the complete registry for this enum).
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
             /// The durable discriminant.
             pub fn to_u8(self) -> u8 {
                 self as u8
@@ -227,6 +304,21 @@ macro_rules! durable_enum {
                         format!(concat!("unknown ", stringify!($name), " discriminant {}"), v),
                     )),
                 }
+            }
+        }
+
+        impl TryFrom<u8> for $name {
+            type Error = crate::error::Error;
+
+            /// Fail-closed decode of a durable discriminant ([`crate::Error::Codec`] when unknown).
+            fn try_from(v: u8) -> crate::error::Result<Self> {
+                $name::from_u8(v)
+            }
+        }
+
+        impl From<$name> for u8 {
+            fn from(v: $name) -> u8 {
+                v.to_u8()
             }
         }
     };

@@ -6,7 +6,7 @@
 
 use super::wire::{durable_enum, Dec, Enc};
 use crate::error::Result;
-use crate::ids::{OperationId, RootId, WorkspaceIncarnationId};
+use crate::ids::{validate_workbench_id, OperationId, RootId, WorkspaceIncarnationId};
 
 const FAMILY: &str = "workspace_current";
 /// Value format version (publication-owned workspace record).
@@ -44,6 +44,34 @@ pub struct WorkspaceCurrent {
 /// The WorkspaceCurrent key for a (validated) workbench id.
 pub fn key(root: &RootId, workbench_id: &str) -> Vec<u8> {
     Enc::new().raw(root.as_bytes()).str(workbench_id).finish()
+}
+
+/// The decoded WorkspaceCurrent key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkspaceCurrentKey {
+    /// Root.
+    pub root: RootId,
+    /// External workbench id.
+    pub workbench_id: String,
+}
+
+impl WorkspaceCurrentKey {
+    /// `root_id | u32 len | workbench_id` (same bytes as [`key`]).
+    pub fn encode(&self) -> Vec<u8> {
+        key(&self.root, &self.workbench_id)
+    }
+
+    /// Decodes a key; the workbench id must pass the seed 000 rule.
+    /// Errors: [`crate::Error::Codec`] (short key, bad length, invalid id, trailing bytes).
+    pub fn decode(k: &[u8]) -> Result<Self> {
+        let mut d = Dec::new(FAMILY, k);
+        let root = RootId(d.b16()?);
+        let workbench_id = d.string()?;
+        validate_workbench_id(&workbench_id)
+            .map_err(|e| d.err(format!("invalid workbench id in key: {e}")))?;
+        d.finish()?;
+        Ok(WorkspaceCurrentKey { root, workbench_id })
+    }
 }
 
 impl WorkspaceCurrent {

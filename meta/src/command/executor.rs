@@ -1,31 +1,52 @@
-//! Executes one [`MetadataCommand`] as exactly one checked atomic write.
+//! Executes one [`MetadataCommand`] as exactly one checked atomic write (seed 000, "Metadata
+//! Command").
 //!
-//! Order of checks:
-//! 1. request-id replay: a point read of CommandDedupe(request_id) at the latest version — the
-//!    same digest returns the stored result (`idempotent_replay = true`) before any fence, a
-//!    different digest is [`Error::RequestReplayMismatch`];
-//! 2. the command header must match this shard handle (schema id, root, logical shard, placement
-//!    generation, owner epoch) — else [`Error::Fenced`];
-//! 3. one batch carrying: `System("schema")` Equals the marker, RootFence(root) Equals the active
-//!    fence row, `System("owner_epoch")` Equals this handle's epoch, the read-version fence,
-//!    CommandDedupe(request_id) Absent, every command predicate; then the mutations, the
-//!    ChangeEvent rows and the CommandDedupe row.
+//! Order of checks, each against the newest readable snapshot and then again, atomically, at the
+//! holt commit boundary:
+//! 0. shape: the command's predicate / mutation / event counts are within their fixed bounds
+//!    ([`Error::InvalidArgument`] otherwise; nothing is read);
+//! 1. schema marker and RootFence: `schema_id` is `nokv_workspace`, `System("schema")` holds the
+//!    exact marker, the command's root/logical shard/placement generation equal this handle's,
+//!    and `RootFence(root)` is `Active` with that logical shard and placement generation —
+//!    [`Error::Fenced`] otherwise;
+//! 2. owner epoch: the command's `owner_epoch` equals this handle's and the persisted
+//!    `System("owner_epoch")` — a stale (or future) epoch is [`Error::Fenced`] naming both;
+//! 3. request-id replay: CommandDedupe(request_id) with the same digest returns the stored
+//!    result (`idempotent_replay = true`) *before* the read-version fence, so a response-loss
+//!    retry succeeds even after other commits; a different digest is
+//!    [`Error::RequestReplayMismatch`];
+//! 4. read-version fence: `read_version` must equal the shard's commit clock (the snapshot
+//!    version), so the commit version is `read_version + 1` — else
+//!    [`Error::ReadVersionConflict`] (`attempts: 1`; the ops layer rebuilds);
+//! 5. every command predicate, evaluated by holt inside the batch; a failed predicate applies
+//!    nothing ([`Error::CommandPredicateFailed`]).
 //!
-//! A stale read version is [`Error::ReadVersionConflict`] (`attempts: 1`; the ops layer rebuilds
-//! and retries) returned once the conflicting commit is readable (bounded wait, see
-//! [`crate::store::TxnStore::wait_for_version`]). A failed fence predicate is [`Error::Fenced`]; a failed CommandDedupe predicate
-//! (a concurrent first execution) or command predicate is [`Error::CommandPredicateFailed`]; the
-//! ops layer re-reads and reports the precise error. Nothing is applied on any failure.
+//! The batch carries: Equals on the marker, the RootFence row and the owner epoch, the
+//! read-version expectation, CommandDedupe(request_id) Absent, Equals on the System recovery
+//! tail, every command predicate; then the command mutations, its ChangeEvent rows
+//! (`root | commit_version | sequence` from 0), the CommandDedupe row (v2, bound to the recovery
+//! LSN), the RecoveryOutbox header and chunk rows and the new System recovery tail (see
+//! [`crate::outbox`]). One holt batch; nothing else is written.
+//!
+//! After a read-version conflict at commit the executor waits (bounded, see
+//! [`TxnStore::wait_for_version`]) until the conflicting commit is readable and re-runs the
+//! replay lookup, so a concurrent first execution of the same request id also returns the stored
+//! result; otherwise the conflict is returned for the caller to rebuild.
 
 use super::predicate::{Mutation, Predicate};
 use super::{
     MetadataCommand, MAX_COMMAND_EVENTS, MAX_COMMAND_MUTATIONS, MAX_COMMAND_PREDICATES,
     MAX_MANIFEST_ROWS,
 };
-use crate::codec::system::{encode_owner_epoch, KEY_OWNER_EPOCH, KEY_SCHEMA, SCHEMA_ID};
-use crate::codec::{change_event, command_dedupe, root_fence, CommandDedupe, CommandResult};
+use crate::codec::system::{
+    decode_owner_epoch, RecoveryTail, KEY_OWNER_EPOCH, KEY_RECOVERY_TAIL, KEY_SCHEMA, SCHEMA_ID,
+};
+use crate::codec::{
+    change_event, command_dedupe, root_fence, CommandDedupe, RootActivationState, RootFence,
+};
 use crate::error::{Error, Result};
 use crate::ids::{LogicalShardId, RootId};
+use crate::outbox::{self, RecoveryEntry};
 use crate::schema::{marker_bytes, Family};
 use crate::store::{CheckedWrite, Snapshot, TxnStore, WriteFailure};
 
@@ -50,9 +71,12 @@ pub struct CommandOutcome {
     /// Commit version that applied the command (the original one for a replay).
     pub commit_version: u64,
     /// The deterministic result.
-    pub result: CommandResult,
+    pub result: crate::codec::CommandResult,
     /// True when the stored result of an earlier identical request was returned.
     pub idempotent_replay: bool,
+    /// Recovery LSN of the command's RecoveryOutbox record (the original one for a replay;
+    /// `None` only for a replayed row written before the outbox existed).
+    pub recovery_lsn: Option<u64>,
 }
 
 /// Looks up the stored outcome for `request_id`. `Ok(None)` when the request is new.
@@ -80,69 +104,136 @@ pub fn replay_lookup<S: Snapshot>(
         commit_version: stored.commit_version,
         result: stored.result,
         idempotent_replay: true,
+        recovery_lsn: stored.recovery_lsn,
     }))
 }
 
-/// Executes `cmd` against `store` under `fence` (see the module docs).
-pub fn execute<S: TxnStore>(
-    store: &S,
-    fence: &ShardFence,
-    cmd: MetadataCommand,
-) -> Result<CommandOutcome> {
-    if let Some(out) = replay_lookup(
-        &store.snapshot(),
-        &cmd.root_id,
-        &cmd.request_id,
-        &cmd.command_digest,
-    )? {
-        return Ok(out);
+fn fenced(reason: impl Into<String>) -> Error {
+    Error::Fenced {
+        reason: reason.into(),
     }
-    if cmd.schema_id != SCHEMA_ID
-        || cmd.root_id != fence.root_id
-        || cmd.logical_shard_id != fence.logical_shard_id
-        || cmd.placement_generation != fence.placement_generation
-        || cmd.owner_epoch != fence.owner_epoch
-    {
-        return Err(Error::Fenced {
-            reason: "command header does not match the shard identity".into(),
-        });
-    }
+}
+
+/// Step 0: fixed bounds.
+fn check_bounds(cmd: &MetadataCommand) -> Result<()> {
+    let bounded = cmd.bounded_mutations();
     if cmd.predicates.len() > MAX_COMMAND_PREDICATES
-        || cmd.bounded_mutations() > MAX_COMMAND_MUTATIONS
-        || cmd.mutations.len() - cmd.bounded_mutations() > MAX_MANIFEST_ROWS
+        || bounded > MAX_COMMAND_MUTATIONS
+        || cmd.mutations.len() - bounded > MAX_MANIFEST_ROWS
         || cmd.event_projection.len() > MAX_COMMAND_EVENTS
     {
         return Err(Error::invalid(
             "metadata command exceeds its predicate/mutation/event bounds",
         ));
     }
+    if let Some(m) = cmd
+        .mutations
+        .iter()
+        .find(|m| matches!(m.family(), Family::System | Family::RecoveryOutbox))
+    {
+        return Err(Error::invalid(format!(
+            "metadata commands may not write the reserved {} tree",
+            m.family().name()
+        )));
+    }
+    Ok(())
+}
+
+/// The fence rows read at the snapshot (steps 1 and 2), returned for the batch predicates.
+struct FenceRows {
+    root_fence: Vec<u8>,
+    owner_epoch: Vec<u8>,
+    tail: RecoveryTail,
+}
+
+/// Steps 1 and 2 against `snap`.
+fn check_fences<S: Snapshot>(
+    snap: &S,
+    fence: &ShardFence,
+    cmd: &MetadataCommand,
+) -> Result<FenceRows> {
+    if cmd.schema_id != SCHEMA_ID {
+        return Err(fenced(format!(
+            "command schema id {:?} is not {SCHEMA_ID:?}",
+            cmd.schema_id
+        )));
+    }
+    match snap.get(Family::System, KEY_SCHEMA)? {
+        Some(m) if m == marker_bytes() => {}
+        _ => return Err(fenced("the schema marker changed; reopen the store")),
+    }
+    if cmd.root_id != fence.root_id || cmd.logical_shard_id != fence.logical_shard_id {
+        return Err(fenced(format!(
+            "command addresses root {} on logical shard {}; this shard serves root {} on {}",
+            cmd.root_id, cmd.logical_shard_id, fence.root_id, fence.logical_shard_id
+        )));
+    }
+    let root_fence = snap
+        .get(Family::RootFence, &root_fence::key(&cmd.root_id))?
+        .ok_or_else(|| fenced("no RootFence is installed for the root"))?;
+    let installed = RootFence::decode(&root_fence)?;
+    if installed.activation_state != RootActivationState::Active {
+        return Err(fenced(format!(
+            "RootFence is {:?}, not Active",
+            installed.activation_state
+        )));
+    }
+    if installed.logical_shard_id != cmd.logical_shard_id {
+        return Err(fenced("RootFence names another logical shard"));
+    }
+    if installed.placement_generation != cmd.placement_generation
+        || fence.placement_generation != cmd.placement_generation
+    {
+        return Err(fenced(format!(
+            "stale placement generation: command carries {}, RootFence has {}",
+            cmd.placement_generation, installed.placement_generation
+        )));
+    }
+    if root_fence != fence.root_fence_bytes {
+        return Err(fenced("RootFence changed since this handle opened"));
+    }
+    let owner_epoch = snap
+        .get(Family::System, KEY_OWNER_EPOCH)?
+        .ok_or_else(|| fenced("no owner epoch is recorded"))?;
+    let current = decode_owner_epoch(&owner_epoch)?;
+    if cmd.owner_epoch != current || fence.owner_epoch != current {
+        return Err(fenced(format!(
+            "stale owner epoch: command carries {}, handle holds {}, shard owner epoch is {current}",
+            cmd.owner_epoch, fence.owner_epoch
+        )));
+    }
+    let tail = snap
+        .get(Family::System, KEY_RECOVERY_TAIL)?
+        .ok_or_else(|| fenced("no System recovery tail is recorded"))?;
+    Ok(FenceRows {
+        root_fence,
+        owner_epoch,
+        tail: RecoveryTail::decode(&tail)?,
+    })
+}
+
+/// The checked write `cmd` turns into (everything after the checks of steps 0–4), with the
+/// recovery LSN it appends.
+pub(crate) struct PlannedWrite {
+    pub(crate) write: CheckedWrite,
+    pub(crate) recovery_lsn: u64,
+}
+
+fn plan(cmd: &MetadataCommand, rows: FenceRows) -> Result<PlannedWrite> {
     let commit_version = cmd
         .read_version
         .checked_add(1)
         .ok_or_else(|| Error::invalid("read version exhausted"))?;
     let root = cmd.root_id;
     let dedupe_key = command_dedupe::key(&root, &cmd.request_id);
+    let recovery_lsn = rows
+        .tail
+        .applied_lsn
+        .checked_add(1)
+        .ok_or_else(|| Error::invalid("recovery LSN space exhausted"))?;
 
-    let mut predicates = Vec::with_capacity(cmd.predicates.len() + 4);
-    predicates.push(Predicate::equals(
-        Family::System,
-        KEY_SCHEMA.to_vec(),
-        marker_bytes(),
-    ));
-    predicates.push(Predicate::equals(
-        Family::RootFence,
-        root_fence::key(&root),
-        fence.root_fence_bytes.clone(),
-    ));
-    predicates.push(Predicate::equals(
-        Family::System,
-        KEY_OWNER_EPOCH.to_vec(),
-        encode_owner_epoch(fence.owner_epoch),
-    ));
-    predicates.push(Predicate::absent(Family::CommandDedupe, dedupe_key.clone()));
-    predicates.extend(cmd.predicates);
-
-    let mut mutations = cmd.mutations;
+    let mut mutations = Vec::with_capacity(cmd.mutations.len() + cmd.event_projection.len() + 4);
+    mutations.extend(cmd.mutations.iter().cloned());
     for (seq, event) in cmd.event_projection.iter().enumerate() {
         let seq = u32::try_from(seq).map_err(|_| Error::invalid("too many events"))?;
         mutations.push(Mutation::put(
@@ -151,49 +242,137 @@ pub fn execute<S: TxnStore>(
             event.encode(),
         ));
     }
-    let dedupe = CommandDedupe {
-        command_digest: cmd.command_digest,
-        result: cmd.result.clone(),
-        commit_version,
-        recovery_lsn: None,
-    };
     mutations.push(Mutation::put(
         Family::CommandDedupe,
-        dedupe_key,
-        dedupe.encode(),
+        dedupe_key.clone(),
+        CommandDedupe {
+            command_digest: cmd.command_digest,
+            result: cmd.result.clone(),
+            commit_version,
+            recovery_lsn: Some(recovery_lsn),
+        }
+        .encode(),
     ));
-
-    let write = CheckedWrite {
-        read_version: Some(cmd.read_version),
-        predicates,
-        mutations,
+    let entry = RecoveryEntry::MetadataCommand {
+        root_id: root,
+        logical_shard_id: cmd.logical_shard_id,
+        placement_generation: cmd.placement_generation,
+        owner_epoch: cmd.owner_epoch,
+        request_id: cmd.request_id,
+        command_digest: cmd.command_digest,
+        read_version: cmd.read_version,
+        result: cmd.result.clone(),
     };
-    match store.write(write) {
+    let appended = outbox::append(&rows.tail, commit_version, &entry, &mutations)?;
+    mutations.extend(appended.rows);
+
+    let mut predicates = Vec::with_capacity(cmd.predicates.len() + 5);
+    predicates.push(Predicate::equals(
+        Family::System,
+        KEY_SCHEMA.to_vec(),
+        marker_bytes(),
+    ));
+    predicates.push(Predicate::equals(
+        Family::RootFence,
+        root_fence::key(&root),
+        rows.root_fence,
+    ));
+    predicates.push(Predicate::equals(
+        Family::System,
+        KEY_OWNER_EPOCH.to_vec(),
+        rows.owner_epoch,
+    ));
+    predicates.push(appended.tail_predicate);
+    predicates.push(Predicate::absent(Family::CommandDedupe, dedupe_key));
+    predicates.extend(cmd.predicates.iter().cloned());
+    Ok(PlannedWrite {
+        write: CheckedWrite {
+            read_version: Some(cmd.read_version),
+            predicates,
+            mutations,
+        },
+        recovery_lsn,
+    })
+}
+
+/// Executes `cmd` against `store` under `fence` (see the module docs).
+///
+/// Errors: [`Error::InvalidArgument`] (bounds, reserved trees), [`Error::Fenced`],
+/// [`Error::RequestReplayMismatch`], [`Error::ReadVersionConflict`],
+/// [`Error::CommandPredicateFailed`], codec and storage errors. Nothing is applied on any error.
+pub fn execute<S: TxnStore>(
+    store: &S,
+    fence: &ShardFence,
+    cmd: MetadataCommand,
+) -> Result<CommandOutcome> {
+    check_bounds(&cmd)?;
+    let snap = store.snapshot();
+    let rows = check_fences(&snap, fence, &cmd)?;
+    if let Some(out) = replay_lookup(&snap, &cmd.root_id, &cmd.request_id, &cmd.command_digest)? {
+        return Ok(out);
+    }
+    if cmd.read_version != snap.version() {
+        return Err(Error::ReadVersionConflict { attempts: 1 });
+    }
+    drop(snap);
+    let planned = plan(&cmd, rows)?;
+    let commit_version = cmd.read_version + 1;
+    let after_conflict = |visible_at: u64| -> Result<CommandOutcome> {
+        // The conflicting commit may still be becoming durable; wait until it is readable, then
+        // prefer the stored result of a concurrent identical request.
+        store.wait_for_version(visible_at);
+        let snap = store.snapshot();
+        match replay_lookup(&snap, &cmd.root_id, &cmd.request_id, &cmd.command_digest)? {
+            Some(out) => Ok(out),
+            None => Err(Error::ReadVersionConflict { attempts: 1 }),
+        }
+    };
+    match store.write(planned.write) {
         Ok(v) if v == commit_version => Ok(CommandOutcome {
             commit_version,
             result: cmd.result,
             idempotent_replay: false,
+            recovery_lsn: Some(planned.recovery_lsn),
         }),
-        Ok(v) => Err(Error::Fenced {
-            reason: format!("commit version {v} is not read version + 1 ({commit_version})"),
-        }),
-        Err(WriteFailure::ReadVersion { actual, .. }) => {
-            // The conflicting commit may still be becoming durable; let it become readable so
-            // the rebuilt command sees it.
-            store.wait_for_version(actual);
-            Err(Error::ReadVersionConflict { attempts: 1 })
-        }
-        Err(WriteFailure::Predicate { family, .. }) => match family {
-            Some(Family::System) | Some(Family::RootFence) => Err(Error::Fenced {
-                reason: "schema marker, RootFence or owner epoch changed; reopen the store".into(),
-            }),
-            _ => {
-                // The ops layer verified every predicate at `read_version`, so a failure means
-                // a newer commit exists; wait until it is readable before the re-read.
-                store.wait_for_version(commit_version);
-                Err(Error::CommandPredicateFailed)
+        Ok(v) => Err(fenced(format!(
+            "commit version {v} is not read version + 1 ({commit_version})"
+        ))),
+        Err(WriteFailure::ReadVersion { actual, .. }) => after_conflict(actual),
+        Err(WriteFailure::Predicate { family, key }) => match family {
+            Some(Family::RootFence) => Err(fenced("RootFence changed; reopen the store")),
+            Some(Family::System) if key == KEY_RECOVERY_TAIL => {
+                // Unreachable while the read-version expectation holds (the tail only moves
+                // with a commit); treated as a stale read version.
+                after_conflict(store.version())
             }
+            Some(Family::System) => Err(fenced(
+                "schema marker or owner epoch changed; another owner opened the store",
+            )),
+            Some(Family::CommandDedupe) => match after_conflict(store.version()) {
+                Err(Error::ReadVersionConflict { .. }) => Err(Error::CommandPredicateFailed),
+                other => other,
+            },
+            // holt checks the version expectation first, so the predicate was false at
+            // `read_version` itself: the ops layer re-reads and names the precise error.
+            _ => Err(Error::CommandPredicateFailed),
         },
         Err(WriteFailure::Other(e)) => Err(e),
     }
+}
+
+/// Plans `cmd` exactly as [`execute`] would (steps 0–4 included) without writing; used by tests
+/// that count the batch shape of an operation.
+#[cfg(test)]
+pub(crate) fn plan_for_test<S: TxnStore>(
+    store: &S,
+    fence: &ShardFence,
+    cmd: &MetadataCommand,
+) -> Result<PlannedWrite> {
+    check_bounds(cmd)?;
+    let snap = store.snapshot();
+    let rows = check_fences(&snap, fence, cmd)?;
+    if cmd.read_version != snap.version() {
+        return Err(Error::ReadVersionConflict { attempts: 1 });
+    }
+    plan(cmd, rows)
 }

@@ -1,10 +1,14 @@
 //! `MetadataCommand` (seed 000, "Metadata Command"): every durable mutation of the metadata layer
 //! is one bounded command executed as exactly one holt batch.
 //!
-//! History projections are not listed in the command: holt writes the previous value of every
-//! versioned tree into its `history` tree inside the same atomic batch. RecoveryOutbox rows are
-//! not written by this version of the executor; `CommandDedupe.recovery_lsn` is stored as absent
-//! until the outbox exists.
+//! Field for field the seed's command: schema id, root id, logical shard, placement generation,
+//! owner epoch, request id, command digest, read version, predicates, mutations, history
+//! projection, event projection and deterministic result. The history projection is derived, not
+//! listed: holt writes the previous value of every mutated key of a versioned family into its
+//! `history` tree (seed 000 History key layout) inside the same atomic batch;
+//! [`MetadataCommand::history_projection`] names those keys. The executor adds the ChangeEvent
+//! rows, the CommandDedupe row (bound to the recovery LSN) and the RecoveryOutbox rows (see
+//! [`crate::outbox`]) to the same batch; validation order is documented in [`executor`].
 
 pub mod executor;
 pub mod predicate;
@@ -28,15 +32,16 @@ pub const MAX_COMMAND_EVENTS: usize = 16;
 /// One bounded metadata command.
 #[derive(Debug, Clone)]
 pub struct MetadataCommand {
-    /// Must equal `nokv_workspace`.
+    /// Must equal `nokv_workspace` (else [`crate::Error::Fenced`]).
     pub schema_id: String,
     /// The shard's root.
     pub root_id: RootId,
     /// The shard's logical shard.
     pub logical_shard_id: LogicalShardId,
-    /// Placement generation the command was routed with.
+    /// Placement generation the command was routed with; must equal the Active RootFence's.
     pub placement_generation: u64,
-    /// Owner epoch of the handle issuing the command.
+    /// Owner epoch of the handle issuing the command; must equal the persisted owner epoch
+    /// (a stale epoch is [`crate::Error::Fenced`]).
     pub owner_epoch: u64,
     /// Replay identity (CommandDedupe key).
     pub request_id: RequestId,
@@ -46,7 +51,7 @@ pub struct MetadataCommand {
     pub read_version: u64,
     /// Command predicates (in addition to the executor's fence predicates).
     pub predicates: Vec<Predicate>,
-    /// Mutations.
+    /// Mutations (never on the reserved `system` / `recovery_outbox` trees).
     pub mutations: Vec<Mutation>,
     /// Change events, written at `root | read_version+1 | sequence` from sequence 0.
     pub event_projection: Vec<ChangeEvent>,
@@ -58,6 +63,21 @@ impl MetadataCommand {
     /// The commit version this command will get if it applies.
     pub fn commit_version(&self) -> u64 {
         self.read_version.saturating_add(1)
+    }
+
+    /// The history projection: `(family, key)` of every mutation on a versioned family, in
+    /// mutation order. holt records each key's previous value (or absence) in `history` at the
+    /// command's commit version, in the same batch.
+    pub fn history_projection(&self) -> Vec<(Family, &[u8])> {
+        self.mutations
+            .iter()
+            .filter(|m| m.family().versioned())
+            .map(|m| match m {
+                Mutation::Put { family, key, .. } | Mutation::Delete { family, key } => {
+                    (*family, key.as_slice())
+                }
+            })
+            .collect()
     }
 
     /// Number of non-manifest mutations (bounded by [`MAX_COMMAND_MUTATIONS`]).

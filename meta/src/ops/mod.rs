@@ -10,3 +10,6 @@ pub mod workspace;
 
 /// Bounded rebuild/retry budget per operation.
 pub const MAX_ATTEMPTS: u32 = 32;
+
+#[cfg(test)]
+mod bounded_tests;

@@ -25,7 +25,7 @@ use crate::codec::{
     WorkspaceCurrent, WorkspaceState,
 };
 use crate::command::executor::replay_lookup;
-use crate::command::{execute, CommandOutcome, Mutation, Predicate};
+use crate::command::{execute, CommandOutcome, MetadataCommand, Mutation, Predicate};
 use crate::error::{Error, Result};
 use crate::ids::{validate_workbench_id, ArtifactRevisionId, RequestId};
 use crate::path::NormPath;
@@ -332,12 +332,38 @@ fn read_revision<S: Snapshot>(snap: &S, key: &[u8]) -> Result<Option<(Vec<u8>, A
     }
 }
 
+/// What one publication attempt turns into at a snapshot.
+pub(crate) enum Planned {
+    /// The stored result of an earlier identical request.
+    Replay(Box<CommandOutcome>),
+    /// The command to execute.
+    Command(Box<MetadataCommand>),
+}
+
 fn attempt(shard: &MetaShard, req: &PublishRequest, digest: [u8; 32]) -> Result<PublishReceipt> {
     let store = &shard.inner.store;
-    let root = shard.root_id();
     let snap = store.snapshot();
-    if let Some(out) = replay_lookup(&snap, &root, &req.request_id, &digest)? {
-        return receipt(out);
+    match plan(shard, &snap, req, digest)? {
+        Planned::Replay(out) => receipt(*out),
+        Planned::Command(cmd) => {
+            drop(snap);
+            receipt(execute(store, &shard.inner.fence, *cmd)?)
+        }
+    }
+}
+
+/// Builds the publication command at `snap` with point reads only (no prefix scan): the
+/// CommandDedupe row, WorkspaceCurrent, PathCurrent, the new ArtifactRevision (must be absent),
+/// each distinct dependency owner (≤ [`MAX_DEPENDENCY_OWNERS`]) and the replaced revision.
+pub(crate) fn plan<S: Snapshot>(
+    shard: &MetaShard,
+    snap: &S,
+    req: &PublishRequest,
+    digest: [u8; 32],
+) -> Result<Planned> {
+    let root = shard.root_id();
+    if let Some(out) = replay_lookup(snap, &root, &req.request_id, &digest)? {
+        return Ok(Planned::Replay(Box::new(out)));
     }
     let read_version = snap.version();
     let cv = read_version
@@ -421,7 +447,7 @@ fn attempt(shard: &MetaShard, req: &PublishRequest, digest: [u8; 32]) -> Result<
     let mut expected_depth = 0u32;
     for owner in &owners {
         let key = artifact_revision::key(&root, owner);
-        let Some((bytes, mut row)) = read_revision(&snap, &key)? else {
+        let Some((bytes, mut row)) = read_revision(snap, &key)? else {
             return Err(Error::RevisionUnavailable {
                 revision: owner.to_hex(),
                 reason: "missing".into(),
@@ -475,7 +501,7 @@ fn attempt(shard: &MetaShard, req: &PublishRequest, digest: [u8; 32]) -> Result<
             std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::btree_map::Entry::Vacant(v) => {
                 let key = artifact_revision::key(&root, &old_rev);
-                let Some(found) = read_revision(&snap, &key)? else {
+                let Some(found) = read_revision(snap, &key)? else {
                     return Err(Error::codec(
                         "artifact_revision",
                         format!("PathCurrent names missing revision {old_rev}"),
@@ -604,5 +630,5 @@ fn attempt(shard: &MetaShard, req: &PublishRequest, digest: [u8; 32]) -> Result<
         before_generation: actual,
         after_generation: Some(cv),
     }];
-    receipt(execute(store, &shard.inner.fence, cmd)?)
+    Ok(Planned::Command(Box::new(cmd)))
 }

@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::client::Client;
-use crate::workbench::errors::{ErrorCode, ToolError};
-use crate::workbench::{schema, Workbench};
+use crate::workbench::errors::ToolError;
+use crate::workbench::{schema, store_error, Workbench};
 
 /// Exit code of a successful command.
 pub const EXIT_OK: u8 = 0;
@@ -88,15 +88,24 @@ pub fn store_dir(flag: Option<&Path>) -> PathBuf {
 
 /// Parses the process arguments and runs the command; returns the process exit code.
 pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
-    let cli = match Cli::try_parse_from(args) {
+    let args: Vec<std::ffi::OsString> = args.into_iter().collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(err) => {
             let _ = err.print();
-            return ExitCode::from(if err.use_stderr() {
-                EXIT_USAGE
-            } else {
-                EXIT_OK
-            });
+            if !err.use_stderr() {
+                return ExitCode::from(EXIT_OK); // --help / --version
+            }
+            // `nokv workbench …` promises one JSON envelope on stdout, even for usage errors.
+            if args.iter().skip(1).any(|a| a == "workbench") {
+                let env = ToolError::invalid_arguments(format!(
+                    "usage: nokv [--store DIR] workbench <tool> ['<json>' | -] ({})",
+                    err.kind()
+                ))
+                .envelope();
+                print_json(&mut std::io::stdout().lock(), &env);
+            }
+            return ExitCode::from(EXIT_USAGE);
         }
     };
     let dir = store_dir(cli.store.as_deref());
@@ -136,6 +145,19 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
             content_type,
             replace,
         } => with_client(&dir, |client| {
+            // Check the local file first: a failed collect must not leave a new workbench behind.
+            let meta = std::fs::metadata(&file).map_err(|source| crate::Error::LocalIo {
+                op: "open",
+                path: file.clone(),
+                source,
+            })?;
+            if !meta.is_file() {
+                return Err(crate::Error::InvalidArgument(format!(
+                    "{} is not a regular file",
+                    file.display()
+                )));
+            }
+            Client::normalize(&path)?;
             client.create_workbench(&workbench)?;
             let ct = content_type
                 .unwrap_or_else(|| crate::materialize::guess_content_type(&path).to_string());
@@ -160,6 +182,8 @@ fn with_client(dir: &Path, f: impl FnOnce(&Client) -> crate::Result<()>) -> u8 {
     match result {
         Ok(()) => EXIT_OK,
         Err(err) => {
+            // Human subcommands: the operator's own paths are useful here (the JSON tool
+            // envelopes never carry them).
             eprintln!("nokv: {err}");
             EXIT_TOOL_ERROR
         }
@@ -167,6 +191,12 @@ fn with_client(dir: &Path, f: impl FnOnce(&Client) -> crate::Result<()>) -> u8 {
 }
 
 fn run_workbench(dir: &Path, tool: &str, input: Option<&str>, out: &mut dyn Write) -> u8 {
+    // Order: tool name, JSON syntax, schema — all before the store is touched, so a refused call
+    // opens, creates and writes nothing.
+    let Some(name) = schema::canonical_tool_name(tool) else {
+        print_json(out, &ToolError::unknown_tool(tool).envelope());
+        return EXIT_TOOL_ERROR;
+    };
     let text = match input {
         None => "{}".to_string(),
         Some("-") => {
@@ -190,20 +220,24 @@ fn run_workbench(dir: &Path, tool: &str, input: Option<&str>, out: &mut dyn Writ
             return EXIT_USAGE;
         }
     };
-    if schema::canonical_tool_name(tool).is_none() {
-        print_json(out, &ToolError::unknown_tool(tool).envelope());
+    if let Err(err) = schema::validate(name, &input) {
+        print_json(out, &err.envelope());
         return EXIT_TOOL_ERROR;
     }
-    let client = match Client::open(dir) {
+    // Only `create` may bring a new store into existence; every other tool on a missing store is
+    // NotFound instead of silently creating an empty one.
+    let options = crate::client::ClientOptions {
+        create_if_missing: name == "workbench_create",
+        ..Default::default()
+    };
+    let client = match Client::open_with(dir, options) {
         Ok(c) => c,
         Err(e) => {
-            let err = ToolError::new(ErrorCode::Internal, format!("cannot open the store: {e}"))
-                .with_detail("store", json!(dir.display().to_string()));
-            print_json(out, &err.envelope());
+            print_json(out, &store_error(e).envelope());
             return EXIT_TOOL_ERROR;
         }
     };
-    let result = Workbench::new(client).call(tool, &input);
+    let result = Workbench::new(client).call(name, &input);
     print_json(out, &result);
     if result.get("status").and_then(Value::as_str) == Some("success") {
         EXIT_OK

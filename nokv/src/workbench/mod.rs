@@ -135,15 +135,55 @@ pub(crate) fn tool_error(client: &Client, workbench_id: &str, err: crate::Error)
         E::DigestMismatch { path, .. } => {
             ToolError::object_unavailable(format!("digest mismatch for `{path}`"))
         }
-        E::Meta(inner) => ToolError::internal(format!("metadata error: {}", meta_message(&inner))),
-        E::LocalIo { op, source, .. } => ToolError::internal(format!("{op} failed: {source}")),
+        other => store_error(other),
     }
 }
 
-/// A storage-neutral description of a metadata error.
-fn meta_message(err: &meta::Error) -> String {
+/// Maps errors that concern the store as a whole (opening it, its files) to tool errors without
+/// host paths, keys or ids.
+pub fn store_error(err: crate::Error) -> ToolError {
+    use crate::Error as E;
     match err {
-        meta::Error::Storage(_) => "the metadata store failed; retry".to_string(),
-        other => other.to_string(),
+        E::Meta(inner) => meta_tool_error(&inner),
+        E::StoreNotFound => ToolError::new(
+            ErrorCode::NotFound,
+            "no NoKV store exists at the selected location (--store / NOKV_STORE / ./.nokv); create a workbench first",
+        ),
+        E::StoreBusy => ToolError::new(
+            ErrorCode::Conflict,
+            "another process kept the store locked for the whole wait (30 s); retry",
+        )
+        .with_detail("conflict", Value::from("Workspace"))
+        .with_detail("reason", Value::from("store_locked")),
+        E::LocalIo { op, source, .. } => {
+            ToolError::internal(format!("{op} failed: {}", source.kind()))
+        }
+        E::InvalidArgument(msg) => ToolError::invalid_arguments(msg),
+        other => ToolError::internal(other.to_string()),
+    }
+}
+
+/// Maps a metadata-layer error to a typed, storage-neutral tool error (no keys, ids or host
+/// paths in messages).
+pub(crate) fn meta_tool_error(err: &meta::Error) -> ToolError {
+    match err {
+        meta::Error::SchemaMismatch { reason, .. } => ToolError::new(
+            ErrorCode::InvalidState,
+            format!("the store is not a NoKV schema-8 store, or was written by an incompatible version ({reason}); nothing was changed"),
+        ),
+        meta::Error::PresentationRootMismatch { .. } => ToolError::new(
+            ErrorCode::InvalidState,
+            "the store was created with a different presentation root; open it without overriding the root",
+        ),
+        meta::Error::Storage(holt::Error::Corrupt { reason, .. }) => ToolError::new(
+            ErrorCode::InvalidState,
+            format!("the store's metadata files are damaged ({reason}); nothing was changed — restore the store from a backup"),
+        ),
+        meta::Error::Storage(holt::Error::Io { op, source, .. }) => {
+            ToolError::internal(format!("metadata {op} failed: {}", source.kind()))
+        }
+        meta::Error::ReadVersionConflict { .. } => ToolError::conflict("ReadVersion"),
+        meta::Error::Storage(_) => ToolError::internal("the metadata store failed; retry"),
+        other => ToolError::internal(format!("metadata error: {other}")),
     }
 }

@@ -28,9 +28,12 @@ fn meta_err<'a>(client: &'a Client, id: &'a str) -> impl Fn(meta::Error) -> Tool
     move |e| tool_error(client, id, e.into())
 }
 
+/// The live fence of a cursor: the workspace incarnation (as a digest — cursors are opaque but
+/// decodable, and no storage identity may leave the store) and the workspace revision.
 fn live_fence(ws: &WorkspaceCurrent) -> Fence {
+    let digest = cursor::scope_digest(&[b"nokv.cursor.incarnation.v1", ws.incarnation.as_bytes()]);
     Fence::Live {
-        incarnation_hex: ws.incarnation.to_hex(),
+        incarnation_hex: objstore::hex_lower(&digest[..16]),
         workspace_revision: ws.workspace_revision,
     }
 }
@@ -81,7 +84,7 @@ pub(super) fn list(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<
     let id = req_str(args, "id")?;
     let scope = Scope::resolve(id, opt_str(args, "section"), opt_str(args, "path"))?;
     reject_snapshot(args)?;
-    let limit = opt_u64(args, "limit").unwrap_or(100) as usize;
+    let limit = opt_u64(args, "limit")?.unwrap_or(100) as usize;
     let client = wb.client();
     let read = client.meta().read();
     let ws = visible(client, &read, id)?;
@@ -265,8 +268,8 @@ pub(super) fn read(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<
     let scope = Scope::resolve_file(id, opt_str(args, "section"), req_str(args, "path")?)?;
     reject_snapshot(args)?;
     let format = opt_str(args, "format").unwrap_or("structured");
-    let limit = opt_u64(args, "limit").unwrap_or(100);
-    let offset = opt_u64(args, "offset");
+    let limit = opt_u64(args, "limit")?.unwrap_or(100);
+    let offset = opt_u64(args, "offset")?;
     let cursor_in = opt_str(args, "cursor");
     let client = wb.client();
     let read = client.meta().read();
@@ -285,7 +288,7 @@ pub(super) fn read(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<
         None => return Err(ToolError::not_found(&presented)),
     };
     let mut out = scope.fields(client);
-    if opt_u64(args, "if_none_match") == Some(entry.generation) {
+    if opt_u64(args, "if_none_match")? == Some(entry.generation) {
         out.insert("not_modified".into(), Value::from(true));
         out.insert("generation".into(), Value::from(entry.generation));
         return Ok(out);
@@ -362,7 +365,7 @@ pub(super) fn grep(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<
     if let Some(g) = glob {
         grep_match::validate_glob(g)?;
     }
-    let limit = opt_u64(args, "limit").unwrap_or(100) as usize;
+    let limit = opt_u64(args, "limit")?.unwrap_or(100) as usize;
     let scope = Scope::resolve(id, opt_str(args, "section"), opt_str(args, "path"))?;
     let client = wb.client();
     let read = client.meta().read();
@@ -394,7 +397,7 @@ pub(super) fn grep(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<
             let line: u64 = line
                 .parse()
                 .map_err(|_| ToolError::invalid_arguments("cursor is invalid"))?;
-            let path = meta::normalize(path)
+            let path = meta::path::normalize_stored(path)
                 .map_err(|_| ToolError::invalid_arguments("cursor is invalid"))?;
             (Some(path), line)
         }
@@ -490,18 +493,19 @@ pub(super) fn grep(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<
                 GREP_MAX_BYTES,
             ));
         }
-        let body = client
-            .read_entry(&read, entry)
-            .map_err(|e| tool_error(client, id, e))?;
-        let Ok(text) = std::str::from_utf8(&body) else {
-            continue; // binary bodies have no lines to match
-        };
+        let body = client.read_entry(&read, entry).map_err(|e| {
+            tool_error(client, id, e)
+                .with_detail("path", Value::from(present(client, id, Some(path))))
+        })?;
+        // Lines are matched on the UTF-8 text; invalid sequences become U+FFFD so a line with a
+        // stray binary byte can still match.
+        let text = String::from_utf8_lossy(&body);
         let skip_through = match &anchor_path {
             Some(ap) if ap == path => anchor_line,
             _ => 0,
         };
         let (section, relative) = split_section(path);
-        for (line_number, snippet) in grep_match::grep_lines(text, &patterns) {
+        for (line_number, snippet) in grep_match::grep_lines(&text, &patterns) {
             if line_number <= skip_through {
                 continue;
             }

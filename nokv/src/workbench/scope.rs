@@ -59,11 +59,17 @@ impl Scope {
                 Some(norm.as_str().to_string())
             }
         };
+        // The normalizer's limits apply to the path the agent sent (relative to its section);
+        // the stored path gets room for the section prefix.
         let full = match (section, &relative) {
             (None, None) => None,
             (Some(s), None) => Some(normalize(s)?),
             (None, Some(r)) => Some(normalize(r)?),
-            (Some(s), Some(r)) => Some(normalize(&format!("{s}/{r}"))?),
+            (Some(s), Some(r)) => {
+                Some(meta::path::section_path(s, &normalize(r)?).map_err(|e| {
+                    ToolError::invalid_arguments(format!("invalid path `{}`: {e}", printable(r)))
+                })?)
+            }
         };
         Ok(Scope {
             workbench_id: workbench_id.to_string(),
@@ -170,9 +176,27 @@ pub(crate) fn opt_bool(args: &Map<String, Value>, key: &str, default: bool) -> b
     args.get(key).and_then(Value::as_bool).unwrap_or(default)
 }
 
-/// Reads an optional non-negative integer argument.
-pub(crate) fn opt_u64(args: &Map<String, Value>, key: &str) -> Option<u64> {
-    args.get(key).and_then(Value::as_u64)
+/// Reads an optional non-negative integer argument. JSON Schema's `integer` admits `1.0` and
+/// integers beyond u64; such a value is never silently dropped: an integral float within range is
+/// taken, anything else is `InvalidArguments` naming the field.
+pub(crate) fn opt_u64(args: &Map<String, Value>, key: &str) -> ToolResult<Option<u64>> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => {
+            if let Some(n) = v.as_u64() {
+                return Ok(Some(n));
+            }
+            match v.as_f64() {
+                Some(f) if f >= 0.0 && f.fract() == 0.0 && f < 18_446_744_073_709_551_616.0 => {
+                    Ok(Some(f as u64))
+                }
+                _ => Err(ToolError::invalid_arguments(format!(
+                    "`{key}` must be a non-negative integer that fits in 64 bits"
+                ))
+                .with_detail("field", Value::from(key))),
+            }
+        }
+    }
 }
 
 /// Refuses `at_snapshot` until snapshots exist in this build: there is no snapshot to find.

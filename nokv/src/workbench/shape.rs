@@ -5,10 +5,9 @@
 //! Record types (the `record_type` field of a read result):
 //! - `json_array`: a JSON body whose top-level value is an array; one record per element.
 //! - `json_object`: any other JSON body (object or scalar); one record, the value.
-//! - `yaml_sequence`: a YAML body whose top-level node is a sequence; one record per element.
-//!   (WORKBENCH.md names only `yaml_mapping` and says a top-level sequence is split per element;
-//!   this facade reports such bodies as `yaml_sequence`, mirroring `json_array`.)
-//! - `yaml_mapping`: any other YAML body (mapping, scalar, empty document = `null`); one record.
+//! - `yaml_mapping`: any YAML body. WORKBENCH.md names only this record type for YAML and says a
+//!   top-level sequence is split per element: a sequence gives one record per element, any other
+//!   document (mapping, scalar, empty document = `null`) one record.
 //! - `text_lines`: everything else; one JSON string record per line.
 
 use super::errors::{ToolError, ToolResult};
@@ -48,23 +47,19 @@ pub enum StructuredKind {
     JsonObject,
     /// `json_array`: a top-level JSON array, one record per element.
     JsonArray,
-    /// `yaml_mapping`: a non-sequence YAML document, one record.
+    /// `yaml_mapping`: a YAML document (a top-level sequence is split per element).
     YamlMapping,
-    /// `yaml_sequence`: a top-level YAML sequence, one record per element.
-    YamlSequence,
     /// `text_lines`: one JSON string per line.
     TextLines,
 }
 
 impl StructuredKind {
-    /// The `record_type` string (`json_object`, `json_array`, `yaml_mapping`, `yaml_sequence`,
-    /// `text_lines`).
+    /// The `record_type` string (`json_object`, `json_array`, `yaml_mapping`, `text_lines`).
     pub fn record_type(self) -> &'static str {
         match self {
             StructuredKind::JsonObject => "json_object",
             StructuredKind::JsonArray => "json_array",
             StructuredKind::YamlMapping => "yaml_mapping",
-            StructuredKind::YamlSequence => "yaml_sequence",
             StructuredKind::TextLines => "text_lines",
         }
     }
@@ -124,6 +119,8 @@ pub fn decode_structured(path: &str, content_type: &str, bytes: &[u8]) -> ToolRe
         ));
     }
     let text = std::str::from_utf8(bytes).map_err(|_| ToolError::invalid_utf8(path))?;
+    // A leading UTF-8 byte-order mark is not content.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     match structured_format(path, content_type) {
         Format::Json => {
             let value: Value = serde_json::from_str(text).map_err(|e| {
@@ -146,7 +143,7 @@ pub fn decode_structured(path: &str, content_type: &str, bytes: &[u8]) -> ToolRe
             })?;
             Ok(match yaml_to_json(value) {
                 Value::Array(items) => Structured {
-                    record_type: StructuredKind::YamlSequence.record_type(),
+                    record_type: StructuredKind::YamlMapping.record_type(),
                     records: items,
                 },
                 other => Structured {
@@ -385,7 +382,7 @@ mod tests {
     fn yaml_sequence_splits_per_element() {
         let s =
             decode_structured("runs.yaml", "", b"- name: a\n  n: 1\n- name: b\n  n: 2\n").unwrap();
-        assert_eq!(s.record_type, "yaml_sequence");
+        assert_eq!(s.record_type, "yaml_mapping");
         assert_eq!(
             s.records,
             vec![json!({"name": "a", "n": 1}), json!({"name": "b", "n": 2})]

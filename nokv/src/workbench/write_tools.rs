@@ -35,7 +35,7 @@ pub(super) fn put_file(
     let id = req_str(args, "id")?;
     let scope = Scope::resolve_file(id, opt_str(args, "section"), req_str(args, "path")?)?;
     let replace = opt_bool(args, "replace", false);
-    let expected = opt_u64(args, "expected_generation");
+    let expected = opt_u64(args, "expected_generation")?;
     if expected.is_some() && !replace {
         return Err(ToolError::invalid_arguments(
             "expected_generation is only allowed with replace=true",
@@ -139,6 +139,11 @@ pub(super) fn edit(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<
         .clone()
         .ok_or_else(|| ToolError::invalid_arguments("path must name a file inside the section"))?;
     let presented = super::scope::present(client, id, Some(&full));
+    if crate::client::RESERVED_PATHS.contains(&full.as_str()) {
+        return Err(ToolError::invalid_arguments(format!(
+            "{presented} is owned by commit/restore and cannot be edited"
+        )));
+    }
     for attempt in 1..=EDIT_ATTEMPTS {
         let read = client.meta().read();
         let ws = read

@@ -1,0 +1,122 @@
+//! Node48: a 256-entry index from edge byte to one of 48 child slots (ART paper §III-A).
+
+use super::node::{Child, Header, InnerNode};
+
+/// Inner node with 17..=48 children. `index[byte]` is 0 when the edge is absent, otherwise
+/// `slot + 1`; `children[slot]` holds the child.
+pub(crate) struct Node48<V> {
+    header: Header<V>,
+    len: u8,
+    index: [u8; 256],
+    children: [Option<Child<V>>; 48],
+}
+
+impl<V> Node48<V> {
+    pub(crate) fn new(header: Header<V>) -> Self {
+        Node48 {
+            header,
+            len: 0,
+            index: [0; 256],
+            children: std::array::from_fn(|_| None),
+        }
+    }
+
+    #[inline]
+    fn slot(&self, byte: u8) -> Option<usize> {
+        match self.index[usize::from(byte)] {
+            0 => None,
+            i => Some(usize::from(i) - 1),
+        }
+    }
+}
+
+impl<V> Clone for Node48<V> {
+    fn clone(&self) -> Self {
+        Node48 {
+            header: self.header.clone(),
+            len: self.len,
+            index: self.index,
+            children: self.children.clone(),
+        }
+    }
+}
+
+impl<V> InnerNode<V> for Node48<V> {
+    #[inline]
+    fn header(&self) -> &Header<V> {
+        &self.header
+    }
+
+    fn header_mut(&mut self) -> &mut Header<V> {
+        &mut self.header
+    }
+
+    fn count(&self) -> usize {
+        usize::from(self.len)
+    }
+
+    fn is_full(&self) -> bool {
+        usize::from(self.len) >= 48
+    }
+
+    #[inline]
+    fn find(&self, byte: u8) -> Option<&Child<V>> {
+        self.slot(byte).and_then(|s| self.children[s].as_ref())
+    }
+
+    fn find_slot_mut(&mut self, byte: u8) -> Option<&mut Option<Child<V>>> {
+        self.slot(byte).map(|s| &mut self.children[s])
+    }
+
+    fn next_from(&self, from: u16) -> Option<(u8, &Child<V>)> {
+        let start = usize::from(from).min(256);
+        self.index[start..]
+            .iter()
+            .position(|&i| i != 0)
+            .and_then(|off| {
+                let byte = (start + off) as u8;
+                self.find(byte).map(|c| (byte, c))
+            })
+    }
+
+    fn prev_before(&self, below: u16) -> Option<(u8, &Child<V>)> {
+        let end = usize::from(below).min(256);
+        self.index[..end]
+            .iter()
+            .rposition(|&i| i != 0)
+            .and_then(|pos| {
+                let byte = pos as u8;
+                self.find(byte).map(|c| (byte, c))
+            })
+    }
+
+    fn add(&mut self, byte: u8, child: Child<V>) {
+        debug_assert!(self.slot(byte).is_none(), "add of a present edge");
+        let Some(free) = self.children.iter().position(Option::is_none) else {
+            debug_assert!(false, "add on a full Node48");
+            return;
+        };
+        self.children[free] = Some(child);
+        self.index[usize::from(byte)] = (free + 1) as u8;
+        self.len += 1;
+    }
+
+    fn take(&mut self, byte: u8) -> Option<Child<V>> {
+        let s = self.slot(byte)?;
+        self.index[usize::from(byte)] = 0;
+        self.len -= 1;
+        self.children[s].take()
+    }
+
+    fn drain(&mut self, out: &mut dyn FnMut(u8, Child<V>)) {
+        self.len = 0;
+        for byte in 0..=255u8 {
+            if let Some(s) = self.slot(byte) {
+                self.index[usize::from(byte)] = 0;
+                if let Some(c) = self.children[s].take() {
+                    out(byte, c);
+                }
+            }
+        }
+    }
+}

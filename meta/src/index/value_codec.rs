@@ -1,0 +1,709 @@
+//! The versioned, order-preserving secondary-index value codec (seed 000: "each index declares a
+//! versioned, order-preserving codec for null, boolean, signed/unsigned integer, finite float,
+//! timestamp, bytes, and string values").
+//!
+//! # Order
+//!
+//! [`IndexValue`]'s [`Ord`] is the documented total order, and for any two values
+//! `encode(a).cmp(&encode(b)) == a.cmp(&b)` (property-tested):
+//!
+//! 1. across types: `Null < Bool < Number < Timestamp < String < Bytes`;
+//! 2. `false < true`;
+//! 3. **one numeric domain**: [`IndexValue::Int`] (i64), [`IndexValue::UInt`] (u64) and
+//!    [`IndexValue::Float`] (finite f64) are ordered together by exact mathematical value, so a
+//!    `gt 4000` range finds `4000.5`, `4001` and `u64::MAX` alike. Values that are mathematically
+//!    equal but differ in type (e.g. `Int(5)`, `UInt(5)`, `Float(5.0)`) are tie-broken
+//!    deterministically `Int < UInt < Float`. `-0.0` is stored as `+0.0` (they are equal);
+//! 4. timestamps chronologically (`seconds`, then `nanos`);
+//! 5. strings and byte strings lexicographically by bytes (a strict prefix sorts first).
+//!
+//! # Encoding (codec version 1)
+//!
+//! Every encoding is `u8 codec_version (=1) | u8 type | body`. Because every value of one index
+//! carries the same version byte, the byte does not disturb order; an unknown version fails closed.
+//!
+//! | value            | type byte | body |
+//! |------------------|-----------|------|
+//! | Null             | `0x10`    | — |
+//! | Bool             | `0x20`    | `0x00` false / `0x01` true |
+//! | negative number  | `0x30`    | `!u16 biased_exp | !u64 significand | u8 subtype` |
+//! | zero             | `0x31`    | `u8 subtype` |
+//! | positive number  | `0x32`    | `u16 biased_exp | u64 significand | u8 subtype` |
+//! | Timestamp        | `0x40`    | `u64 (seconds XOR 2^63) | u32 nanos` |
+//! | String (UTF-8)   | `0x50`    | escaped bytes, then `0x00 0x01` |
+//! | Bytes            | `0x60`    | escaped bytes, then `0x00 0x01` |
+//!
+//! **Numbers.** Every i64, u64 and finite f64 is exactly `sig × 2^(exp − 63)` with `sig` a u64
+//! whose top bit is set (the magnitude left-aligned) and `exp` = ⌊log2 |value|⌋ in
+//! `−1074..=1023`; `biased_exp = exp + 1074` (u16). Comparing `(biased_exp, sig)` as big-endian
+//! bytes compares magnitudes exactly, with no rounding: a u64 keeps all 64 bits, an f64 its 53.
+//! Negative numbers complement both fields so a larger magnitude sorts first. The trailing
+//! subtype byte (`0x01` Int, `0x02` UInt, `0x03` Float) only matters between equal values and
+//! makes decoding exact (the stored type comes back). Decoding re-encodes and requires identical
+//! bytes, so non-canonical bodies (an unset top bit, bits a type cannot hold) are rejected.
+//!
+//! **Strings and bytes** are escaped so that no encoding is a prefix of another and the key can
+//! continue with the workspace incarnation and path: each `0x00` becomes `0x00 0xff` and the value
+//! ends with `0x00 0x01`. Raw length is at most [`MAX_VARIABLE_VALUE_BYTES`].
+//!
+//! NaN and ±∞ cannot be represented: [`FiniteF64::new`] rejects them with
+//! [`Error::InvalidArgument`]. Malformed encodings fail with [`Error::Codec`] (family
+//! `"secondary_index"`).
+
+use std::cmp::Ordering;
+
+use crate::error::{Error, Result};
+
+/// Version byte leading every encoded value.
+pub const VALUE_CODEC_VERSION: u8 = 1;
+/// Maximum raw length of a string or byte-string index value, in bytes.
+pub const MAX_VARIABLE_VALUE_BYTES: usize = 4096;
+
+const FAMILY: &str = "secondary_index";
+
+const TYPE_NULL: u8 = 0x10;
+const TYPE_BOOL: u8 = 0x20;
+const TYPE_NUM_NEG: u8 = 0x30;
+const TYPE_NUM_ZERO: u8 = 0x31;
+const TYPE_NUM_POS: u8 = 0x32;
+const TYPE_TIMESTAMP: u8 = 0x40;
+const TYPE_STRING: u8 = 0x50;
+const TYPE_BYTES: u8 = 0x60;
+
+const SUB_INT: u8 = 0x01;
+const SUB_UINT: u8 = 0x02;
+const SUB_FLOAT: u8 = 0x03;
+
+const EXP_BIAS: i32 = 1074;
+const MIN_EXP: i32 = -1074;
+const MAX_EXP: i32 = 1023;
+
+const ESCAPE: u8 = 0x00;
+const ESCAPED_NUL: u8 = 0xff;
+const TERMINATOR: u8 = 0x01;
+
+/// A finite `f64` (never NaN or ±∞; `-0.0` is normalized to `+0.0`).
+#[derive(Clone, Copy, Debug)]
+pub struct FiniteF64(f64);
+
+impl FiniteF64 {
+    /// Wraps a finite float. Errors: [`Error::InvalidArgument`] for NaN, +∞ or −∞.
+    pub fn new(v: f64) -> Result<Self> {
+        if !v.is_finite() {
+            return Err(Error::invalid(format!(
+                "index float values must be finite, got {v}"
+            )));
+        }
+        // -0.0 == 0.0: store one representation so equality, order and bytes agree.
+        Ok(FiniteF64(if v == 0.0 { 0.0 } else { v }))
+    }
+
+    /// The value.
+    pub fn get(self) -> f64 {
+        self.0
+    }
+}
+
+impl PartialEq for FiniteF64 {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+impl Eq for FiniteF64 {}
+impl PartialOrd for FiniteF64 {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for FiniteF64 {
+    fn cmp(&self, other: &Self) -> Ordering {
+        // No NaN and no -0.0, so total_cmp is the numeric order.
+        self.0.total_cmp(&other.0)
+    }
+}
+impl std::hash::Hash for FiniteF64 {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.to_bits().hash(state);
+    }
+}
+
+/// A point in time: whole seconds since the Unix epoch (signed) plus `nanos` in `0..1e9`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp {
+    seconds: i64,
+    nanos: u32,
+}
+
+impl Timestamp {
+    /// Builds a timestamp. Errors: [`Error::InvalidArgument`] when `nanos >= 1_000_000_000`.
+    pub fn new(seconds: i64, nanos: u32) -> Result<Self> {
+        if nanos >= 1_000_000_000 {
+            return Err(Error::invalid(format!(
+                "timestamp nanos must be below 1e9, got {nanos}"
+            )));
+        }
+        Ok(Timestamp { seconds, nanos })
+    }
+
+    /// From Unix milliseconds (e.g. a lease deadline).
+    pub fn from_unix_millis(ms: i64) -> Self {
+        Timestamp {
+            seconds: ms.div_euclid(1000),
+            // rem_euclid(1000) is in 0..1000, so the product is below 1e9 and fits u32.
+            nanos: (ms.rem_euclid(1000) as u32) * 1_000_000,
+        }
+    }
+
+    /// Seconds since the Unix epoch.
+    pub fn seconds(self) -> i64 {
+        self.seconds
+    }
+
+    /// Nanoseconds within the second (`0..1e9`).
+    pub fn nanos(self) -> u32 {
+        self.nanos
+    }
+}
+
+/// One typed secondary-index value (see the module docs for order and encoding).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum IndexValue {
+    /// JSON null / missing-as-null.
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// A signed 64-bit integer.
+    Int(i64),
+    /// An unsigned 64-bit integer.
+    UInt(u64),
+    /// A finite float.
+    Float(FiniteF64),
+    /// A timestamp.
+    Timestamp(Timestamp),
+    /// A UTF-8 string (at most [`MAX_VARIABLE_VALUE_BYTES`] bytes).
+    String(String),
+    /// A byte string (at most [`MAX_VARIABLE_VALUE_BYTES`] bytes).
+    Bytes(Vec<u8>),
+}
+
+/// Exact numeric view used by the reference order.
+enum Num {
+    I(i128),
+    F(f64),
+}
+
+/// Exact comparison of a finite float with an integer.
+fn cmp_float_int(f: f64, i: i128) -> Ordering {
+    // 2^127: every i128 we compare (at most 64-bit magnitudes) is far inside this range.
+    const TWO_127: f64 = 170_141_183_460_469_231_731_687_303_715_884_105_728.0;
+    if f >= TWO_127 {
+        return Ordering::Greater;
+    }
+    if f < -TWO_127 {
+        return Ordering::Less;
+    }
+    let t = f.trunc();
+    // `t` is integral with |t| < 2^127, so the cast is exact.
+    let ti = t as i128;
+    match ti.cmp(&i) {
+        Ordering::Equal => f.partial_cmp(&t).unwrap_or(Ordering::Equal),
+        o => o,
+    }
+}
+
+impl Num {
+    fn cmp(&self, other: &Num) -> Ordering {
+        match (self, other) {
+            (Num::I(a), Num::I(b)) => a.cmp(b),
+            (Num::F(a), Num::F(b)) => a.total_cmp(b),
+            (Num::F(a), Num::I(b)) => cmp_float_int(*a, *b),
+            (Num::I(a), Num::F(b)) => cmp_float_int(*b, *a).reverse(),
+        }
+    }
+}
+
+impl IndexValue {
+    /// A float value. Errors: [`Error::InvalidArgument`] for NaN or ±∞.
+    pub fn float(v: f64) -> Result<Self> {
+        Ok(IndexValue::Float(FiniteF64::new(v)?))
+    }
+
+    /// Cross-type rank (the first level of the documented order).
+    fn type_rank(&self) -> u8 {
+        match self {
+            IndexValue::Null => 0,
+            IndexValue::Bool(_) => 1,
+            IndexValue::Int(_) | IndexValue::UInt(_) | IndexValue::Float(_) => 2,
+            IndexValue::Timestamp(_) => 3,
+            IndexValue::String(_) => 4,
+            IndexValue::Bytes(_) => 5,
+        }
+    }
+
+    fn num(&self) -> Option<(Num, u8)> {
+        match self {
+            IndexValue::Int(i) => Some((Num::I(i128::from(*i)), SUB_INT)),
+            IndexValue::UInt(u) => Some((Num::I(i128::from(*u)), SUB_UINT)),
+            IndexValue::Float(f) => Some((Num::F(f.get()), SUB_FLOAT)),
+            _ => None,
+        }
+    }
+
+    /// `(negative, exp, left-aligned significand)` of a nonzero number; `None` for zero or a
+    /// non-number.
+    fn num_parts(&self) -> Option<(bool, i32, u64)> {
+        fn from_mag(m: u64) -> (i32, u64) {
+            let lz = m.leading_zeros();
+            (63 - lz as i32, m << lz)
+        }
+        match self {
+            IndexValue::Int(0) | IndexValue::UInt(0) => None,
+            IndexValue::Int(i) => {
+                let (e, s) = from_mag(i.unsigned_abs());
+                Some((*i < 0, e, s))
+            }
+            IndexValue::UInt(u) => {
+                let (e, s) = from_mag(*u);
+                Some((false, e, s))
+            }
+            IndexValue::Float(f) => {
+                let f = f.get();
+                if f == 0.0 {
+                    return None;
+                }
+                let bits = f.abs().to_bits();
+                let biased = (bits >> 52) as i32;
+                let frac = bits & ((1u64 << 52) - 1);
+                if biased == 0 {
+                    let (e, s) = from_mag(frac);
+                    Some((f < 0.0, e + MIN_EXP, s))
+                } else {
+                    Some((f < 0.0, biased - 1023, ((1u64 << 52) | frac) << 11))
+                }
+            }
+            _ => None,
+        }
+    }
+
+    fn check_len(&self, len: usize) -> Result<()> {
+        if len > MAX_VARIABLE_VALUE_BYTES {
+            return Err(Error::invalid(format!(
+                "index value is {len} bytes; at most {MAX_VARIABLE_VALUE_BYTES} allowed"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Appends the encoding; `with_subtype = false` omits a number's trailing subtype byte
+    /// (see [`IndexValue::order_prefix`]).
+    fn put(&self, out: &mut Vec<u8>, with_subtype: bool) -> Result<()> {
+        out.push(VALUE_CODEC_VERSION);
+        match self {
+            IndexValue::Null => out.push(TYPE_NULL),
+            IndexValue::Bool(b) => out.extend_from_slice(&[TYPE_BOOL, u8::from(*b)]),
+            IndexValue::Int(_) | IndexValue::UInt(_) | IndexValue::Float(_) => {
+                match self.num_parts() {
+                    None => out.push(TYPE_NUM_ZERO),
+                    Some((neg, exp, sig)) => {
+                        // exp is within MIN_EXP..=MAX_EXP by construction, so this fits u16.
+                        let biased = (exp + EXP_BIAS) as u16;
+                        if neg {
+                            out.push(TYPE_NUM_NEG);
+                            out.extend_from_slice(&(!biased).to_be_bytes());
+                            out.extend_from_slice(&(!sig).to_be_bytes());
+                        } else {
+                            out.push(TYPE_NUM_POS);
+                            out.extend_from_slice(&biased.to_be_bytes());
+                            out.extend_from_slice(&sig.to_be_bytes());
+                        }
+                    }
+                }
+                if with_subtype {
+                    if let Some((_, sub)) = self.num() {
+                        out.push(sub);
+                    }
+                }
+            }
+            IndexValue::Timestamp(t) => {
+                out.push(TYPE_TIMESTAMP);
+                out.extend_from_slice(&((t.seconds as u64) ^ (1u64 << 63)).to_be_bytes());
+                out.extend_from_slice(&t.nanos.to_be_bytes());
+            }
+            IndexValue::String(s) => {
+                self.check_len(s.len())?;
+                out.push(TYPE_STRING);
+                escape(out, s.as_bytes());
+            }
+            IndexValue::Bytes(b) => {
+                self.check_len(b.len())?;
+                out.push(TYPE_BYTES);
+                escape(out, b);
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends the encoding of `self` to `out`.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for a string or byte string longer than
+    /// [`MAX_VARIABLE_VALUE_BYTES`] (nothing useful is appended in that case).
+    pub fn encode_into(&self, out: &mut Vec<u8>) -> Result<()> {
+        self.put(out, true)
+    }
+
+    /// The encoding of `self` (see the module docs).
+    ///
+    /// Errors: as [`IndexValue::encode_into`].
+    pub fn encode(&self) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(16);
+        self.encode_into(&mut out)?;
+        Ok(out)
+    }
+
+    /// The shortest prefix shared by the encodings of every value equal in order-value to
+    /// `self`: for numbers the encoding without the subtype byte (so `Int(5)`, `UInt(5)` and
+    /// `Float(5.0)` all start with it); for every other type the full encoding. Range queries use
+    /// it as the bound: `gte x` starts at `order_prefix(x)`, `gt x` starts after every key with
+    /// that prefix.
+    ///
+    /// Errors: as [`IndexValue::encode_into`].
+    pub fn order_prefix(&self) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(16);
+        self.put(&mut out, false)?;
+        Ok(out)
+    }
+
+    /// Decodes exactly one value occupying all of `bytes`.
+    ///
+    /// Errors: [`Error::Codec`] for an unknown codec version, type or subtype, truncation,
+    /// trailing bytes, a bad escape, invalid UTF-8, or a non-canonical encoding.
+    pub fn decode(bytes: &[u8]) -> Result<Self> {
+        let (v, used) = Self::decode_prefix(bytes)?;
+        if used != bytes.len() {
+            return Err(Error::codec(
+                FAMILY,
+                format!("{} trailing byte(s) after index value", bytes.len() - used),
+            ));
+        }
+        Ok(v)
+    }
+
+    /// Decodes one value from the start of `bytes` (an index key continues after it) and returns
+    /// it with the number of bytes it occupied.
+    ///
+    /// Errors: as [`IndexValue::decode`], except that trailing bytes are allowed.
+    pub fn decode_prefix(bytes: &[u8]) -> Result<(Self, usize)> {
+        let err = |r: &str| Error::codec(FAMILY, format!("index value: {r}"));
+        let (&version, rest) = bytes.split_first().ok_or_else(|| err("empty"))?;
+        if version != VALUE_CODEC_VERSION {
+            return Err(err(&format!(
+                "unknown codec version {version} (supported: {VALUE_CODEC_VERSION})"
+            )));
+        }
+        let (&ty, body) = rest.split_first().ok_or_else(|| err("truncated type"))?;
+        let take = |n: usize| body.get(..n).ok_or_else(|| err("truncated"));
+        let (value, body_len) = match ty {
+            TYPE_NULL => (IndexValue::Null, 0),
+            TYPE_BOOL => match take(1)?[0] {
+                0 => (IndexValue::Bool(false), 1),
+                1 => (IndexValue::Bool(true), 1),
+                b => return Err(err(&format!("non-canonical boolean byte {b}"))),
+            },
+            TYPE_NUM_ZERO => {
+                let v = match take(1)?[0] {
+                    SUB_INT => IndexValue::Int(0),
+                    SUB_UINT => IndexValue::UInt(0),
+                    SUB_FLOAT => IndexValue::Float(FiniteF64(0.0)),
+                    s => return Err(err(&format!("unknown numeric subtype {s}"))),
+                };
+                (v, 1)
+            }
+            TYPE_NUM_NEG | TYPE_NUM_POS => {
+                let b = take(11)?;
+                let neg = ty == TYPE_NUM_NEG;
+                let mut biased = u16::from_be_bytes([b[0], b[1]]);
+                let mut sig = u64::from_be_bytes([b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9]]);
+                if neg {
+                    biased = !biased;
+                    sig = !sig;
+                }
+                let exp = i32::from(biased) - EXP_BIAS;
+                let v = number_from_parts(neg, exp, sig, b[10]).map_err(|r| err(&r))?;
+                (v, 11)
+            }
+            TYPE_TIMESTAMP => {
+                let b = take(12)?;
+                let raw = u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+                let nanos = u32::from_be_bytes([b[8], b[9], b[10], b[11]]);
+                let t = Timestamp::new((raw ^ (1u64 << 63)) as i64, nanos)
+                    .map_err(|_| err("timestamp nanos out of range"))?;
+                (IndexValue::Timestamp(t), 12)
+            }
+            TYPE_STRING | TYPE_BYTES => {
+                let (raw, used) = unescape(body).map_err(err)?;
+                if raw.len() > MAX_VARIABLE_VALUE_BYTES {
+                    return Err(err("variable-length value longer than the maximum"));
+                }
+                let v = if ty == TYPE_STRING {
+                    IndexValue::String(String::from_utf8(raw).map_err(|_| err("string not UTF-8"))?)
+                } else {
+                    IndexValue::Bytes(raw)
+                };
+                (v, used)
+            }
+            t => return Err(err(&format!("unknown type byte {t:#04x}"))),
+        };
+        let used = 2 + body_len;
+        // Canonical form: exactly one byte sequence per value.
+        let mut again = Vec::with_capacity(used);
+        value
+            .put(&mut again, true)
+            .map_err(|_| err("value out of range"))?;
+        if again.as_slice() != &bytes[..used] {
+            return Err(err("non-canonical encoding"));
+        }
+        Ok((value, used))
+    }
+}
+
+/// Rebuilds a nonzero number of the given subtype from its exact parts.
+fn number_from_parts(
+    neg: bool,
+    exp: i32,
+    sig: u64,
+    sub: u8,
+) -> std::result::Result<IndexValue, String> {
+    if sig >> 63 != 1 {
+        return Err("significand top bit not set".to_owned());
+    }
+    let int_mag = || -> std::result::Result<u64, String> {
+        if !(0..=63).contains(&exp) {
+            return Err(format!("exponent {exp} out of integer range"));
+        }
+        Ok(sig >> (63 - exp))
+    };
+    match sub {
+        SUB_INT => {
+            let m = int_mag()?;
+            let v = if neg {
+                0i128 - i128::from(m)
+            } else {
+                i128::from(m)
+            };
+            i64::try_from(v)
+                .map(IndexValue::Int)
+                .map_err(|_| "signed integer out of range".to_owned())
+        }
+        SUB_UINT => {
+            if neg {
+                return Err("negative unsigned integer".to_owned());
+            }
+            Ok(IndexValue::UInt(int_mag()?))
+        }
+        SUB_FLOAT => {
+            if !(MIN_EXP..=MAX_EXP).contains(&exp) {
+                return Err(format!("exponent {exp} out of float range"));
+            }
+            let bits = if exp >= -1022 {
+                // Normal: 53-bit mantissa with the implicit bit dropped.
+                let m = sig >> 11;
+                (((exp + 1023) as u64) << 52) | (m & ((1u64 << 52) - 1))
+            } else {
+                // Subnormal: the top set bit sits at position exp + 1074 (0..=51).
+                sig >> (63 - (exp + EXP_BIAS))
+            };
+            let f = f64::from_bits(bits);
+            FiniteF64::new(if neg { -f } else { f })
+                .map(IndexValue::Float)
+                .map_err(|_| "float out of range".to_owned())
+        }
+        s => Err(format!("unknown numeric subtype {s}")),
+    }
+}
+
+fn escape(out: &mut Vec<u8>, raw: &[u8]) {
+    for &b in raw {
+        if b == ESCAPE {
+            out.extend_from_slice(&[ESCAPE, ESCAPED_NUL]);
+        } else {
+            out.push(b);
+        }
+    }
+    out.extend_from_slice(&[ESCAPE, TERMINATOR]);
+}
+
+/// Returns the raw bytes and the number of encoded bytes consumed (including the terminator).
+fn unescape(body: &[u8]) -> std::result::Result<(Vec<u8>, usize), &'static str> {
+    let mut raw = Vec::new();
+    let mut i = 0;
+    while let Some(&b) = body.get(i) {
+        if b != ESCAPE {
+            raw.push(b);
+            i += 1;
+            continue;
+        }
+        match body.get(i + 1) {
+            Some(&ESCAPED_NUL) => {
+                raw.push(0);
+                i += 2;
+            }
+            Some(&TERMINATOR) => return Ok((raw, i + 2)),
+            Some(_) => return Err("invalid escape sequence"),
+            None => return Err("truncated escape sequence"),
+        }
+    }
+    Err("missing terminator")
+}
+
+impl PartialOrd for IndexValue {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for IndexValue {
+    /// The documented order (module docs), computed from the values, not from their encodings.
+    fn cmp(&self, other: &Self) -> Ordering {
+        let by_type = self.type_rank().cmp(&other.type_rank());
+        if by_type != Ordering::Equal {
+            return by_type;
+        }
+        match (self, other) {
+            (IndexValue::Null, IndexValue::Null) => Ordering::Equal,
+            (IndexValue::Bool(a), IndexValue::Bool(b)) => a.cmp(b),
+            (IndexValue::Timestamp(a), IndexValue::Timestamp(b)) => a.cmp(b),
+            (IndexValue::String(a), IndexValue::String(b)) => a.as_bytes().cmp(b.as_bytes()),
+            (IndexValue::Bytes(a), IndexValue::Bytes(b)) => a.cmp(b),
+            _ => match (self.num(), other.num()) {
+                (Some((a, sa)), Some((b, sb))) => a.cmp(&b).then(sa.cmp(&sb)),
+                // Unreachable: equal type ranks with a non-number pair were handled above.
+                _ => Ordering::Equal,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enc(v: &IndexValue) -> Vec<u8> {
+        v.encode().unwrap()
+    }
+
+    #[test]
+    fn nan_and_infinities_are_rejected_with_a_typed_error() {
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            assert!(matches!(
+                IndexValue::float(bad),
+                Err(Error::InvalidArgument(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn numbers_share_one_domain_ordered_by_exact_value() {
+        let ordered = [
+            IndexValue::float(-1e300).unwrap(),
+            IndexValue::Int(i64::MIN),
+            IndexValue::Int(-4001),
+            IndexValue::float(-4000.5).unwrap(),
+            IndexValue::Int(-1),
+            IndexValue::float(-f64::from_bits(1)).unwrap(),
+            IndexValue::Int(0),
+            IndexValue::UInt(0),
+            IndexValue::float(-0.0).unwrap(),
+            IndexValue::float(f64::from_bits(1)).unwrap(),
+            IndexValue::float(0.5).unwrap(),
+            IndexValue::Int(4000),
+            IndexValue::UInt(4000),
+            IndexValue::float(4000.0).unwrap(),
+            IndexValue::float(4000.5).unwrap(),
+            IndexValue::UInt(4001),
+            IndexValue::Int(i64::MAX),
+            IndexValue::UInt(1 << 63),
+            IndexValue::UInt(u64::MAX - 1),
+            IndexValue::UInt(u64::MAX),
+            IndexValue::float(18446744073709551616.0).unwrap(),
+            IndexValue::float(f64::MAX).unwrap(),
+        ];
+        for w in ordered.windows(2) {
+            assert!(w[0] < w[1], "{:?} < {:?}", w[0], w[1]);
+            assert!(enc(&w[0]) < enc(&w[1]), "bytes {:?} < {:?}", w[0], w[1]);
+        }
+        for v in &ordered {
+            assert_eq!(&IndexValue::decode(&enc(v)).unwrap(), v);
+        }
+    }
+
+    #[test]
+    fn equal_values_of_different_types_share_the_order_prefix() {
+        let a = IndexValue::Int(4000).order_prefix().unwrap();
+        assert_eq!(a, IndexValue::UInt(4000).order_prefix().unwrap());
+        assert_eq!(
+            a,
+            IndexValue::float(4000.0).unwrap().order_prefix().unwrap()
+        );
+        assert!(enc(&IndexValue::float(4000.0).unwrap()).starts_with(&a));
+        assert!(!enc(&IndexValue::float(4000.5).unwrap()).starts_with(&a));
+    }
+
+    #[test]
+    fn variable_values_are_prefix_free() {
+        let a = enc(&IndexValue::String("a".into()));
+        let a0 = enc(&IndexValue::String("a\0".into()));
+        let ab = enc(&IndexValue::String("ab".into()));
+        assert!(a < a0 && a0 < ab);
+        assert!(!a0.starts_with(&a) && !ab.starts_with(&a));
+        assert_eq!(a0, vec![1, 0x50, b'a', 0, 0xff, 0, 1]);
+    }
+
+    #[test]
+    fn malformed_encodings_fail_closed() {
+        let cases: &[&[u8]] = &[
+            &[],
+            &[2, 0x10],
+            &[1],
+            &[1, 0x11],
+            &[1, 0x20, 2],
+            &[1, 0x31, 4],
+            &[1, 0x50, b'a'],
+            &[1, 0x50, b'a', 0, 2],
+            &[1, 0x50, 0xff, 0, 1],
+            &[1, 0x40, 0, 0, 0, 0, 0, 0, 0, 0, 0x3b, 0x9a, 0xca, 0x00],
+            // significand without its top bit
+            &[1, 0x32, 0x04, 0x32, 0x40, 0, 0, 0, 0, 0, 0, 0, 1],
+            // integer subtype with a fractional bit pattern (0.5)
+            &[1, 0x32, 0x04, 0x31, 0x80, 0, 0, 0, 0, 0, 0, 0, 1],
+        ];
+        for c in cases {
+            assert!(
+                matches!(IndexValue::decode(c), Err(Error::Codec { .. })),
+                "{c:02x?}"
+            );
+        }
+        let mut trailing = enc(&IndexValue::Null);
+        trailing.push(0);
+        assert!(IndexValue::decode(&trailing).is_err());
+        assert_eq!(
+            IndexValue::decode_prefix(&trailing).unwrap(),
+            (IndexValue::Null, 2)
+        );
+    }
+
+    #[test]
+    fn oversized_variable_values_are_refused() {
+        let big = IndexValue::Bytes(vec![1; MAX_VARIABLE_VALUE_BYTES + 1]);
+        assert!(matches!(big.encode(), Err(Error::InvalidArgument(_))));
+        assert!(IndexValue::Bytes(vec![0; MAX_VARIABLE_VALUE_BYTES])
+            .encode()
+            .is_ok());
+    }
+
+    #[test]
+    fn timestamps_from_millis_floor_toward_negative_infinity() {
+        let t = Timestamp::from_unix_millis(-1);
+        assert_eq!((t.seconds(), t.nanos()), (-1, 999_000_000));
+        assert!(Timestamp::new(0, 1_000_000_000).is_err());
+    }
+}

@@ -1,0 +1,210 @@
+//! Seed 000, "Metadata Command": ordinary put/replace/remove has a fixed upper bound on
+//! predicates and mutations apart from bounded manifest (and index) rows, and performs no
+//! namespace prefix scan. These tests count the storage calls and the shape of the single write.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::codec::ManifestRow;
+use crate::command::execute;
+use crate::command::executor::plan_for_test;
+use crate::ids::{ArtifactRevisionId, RequestId};
+use crate::ops::publish::{command_digest, plan, PathCondition, Planned, PublishRequest};
+use crate::path::normalize;
+use crate::schema::Family;
+use crate::shard::{MetaShard, OpenOptions};
+use crate::store::{CheckedWrite, HoltStore, ScanItem, ScanSpec, Snapshot, TxnStore, WriteFailure};
+
+#[derive(Default)]
+struct Counters {
+    gets: AtomicUsize,
+    scans: AtomicUsize,
+    writes: Mutex<Vec<CheckedWrite>>,
+}
+
+struct Counting {
+    inner: HoltStore,
+    counters: Arc<Counters>,
+}
+
+struct CountingSnap<S> {
+    inner: S,
+    counters: Arc<Counters>,
+}
+
+impl<S: Snapshot> Snapshot for CountingSnap<S> {
+    fn version(&self) -> u64 {
+        self.inner.version()
+    }
+    fn get(&self, family: Family, key: &[u8]) -> crate::Result<Option<Vec<u8>>> {
+        self.counters.gets.fetch_add(1, Ordering::SeqCst);
+        self.inner.get(family, key)
+    }
+    fn scan(&self, family: Family, spec: &ScanSpec) -> crate::Result<Vec<ScanItem>> {
+        self.counters.scans.fetch_add(1, Ordering::SeqCst);
+        self.inner.scan(family, spec)
+    }
+}
+
+impl TxnStore for Counting {
+    type Snap = CountingSnap<<HoltStore as TxnStore>::Snap>;
+    fn version(&self) -> u64 {
+        self.inner.version()
+    }
+    fn snapshot(&self) -> Self::Snap {
+        CountingSnap {
+            inner: self.inner.snapshot(),
+            counters: Arc::clone(&self.counters),
+        }
+    }
+    fn snapshot_at(&self, version: u64) -> crate::Result<Self::Snap> {
+        Ok(CountingSnap {
+            inner: self.inner.snapshot_at(version)?,
+            counters: Arc::clone(&self.counters),
+        })
+    }
+    fn write(&self, write: CheckedWrite) -> Result<u64, WriteFailure> {
+        self.counters.writes.lock().unwrap().push(write.clone());
+        self.inner.write(write)
+    }
+}
+
+fn digest(tag: &str) -> String {
+    use sha2::Digest;
+    format!(
+        "sha256:{}",
+        crate::ids::to_hex(&sha2::Sha256::digest(tag.as_bytes()))
+    )
+}
+
+fn request(shard: &MetaShard, rows: u64, condition: PathCondition) -> PublishRequest {
+    let rev = ArtifactRevisionId::random().unwrap();
+    let manifest = (0..rows)
+        .map(|i| ManifestRow {
+            object_index: i,
+            physical_owner_revision: rev,
+            physical_object_index: i,
+            object_key: format!(
+                "nokv/artifacts/{}/{}/{}/blocks/{i:016x}",
+                shard.logical_shard_id(),
+                shard.root_id(),
+                rev
+            ),
+            logical_offset: i * 10,
+            object_offset: 0,
+            length: 10,
+            digest_uri: digest(&format!("{rev}-{i}")),
+            append_segment: None,
+        })
+        .collect();
+    PublishRequest {
+        request_id: RequestId::random().unwrap(),
+        workbench_id: "w".into(),
+        path: normalize("outputs/data.bin").unwrap(),
+        condition,
+        revision_id: rev,
+        logical_size: rows * 10,
+        body_digest_uri: digest(&format!("body-{rows}")),
+        content_type: "application/octet-stream".into(),
+        producer: "bounded-test".into(),
+        manifest_id: None,
+        manifest,
+        dependency_depth: 0,
+    }
+}
+
+/// The shape of one publication: (point reads, scans, predicates, mutations per family).
+struct Shape {
+    gets: usize,
+    scans: usize,
+    predicates: usize,
+    by_family: BTreeMap<&'static str, usize>,
+    writes: usize,
+}
+
+fn publish_counted(shard: &MetaShard, req: PublishRequest) -> Shape {
+    let counting = Counting {
+        inner: shard.inner.store.clone(),
+        counters: Arc::default(),
+    };
+    let snap = counting.snapshot();
+    let d = command_digest(&req);
+    let Planned::Command(cmd) = plan(shard, &snap, &req, d).unwrap() else {
+        panic!("a fresh request must plan a command");
+    };
+    drop(snap);
+    let planned = plan_for_test(&counting, &shard.inner.fence, &cmd).unwrap();
+    let mut by_family = BTreeMap::new();
+    for m in &planned.write.mutations {
+        *by_family.entry(m.family().name()).or_insert(0) += 1;
+    }
+    let predicates = planned.write.predicates.len();
+    let before = counting.counters.gets.load(Ordering::SeqCst);
+    // `plan_for_test` repeated the executor's fence reads; count them once.
+    counting.counters.gets.fetch_sub(before, Ordering::SeqCst);
+    let snap = counting.snapshot();
+    let Planned::Command(cmd) = plan(shard, &snap, &req, d).unwrap() else {
+        panic!("still fresh");
+    };
+    drop(snap);
+    let out = execute(&counting, &shard.inner.fence, *cmd).unwrap();
+    assert!(!out.idempotent_replay);
+    let writes = counting.counters.writes.lock().unwrap().len();
+    Shape {
+        gets: counting.counters.gets.load(Ordering::SeqCst),
+        scans: counting.counters.scans.load(Ordering::SeqCst),
+        predicates,
+        by_family,
+        writes,
+    }
+}
+
+#[test]
+fn publish_is_one_bounded_write_with_no_prefix_scan_for_any_manifest_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = MetaShard::open(dir.path(), OpenOptions::default()).unwrap();
+    shard.create_workspace("w").unwrap();
+    let mut fixed: Option<(usize, usize, BTreeMap<&'static str, usize>)> = None;
+    let mut generation = None;
+    for rows in [1u64, 64, 700, 7_000] {
+        let condition = match generation {
+            None => PathCondition::Create,
+            Some(g) => PathCondition::Replace {
+                expected_generation: g,
+            },
+        };
+        let shape = publish_counted(&shard, request(&shard, rows, condition));
+        generation = Some(shard.db().version());
+        assert_eq!(shape.writes, 1, "one holt batch per command");
+        assert_eq!(shape.scans, 0, "publication performs no prefix scan");
+        assert_eq!(
+            shape.by_family.get("artifact_manifest"),
+            Some(&(rows as usize))
+        );
+        let outbox = shape.by_family["recovery_outbox"];
+        assert!(outbox >= 2, "header + at least one chunk");
+        let mut bounded = shape.by_family.clone();
+        bounded.remove("artifact_manifest");
+        bounded.remove("recovery_outbox");
+        // Point reads: 5 fence/replay reads in the executor + dedupe, workspace, path, new
+        // revision and (on replace) the replaced revision in the plan.
+        assert!(shape.gets <= 11, "{} point reads", shape.gets);
+        assert!(shape.predicates <= 9, "{} predicates", shape.predicates);
+        if rows > 1 {
+            // Replace: identical bounded shape whatever the manifest size.
+            match &fixed {
+                None => fixed = Some((shape.gets, shape.predicates, bounded)),
+                Some((g, p, b)) => {
+                    assert_eq!((shape.gets, shape.predicates), (*g, *p));
+                    assert_eq!(&bounded, b);
+                }
+            }
+        }
+    }
+    let (_, _, bounded) = fixed.unwrap();
+    let total: usize = bounded.values().sum();
+    // path_current, workspace_current, artifact_revision ×2, revision_ref put + delete,
+    // gc_candidate, change_event, command_dedupe, system (recovery tail).
+    assert_eq!(total, 10, "{bounded:?}");
+}

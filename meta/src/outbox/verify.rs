@@ -1,0 +1,223 @@
+//! Open-time verification of the RecoveryOutbox (see the parent module docs).
+
+use super::{
+    chain_digest, decode_chunk, decode_chunk_key, decode_header_key, decode_record, OutboxHeader,
+    CHUNK_BYTES, CHUNK_KEY_TAG, HEADER_KEY_TAG,
+};
+use crate::codec::system::RecoveryTail;
+use crate::error::{Error, Result};
+
+/// What a successful verification walked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutboxSummary {
+    /// Number of records (= the last LSN, since LSNs start at 1).
+    pub records: u64,
+    /// Number of chunk rows.
+    pub chunks: u64,
+    /// Sum of logical record lengths in bytes.
+    pub record_bytes: u64,
+}
+
+fn corrupt(lsn: u64, reason: impl Into<String>) -> Error {
+    Error::RecoveryOutboxCorrupt {
+        lsn,
+        reason: reason.into(),
+    }
+}
+
+/// One row of a range, or a typed failure.
+fn next_row(
+    it: &mut std::iter::Peekable<holt::RangeIter>,
+    lsn: u64,
+) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    match it.next() {
+        None => Ok(None),
+        Some(Err(e)) => Err(Error::Storage(e)),
+        Some(Ok(holt::Entry::Key { key, value })) => Ok(Some((key, value))),
+        Some(Ok(holt::Entry::CommonPrefix(_))) => {
+            Err(corrupt(lsn, "unexpected rollup in an undelimited scan"))
+        }
+    }
+}
+
+/// Peeks at the next chunk key, decoded.
+fn peek_chunk(
+    it: &mut std::iter::Peekable<holt::RangeIter>,
+    lsn: u64,
+) -> Result<Option<(u64, u32)>> {
+    match it.peek() {
+        None => Ok(None),
+        Some(Err(_)) => match it.next() {
+            Some(Err(e)) => Err(Error::Storage(e)),
+            _ => Err(corrupt(lsn, "scan error vanished")),
+        },
+        Some(Ok(holt::Entry::Key { key, .. })) => decode_chunk_key(key)
+            .map(Some)
+            .map_err(|_| corrupt(lsn, format!("malformed chunk key {}", hex(key)))),
+        Some(Ok(holt::Entry::CommonPrefix(_))) => {
+            Err(corrupt(lsn, "unexpected rollup in an undelimited scan"))
+        }
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    crate::ids::to_hex(b)
+}
+
+/// Verifies the whole outbox tree at `view` against the System `tail`.
+///
+/// Errors: [`Error::RecoveryOutboxCorrupt`] naming the first bad LSN; [`Error::Storage`].
+pub(crate) fn verify(
+    view: &holt::View,
+    tree: &holt::Tree,
+    tail: &RecoveryTail,
+) -> Result<OutboxSummary> {
+    let mut headers = view
+        .range(tree, &holt::RangeSpec::with_prefix(vec![HEADER_KEY_TAG]))?
+        .peekable();
+    let mut chunks = view
+        .range(tree, &holt::RangeSpec::with_prefix(vec![CHUNK_KEY_TAG]))?
+        .peekable();
+    if view.get(tree, &[])?.is_some() {
+        return Err(corrupt(1, "row with an empty key"));
+    }
+    let mut summary = OutboxSummary {
+        records: 0,
+        chunks: 0,
+        record_bytes: 0,
+    };
+    let mut previous = RecoveryTail::GENESIS.chain_digest;
+    let mut last_key: Option<Vec<u8>> = None;
+    let mut expected_lsn: u64 = 1;
+    while let Some((key, value)) = next_row(&mut headers, expected_lsn)? {
+        let lsn = decode_header_key(&key)
+            .map_err(|_| corrupt(expected_lsn, format!("malformed header key {}", hex(&key))))?;
+        if lsn != expected_lsn {
+            return Err(corrupt(
+                expected_lsn,
+                format!("LSN {expected_lsn} is missing (next header is LSN {lsn})"),
+            ));
+        }
+        if lsn > tail.applied_lsn {
+            return Err(corrupt(
+                lsn,
+                format!(
+                    "record beyond the System recovery tail (applied LSN {})",
+                    tail.applied_lsn
+                ),
+            ));
+        }
+        let header = OutboxHeader::decode(&value)
+            .map_err(|e| corrupt(lsn, format!("malformed header: {e}")))?;
+        if header.previous_digest != previous {
+            return Err(corrupt(
+                lsn,
+                "header's previous digest does not match the chain",
+            ));
+        }
+        let mut record = Vec::with_capacity(usize::try_from(header.record_len).unwrap_or(0));
+        for index in 0..header.chunk_count {
+            match peek_chunk(&mut chunks, lsn)? {
+                None => {
+                    return Err(corrupt(
+                        lsn,
+                        format!("chunk {index} of {} is missing", header.chunk_count),
+                    ))
+                }
+                Some(at) if at < (lsn, index) => {
+                    return Err(corrupt(
+                        at.0,
+                        format!("orphan chunk {} of LSN {}", at.1, at.0),
+                    ))
+                }
+                Some(at) if at > (lsn, index) => {
+                    return Err(corrupt(
+                        lsn,
+                        format!("chunk {index} of {} is missing", header.chunk_count),
+                    ))
+                }
+                Some(_) => {}
+            }
+            let Some((ckey, cvalue)) = next_row(&mut chunks, lsn)? else {
+                return Err(corrupt(lsn, format!("chunk {index} vanished")));
+            };
+            let payload = decode_chunk(&cvalue)
+                .map_err(|e| corrupt(lsn, format!("malformed chunk {index}: {e}")))?;
+            let last = index + 1 == header.chunk_count;
+            let want = if last {
+                header.record_len - (u64::from(index) * CHUNK_BYTES as u64)
+            } else {
+                CHUNK_BYTES as u64
+            };
+            if payload.len() as u64 != want {
+                return Err(corrupt(
+                    lsn,
+                    format!(
+                        "chunk {index} carries {} byte(s); strict framing requires {want}",
+                        payload.len()
+                    ),
+                ));
+            }
+            record.extend_from_slice(payload);
+            summary.chunks += 1;
+            last_key = Some(ckey);
+        }
+        if chain_digest(&previous, &record) != header.chain_digest {
+            return Err(corrupt(lsn, "chain digest mismatch"));
+        }
+        let decoded =
+            decode_record(&record).map_err(|e| corrupt(lsn, format!("undecodable record: {e}")))?;
+        if decoded.recovery_lsn != lsn {
+            return Err(corrupt(
+                lsn,
+                format!("record names LSN {}", decoded.recovery_lsn),
+            ));
+        }
+        previous = header.chain_digest;
+        summary.records += 1;
+        summary.record_bytes += header.record_len;
+        if last_key.as_ref().is_none_or(|k| k < &key) {
+            last_key = Some(key);
+        }
+        expected_lsn += 1;
+    }
+    if let Some((lsn, index)) = peek_chunk(&mut chunks, expected_lsn)? {
+        return Err(corrupt(lsn, format!("orphan chunk {index} of LSN {lsn}")));
+    }
+    // Every 0x00/0x01 key has been seen; anything after the largest one is foreign.
+    let mut rest = view.range(
+        tree,
+        &holt::RangeSpec {
+            prefix: Vec::new(),
+            start_after: last_key,
+            delimiter: None,
+            limit: Some(1),
+        },
+    )?;
+    if let Some(row) = rest.next() {
+        let key = match row? {
+            holt::Entry::Key { key, .. } | holt::Entry::CommonPrefix(key) => key,
+        };
+        return Err(corrupt(
+            expected_lsn,
+            format!("foreign row {} in the recovery outbox", hex(&key)),
+        ));
+    }
+    let last = expected_lsn - 1;
+    if last != tail.applied_lsn {
+        return Err(corrupt(
+            last + 1,
+            format!(
+                "System recovery tail names LSN {} but the outbox ends at LSN {last}",
+                tail.applied_lsn
+            ),
+        ));
+    }
+    if previous != tail.chain_digest {
+        return Err(corrupt(
+            last,
+            "System recovery tail digest differs from the outbox chain",
+        ));
+    }
+    Ok(summary)
+}
