@@ -39,7 +39,10 @@ fuzz_target!(|data: &[u8]| {
     let (ea, eb) = (a.encode(), b.encode());
     assert_eq!(HistoryKey::decode(&ea).unwrap(), a);
     assert_eq!(HistoryKey::decode(&eb).unwrap(), b);
-    let (pa, pb) = (key_prefix(a.source, &a.user_key), key_prefix(b.source, &b.user_key));
+    let (pa, pb) = (
+        key_prefix(a.source, &a.user_key),
+        key_prefix(b.source, &b.user_key),
+    );
     assert!(ea.starts_with(&pa));
     if (a.source, &a.user_key) == (b.source, &b.user_key) {
         // Newest first.

@@ -21,7 +21,10 @@ fn value(data: &[u8]) -> Option<(IndexValue, &[u8])> {
     };
     Some(match sel % 9 {
         0 => (IndexValue::Null, rest),
-        1 => (IndexValue::Bool(rest.first().is_some_and(|b| b & 1 == 1)), rest.get(1..).unwrap_or(&[])),
+        1 => (
+            IndexValue::Bool(rest.first().is_some_and(|b| b & 1 == 1)),
+            rest.get(1..).unwrap_or(&[]),
+        ),
         2 => {
             let (w, n) = word(rest)?;
             (IndexValue::Int(w as i64), &rest[n..])
@@ -46,7 +49,9 @@ fn value(data: &[u8]) -> Option<(IndexValue, &[u8])> {
         }
         6 => {
             let (w, n) = word(rest)?;
-            let nanos = rest.get(n..n + 4).map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+            let nanos = rest
+                .get(n..n + 4)
+                .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
             let used = (n + 4).min(rest.len());
             let ts = Timestamp::new(w as i64, nanos % 1_000_000_000).ok()?;
             (IndexValue::Timestamp(ts), &rest[used..])
@@ -55,7 +60,10 @@ fn value(data: &[u8]) -> Option<(IndexValue, &[u8])> {
             let len = usize::from(*rest.first()?) % 24;
             let body = rest.get(1..1 + len).unwrap_or(rest.get(1..).unwrap_or(&[]));
             let used = (1 + body.len()).min(rest.len());
-            (IndexValue::String(String::from_utf8_lossy(body).into_owned()), &rest[used..])
+            (
+                IndexValue::String(String::from_utf8_lossy(body).into_owned()),
+                &rest[used..],
+            )
         }
         _ => {
             let len = usize::from(*rest.first()?) % 24;
@@ -69,7 +77,11 @@ fn value(data: &[u8]) -> Option<(IndexValue, &[u8])> {
 fuzz_target!(|data: &[u8]| {
     // 1. Raw decoding.
     if let Ok(v) = IndexValue::decode(data) {
-        assert_eq!(v.encode().expect("decoded values encode"), data, "non-canonical accept");
+        assert_eq!(
+            v.encode().expect("decoded values encode"),
+            data,
+            "non-canonical accept"
+        );
     }
     if let Ok((v, used)) = IndexValue::decode_prefix(data) {
         assert_eq!(v.encode().expect("decoded values encode"), &data[..used]);
@@ -83,7 +95,10 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(ea.cmp(&eb), a.cmp(&b), "{a:?} vs {b:?}");
     assert!(ea.starts_with(&a.order_prefix().unwrap()));
     if ea != eb {
-        assert!(!ea.starts_with(&eb) && !eb.starts_with(&ea), "an encoding is a prefix of another");
+        assert!(
+            !ea.starts_with(&eb) && !eb.starts_with(&ea),
+            "an encoding is a prefix of another"
+        );
     }
     // An index key continues after the value: decode_prefix must stop exactly at its end.
     let mut cont = ea.clone();

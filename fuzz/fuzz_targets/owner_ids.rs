@@ -43,7 +43,11 @@ fuzz_target!(|data: &[u8]| {
     for kind in CONSUMER_KINDS {
         if let Ok(o) = ConsumerOwner::from_owner_id_bytes(kind, data) {
             assert_eq!(o.kind(), kind);
-            assert_eq!(o.owner_id_bytes(), data, "non-canonical CommitConsumer owner");
+            assert_eq!(
+                o.owner_id_bytes(),
+                data,
+                "non-canonical CommitConsumer owner"
+            );
         }
     }
     if let Ok(k) = RevisionRefKey::decode(data) {
@@ -54,7 +58,9 @@ fuzz_target!(|data: &[u8]| {
     }
 
     // Structured owners.
-    let Some((&sel, rest)) = data.split_first() else { return };
+    let Some((&sel, rest)) = data.split_first() else {
+        return;
+    };
     let text = String::from_utf8_lossy(rest);
     let root = RootId(id16(rest, 1));
     let inc = WorkspaceIncarnationId(id16(rest, 2));
@@ -64,7 +70,10 @@ fuzz_target!(|data: &[u8]| {
     let commit = CommitId(c);
     let ref_owner = match sel % 3 {
         0 => match meta::normalize(&text) {
-            Ok(path) => Some(RefOwner::Path { incarnation: inc, path }),
+            Ok(path) => Some(RefOwner::Path {
+                incarnation: inc,
+                path,
+            }),
             Err(_) => None,
         },
         1 => Some(RefOwner::Commit(commit)),
@@ -72,22 +81,41 @@ fuzz_target!(|data: &[u8]| {
     };
     if let Some(owner) = ref_owner {
         let bytes = owner.owner_id_bytes();
-        assert_eq!(RefOwner::from_owner_id_bytes(owner.kind(), &bytes).unwrap(), owner);
-        let key = RevisionRefKey { root, owner, target: rev };
+        assert_eq!(
+            RefOwner::from_owner_id_bytes(owner.kind(), &bytes).unwrap(),
+            owner
+        );
+        let key = RevisionRefKey {
+            root,
+            owner,
+            target: rev,
+        };
         assert_eq!(RevisionRefKey::decode(&key.encode()).unwrap(), key);
     }
     let consumer = match (sel / 3) % 4 {
         0 => Some(ConsumerOwner::WorkbenchHead { incarnation: inc }),
         1 => TagName::new(text.as_ref())
             .ok()
-            .map(|tag| ConsumerOwner::Tag { incarnation: inc, tag }),
-        2 => Some(ConsumerOwner::Lease { operation_id: meta::ids::OperationId(id16(rest, 6)) }),
+            .map(|tag| ConsumerOwner::Tag {
+                incarnation: inc,
+                tag,
+            }),
+        2 => Some(ConsumerOwner::Lease {
+            operation_id: meta::ids::OperationId(id16(rest, 6)),
+        }),
         _ => Some(ConsumerOwner::ChildCommit { child: commit }),
     };
     if let Some(owner) = consumer {
         let bytes = owner.owner_id_bytes();
-        assert_eq!(ConsumerOwner::from_owner_id_bytes(owner.kind(), &bytes).unwrap(), owner);
-        let key = CommitConsumerKey { root, commit_id: commit, owner };
+        assert_eq!(
+            ConsumerOwner::from_owner_id_bytes(owner.kind(), &bytes).unwrap(),
+            owner
+        );
+        let key = CommitConsumerKey {
+            root,
+            commit_id: commit,
+            owner,
+        };
         assert_eq!(CommitConsumerKey::decode(&key.encode()).unwrap(), key);
     }
 });

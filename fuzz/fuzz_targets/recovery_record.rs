@@ -11,7 +11,10 @@ use meta::outbox::{
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(r) = decode_record(data) {
-        assert_eq!(encode_record(r.recovery_lsn, r.commit_version, &r.entry, &r.mutations), data);
+        assert_eq!(
+            encode_record(r.recovery_lsn, r.commit_version, &r.entry, &r.mutations),
+            data
+        );
     }
     if let Ok(h) = OutboxHeader::decode(data) {
         assert_eq!(h.encode(), data);

@@ -113,6 +113,24 @@ pub enum Error {
         /// What was wrong.
         reason: String,
     },
+    /// A metadata query exceeded one of its bounded budgets (see [`crate::index::query`]): more
+    /// than `maximum` of `resource` (e.g. `"rows examined"`, `"groups"`). Nothing was returned;
+    /// narrow the scope or add a selective predicate.
+    #[error("query exceeded its budget of {maximum} {resource}")]
+    ResourceExhausted {
+        /// What ran out (`"rows examined"`, `"groups"`).
+        resource: &'static str,
+        /// The budget.
+        maximum: u64,
+    },
+    /// A query continuation was issued at `read_version` and the data in its scope changed
+    /// since (a publication in the workbench, or any change event in the root): its page
+    /// sequence can no longer be continued without duplicates or gaps. Restart the query.
+    #[error("the data in scope changed since read version {read_version}")]
+    ReadFenceChanged {
+        /// Read version the continuation was issued at.
+        read_version: u64,
+    },
     /// The engine reported an error (I/O, corruption, lock, pruned history, …).
     #[error("storage: {0}")]
     Storage(#[from] holt::Error),

@@ -29,7 +29,10 @@
 //! - [`outbox`] is the RecoveryOutbox: one hash-chained record per command, owner-epoch advance
 //!   and initialization, appended in the same holt batch and verified at every open.
 //!
-//! Not yet written by this version: secondary-index rows, operations (StagedObject ledger,
+//! - [`index`] is the typed secondary index: the value codec, the projection every publication
+//!   writes, and the search / aggregate / catalog executors.
+//!
+//! Not yet written by this version: operations (StagedObject ledger,
 //! commit, snapshot, restore, GC), lease-clock observations.
 
 #![deny(missing_docs)]

@@ -275,6 +275,11 @@ fn decode_component(enc: &[u8]) -> Result<String, PathError> {
         if b < 0x02 {
             return Err(PathError::MalformedKey("reserved byte inside a component"));
         }
+        // `/` inside one encoded component would decode to a path whose canonical key differs
+        // (two keys, one path): only the NUL separator may split components.
+        if b - 1 == b'/' {
+            return Err(PathError::MalformedKey("`/` inside an encoded component"));
+        }
         raw.push(b - 1);
     }
     String::from_utf8(raw).map_err(|_| PathError::MalformedKey("component is not UTF-8"))
@@ -352,6 +357,28 @@ pub fn ordered_child_name(name: &str) -> Result<Vec<u8>, PathError> {
     let mut out = Vec::with_capacity(name.len());
     push_ordered(&mut out, name);
     Ok(out)
+}
+
+#[cfg(test)]
+mod decode_canonical_tests {
+    use super::*;
+
+    #[test]
+    fn an_encoded_slash_inside_a_component_is_not_a_second_spelling_of_a_path() {
+        // ordered("a/b") as ONE component: b'a'+1, b'/'+1, b'b'+1.
+        let one_component = [0x62, 0x30, 0x63];
+        assert!(decode_ordered_components(&one_component).is_err());
+        let mut key = one_component.to_vec();
+        key.push(0x01);
+        assert!(decode_ordered_key(&key).is_err());
+        // The canonical spelling still decodes.
+        assert_eq!(
+            decode_ordered_components(&[0x62, 0x00, 0x63])
+                .unwrap()
+                .as_str(),
+            "a/b"
+        );
+    }
 }
 
 #[cfg(test)]

@@ -115,7 +115,8 @@ pub trait TxnStore: Send + Sync {
     /// which may run ahead of the readable state while a group commit is being made durable:
     /// a command rebuilt from a fresh snapshot immediately after a conflict would otherwise
     /// meet the same conflict again. The default implementation polls [`TxnStore::version`]
-    /// with exponential backoff (20 µs doubling up to 1 ms).
+    /// with exponential backoff (20 µs doubling up to 1 ms); [`HoltStore`] overrides it with
+    /// holt's condition-variable wait (`holt::Db::wait_visible`), which does not poll.
     fn wait_for_version(&self, version: u64) -> bool {
         let start = std::time::Instant::now();
         let mut pause = std::time::Duration::from_micros(20);
@@ -211,6 +212,14 @@ impl TxnStore for HoltStore {
 
     fn version(&self) -> u64 {
         self.db.version()
+    }
+
+    /// Blocks on `holt::Db::wait_visible` (no polling). A poisoned engine (WAL failure) reports
+    /// `false`; the next write then returns the engine error.
+    fn wait_for_version(&self, version: u64) -> bool {
+        self.db
+            .wait_visible(version, VISIBILITY_WAIT)
+            .unwrap_or(false)
     }
 
     fn snapshot(&self) -> HoltSnapshot {

@@ -123,6 +123,7 @@ fn publish_replay_with_one_changed_input_byte_is_refused() {
         manifest_id: None,
         manifest: vec![],
         dependency_depth: 0,
+        index_fields: Default::default(),
     };
     let first = s.publish(req.clone()).unwrap();
     s.create_workspace("x").unwrap();
@@ -291,4 +292,36 @@ fn history_projection_lists_versioned_mutations_only() {
     assert_eq!(proj.len(), 2);
     assert_eq!(proj[0].0, Family::WorkspaceCurrent);
     assert_eq!(proj[1], (Family::PathCurrent, &[7u8][..]));
+}
+
+#[test]
+fn a_fenced_handle_does_not_serve_a_publish_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    s.create_workspace("w").unwrap();
+    let req = meta::PublishRequest {
+        request_id: RequestId::random().unwrap(),
+        workbench_id: "w".into(),
+        path: meta::normalize("a").unwrap(),
+        condition: meta::PathCondition::Create,
+        revision_id: meta::ArtifactRevisionId::random().unwrap(),
+        logical_size: 0,
+        body_digest_uri: format!("sha256:{}", "1".repeat(64)),
+        content_type: "text/plain".into(),
+        producer: "p".into(),
+        manifest_id: None,
+        manifest: vec![],
+        dependency_depth: 0,
+        index_fields: Default::default(),
+    };
+    s.publish(req.clone()).unwrap();
+    let sys = s.db().tree("system").unwrap();
+    let mut b = holt::Batch::new();
+    b.put(
+        &sys,
+        KEY_OWNER_EPOCH.to_vec(),
+        meta::codec::system::encode_owner_epoch(5),
+    );
+    s.db().commit(b).unwrap();
+    assert!(matches!(s.publish(req), Err(Error::Fenced { .. })));
 }

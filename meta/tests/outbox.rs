@@ -82,6 +82,7 @@ fn request(s: &MetaShard, path: &str, rows: u64) -> PublishRequest {
             })
             .collect(),
         dependency_depth: 0,
+        index_fields: Default::default(),
     }
 }
 

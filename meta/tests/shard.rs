@@ -76,6 +76,7 @@ fn request(
             vec![own_row(shard, rev, 0, 0, size)]
         },
         dependency_depth: 0,
+        index_fields: Default::default(),
     }
 }
 

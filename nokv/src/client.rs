@@ -22,9 +22,10 @@ use meta::{
     ArtifactRevisionId, ManifestRow, MetaShard, NormPath, PathCondition, PathEntry, PublishRequest,
     Reader, RequestId, WorkspaceCurrent,
 };
-use objstore::{LocalDir, ObjectStore};
+use objstore::ObjectStore;
 
 use crate::error::{Error, Result};
+use crate::index_fields::{json_object_fields, IndexFields, MAX_INDEX_JSON_BYTES};
 
 /// Default block size of new bodies: 4 MiB (seed 000, "Upload And Append").
 pub const DEFAULT_BLOCK_SIZE: usize = 4 * 1024 * 1024;
@@ -94,16 +95,27 @@ pub struct PutOptions {
     pub producer: String,
     /// Optional caller-chosen manifest id shown on stat cards.
     pub manifest_id: Option<String>,
+    /// Custom typed index fields published with the body (≤64; see [`crate::index_fields`]).
+    /// The built-in fields are always indexed. A replacement publishes exactly these fields;
+    /// the previous body's fields are not carried over.
+    pub index_fields: IndexFields,
+    /// Also project the body's top-level JSON scalar members as index fields (the body must be
+    /// a JSON object of at most 16 MiB; see [`crate::index_fields::json_object_fields`]).
+    /// Fields given in `index_fields` win over same-named members.
+    pub index_json: bool,
 }
 
 impl PutOptions {
-    /// Create-only publication with the given content type and producer.
+    /// Create-only publication with the given content type and producer, no custom index
+    /// fields.
     pub fn create(content_type: &str, producer: &str) -> Self {
         Self {
             content_type: content_type.to_string(),
             condition: WriteCondition::Create,
             producer: producer.to_string(),
             manifest_id: None,
+            index_fields: IndexFields::new(),
+            index_json: false,
         }
     }
 }
@@ -226,8 +238,11 @@ impl Client {
                 other => break other?,
             }
         };
-        let objects_dir = dir.join("objects");
-        let objects: Arc<dyn ObjectStore> = Arc::new(LocalDir::open(&objects_dir)?);
+        // Provider from the persisted store configuration (LocalDir at <store>/objects when the
+        // store has none; S3 behind the block cache otherwise, namespace marker checked).
+        let store_config = crate::store_config::StoreConfig::load(&dir)?;
+        let objects: Arc<dyn ObjectStore> =
+            crate::store_config::open_objects(&dir, store_config.as_ref())?;
         Ok(Client {
             inner: Arc::new(Inner {
                 dir,
@@ -309,22 +324,38 @@ impl Client {
         self.put_reader(workbench_id, path, body, options)
     }
 
-    /// Publishes a body streamed from `reader` (memory bounded by one block).
+    /// Publishes a body streamed from `reader` (memory bounded by one block; with
+    /// `index_json` the body is buffered, at most 16 MiB).
     ///
-    /// The precondition is checked before any byte is uploaded and again, atomically, by the
-    /// publishing metadata command. Errors: [`Error::WorkbenchNotFound`], [`Error::AlreadyExists`],
+    /// The precondition and the index fields are checked before any byte is uploaded and again,
+    /// atomically, by the publishing metadata command, which also writes the artifact's
+    /// SecondaryIndex rows. Errors: [`Error::WorkbenchNotFound`], [`Error::AlreadyExists`],
     /// [`Error::NotFound`], [`Error::GenerationConflict`], [`Error::InvalidPath`] (also for the
     /// reserved run/restore manifests and paths that would shadow a section),
-    /// [`Error::ObjectUnavailable`], [`Error::LocalIo`] when the reader fails.
+    /// [`Error::InvalidArgument`] for invalid index fields or an `index_json` body that is not a
+    /// JSON object (or is larger than 16 MiB), [`Error::ObjectUnavailable`], [`Error::LocalIo`]
+    /// when the reader fails.
     pub fn put_reader(
         &self,
         workbench_id: &str,
         path: &str,
-        reader: impl Read,
+        mut reader: impl Read,
         options: &PutOptions,
     ) -> Result<PutReceipt> {
         let path = self.publishable_path(path)?;
         validate_content_type(&options.content_type)?;
+        let mut index_fields = options.index_fields.clone();
+        let buffered = if options.index_json {
+            let body = read_capped(&mut reader, MAX_INDEX_JSON_BYTES)?;
+            for (field, value) in json_object_fields(&body)? {
+                index_fields.entry(field).or_insert(value);
+            }
+            Some(body)
+        } else {
+            None
+        };
+        meta::index::projection::validate_index_fields(&index_fields)
+            .map_err(|e| Error::InvalidArgument(e.to_string()))?;
         let read = self.inner.meta.read();
         let ws = read
             .visible_workspace(workbench_id)
@@ -363,7 +394,10 @@ impl Client {
         };
         drop(read);
         let revision_id = ArtifactRevisionId::random()?;
-        let uploaded = self.upload_stream(&revision_id, 0, 0, reader, |_| {})?;
+        let uploaded = match &buffered {
+            Some(body) => self.upload_stream(&revision_id, 0, 0, &body[..], |_| {})?,
+            None => self.upload_stream(&revision_id, 0, 0, reader, |_| {})?,
+        };
         let request = PublishRequest {
             request_id: RequestId::random()?,
             workbench_id: workbench_id.to_string(),
@@ -377,6 +411,7 @@ impl Client {
             manifest_id: options.manifest_id.clone(),
             manifest: uploaded.rows.clone(),
             dependency_depth: 0,
+            index_fields,
         };
         let receipt = self
             .publish_or_clean(request, &uploaded.rows)
@@ -535,6 +570,11 @@ impl Client {
             manifest_id: None,
             manifest: rows.clone(),
             dependency_depth: depth,
+            // An append extends the same artifact: its custom index fields carry over.
+            index_fields: match &base {
+                Some(entry) => meta::index::projection::decode_projection(&entry.index_projection)?,
+                None => IndexFields::new(),
+            },
         };
         let own_rows: Vec<ManifestRow> = rows
             .iter()
@@ -807,6 +847,25 @@ struct Uploaded {
     rows: Vec<ManifestRow>,
     size: u64,
     digest_uri: String,
+}
+
+/// Reads the whole of `reader`, refusing more than `max` bytes with [`Error::InvalidArgument`].
+fn read_capped(reader: &mut impl Read, max: usize) -> Result<Vec<u8>> {
+    let mut body = Vec::new();
+    reader
+        .take(max as u64 + 1)
+        .read_to_end(&mut body)
+        .map_err(|source| Error::LocalIo {
+            op: "read body",
+            path: PathBuf::from("<input>"),
+            source,
+        })?;
+    if body.len() > max {
+        return Err(Error::InvalidArgument(format!(
+            "index_json bodies are at most {max} bytes; publish larger bodies with explicit index_fields"
+        )));
+    }
+    Ok(body)
 }
 
 /// Reads until `buf` is full or EOF; returns the bytes read.

@@ -8,7 +8,11 @@
 //!    execution, the script runs there, and the declared outputs are collected back:
 //!    `outputs/summary.json`, `logs/run.log`, `metadata/params.json`;
 //! 4. the three summaries are read back through the Workbench facade (`workbench_read`, structured)
-//!    and printed as a comparison table; the sandboxes are deleted, the store keeps everything.
+//!    and printed as a comparison table; the sandboxes are deleted, the store keeps everything;
+//! 5. query step: each `outputs/summary.json` is published with `index_json`, so its top-level
+//!    scalars (`species`, `count`, `mean_body_mass_g`, `mean_flipper_length_mm`) are typed index
+//!    fields; the demo prints a root-wide `workbench_search` for `mean_body_mass_g > 4000` (the
+//!    Gentoo run) and a `workbench_aggregate` of the average body mass grouped by species.
 //!
 //! Running the demo again on the same store reuses the same workbenches: a file whose bytes are
 //! unchanged is not republished (its generation stays), a changed one is replaced under a
@@ -58,6 +62,10 @@ pub struct DemoReport {
     pub runs: Vec<RunSummary>,
     /// Files (re)published by this run; 0 on an unchanged re-run.
     pub published: usize,
+    /// Workbenches whose summary matched `mean_body_mass_g > 4000` (`workbench_search`).
+    pub heavy_runs: Vec<String>,
+    /// `(species, average mean_body_mass_g)` from `workbench_aggregate`, by species.
+    pub mass_by_species: Vec<(String, f64)>,
 }
 
 /// Runs the workflow against `client`, printing progress and the table to `out`.
@@ -77,6 +85,7 @@ pub fn run_demo(client: &Client, out: &mut dyn Write) -> Result<DemoReport> {
         "input/penguins.csv",
         PENGUINS_CSV,
         "text/csv; charset=utf-8",
+        false,
     )?);
     published += usize::from(put_if_changed(
         client,
@@ -84,6 +93,7 @@ pub fn run_demo(client: &Client, out: &mut dyn Write) -> Result<DemoReport> {
         "scripts/summarize.sh",
         SUMMARIZE_SH,
         "text/x-shellscript; charset=utf-8",
+        false,
     )?);
     say(
         out,
@@ -102,7 +112,7 @@ pub fn run_demo(client: &Client, out: &mut dyn Write) -> Result<DemoReport> {
             ("scripts/summarize.sh", "text/x-shellscript; charset=utf-8"),
         ] {
             let bytes = client.read_all(INPUT_WORKBENCH, path)?;
-            published += usize::from(put_if_changed(client, &run_id, path, &bytes, ct)?);
+            published += usize::from(put_if_changed(client, &run_id, path, &bytes, ct, false)?);
         }
         let sandbox = tempfile::Builder::new()
             .prefix("nokv-sandbox-")
@@ -157,17 +167,20 @@ pub fn run_demo(client: &Client, out: &mut dyn Write) -> Result<DemoReport> {
                 String::from_utf8_lossy(&output.stderr).trim()
             )));
         }
-        for (path, ct) in [
-            ("outputs/summary.json", "application/json"),
-            ("logs/run.log", "text/plain; charset=utf-8"),
-            ("metadata/params.json", "application/json"),
+        // The summary's top-level scalars become typed index fields (index_json).
+        for (path, ct, index_json) in [
+            ("outputs/summary.json", "application/json", true),
+            ("logs/run.log", "text/plain; charset=utf-8", false),
+            ("metadata/params.json", "application/json", false),
         ] {
             let bytes = std::fs::read(root.join(path)).map_err(|source| Error::LocalIo {
                 op: "read output",
                 path: root.join(path),
                 source,
             })?;
-            published += usize::from(put_if_changed(client, &run_id, path, &bytes, ct)?);
+            published += usize::from(put_if_changed(
+                client, &run_id, path, &bytes, ct, index_json,
+            )?);
         }
         say(
             out,
@@ -215,26 +228,104 @@ pub fn run_demo(client: &Client, out: &mut dyn Write) -> Result<DemoReport> {
         );
     }
     say(out, String::new());
+    let (heavy_runs, mass_by_species) = query_step(&facade, out)?;
+    say(out, String::new());
     say(
         out,
         format!("{published} artifacts published in this run (0 = re-run with identical results)"),
     );
-    Ok(DemoReport { runs, published })
+    Ok(DemoReport {
+        runs,
+        published,
+        heavy_runs,
+        mass_by_species,
+    })
+}
+
+/// Workbench ids found by the search, and `(species, average)` from the aggregate.
+type QueryStep = (Vec<String>, Vec<(String, f64)>);
+
+/// The query step: a root-wide search and an aggregate over the summaries' index fields.
+fn query_step(facade: &Workbench, out: &mut dyn Write) -> Result<QueryStep> {
+    let bad = |what: &str, result: &Value| {
+        Error::InvalidArgument(format!("demo query step: {what}: {result}"))
+    };
+    let search = json!({
+        "predicates": [{"field": "mean_body_mass_g", "op": "gt", "value": 4000}],
+        "fields": ["species", "mean_body_mass_g"],
+    });
+    let found = facade.call("workbench_search", &search);
+    let matches = found
+        .get("matches")
+        .and_then(Value::as_array)
+        .ok_or_else(|| bad("search failed", &found))?;
+    let _ = writeln!(out, "workbench_search {search}");
+    let mut heavy = Vec::new();
+    for m in matches {
+        let id = m
+            .get("workbench_id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad("match without workbench_id", &found))?;
+        let _ = writeln!(
+            out,
+            "  -> {}  {}",
+            m.get("path").and_then(Value::as_str).unwrap_or_default(),
+            m.get("values").cloned().unwrap_or(Value::Null)
+        );
+        heavy.push(id.to_string());
+    }
+    let aggregate = json!({
+        "measures": [{"name": "avg_mean_body_mass_g", "op": "avg", "field": "mean_body_mass_g"}],
+        "group_by": ["species"],
+        "predicates": [{"field": "mean_body_mass_g", "op": "exists"}],
+    });
+    let grouped = facade.call("workbench_aggregate", &aggregate);
+    let groups = grouped
+        .get("groups")
+        .and_then(Value::as_array)
+        .ok_or_else(|| bad("aggregate failed", &grouped))?;
+    let _ = writeln!(out, "workbench_aggregate {aggregate}");
+    let mut by_species = Vec::new();
+    for g in groups {
+        let species = g
+            .pointer("/key/species")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad("group without species", &grouped))?;
+        let avg = g
+            .pointer("/values/avg_mean_body_mass_g")
+            .and_then(Value::as_f64)
+            .ok_or_else(|| bad("group without an average", &grouped))?;
+        let _ = writeln!(out, "  -> {species:<10} {avg:>10.2}");
+        by_species.push((species.to_string(), avg));
+    }
+    Ok((heavy, by_species))
 }
 
 /// Publishes `bytes` at `path` unless the artifact already holds exactly these bytes (same
-/// SHA-256): creates when absent, replaces under a generation CAS when different. Returns true
-/// when something was published.
+/// SHA-256), content type and index fields: creates when absent, replaces under a generation
+/// CAS when different. With `index_json` the body's top-level JSON scalars are published as
+/// index fields. Returns true when something was published.
 fn put_if_changed(
     client: &Client,
     workbench_id: &str,
     path: &str,
     bytes: &[u8],
     content_type: &str,
+    index_json: bool,
 ) -> Result<bool> {
     let digest = objstore::sha256_uri(bytes);
+    let fields = if index_json {
+        crate::index_fields::json_object_fields(bytes)?
+    } else {
+        Default::default()
+    };
     let condition = match client.stat(workbench_id, path) {
-        Ok(entry) if entry.body_digest_uri == digest && entry.content_type == content_type => {
+        Ok(entry)
+            if entry.body_digest_uri == digest
+                && entry.content_type == content_type
+                && meta::index::projection::decode_projection(&entry.index_projection)?
+                    == fields =>
+        {
             return Ok(false)
         }
         Ok(entry) => WriteCondition::Replace {
@@ -248,6 +339,8 @@ fn put_if_changed(
         condition,
         producer: "nokv demo".into(),
         manifest_id: None,
+        index_fields: fields,
+        index_json: false,
     };
     client.put(workbench_id, path, bytes, &options)?;
     Ok(true)

@@ -101,6 +101,21 @@ pub enum Error {
         /// Actual `sha256:` URI.
         actual: String,
     },
+    /// The store's persisted configuration (`nokv-store.json`, see [`crate::store_config`]) is
+    /// unreadable or invalid, or `nokv init` was refused (already initialized differently).
+    #[error("store configuration: {reason}")]
+    StoreConfig {
+        /// What is wrong.
+        reason: String,
+    },
+    /// The configured object namespace is not this store's: its namespace marker object is
+    /// missing or carries another store's uuid (opened against a different bucket/prefix).
+    /// Nothing was read from or written to it.
+    #[error("object namespace mismatch: {reason}")]
+    NamespaceMismatch {
+        /// Which namespace and which uuids were involved.
+        reason: String,
+    },
 }
 
 /// Result alias for the SDK.
@@ -138,6 +153,9 @@ fn object_error_message(err: &objstore::Error) -> String {
         objstore::Error::Io { op, source, .. } => format!("object store {op} failed: {source}"),
         objstore::Error::Unavailable { reason, .. } => {
             format!("object store unavailable: {reason}")
+        }
+        objstore::Error::Ambiguous { reason, .. } => {
+            format!("object store write outcome unknown: {reason}")
         }
         _ => "object store error".into(),
     }

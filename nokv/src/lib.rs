@@ -11,6 +11,8 @@
 //!   publish (create-only or generation-CAS replace), append immutable segments, stat, range reads.
 //! * [`workbench::Workbench`] — the transport-free facade of the agent tools (`WORKBENCH.md`):
 //!   JSON in, one JSON envelope out, typed error codes.
+//! * [`index_fields`] — typed custom index fields for publications (SDK map, CLI `--field`,
+//!   `index_json`), queried by `workbench_search` / `workbench_aggregate` / `workbench_catalog`.
 //! * [`materialize`] — verified local-file adapters: materialize a workbench into a sandbox
 //!   directory (digests checked before anything runs) and collect declared outputs back.
 //! * [`demo`] — the reference research workflow of seed 001 on the Palmer penguins data.
@@ -23,10 +25,13 @@ pub mod cli;
 pub mod client;
 pub mod demo;
 pub mod error;
+pub mod index_fields;
 pub mod materialize;
+pub mod store_config;
 pub mod workbench;
 
 pub use client::{
     AppendReceipt, Client, ClientOptions, PutOptions, PutReceipt, WorkbenchInfo, WriteCondition,
 };
 pub use error::{Error, Result};
+pub use index_fields::{FieldId, IndexFields, IndexValue, Timestamp};

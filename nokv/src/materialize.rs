@@ -14,6 +14,27 @@ use meta::NormPath;
 use crate::client::{Client, PutOptions, WriteCondition};
 use crate::error::{Error, Result};
 
+/// A progress notification of [`materialize_with_progress`] / [`collect_with_progress`]
+/// (the CLI draws its progress bars from these).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgressEvent<'a> {
+    /// A phase over `total` bytes of one file begins: `"hashing"` (collect's pre-pass over the
+    /// local file), `"uploading"` (collect), `"materializing"` (materialize).
+    Begin {
+        /// Phase name.
+        phase: &'static str,
+        /// Workbench-relative path of the file.
+        path: &'a str,
+        /// Bytes the phase will process.
+        total: u64,
+    },
+    /// `done` bytes of the current phase are complete (monotonic within a phase).
+    Advance {
+        /// Bytes processed so far in this phase.
+        done: u64,
+    },
+}
+
 /// One file written by [`materialize`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MaterializedFile {
@@ -42,6 +63,17 @@ pub fn materialize(
     workbench_id: &str,
     prefix: Option<&str>,
     dest: &Path,
+) -> Result<Vec<MaterializedFile>> {
+    materialize_with_progress(client, workbench_id, prefix, dest, &mut |_| {})
+}
+
+/// [`materialize`], reporting a `"materializing"` phase per file to `progress`.
+pub fn materialize_with_progress(
+    client: &Client,
+    workbench_id: &str,
+    prefix: Option<&str>,
+    dest: &Path,
+    progress: &mut dyn FnMut(ProgressEvent<'_>),
 ) -> Result<Vec<MaterializedFile>> {
     let prefix = prefix
         .filter(|p| !p.is_empty())
@@ -137,7 +169,14 @@ pub fn materialize(
             inner: BufWriter::new(file),
             hasher: objstore::Sha256Stream::new(),
         };
-        let written = client.read_to_writer(&read, &entry, &mut writer, &mut |_| {});
+        progress(ProgressEvent::Begin {
+            phase: "materializing",
+            path: path.as_str(),
+            total: entry.logical_size,
+        });
+        let written = client.read_to_writer(&read, &entry, &mut writer, &mut |done| {
+            progress(ProgressEvent::Advance { done })
+        });
         let flushed = writer.inner.flush();
         let digest = writer.hasher.finish();
         let check = written.and_then(|n| {
@@ -196,6 +235,10 @@ pub fn verify_materialized(files: &[MaterializedFile]) -> Result<()> {
 
 /// SHA-256 `sha256:` URI of a local file, streamed.
 pub fn digest_file(path: &Path) -> Result<String> {
+    digest_file_with_progress(path, &mut |_| {})
+}
+
+fn digest_file_with_progress(path: &Path, on_bytes: &mut dyn FnMut(u64)) -> Result<String> {
     let file = File::open(path).map_err(|source| Error::LocalIo {
         op: "open",
         path: path.to_path_buf(),
@@ -214,6 +257,7 @@ pub fn digest_file(path: &Path) -> Result<String> {
             break;
         }
         hasher.update(&buf[..n]);
+        on_bytes(hasher.len());
     }
     Ok(hasher.finish())
 }
@@ -245,12 +289,82 @@ pub fn collect(
     content_type: &str,
     replace: bool,
 ) -> Result<CollectedFile> {
-    let before = digest_file(local)?;
+    collect_with_progress(
+        client,
+        workbench_id,
+        local,
+        path,
+        content_type,
+        replace,
+        &mut |_| {},
+    )
+}
+
+/// [`collect`], reporting a `"hashing"` and an `"uploading"` phase to `progress`.
+pub fn collect_with_progress(
+    client: &Client,
+    workbench_id: &str,
+    local: &Path,
+    path: &str,
+    content_type: &str,
+    replace: bool,
+    progress: &mut dyn FnMut(ProgressEvent<'_>),
+) -> Result<CollectedFile> {
+    collect_indexed(
+        client,
+        workbench_id,
+        local,
+        path,
+        content_type,
+        replace,
+        &CollectIndex::default(),
+        progress,
+    )
+}
+
+/// Custom index fields a collected file is published with (`nokv collect --field`,
+/// `--index-json`; see [`crate::index_fields`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CollectIndex {
+    /// Typed custom fields.
+    pub fields: crate::index_fields::IndexFields,
+    /// Also project the file's top-level JSON scalar members (the file must be a JSON object of
+    /// at most 16 MiB).
+    pub index_json: bool,
+}
+
+/// [`collect_with_progress`] publishing the file with custom index fields. Errors: those of
+/// [`collect`], plus [`Error::InvalidArgument`] for invalid index fields or an `index_json`
+/// file that is not a JSON object.
+#[allow(clippy::too_many_arguments)]
+pub fn collect_indexed(
+    client: &Client,
+    workbench_id: &str,
+    local: &Path,
+    path: &str,
+    content_type: &str,
+    replace: bool,
+    index: &CollectIndex,
+    progress: &mut dyn FnMut(ProgressEvent<'_>),
+) -> Result<CollectedFile> {
+    let total = std::fs::metadata(local).map(|m| m.len()).unwrap_or(0);
+    progress(ProgressEvent::Begin {
+        phase: "hashing",
+        path,
+        total,
+    });
+    let before =
+        digest_file_with_progress(local, &mut |done| progress(ProgressEvent::Advance { done }))?;
     let file = File::open(local).map_err(|source| Error::LocalIo {
         op: "open",
         path: local.to_path_buf(),
         source,
     })?;
+    progress(ProgressEvent::Begin {
+        phase: "uploading",
+        path,
+        total,
+    });
     let options = PutOptions {
         content_type: content_type.to_string(),
         condition: if replace {
@@ -262,13 +376,15 @@ pub fn collect(
         },
         producer: "nokv collect".into(),
         manifest_id: None,
+        index_fields: index.fields.clone(),
+        index_json: index.index_json,
     };
-    let receipt = client.put_reader(
-        workbench_id,
-        path,
-        BufReader::with_capacity(1 << 20, file),
-        &options,
-    )?;
+    let reader = CountingReader {
+        inner: BufReader::with_capacity(1 << 20, file),
+        done: 0,
+        on_bytes: &mut |done| progress(ProgressEvent::Advance { done }),
+    };
+    let receipt = client.put_reader(workbench_id, path, reader, &options)?;
     if receipt.digest_uri != before {
         return Err(Error::DigestMismatch {
             path: local.display().to_string(),
@@ -295,6 +411,22 @@ pub fn guess_content_type(path: &str) -> &'static str {
         "sh" => "text/x-shellscript; charset=utf-8",
         "txt" | "log" | "md" => "text/plain; charset=utf-8",
         _ => crate::client::OCTET_STREAM,
+    }
+}
+
+/// Reports the running byte count of everything read through it.
+struct CountingReader<'a, R: Read> {
+    inner: R,
+    done: u64,
+    on_bytes: &'a mut dyn FnMut(u64),
+}
+
+impl<R: Read> Read for CountingReader<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.done = self.done.saturating_add(n as u64);
+        (self.on_bytes)(self.done);
+        Ok(n)
     }
 }
 

@@ -82,12 +82,50 @@ pub enum Error {
         /// Human-readable cause.
         reason: String,
     },
+
+    /// A write whose outcome is unknown: the request was sent, then the connection was lost or
+    /// the attempt timed out before a response arrived (or a retried create-only write found an
+    /// object that the lost attempt may itself have written). The object may or may not exist.
+    /// Never guessed: record it and decide with [`crate::resolve_ambiguous`] (HEAD + digest).
+    #[error("ambiguous outcome of {op} on {key}: {reason}")]
+    Ambiguous {
+        /// The write that was attempted (`"put"`, `"put_if_absent"`).
+        op: &'static str,
+        /// The object key of the write.
+        key: String,
+        /// Human-readable cause (timeout, connection loss, ...).
+        reason: String,
+    },
+
+    /// The provider's configuration is unusable (bad bucket name or prefix, unparsable endpoint,
+    /// cache directory that cannot be used, ...). Nothing was read or written.
+    #[error("invalid object-store configuration: {reason}")]
+    InvalidConfig {
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// The provider refused the request for good (access denied, missing bucket, bad request,
+    /// ...); repeating it unchanged fails the same way. `status` is the HTTP status when known.
+    #[error("object provider refused {op} on {key}: {reason}")]
+    Refused {
+        /// The provider call (`"put"`, `"get"`, `"head"`, `"list"`, ...).
+        op: &'static str,
+        /// The object key (or list prefix) of the call.
+        key: String,
+        /// HTTP status code, when the provider answered with one.
+        status: Option<u16>,
+        /// Service error code and message.
+        reason: String,
+    },
 }
 
 impl Error {
     /// `true` when repeating the same call unchanged may succeed: [`Error::Unavailable`] and
     /// I/O errors of kind `Interrupted` or `TimedOut`. Everything else (missing object, bad
-    /// key, integrity mismatch, range, bad digest, other I/O) is permanent for that call.
+    /// key, integrity mismatch, range, bad digest, other I/O, refusal, configuration) is
+    /// permanent for that call. [`Error::Ambiguous`] is not retryable as such: resolve it first
+    /// with [`crate::resolve_ambiguous`], then retry only when the object is absent.
     pub fn is_retryable(&self) -> bool {
         match self {
             Error::Unavailable { .. } => true,
@@ -136,5 +174,11 @@ mod tests {
         }
         .is_retryable());
         assert!(!Error::InvalidDigest { value: "x".into() }.is_retryable());
+        assert!(!Error::Ambiguous {
+            op: "put",
+            key: "k".into(),
+            reason: "timeout".into()
+        }
+        .is_retryable());
     }
 }

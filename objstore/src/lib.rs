@@ -9,12 +9,20 @@
 //!   delete, and list for diagnostics only). Object listing is never namespace truth.
 //! - [`LocalDir`] — the embedded default provider: one file per object under a root directory,
 //!   written via temp file + `fsync` + rename (or hard link for put-if-absent) + directory fsync.
+//! - [`S3`] — any S3-compatible service through aws-sdk-s3 (endpoint, region, bucket, key
+//!   prefix, path-style addressing, multipart upload, `If-None-Match: *` creation, bounded
+//!   retries, typed ambiguous outcomes). See [`s3`].
+//! - [`CachedStore`] — a bounded local directory of verified blocks in front of a remote
+//!   provider (LRU, io_uring reads where available, never trusted without its digest). See
+//!   [`cache`].
 //! - [`keys`] — the revision-owned block layout
 //!   `nokv/artifacts/{logical_shard_id}/{root_id}/{artifact_revision_id}/blocks/{object_index}`
 //!   (seed 001) and the key grammar all providers accept.
 //! - [`digest`] — the project's one `sha256:` digest-URI helper.
-//! - [`get_verified`] — a read that checks the length and SHA-256 recorded in the
-//!   ArtifactManifest (seed 000) and never hands back bytes that fail the check.
+//! - [`get_verified`] / [`ObjectStore::get_verified`] — a read that checks the length and
+//!   SHA-256 recorded in the ArtifactManifest (seed 000) and never hands back bytes that fail
+//!   the check (a cache serves it from local disk when it holds a matching copy).
+//! - [`resolve_ambiguous`] — decides an [`Error::Ambiguous`] write by HEAD + digest.
 //! - `testing` (cargo feature `testing`) — `FaultyStore`, a fault-injecting wrapper.
 //!
 //! Every key is validated with [`keys::validate_key`] before a provider touches storage, so a
@@ -22,17 +30,23 @@
 
 #![warn(missing_docs)]
 
+pub mod cache;
 pub mod digest;
 mod error;
 pub mod keys;
 mod local;
+pub mod retry;
+pub mod s3;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
+pub use cache::{CacheOptions, CacheStats, CachedStore, ReadPath};
 pub use digest::{hex_lower, parse_sha256_uri, sha256_uri, Sha256Stream};
 pub use error::Error;
 pub use keys::{block_key, parse_block_key, revision_prefix, validate_key, BlockKey};
 pub use local::LocalDir;
+pub use retry::RetryPolicy;
+pub use s3::{ConditionalPut, S3Config, S3};
 
 /// Result of [`ObjectStore::put_if_absent`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -64,7 +78,9 @@ impl ObjectMeta {
 ///
 /// Every method first validates `key` and returns [`Error::InvalidKey`] for a bad key without
 /// touching storage. Providers may also return [`Error::Io`] or [`Error::Unavailable`]
-/// (retryable; a failed write's outcome may then be ambiguous) from any method.
+/// (retryable) from any method; remote providers also return [`Error::Refused`] (a permanent
+/// service refusal) and, from writes, [`Error::Ambiguous`] (sent, outcome unknown: decide with
+/// [`resolve_ambiguous`]).
 pub trait ObjectStore: Send + Sync + std::fmt::Debug {
     /// Creates or overwrites `key` with `bytes`. When it returns `Ok`, the object is durable
     /// (survives a crash) and readers see either the old or the new bytes, never a mix.
@@ -97,25 +113,40 @@ pub trait ObjectStore: Send + Sync + std::fmt::Debug {
     /// leading `/`.
     fn list(&self, prefix: &str) -> Result<Vec<String>, Error>;
 
-    /// Short provider name for logs and diagnostics: `"local"`, later `"s3"`.
+    /// Reads the whole object and checks it against the ArtifactManifest's recorded `length`
+    /// (bytes) and `digest_uri` (seed 000) before returning it. This is the entry point that
+    /// lets a caching provider ([`CachedStore`]) answer from a local copy: the expected digest
+    /// travels with the request, so a cached copy is re-verified and never trusted blindly.
+    ///
+    /// The default implementation is [`ObjectStore::get`] followed by the check. Errors: as
+    /// [`get_verified`].
+    fn get_verified(
+        &self,
+        key: &str,
+        expected_len: u64,
+        expected_digest_uri: &str,
+    ) -> Result<Vec<u8>, Error> {
+        let expected = parse_sha256_uri(expected_digest_uri)?;
+        let bytes = self.get(key)?;
+        verify_bytes(key, bytes, expected_len, &expected)
+    }
+
+    /// Short provider name for logs and diagnostics: `"local"`, `"s3"` (a [`CachedStore`]
+    /// reports its remote provider's name).
     fn provider_name(&self) -> &'static str;
 }
 
-/// Reads the whole object `key` and checks it against the ArtifactManifest's recorded
-/// `length` (bytes) and `digest_uri` (seed 000). Returns the bytes only if both match.
+/// Checks `bytes` (read from `key`) against an expected length in bytes and raw SHA-256
+/// digest; returns them unchanged when both match.
 ///
-/// Errors: [`Error::InvalidDigest`] when `expected_digest_uri` is not a canonical `sha256:` URI
-/// (checked before any read); [`Error::IntegrityMismatch`] with `expected`/`actual` as
-/// `"<n> bytes"` on a length mismatch, or as digest URIs on a digest mismatch (the bad bytes
-/// are dropped, never returned); plus any error of [`ObjectStore::get`].
-pub fn get_verified(
-    store: &dyn ObjectStore,
+/// Errors: [`Error::IntegrityMismatch`] with `expected`/`actual` as `"<n> bytes"` on a length
+/// mismatch, or as `sha256:` URIs on a digest mismatch (the bad bytes are dropped).
+pub fn verify_bytes(
     key: &str,
+    bytes: Vec<u8>,
     expected_len: u64,
-    expected_digest_uri: &str,
+    expected_digest: &[u8; 32],
 ) -> Result<Vec<u8>, Error> {
-    let expected_digest = parse_sha256_uri(expected_digest_uri)?;
-    let bytes = store.get(key)?;
     let actual_len = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
     if actual_len != expected_len {
         return Err(Error::IntegrityMismatch {
@@ -127,14 +158,88 @@ pub fn get_verified(
     let mut stream = Sha256Stream::new();
     stream.update(&bytes);
     let actual_digest = stream.finish_bytes();
-    if actual_digest != expected_digest {
+    if &actual_digest != expected_digest {
         return Err(Error::IntegrityMismatch {
             key: key.to_owned(),
-            expected: expected_digest_uri.to_owned(),
+            expected: digest::sha256_uri_from_bytes(expected_digest),
             actual: digest::sha256_uri_from_bytes(&actual_digest),
         });
     }
     Ok(bytes)
+}
+
+/// What [`resolve_ambiguous`] found under a key whose write had an ambiguous outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Resolution {
+    /// An object exists with exactly the expected length and SHA-256: the write landed intact
+    /// (or an identical object was already there). Nothing needs to be re-sent.
+    Landed,
+    /// No object exists under the key: the write did not land (yet). It is safe to send it
+    /// again; a delayed copy of the lost request can only write the same bytes.
+    Absent,
+    /// An object exists but its bytes differ from the expected ones (`size` bytes). It is not
+    /// this write's object: report it, never adopt it.
+    Different {
+        /// Size in bytes of the object found.
+        size: u64,
+    },
+}
+
+/// Reads the whole object `key` and checks it against the ArtifactManifest's recorded
+/// `length` (bytes) and `digest_uri` (seed 000). Returns the bytes only if both match.
+///
+/// Errors: [`Error::InvalidDigest`] when `expected_digest_uri` is not a canonical `sha256:` URI
+/// (checked before any read); [`Error::IntegrityMismatch`] with `expected`/`actual` as
+/// `"<n> bytes"` on a length mismatch, or as digest URIs on a digest mismatch (the bad bytes
+/// are dropped, never returned); plus any error of [`ObjectStore::get`].
+///
+/// Delegates to [`ObjectStore::get_verified`], so a caching provider may answer from a local,
+/// re-verified copy.
+pub fn get_verified(
+    store: &dyn ObjectStore,
+    key: &str,
+    expected_len: u64,
+    expected_digest_uri: &str,
+) -> Result<Vec<u8>, Error> {
+    store.get_verified(key, expected_len, expected_digest_uri)
+}
+
+/// Decides the outcome of a write that failed with [`Error::Ambiguous`]: HEAD the key, and when
+/// an object of `expected_len` bytes exists, read it and compare its SHA-256 with
+/// `expected_digest_uri` (the digest the StagedObject ledger recorded before the first byte was
+/// sent, seed 000). Reads bypass any cache (uses [`ObjectStore::head`] and
+/// [`ObjectStore::get`]).
+///
+/// Call it once the ambiguous request can no longer be in flight (its attempt timeout has
+/// passed); a request still travelling could land after an `Absent` answer, which is why the
+/// ledger keeps owning the key until cleanup.
+///
+/// Errors: [`Error::InvalidDigest`] for a malformed `expected_digest_uri` (before any request);
+/// any error of `head`/`get` (an object deleted between HEAD and GET is `Absent`).
+pub fn resolve_ambiguous(
+    store: &dyn ObjectStore,
+    key: &str,
+    expected_len: u64,
+    expected_digest_uri: &str,
+) -> Result<Resolution, Error> {
+    let expected = parse_sha256_uri(expected_digest_uri)?;
+    let Some(meta) = store.head(key)? else {
+        return Ok(Resolution::Absent);
+    };
+    if meta.size != expected_len {
+        return Ok(Resolution::Different { size: meta.size });
+    }
+    let bytes = match store.get(key) {
+        Ok(bytes) => bytes,
+        Err(Error::NotFound { .. }) => return Ok(Resolution::Absent),
+        Err(e) => return Err(e),
+    };
+    let size = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+    match verify_bytes(key, bytes, expected_len, &expected) {
+        Ok(_) => Ok(Resolution::Landed),
+        Err(Error::IntegrityMismatch { .. }) => Ok(Resolution::Different { size }),
+        Err(e) => Err(e),
+    }
 }
 
 impl<T: ObjectStore + ?Sized> ObjectStore for Box<T> {
@@ -158,6 +263,9 @@ impl<T: ObjectStore + ?Sized> ObjectStore for Box<T> {
     }
     fn list(&self, prefix: &str) -> Result<Vec<String>, Error> {
         (**self).list(prefix)
+    }
+    fn get_verified(&self, key: &str, len: u64, digest_uri: &str) -> Result<Vec<u8>, Error> {
+        (**self).get_verified(key, len, digest_uri)
     }
     fn provider_name(&self) -> &'static str {
         (**self).provider_name()
@@ -185,6 +293,9 @@ impl<T: ObjectStore + ?Sized> ObjectStore for std::sync::Arc<T> {
     }
     fn list(&self, prefix: &str) -> Result<Vec<String>, Error> {
         (**self).list(prefix)
+    }
+    fn get_verified(&self, key: &str, len: u64, digest_uri: &str) -> Result<Vec<u8>, Error> {
+        (**self).get_verified(key, len, digest_uri)
     }
     fn provider_name(&self) -> &'static str {
         (**self).provider_name()

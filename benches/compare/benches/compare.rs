@@ -26,21 +26,25 @@ fn engines_for(ds: &Dataset, shape: Shape) -> Vec<(Box<dyn Engine>, tempfile::Te
         if only.as_ref().is_some_and(|o| !o.contains(&kind)) {
             continue;
         }
-        let dir = match tempfile::Builder::new().prefix("nokv-cmp-crit-").tempdir_in(&root) {
+        let dir = match tempfile::Builder::new()
+            .prefix("nokv-cmp-crit-")
+            .tempdir_in(&root)
+        {
             Ok(d) => d,
             Err(e) => {
                 eprintln!("{}: cannot create temp dir: {e}", kind.label());
                 continue;
             }
         };
-        let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Res<Box<dyn Engine>> {
-            let e = open_engine(kind, dir.path(), Mode::Fast)?;
-            ds.load_into(e.as_ref(), 10_000)?;
-            if shape == Shape::Path {
-                load_aux(e.as_ref())?;
-            }
-            Ok(e)
-        }));
+        let loaded =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Res<Box<dyn Engine>> {
+                let e = open_engine(kind, dir.path(), Mode::Fast)?;
+                ds.load_into(e.as_ref(), 10_000)?;
+                if shape == Shape::Path {
+                    load_aux(e.as_ref())?;
+                }
+                Ok(e)
+            }));
         match loaded {
             Ok(Ok(e)) => out.push((e, dir)),
             Ok(Err(err)) => eprintln!("{} failed to load {shape:?} data: {err}", kind.label()),
@@ -56,7 +60,11 @@ fn bench_shape(c: &mut Criterion, shape: Shape) {
     let ops = Operands::new(&ds, 2);
     let engines = engines_for(&ds, shape);
     let workloads: Vec<Workload> = match shape {
-        Shape::Path => Workload::BOTH.iter().chain(&Workload::PATH_ONLY).copied().collect(),
+        Shape::Path => Workload::BOTH
+            .iter()
+            .chain(&Workload::PATH_ONLY)
+            .copied()
+            .collect(),
         Shape::Random => Workload::BOTH.to_vec(),
     };
     let ds_name = match shape {
@@ -69,15 +77,16 @@ fn bench_shape(c: &mut Criterion, shape: Shape) {
             .warm_up_time(Duration::from_millis(500))
             .measurement_time(Duration::from_secs(2));
         for (e, _) in &engines {
-            let mut ok = validate(e.as_ref(), &ds, w);
-            if ok.is_err() && matches!(w, Workload::List8 | Workload::List1000) && e.name() == Kind::Upstream.label() {
-                eprintln!("{}: native roll-up wrong ({}); using the seek-past-prefix loop", e.name(), ok.as_ref().err().cloned().unwrap_or_default());
-                e.set_seek_loop();
-                ok = validate(e.as_ref(), &ds, w);
-            }
-            if let Err(err) = ok {
-                eprintln!("{} {}: wrong answer, not timed: {err}", e.name(), w.label());
-                continue;
+            match prepare(e.as_ref(), &ds, w) {
+                Ok(None) => {}
+                Ok(Some(native)) => eprintln!(
+                    "{}: native roll-up wrong ({native}); timing the seek-past-prefix loop instead",
+                    e.name()
+                ),
+                Err(err) => {
+                    eprintln!("{} {}: wrong answer, not timed: {err}", e.name(), w.label());
+                    continue;
+                }
             }
             let mut seq = 0usize;
             let mut reported = false;
@@ -90,7 +99,11 @@ fn bench_shape(c: &mut Criterion, shape: Shape) {
                         }
                         Err(err) if !reported => {
                             reported = true;
-                            eprintln!("{} {}: error during measurement: {err}", e.name(), w.label());
+                            eprintln!(
+                                "{} {}: error during measurement: {err}",
+                                e.name(),
+                                w.label()
+                            );
                         }
                         Err(_) => {}
                     }

@@ -36,7 +36,7 @@
 use super::predicate::{Mutation, Predicate};
 use super::{
     MetadataCommand, MAX_COMMAND_EVENTS, MAX_COMMAND_MUTATIONS, MAX_COMMAND_PREDICATES,
-    MAX_MANIFEST_ROWS,
+    MAX_INDEX_MUTATIONS, MAX_MANIFEST_ROWS,
 };
 use crate::codec::system::{
     decode_owner_epoch, RecoveryTail, KEY_OWNER_EPOCH, KEY_RECOVERY_TAIL, KEY_SCHEMA, SCHEMA_ID,
@@ -119,7 +119,8 @@ fn check_bounds(cmd: &MetadataCommand) -> Result<()> {
     let bounded = cmd.bounded_mutations();
     if cmd.predicates.len() > MAX_COMMAND_PREDICATES
         || bounded > MAX_COMMAND_MUTATIONS
-        || cmd.mutations.len() - bounded > MAX_MANIFEST_ROWS
+        || cmd.family_mutations(Family::ArtifactManifest) > MAX_MANIFEST_ROWS
+        || cmd.family_mutations(Family::SecondaryIndex) > MAX_INDEX_MUTATIONS
         || cmd.event_projection.len() > MAX_COMMAND_EVENTS
     {
         return Err(Error::invalid(
@@ -146,11 +147,47 @@ struct FenceRows {
     tail: RecoveryTail,
 }
 
+/// The identity fields of a command header that steps 1 and 2 check.
+struct Identity<'a> {
+    schema_id: &'a str,
+    root_id: RootId,
+    logical_shard_id: LogicalShardId,
+    placement_generation: u64,
+    owner_epoch: u64,
+}
+
+impl<'a> Identity<'a> {
+    fn of(cmd: &'a MetadataCommand) -> Self {
+        Identity {
+            schema_id: &cmd.schema_id,
+            root_id: cmd.root_id,
+            logical_shard_id: cmd.logical_shard_id,
+            placement_generation: cmd.placement_generation,
+            owner_epoch: cmd.owner_epoch,
+        }
+    }
+}
+
+/// Steps 1 and 2 for a command this handle would issue, against `snap`: operations run it before
+/// their own request-id replay lookup so a fenced handle never serves a stored result.
+///
+/// Errors: [`Error::Fenced`]; codec and storage errors.
+pub(crate) fn check_handle_fences<S: Snapshot>(snap: &S, fence: &ShardFence) -> Result<()> {
+    let id = Identity {
+        schema_id: SCHEMA_ID,
+        root_id: fence.root_id,
+        logical_shard_id: fence.logical_shard_id,
+        placement_generation: fence.placement_generation,
+        owner_epoch: fence.owner_epoch,
+    };
+    check_fences(snap, fence, &id).map(|_| ())
+}
+
 /// Steps 1 and 2 against `snap`.
 fn check_fences<S: Snapshot>(
     snap: &S,
     fence: &ShardFence,
-    cmd: &MetadataCommand,
+    cmd: &Identity<'_>,
 ) -> Result<FenceRows> {
     if cmd.schema_id != SCHEMA_ID {
         return Err(fenced(format!(
@@ -307,7 +344,7 @@ pub fn execute<S: TxnStore>(
 ) -> Result<CommandOutcome> {
     check_bounds(&cmd)?;
     let snap = store.snapshot();
-    let rows = check_fences(&snap, fence, &cmd)?;
+    let rows = check_fences(&snap, fence, &Identity::of(&cmd))?;
     if let Some(out) = replay_lookup(&snap, &cmd.root_id, &cmd.request_id, &cmd.command_digest)? {
         return Ok(out);
     }
@@ -370,7 +407,7 @@ pub(crate) fn plan_for_test<S: TxnStore>(
 ) -> Result<PlannedWrite> {
     check_bounds(cmd)?;
     let snap = store.snapshot();
-    let rows = check_fences(&snap, fence, cmd)?;
+    let rows = check_fences(&snap, fence, &Identity::of(cmd))?;
     if cmd.read_version != snap.version() {
         return Err(Error::ReadVersionConflict { attempts: 1 });
     }

@@ -26,6 +26,10 @@ pub const MAX_COMMAND_PREDICATES: usize = 192;
 pub const MAX_COMMAND_MUTATIONS: usize = 256;
 /// Upper bound on ArtifactManifest rows written by one command.
 pub const MAX_MANIFEST_ROWS: usize = 65_536;
+/// Upper bound on SecondaryIndex mutations of one command: one publication's index projection,
+/// puts of the new rows plus deletes of the old ones (seed 000: "a fixed upper bound on
+/// predicates and mutations apart from bounded manifest and index rows").
+pub const MAX_INDEX_MUTATIONS: usize = crate::index::projection::MAX_INDEX_MUTATIONS;
 /// Upper bound on events emitted by one command.
 pub const MAX_COMMAND_EVENTS: usize = 16;
 
@@ -80,11 +84,25 @@ impl MetadataCommand {
             .collect()
     }
 
-    /// Number of non-manifest mutations (bounded by [`MAX_COMMAND_MUTATIONS`]).
+    /// Number of mutations outside the ArtifactManifest and SecondaryIndex families (bounded by
+    /// [`MAX_COMMAND_MUTATIONS`]).
     pub(crate) fn bounded_mutations(&self) -> usize {
         self.mutations
             .iter()
-            .filter(|m| m.family() != Family::ArtifactManifest)
+            .filter(|m| {
+                !matches!(
+                    m.family(),
+                    Family::ArtifactManifest | Family::SecondaryIndex
+                )
+            })
+            .count()
+    }
+
+    /// Number of mutations of `family`.
+    pub(crate) fn family_mutations(&self, family: Family) -> usize {
+        self.mutations
+            .iter()
+            .filter(|m| m.family() == family)
             .count()
     }
 }

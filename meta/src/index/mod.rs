@@ -5,11 +5,23 @@
 //! - [`value_codec`]: the versioned, order-preserving encoding of typed index values that sits
 //!   between the field id and the workspace incarnation in every SecondaryIndex key.
 //!
+//! - [`projection`]: the pure PathEntry → SecondaryIndex row projection the publication
+//!   command writes (built-in and custom `index_fields`);
+//! - [`query`]: the search executor at one read version (plan, visibility recheck, sort,
+//!   facets, bounded pages); [`aggregate`] and [`catalog`] build on it.
+//!
 //! The SecondaryIndex key/value codec itself lives in [`crate::codec::secondary_index`].
 
+pub mod aggregate;
+pub mod catalog;
+pub mod projection;
+pub mod query;
 pub mod value_codec;
 
-pub use value_codec::{FiniteF64, IndexValue, Timestamp, VALUE_CODEC_VERSION};
+pub use value_codec::{
+    domain_key_bounds, string_prefix_bound, FiniteF64, IndexValue, Timestamp, ValueDomain,
+    VALUE_CODEC_VERSION,
+};
 
 use crate::error::{Error, Result};
 

@@ -165,6 +165,155 @@ impl Timestamp {
     }
 }
 
+impl Timestamp {
+    /// Parses an RFC 3339 date-time: `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` (`T` may also be
+    /// `t` or a space, `Z` also `z`; 1–9 fraction digits; no leap second). Returns `None` for
+    /// anything else, so callers can treat non-timestamps as plain strings.
+    pub fn parse_rfc3339(text: &str) -> Option<Timestamp> {
+        let b = text.as_bytes();
+        let num = |from: usize, len: usize| -> Option<i64> {
+            let digits = b.get(from..from + len)?;
+            if !digits.iter().all(u8::is_ascii_digit) {
+                return None;
+            }
+            Some(
+                digits
+                    .iter()
+                    .fold(0i64, |acc, d| acc * 10 + i64::from(d - b'0')),
+            )
+        };
+        let sep = |at: usize, allowed: &[u8]| b.get(at).is_some_and(|c| allowed.contains(c));
+        if !(sep(4, b"-") && sep(7, b"-") && sep(10, b"Tt ") && sep(13, b":") && sep(16, b":")) {
+            return None;
+        }
+        let (year, month, day) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);
+        let (hour, minute, second) = (num(11, 2)?, num(14, 2)?, num(17, 2)?);
+        if !(1..=12).contains(&month)
+            || day < 1
+            || day > days_in_month(year, month as u32)
+            || hour > 23
+            || minute > 59
+            || second > 59
+        {
+            return None;
+        }
+        let mut at = 19;
+        let mut nanos: u32 = 0;
+        if b.get(at) == Some(&b'.') {
+            at += 1;
+            let start = at;
+            while b.get(at).is_some_and(u8::is_ascii_digit) {
+                at += 1;
+            }
+            let digits = at - start;
+            if digits == 0 || digits > 9 {
+                return None;
+            }
+            let frac = num(start, digits)?;
+            nanos = u32::try_from(frac * 10i64.pow(9 - digits as u32)).ok()?;
+        }
+        let offset = match b.get(at)? {
+            b'Z' | b'z' => {
+                at += 1;
+                0
+            }
+            sign @ (b'+' | b'-') => {
+                if !sep(at + 3, b":") {
+                    return None;
+                }
+                let (oh, om) = (num(at + 1, 2)?, num(at + 4, 2)?);
+                if oh > 23 || om > 59 {
+                    return None;
+                }
+                at += 6;
+                let off = oh * 3600 + om * 60;
+                if *sign == b'-' {
+                    -off
+                } else {
+                    off
+                }
+            }
+            _ => return None,
+        };
+        if at != b.len() {
+            return None;
+        }
+        let days = days_from_civil(year, month as u32, day as u32);
+        let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset;
+        Timestamp::new(seconds, nanos).ok()
+    }
+
+    /// RFC 3339 in UTC: `YYYY-MM-DDTHH:MM:SS[.fraction]Z`, the fraction trimmed of trailing
+    /// zeros and omitted when zero. Years outside 0..=9999 (far outside RFC 3339) are written
+    /// with a sign and as many digits as needed.
+    pub fn to_rfc3339(&self) -> String {
+        let days = self.seconds.div_euclid(86_400);
+        let secs = self.seconds.rem_euclid(86_400);
+        let (year, month, day) = civil_from_days(days);
+        let year_text = if (0..=9999).contains(&year) {
+            format!("{year:04}")
+        } else {
+            format!("{year:+05}")
+        };
+        let mut out = format!(
+            "{year_text}-{month:02}-{day:02}T{:02}:{:02}:{:02}",
+            secs / 3600,
+            (secs % 3600) / 60,
+            secs % 60
+        );
+        if self.nanos != 0 {
+            let frac = format!("{:09}", self.nanos);
+            out.push('.');
+            out.push_str(frac.trim_end_matches('0'));
+        }
+        out.push('Z');
+        out
+    }
+}
+
+fn is_leap(year: i64) -> bool {
+    (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
+}
+
+fn days_in_month(year: i64, month: u32) -> i64 {
+    match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        _ if is_leap(year) => 29,
+        _ => 28,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (month 1..=12, day 1..=31).
+fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let year_of_era = y.rem_euclid(400);
+    let shifted_month = i64::from((month + 9) % 12); // March = 0
+    let day_of_year = (153 * shifted_month + 2) / 5 + i64::from(day) - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let shifted_month = (5 * day_of_year + 2) / 153;
+    let day = (day_of_year - (153 * shifted_month + 2) / 5 + 1) as u32;
+    let month = if shifted_month < 10 {
+        shifted_month + 3
+    } else {
+        shifted_month - 9
+    } as u32;
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
 /// One typed secondary-index value (see the module docs for order and encoding).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum IndexValue {
@@ -555,6 +704,171 @@ fn unescape(body: &[u8]) -> std::result::Result<(Vec<u8>, usize), &'static str> 
     Err("missing terminator")
 }
 
+/// The typed domain of an [`IndexValue`]: the first level of the documented order. Range
+/// predicates compare only inside one domain (`gt 4000` never matches a string), and
+/// [`domain_key_bounds`] gives each domain's contiguous slice of encoded keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ValueDomain {
+    /// `null`.
+    Null,
+    /// `false` / `true`.
+    Bool,
+    /// Every i64, u64 and finite f64 (one numeric domain).
+    Number,
+    /// Timestamps.
+    Timestamp,
+    /// UTF-8 strings.
+    String,
+    /// Byte strings.
+    Bytes,
+}
+
+impl ValueDomain {
+    /// `[first type byte, last type byte + 1)` of the domain's encodings.
+    fn type_bytes(self) -> (u8, u8) {
+        match self {
+            ValueDomain::Null => (TYPE_NULL, TYPE_NULL + 1),
+            ValueDomain::Bool => (TYPE_BOOL, TYPE_BOOL + 1),
+            ValueDomain::Number => (TYPE_NUM_NEG, TYPE_NUM_POS + 1),
+            ValueDomain::Timestamp => (TYPE_TIMESTAMP, TYPE_TIMESTAMP + 1),
+            ValueDomain::String => (TYPE_STRING, TYPE_STRING + 1),
+            ValueDomain::Bytes => (TYPE_BYTES, TYPE_BYTES + 1),
+        }
+    }
+}
+
+/// The encoded-value bounds of one domain: every encoding `e` of a value of `domain` satisfies
+/// `lower <= e < upper`, and no encoding of another domain does. Both bounds are 2-byte prefixes
+/// (`codec_version | type byte`), never complete encodings.
+pub fn domain_key_bounds(domain: ValueDomain) -> ([u8; 2], [u8; 2]) {
+    let (lo, hi) = domain.type_bytes();
+    ([VALUE_CODEC_VERSION, lo], [VALUE_CODEC_VERSION, hi])
+}
+
+/// The encoding prefix shared by every string value that starts with `prefix` (the version and
+/// type bytes plus the escaped bytes of `prefix`, without the terminator): a `prefix` predicate
+/// is one ordered scan over the keys starting with it.
+///
+/// Errors: [`Error::InvalidArgument`] when `prefix` is longer than [`MAX_VARIABLE_VALUE_BYTES`].
+pub fn string_prefix_bound(prefix: &str) -> Result<Vec<u8>> {
+    if prefix.len() > MAX_VARIABLE_VALUE_BYTES {
+        return Err(Error::invalid(format!(
+            "index string values are at most {MAX_VARIABLE_VALUE_BYTES} bytes, got {}",
+            prefix.len()
+        )));
+    }
+    let mut out = vec![VALUE_CODEC_VERSION, TYPE_STRING];
+    for &b in prefix.as_bytes() {
+        if b == ESCAPE {
+            out.extend_from_slice(&[ESCAPE, ESCAPED_NUL]);
+        } else {
+            out.push(b);
+        }
+    }
+    Ok(out)
+}
+
+/// Largest f64 strictly below 2^63 / 2^64 bounds used for exact integer conversion.
+const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+const TWO_64: f64 = 18_446_744_073_709_551_616.0;
+
+impl IndexValue {
+    /// The value's typed domain.
+    pub fn domain(&self) -> ValueDomain {
+        match self {
+            IndexValue::Null => ValueDomain::Null,
+            IndexValue::Bool(_) => ValueDomain::Bool,
+            IndexValue::Int(_) | IndexValue::UInt(_) | IndexValue::Float(_) => ValueDomain::Number,
+            IndexValue::Timestamp(_) => ValueDomain::Timestamp,
+            IndexValue::String(_) => ValueDomain::String,
+            IndexValue::Bytes(_) => ValueDomain::Bytes,
+        }
+    }
+
+    /// The observed type name: `null`, `bool`, `int`, `uint`, `float`, `timestamp`, `string`
+    /// or `bytes` (the catalog reports these).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            IndexValue::Null => "null",
+            IndexValue::Bool(_) => "bool",
+            IndexValue::Int(_) => "int",
+            IndexValue::UInt(_) => "uint",
+            IndexValue::Float(_) => "float",
+            IndexValue::Timestamp(_) => "timestamp",
+            IndexValue::String(_) => "string",
+            IndexValue::Bytes(_) => "bytes",
+        }
+    }
+
+    /// The documented order *by value*: like [`Ord`] but without the `Int < UInt < Float`
+    /// tie-break, so `Int(5)`, `UInt(5)` and `Float(5.0)` compare `Equal`. Queries use this for
+    /// `eq`/`in`/ranges, facet buckets and group keys.
+    pub fn value_cmp(&self, other: &IndexValue) -> Ordering {
+        match (self.num(), other.num()) {
+            (Some((a, _)), Some((b, _))) => a.cmp(&b),
+            _ => self.cmp(other),
+        }
+    }
+
+    /// `value_cmp(other) == Equal`.
+    pub fn value_eq(&self, other: &IndexValue) -> bool {
+        self.value_cmp(other) == Ordering::Equal
+    }
+
+    /// The value as an `f64` for aggregation (`None` for non-numbers; large integers round).
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            IndexValue::Int(i) => Some(*i as f64),
+            IndexValue::UInt(u) => Some(*u as f64),
+            IndexValue::Float(f) => Some(f.get()),
+            _ => None,
+        }
+    }
+
+    /// Every stored representation equal by value to `self` (itself included): for a number the
+    /// `Int`, `UInt` and `Float` values that hold it exactly, for anything else just `self`. An
+    /// `eq` predicate seeks the exact encoding of each one.
+    pub fn value_variants(&self) -> Vec<IndexValue> {
+        let mut out = Vec::with_capacity(3);
+        match self {
+            IndexValue::Int(i) => {
+                out.push(IndexValue::Int(*i));
+                if let Ok(u) = u64::try_from(*i) {
+                    out.push(IndexValue::UInt(u));
+                }
+                let f = *i as f64;
+                if f < TWO_63 && f as i64 == *i {
+                    out.push(IndexValue::Float(FiniteF64(if f == 0.0 { 0.0 } else { f })));
+                }
+            }
+            IndexValue::UInt(u) => {
+                if let Ok(i) = i64::try_from(*u) {
+                    out.push(IndexValue::Int(i));
+                }
+                out.push(IndexValue::UInt(*u));
+                let f = *u as f64;
+                if f < TWO_64 && f as u64 == *u {
+                    out.push(IndexValue::Float(FiniteF64(f)));
+                }
+            }
+            IndexValue::Float(f) => {
+                let v = f.get();
+                if v.trunc() == v {
+                    if (-TWO_63..TWO_63).contains(&v) {
+                        out.push(IndexValue::Int(v as i64));
+                    }
+                    if (0.0..TWO_64).contains(&v) {
+                        out.push(IndexValue::UInt(v as u64));
+                    }
+                }
+                out.push(IndexValue::Float(*f));
+            }
+            other => out.push(other.clone()),
+        }
+        out
+    }
+}
+
 impl PartialOrd for IndexValue {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
@@ -698,6 +1012,139 @@ mod tests {
         assert!(IndexValue::Bytes(vec![0; MAX_VARIABLE_VALUE_BYTES])
             .encode()
             .is_ok());
+    }
+
+    #[test]
+    fn rfc3339_parses_offsets_fractions_and_round_trips_in_utc() {
+        let t = Timestamp::parse_rfc3339("2024-02-29T12:34:56.5+01:30").unwrap();
+        assert_eq!((t.seconds(), t.nanos()), (1_709_204_696, 500_000_000));
+        assert_eq!(t.to_rfc3339(), "2024-02-29T11:04:56.5Z");
+        let epoch = Timestamp::parse_rfc3339("1970-01-01T00:00:00Z").unwrap();
+        assert_eq!((epoch.seconds(), epoch.nanos()), (0, 0));
+        let before = Timestamp::parse_rfc3339("1969-12-31 23:59:59.000000001z").unwrap();
+        assert_eq!((before.seconds(), before.nanos()), (-1, 1));
+        assert_eq!(before.to_rfc3339(), "1969-12-31T23:59:59.000000001Z");
+        for s in [
+            -62_135_596_800i64,
+            -1,
+            0,
+            951_782_400,
+            4_102_444_800,
+            253_402_300_799,
+        ] {
+            let t = Timestamp::new(s, 0).unwrap();
+            assert_eq!(Timestamp::parse_rfc3339(&t.to_rfc3339()), Some(t), "{s}");
+        }
+        assert!(Timestamp::new(253_402_300_800, 0)
+            .unwrap()
+            .to_rfc3339()
+            .starts_with("+10000-01-01"));
+    }
+
+    #[test]
+    fn rfc3339_rejects_everything_else() {
+        for bad in [
+            "",
+            "2024-02-30T00:00:00Z",
+            "2023-02-29T00:00:00Z",
+            "2024-13-01T00:00:00Z",
+            "2024-01-01T24:00:00Z",
+            "2024-01-01T00:00:60Z",
+            "2024-01-01T00:00:00",
+            "2024-01-01T00:00:00.Z",
+            "2024-01-01T00:00:00.1234567890Z",
+            "2024-01-01T00:00:00+0100",
+            "2024-01-01T00:00:00Zx",
+            "24-01-01T00:00:00Z",
+            "Gentoo",
+        ] {
+            assert_eq!(Timestamp::parse_rfc3339(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn value_order_ignores_the_numeric_subtype_and_variants_cover_it() {
+        assert!(IndexValue::Int(5).value_eq(&IndexValue::float(5.0).unwrap()));
+        assert!(IndexValue::UInt(5).value_eq(&IndexValue::Int(5)));
+        assert_eq!(
+            IndexValue::Int(5).value_cmp(&IndexValue::float(5.5).unwrap()),
+            Ordering::Less
+        );
+        assert_eq!(
+            IndexValue::Int(5).value_variants(),
+            vec![
+                IndexValue::Int(5),
+                IndexValue::UInt(5),
+                IndexValue::float(5.0).unwrap()
+            ]
+        );
+        assert_eq!(
+            IndexValue::Int(-3).value_variants(),
+            vec![IndexValue::Int(-3), IndexValue::float(-3.0).unwrap()]
+        );
+        assert_eq!(
+            IndexValue::float(0.5).unwrap().value_variants(),
+            vec![IndexValue::float(0.5).unwrap()]
+        );
+        // u64::MAX has no exact f64; 2^64 has no integer.
+        assert_eq!(IndexValue::UInt(u64::MAX).value_variants().len(), 1);
+        assert_eq!(
+            IndexValue::float(18446744073709551616.0)
+                .unwrap()
+                .value_variants()
+                .len(),
+            1
+        );
+        // i64::MAX rounds up to 2^63 as f64, which is not equal to it.
+        assert!(!IndexValue::Int(i64::MAX)
+            .value_variants()
+            .iter()
+            .any(|v| matches!(v, IndexValue::Float(_))));
+        for v in IndexValue::Int(4000).value_variants() {
+            assert!(v.value_eq(&IndexValue::Int(4000)));
+            assert!(enc(&v).starts_with(&IndexValue::Int(4000).order_prefix().unwrap()));
+        }
+    }
+
+    #[test]
+    fn domain_bounds_enclose_exactly_their_domain() {
+        let samples = [
+            IndexValue::Null,
+            IndexValue::Bool(true),
+            IndexValue::Int(i64::MIN),
+            IndexValue::Int(0),
+            IndexValue::UInt(u64::MAX),
+            IndexValue::Timestamp(Timestamp::new(-5, 0).unwrap()),
+            IndexValue::String(String::new()),
+            IndexValue::String("\u{10ffff}".into()),
+            IndexValue::Bytes(vec![0xff; 3]),
+        ];
+        for v in &samples {
+            for d in [
+                ValueDomain::Null,
+                ValueDomain::Bool,
+                ValueDomain::Number,
+                ValueDomain::Timestamp,
+                ValueDomain::String,
+                ValueDomain::Bytes,
+            ] {
+                let (lo, hi) = domain_key_bounds(d);
+                let e = enc(v);
+                let inside = e.as_slice() >= &lo[..] && e.as_slice() < &hi[..];
+                assert_eq!(inside, v.domain() == d, "{v:?} in {d:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn string_prefix_bound_is_a_prefix_of_exactly_the_matching_strings() {
+        let p = string_prefix_bound("a\0b").unwrap();
+        assert!(enc(&IndexValue::String("a\0b".into())).starts_with(&p));
+        assert!(enc(&IndexValue::String("a\0bc".into())).starts_with(&p));
+        assert!(!enc(&IndexValue::String("a\0".into())).starts_with(&p));
+        assert!(!enc(&IndexValue::String("a".into())).starts_with(&p));
+        assert!(!enc(&IndexValue::Bytes(b"a\0b".to_vec())).starts_with(&p));
+        assert!(string_prefix_bound(&"x".repeat(MAX_VARIABLE_VALUE_BYTES + 1)).is_err());
     }
 
     #[test]

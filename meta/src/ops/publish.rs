@@ -12,7 +12,11 @@
 //!   read_version + 1, created_version kept across replacements), WorkspaceCurrent
 //!   workspace_revision +1 / modified_version; when a path existed: its RevisionRef(Path) is
 //!   deleted and the old revision's count −1 / epoch +1 (at zero: last_zero_ref_version = commit
-//!   version and a GcCandidate keyed by the new epoch); a ChangeEvent; CommandDedupe.
+//!   version and a GcCandidate keyed by the new epoch); a ChangeEvent; CommandDedupe;
+//! - index projection (see [`crate::index::projection`]): the SecondaryIndex rows of the new
+//!   PathEntry (built-in fields plus the request's `index_fields`, which PathCurrent also stores
+//!   in `index_projection`) are put and the replaced entry's rows whose keys changed are
+//!   deleted, in this same command — there is no second index mutation path.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -24,10 +28,11 @@ use crate::codec::{
     GcCandidate, GcClaimState, ManifestRow, PathEntry, RefOwner, RevisionRef, RevisionState,
     WorkspaceCurrent, WorkspaceState,
 };
-use crate::command::executor::replay_lookup;
+use crate::command::executor::{check_handle_fences, replay_lookup};
 use crate::command::{execute, CommandOutcome, MetadataCommand, Mutation, Predicate};
 use crate::error::{Error, Result};
 use crate::ids::{validate_workbench_id, ArtifactRevisionId, RequestId};
+use crate::index::projection::{self as index_projection, IndexFields};
 use crate::path::NormPath;
 use crate::schema::Family;
 use crate::shard::MetaShard;
@@ -103,6 +108,9 @@ pub struct PublishRequest {
     /// `1 + max(dependency_depth of the distinct physical owners)`; must equal that value and be
     /// ≤ 8 (the caller rematerializes otherwise).
     pub dependency_depth: u32,
+    /// Custom typed index fields (at most 64, never a built-in name; see
+    /// [`crate::index::projection`]). The built-in fields are projected automatically.
+    pub index_fields: IndexFields,
 }
 
 /// Outcome of a publication.
@@ -206,6 +214,7 @@ pub fn validate_request(req: &PublishRequest) -> Result<()> {
             "more than 64 distinct dependency owners; rematerialize the body",
         ));
     }
+    index_projection::validate_index_fields(&req.index_fields)?;
     Ok(())
 }
 
@@ -276,6 +285,15 @@ pub fn command_digest(req: &PublishRequest) -> [u8; 32] {
     for r in &req.manifest {
         h.update(r.object_index.to_be_bytes());
         s(&mut h, &r.encode_value());
+    }
+    // Index fields extend the digest only when present (requests without keep their digest).
+    if !req.index_fields.is_empty() {
+        s(&mut h, b"index_fields");
+        h.update((req.index_fields.len() as u64).to_be_bytes());
+        for (field, value) in &req.index_fields {
+            s(&mut h, field.as_str().as_bytes());
+            s(&mut h, &value.encode().unwrap_or_default());
+        }
     }
     h.finalize().into()
 }
@@ -352,8 +370,8 @@ fn attempt(shard: &MetaShard, req: &PublishRequest, digest: [u8; 32]) -> Result<
     }
 }
 
-/// Builds the publication command at `snap` with point reads only (no prefix scan): the
-/// CommandDedupe row, WorkspaceCurrent, PathCurrent, the new ArtifactRevision (must be absent),
+/// Builds the publication command at `snap` with point reads only (no prefix scan): the fence
+/// rows (marker, RootFence, owner epoch, recovery tail), the CommandDedupe row, WorkspaceCurrent, PathCurrent, the new ArtifactRevision (must be absent),
 /// each distinct dependency owner (≤ [`MAX_DEPENDENCY_OWNERS`]) and the replaced revision.
 pub(crate) fn plan<S: Snapshot>(
     shard: &MetaShard,
@@ -362,6 +380,8 @@ pub(crate) fn plan<S: Snapshot>(
     digest: [u8; 32],
 ) -> Result<Planned> {
     let root = shard.root_id();
+    // Validation order (seed 000): schema marker, RootFence and owner epoch before replay.
+    check_handle_fences(snap, &shard.inner.fence)?;
     if let Some(out) = replay_lookup(snap, &root, &req.request_id, &digest)? {
         return Ok(Planned::Replay(Box::new(out)));
     }
@@ -584,9 +604,18 @@ pub(crate) fn plan<S: Snapshot>(
         manifest_id: req.manifest_id.clone(),
         created_version: old.as_ref().map_or(cv, |o| o.created_version),
         modified_version: cv,
-        index_projection: Vec::new(),
+        index_projection: index_projection::encode_projection(&req.index_fields)?,
     };
     mutations.push(Mutation::put(Family::PathCurrent, path_key, entry.encode()));
+    // Index projection: same command as PathCurrent (bounded by the field count).
+    mutations.extend(index_projection::index_mutations(
+        &root,
+        &inc,
+        &req.workbench_id,
+        &req.path,
+        old.as_ref(),
+        Some(&entry),
+    )?);
     let ws_next = WorkspaceCurrent {
         workspace_revision: ws.workspace_revision.saturating_add(1),
         modified_version: cv,

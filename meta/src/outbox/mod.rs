@@ -64,7 +64,9 @@
 //!
 //! ## Verification at open
 //!
-//! [`verify`] walks the whole tree once (O(outbox) time; memory bounded by the largest record):
+//! Verification (at every open, and on demand through
+//! [`crate::MetaShard::verify_recovery_outbox`]) walks the whole tree once — O(outbox) time at
+//! every open, accepted for now; memory bounded by the largest record — and checks:
 //! contiguous LSNs from 1, strict header/chunk framing, declared vs present chunks (missing or
 //! orphan chunk, any key outside the two row shapes), the complete hash chain, a decodable
 //! logical record naming its own LSN, and agreement of the last header with the System tail.

@@ -115,7 +115,10 @@ pub(crate) fn verify(
                 "header's previous digest does not match the chain",
             ));
         }
-        let mut record = Vec::with_capacity(usize::try_from(header.record_len).unwrap_or(0));
+        // The declared length comes from disk: never pre-allocate more than one chunk for it.
+        let mut record = Vec::with_capacity(
+            usize::try_from(header.record_len).map_or(0, |n| n.min(CHUNK_BYTES)),
+        );
         for index in 0..header.chunk_count {
             match peek_chunk(&mut chunks, lsn)? {
                 None => {

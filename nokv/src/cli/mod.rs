@@ -29,6 +29,9 @@ pub struct Cli {
     /// Store directory (default: $NOKV_STORE, else ./.nokv).
     #[arg(long, global = true, value_name = "DIR")]
     pub store: Option<PathBuf>,
+    /// No progress bars (they are also off when stdout is not a terminal).
+    #[arg(long, short = 'q', global = true)]
+    pub quiet: bool,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
@@ -70,9 +73,41 @@ pub enum Command {
         /// Replace an existing artifact (generation CAS) instead of create-only.
         #[arg(long)]
         replace: bool,
+        /// Custom index field, repeatable: `name=value` (value parsed as JSON when it is a JSON
+        /// scalar, else a string) or `name:TYPE=value` with TYPE int, uint, float, bool, ts
+        /// (RFC 3339) or str. Example: `--field count:int=123 --field species=Gentoo`.
+        #[arg(long = "field", value_name = "NAME[:TYPE]=VALUE")]
+        fields: Vec<String>,
+        /// Also index the file's top-level JSON scalar members (the file must be a JSON object).
+        #[arg(long)]
+        index_json: bool,
     },
     /// Run the reference research workflow (Palmer penguins) on this store.
     Demo,
+    /// Create a new store and persist where its objects live (default: the local directory
+    /// `<store>/objects`). With `--objects s3://bucket/prefix` the store keeps its blocks in an
+    /// S3-compatible bucket (credentials from the standard AWS environment/profile chain) behind
+    /// a local block cache, and writes a namespace marker object that later opens check.
+    Init {
+        /// Object namespace `s3://bucket[/prefix]` (default: local directory).
+        #[arg(long, value_name = "URL")]
+        objects: Option<String>,
+        /// S3 endpoint URL, e.g. `http://127.0.0.1:9000` (default: AWS).
+        #[arg(long, value_name = "URL")]
+        endpoint: Option<String>,
+        /// S3 region (default: AWS_REGION / profile, else us-east-1).
+        #[arg(long)]
+        region: Option<String>,
+        /// Path-style S3 addressing (implied when the endpoint host is an IP or localhost).
+        #[arg(long)]
+        path_style: bool,
+        /// Block cache directory (default: `cache` inside the store).
+        #[arg(long, value_name = "DIR")]
+        cache_dir: Option<PathBuf>,
+        /// Block cache size bound in bytes (default 1 GiB; 0 disables the cache).
+        #[arg(long, value_name = "N")]
+        cache_bytes: Option<u64>,
+    },
 }
 
 /// Resolves the store directory: `--store`, else `$NOKV_STORE`, else `./.nokv`.
@@ -124,8 +159,16 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
             dest,
             prefix,
         } => with_client(&dir, |client| {
-            let files =
-                crate::materialize::materialize(client, &workbench, prefix.as_deref(), &dest)?;
+            let mut bar = Bar::new(cli.quiet);
+            let files = crate::materialize::materialize_with_progress(
+                client,
+                &workbench,
+                prefix.as_deref(),
+                &dest,
+                &mut |e| bar.event(e),
+            );
+            bar.finish();
+            let files = files?;
             let total: u64 = files.iter().map(|f| f.size_bytes).sum();
             for f in &files {
                 let _ = writeln!(out, "{}  {}  {} bytes", f.digest_uri, f.path, f.size_bytes);
@@ -144,7 +187,18 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
             path,
             content_type,
             replace,
+            fields,
+            index_json,
         } => with_client(&dir, |client| {
+            // Parse the index fields first: a refused collect must leave nothing behind.
+            let mut index = crate::materialize::CollectIndex {
+                index_json,
+                ..Default::default()
+            };
+            for spec in &fields {
+                let (name, value) = crate::index_fields::parse_field_arg(spec)?;
+                index.fields.insert(name, value);
+            }
             // Check the local file first: a failed collect must not leave a new workbench behind.
             let meta = std::fs::metadata(&file).map_err(|source| crate::Error::LocalIo {
                 op: "open",
@@ -158,10 +212,38 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
                 )));
             }
             Client::normalize(&path)?;
+            meta::index::projection::validate_index_fields(&index.fields)
+                .map_err(|e| crate::Error::InvalidArgument(e.to_string()))?;
+            if index.index_json {
+                if meta.len() > crate::index_fields::MAX_INDEX_JSON_BYTES as u64 {
+                    return Err(crate::Error::InvalidArgument(format!(
+                        "--index-json files are at most {} bytes",
+                        crate::index_fields::MAX_INDEX_JSON_BYTES
+                    )));
+                }
+                let body = std::fs::read(&file).map_err(|source| crate::Error::LocalIo {
+                    op: "read",
+                    path: file.clone(),
+                    source,
+                })?;
+                crate::index_fields::json_object_fields(&body)?;
+            }
             client.create_workbench(&workbench)?;
             let ct = content_type
                 .unwrap_or_else(|| crate::materialize::guess_content_type(&path).to_string());
-            let c = crate::materialize::collect(client, &workbench, &file, &path, &ct, replace)?;
+            let mut bar = Bar::new(cli.quiet);
+            let c = crate::materialize::collect_indexed(
+                client,
+                &workbench,
+                &file,
+                &path,
+                &ct,
+                replace,
+                &index,
+                &mut |e| bar.event(e),
+            );
+            bar.finish();
+            let c = c?;
             let _ = writeln!(
                 out,
                 "{}  {}  {} bytes  generation {}",
@@ -173,8 +255,95 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
             crate::demo::run_demo(client, &mut out)?;
             Ok(())
         }),
+        Command::Init {
+            objects,
+            endpoint,
+            region,
+            path_style,
+            cache_dir,
+            cache_bytes,
+        } => {
+            let options = crate::store_config::InitOptions {
+                objects,
+                endpoint,
+                region,
+                path_style,
+                cache_dir,
+                cache_bytes,
+            };
+            match crate::store_config::init_store(&dir, &options) {
+                Ok(outcome) => {
+                    let verb = if outcome.created {
+                        "initialized"
+                    } else {
+                        "already initialized"
+                    };
+                    let _ = writeln!(
+                        out,
+                        "{verb} store {} (uuid {}), objects: {}",
+                        dir.display(),
+                        outcome.config.store_uuid,
+                        outcome.config.describe_objects()
+                    );
+                    EXIT_OK
+                }
+                Err(err) => {
+                    eprintln!("nokv: {err}");
+                    EXIT_TOOL_ERROR
+                }
+            }
+        }
     };
     ExitCode::from(code)
+}
+
+/// A byte progress bar on stderr for collect/materialize; inert when `--quiet` or when stdout
+/// is not a terminal.
+struct Bar {
+    enabled: bool,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Bar {
+    fn new(quiet: bool) -> Bar {
+        use std::io::IsTerminal;
+        Bar {
+            enabled: !quiet && std::io::stdout().is_terminal(),
+            bar: None,
+        }
+    }
+
+    fn event(&mut self, event: crate::materialize::ProgressEvent<'_>) {
+        if !self.enabled {
+            return;
+        }
+        match event {
+            crate::materialize::ProgressEvent::Begin { phase, path, total } => {
+                if let Some(old) = self.bar.take() {
+                    old.finish_and_clear();
+                }
+                let bar = indicatif::ProgressBar::new(total);
+                if let Ok(style) = indicatif::ProgressStyle::with_template(
+                    "{msg} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}",
+                ) {
+                    bar.set_style(style.progress_chars("=> "));
+                }
+                bar.set_message(format!("{phase} {path}"));
+                self.bar = Some(bar);
+            }
+            crate::materialize::ProgressEvent::Advance { done } => {
+                if let Some(bar) = &self.bar {
+                    bar.set_position(done);
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 fn with_client(dir: &Path, f: impl FnOnce(&Client) -> crate::Result<()>) -> u8 {

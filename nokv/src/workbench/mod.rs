@@ -7,10 +7,12 @@
 //! here, never in `meta`.
 //!
 //! Implemented tools: `workbench_create`, `workbench_put_file`, `workbench_append`,
-//! `workbench_edit`, `workbench_list`, `workbench_stat`, `workbench_read`, `workbench_grep`. The
-//! query, commit, snapshot and restore tools are validated against their schemas and answer
+//! `workbench_edit`, `workbench_list`, `workbench_stat`, `workbench_read`, `workbench_grep`,
+//! `workbench_search`, `workbench_aggregate`, `workbench_catalog`. The find, commit, snapshot and
+//! restore tools are validated against their schemas and answer
 //! `InvalidState` with a message saying they are not available in this build yet.
 
+pub mod canonical;
 pub mod cursor;
 pub mod edit;
 pub mod errors;
@@ -19,6 +21,7 @@ pub mod payload;
 pub mod schema;
 pub mod shape;
 
+mod query_tools;
 mod read_tools;
 mod scope;
 mod write_tools;
@@ -84,6 +87,9 @@ impl Workbench {
             "workbench_stat" => read_tools::stat(self, &args),
             "workbench_read" => read_tools::read(self, &args),
             "workbench_grep" => read_tools::grep(self, &args),
+            "workbench_search" => query_tools::search(self, &args),
+            "workbench_aggregate" => query_tools::aggregate(self, &args),
+            "workbench_catalog" => query_tools::catalog(self, &args),
             other => Err(ToolError::new(
                 ErrorCode::InvalidState,
                 format!("`{other}` is part of the Workbench contract but is not available in this build yet"),

@@ -81,6 +81,8 @@ pub(super) fn put_file(
         },
         producer: "workbench_put_file".into(),
         manifest_id: None,
+        index_fields: Default::default(),
+        index_json: false,
     };
     let receipt = client
         .put(id, full.as_str(), &body, &options)
@@ -191,6 +193,9 @@ pub(super) fn edit(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<
             },
             producer: "workbench_edit".into(),
             manifest_id: entry.manifest_id.clone(),
+            // A new body publishes no custom index fields (they described the old one).
+            index_fields: Default::default(),
+            index_json: false,
         };
         drop(read);
         match client.put(id, full.as_str(), outcome.new_text.as_bytes(), &options) {
