@@ -443,6 +443,29 @@ impl Client {
         content_type: Option<&str>,
         producer: &str,
     ) -> Result<AppendReceipt> {
+        self.append_with_create_type(
+            workbench_id,
+            path,
+            bytes,
+            content_type,
+            "text/plain; charset=utf-8",
+            producer,
+        )
+    }
+
+    /// Like [`Client::append`], but `create_type` is the content type used when the append
+    /// creates the artifact and `content_type` is `None` (the Workbench facade passes the
+    /// payload's default: text or `application/octet-stream`). Decided inside the same read as
+    /// the append itself, so no extra lookup is needed.
+    pub fn append_with_create_type(
+        &self,
+        workbench_id: &str,
+        path: &str,
+        bytes: &[u8],
+        content_type: Option<&str>,
+        create_type: &str,
+        producer: &str,
+    ) -> Result<AppendReceipt> {
         let path = self.publishable_path(path)?;
         if let Some(ct) = content_type {
             validate_content_type(ct)?;
@@ -451,7 +474,14 @@ impl Client {
         const ATTEMPTS: usize = 8;
         let mut last_conflict = None;
         for _ in 0..ATTEMPTS {
-            match self.append_once(workbench_id, &path, bytes, content_type, producer) {
+            match self.append_once(
+                workbench_id,
+                &path,
+                bytes,
+                content_type,
+                create_type,
+                producer,
+            ) {
                 Ok(receipt) => {
                     return Ok(AppendReceipt {
                         delta_digest_uri,
@@ -471,6 +501,7 @@ impl Client {
         path: &NormPath,
         bytes: &[u8],
         content_type: Option<&str>,
+        create_type: &str,
         producer: &str,
     ) -> Result<AppendReceipt> {
         let read = self.inner.meta.read();
@@ -482,9 +513,7 @@ impl Client {
         let (rows, size, body_digest_uri, depth, content_type_out, condition) = match &base {
             None => {
                 let up = self.upload_stream(&revision_id, 0, 0, bytes, |_| {})?;
-                let ct = content_type
-                    .unwrap_or("text/plain; charset=utf-8")
-                    .to_string();
+                let ct = content_type.unwrap_or(create_type).to_string();
                 (
                     up.rows,
                     up.size,

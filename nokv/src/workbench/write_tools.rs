@@ -49,27 +49,6 @@ pub(super) fn put_file(
         .full
         .clone()
         .ok_or_else(|| ToolError::invalid_arguments("path must name a file inside the section"))?;
-    if replace {
-        // Replacing a directory is NotArtifact, not NotFound.
-        let read = client.meta().read();
-        if let Ok(ws) = read.visible_workspace(id) {
-            let is_file = read
-                .path_entry(&ws.incarnation, &full)
-                .map_err(|e| tool_error(client, id, e.into()))?
-                .is_some();
-            if !is_file
-                && read
-                    .has_descendants(&ws.incarnation, &full)
-                    .map_err(|e| tool_error(client, id, e.into()))?
-            {
-                return Err(ToolError::not_artifact(&super::scope::present(
-                    client,
-                    id,
-                    Some(&full),
-                )));
-            }
-        }
-    }
     let options = PutOptions {
         content_type: content_type.to_string(),
         condition: if replace {
@@ -84,9 +63,19 @@ pub(super) fn put_file(
         index_fields: Default::default(),
         index_json: false,
     };
-    let receipt = client
-        .put(id, full.as_str(), &body, &options)
-        .map_err(|e| tool_error(client, id, e))?;
+    let receipt = match client.put(id, full.as_str(), &body, &options) {
+        Ok(receipt) => receipt,
+        // Replacing a directory is NotArtifact, not NotFound: probe only on this failure path,
+        // so a successful replace costs no extra reads.
+        Err(crate::Error::NotFound { .. }) if replace && is_directory(client, id, &full)? => {
+            return Err(ToolError::not_artifact(&super::scope::present(
+                client,
+                id,
+                Some(&full),
+            )));
+        }
+        Err(e) => return Err(tool_error(client, id, e)),
+    };
     let mut out = scope.fields(client);
     out.insert("size_bytes".into(), Value::from(receipt.size_bytes));
     out.insert("generation".into(), Value::from(receipt.generation));
@@ -94,6 +83,16 @@ pub(super) fn put_file(
     out.insert("content_type".into(), Value::from(receipt.content_type));
     out.insert("replace".into(), Value::from(replace));
     Ok(out)
+}
+
+/// Whether `path` is an implicit directory (has descendants) in the live workbench.
+fn is_directory(client: &crate::Client, id: &str, path: &meta::NormPath) -> ToolResult<bool> {
+    let read = client.meta().read();
+    let ws = read
+        .visible_workspace(id)
+        .map_err(|e| tool_error(client, id, e.into()))?;
+    read.has_descendants(&ws.incarnation, path)
+        .map_err(|e| tool_error(client, id, e.into()))
 }
 
 pub(super) fn append(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<String, Value>> {
@@ -107,15 +106,15 @@ pub(super) fn append(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Ma
         .clone()
         .ok_or_else(|| ToolError::invalid_arguments("path must name a file inside the section"))?;
     // Absent content_type keeps the existing type; on create the payload's default applies.
-    let content_type = opt_str(args, "content_type").map(str::to_string);
-    let exists = client.stat(id, full.as_str()).is_ok();
-    let effective = match (&content_type, exists) {
-        (Some(ct), _) => Some(ct.as_str()),
-        (None, true) => None,
-        (None, false) => Some(default_type),
-    };
     let receipt = client
-        .append(id, full.as_str(), &body, effective, "workbench_append")
+        .append_with_create_type(
+            id,
+            full.as_str(),
+            &body,
+            opt_str(args, "content_type"),
+            default_type,
+            "workbench_append",
+        )
         .map_err(|e| tool_error(client, id, e))?;
     let mut out = scope.fields(client);
     out.insert("appended_bytes".into(), Value::from(receipt.appended_bytes));
