@@ -131,6 +131,25 @@ pub enum Error {
         /// Read version the continuation was issued at.
         read_version: u64,
     },
+    /// A durable operation (seed 000, Operation family) is missing or not in a phase the
+    /// requested step may start from (e.g. finalizing a publication that cleanup already
+    /// claimed: the Uploading -> Finalizing and Uploading -> Aborting CASes have one winner).
+    #[error("operation {operation_id} is {phase}; {wanted}")]
+    OperationState {
+        /// Hex operation id.
+        operation_id: String,
+        /// The phase found (`"absent"` when there is no row).
+        phase: String,
+        /// What the step needed.
+        wanted: String,
+    },
+    /// An operation id was reused with a different intent (another path, other bytes, …); the
+    /// first intent stays bound to the id and nothing was changed.
+    #[error("operation {operation_id} was begun with a different intent")]
+    OperationIntentMismatch {
+        /// Hex operation id.
+        operation_id: String,
+    },
     /// The engine reported an error (I/O, corruption, lock, pruned history, …).
     #[error("storage: {0}")]
     Storage(#[from] holt::Error),

@@ -32,8 +32,13 @@
 //! - [`index`] is the typed secondary index: the value codec, the projection every publication
 //!   writes, and the search / aggregate / catalog executors.
 //!
-//! Not yet written by this version: operations (StagedObject ledger,
-//! commit, snapshot, restore, GC), lease-clock observations.
+//! - [`ops::publish_operation`] is the Publish operation and its StagedObject ledger: Begin,
+//!   staging rows before their bytes are sent, the Uploading -> Finalizing CAS, the publication
+//!   command that moves Finalizing -> Published, abort / fenced takeover, ledger-driven cleanup
+//!   and quarantine reconciliation.
+//!
+//! Not yet written by this version: operations (commit, snapshot, restore, GC), lease-clock
+//! observations.
 
 #![deny(missing_docs)]
 
@@ -60,6 +65,7 @@ pub use ids::{
     WorkspaceIncarnationId,
 };
 pub use ops::publish::{PathCondition, PublishReceipt, PublishRequest};
+pub use ops::publish_operation::{BeginOutcome, DeleteOutcome, PublishIntent, StagedBlock};
 pub use ops::workspace::CreateWorkspaceOutcome;
 pub use path::{normalize, NormPath, PathError};
 pub use read::{Child, ChildPage, Reader};

@@ -119,12 +119,46 @@ fn pick<E: Copy + std::fmt::Debug + 'static>(all: &'static [E]) -> impl Strategy
 }
 
 fn operation() -> impl Strategy<Value = Operation> {
+    let condition = prop_oneof![
+        Just(PublishCondition::Create),
+        any::<u64>().prop_map(|g| PublishCondition::Replace {
+            expected_generation: g
+        }),
+        proptest::option::of(any::<u64>()).prop_map(|g| PublishCondition::Append {
+            expected_generation: g
+        }),
+    ];
+    let base = proptest::option::of((rev(), any::<u64>(), any::<u64>()).prop_map(
+        |(revision, row_count, logical_size)| PublishBase {
+            revision,
+            row_count,
+            logical_size,
+        },
+    ));
     let publish = (
-        pick(PublishPhase::ALL),
-        rev(),
-        any::<u64>(),
-        any::<u64>(),
-        text(),
+        (
+            pick(PublishPhase::ALL),
+            rev(),
+            any::<[u8; 32]>(),
+            text(),
+            path(),
+            condition,
+        ),
+        (
+            base,
+            any::<u32>(),
+            text(),
+            text(),
+            proptest::option::of(text()),
+            proptest::collection::vec((text(), proptest::collection::vec(any::<u8>(), 0..4)), 0..3),
+        ),
+        (
+            any::<u64>(),
+            any::<u64>(),
+            proptest::option::of(text()),
+            any::<u64>(),
+            proptest::option::of(text()),
+        ),
         result(
             (any::<u64>(), proptest::option::of(any::<u64>())).prop_map(|(c, g)| PublishResult {
                 commit_version: c,
@@ -132,16 +166,35 @@ fn operation() -> impl Strategy<Value = Operation> {
             }),
         ),
     )
-        .prop_map(|(phase, r, n, len, dg, result)| {
-            Operation::Publish(PublishOperation {
-                phase,
-                artifact_revision_id: r,
-                staged_object_count: n,
-                expected_length: len,
-                expected_digest_uri: dg,
+        .prop_map(
+            |(
+                (phase, r, intent, wb, path, condition),
+                (base, depth, ct, pr, mid, ix),
+                (n, len, dg, cleanup, ev),
                 result,
-            })
-        });
+            )| {
+                Operation::Publish(PublishOperation {
+                    phase,
+                    artifact_revision_id: r,
+                    intent_digest: intent,
+                    workbench_id: wb,
+                    path,
+                    condition,
+                    base,
+                    dependency_depth: depth,
+                    content_type: ct,
+                    producer: pr,
+                    manifest_id: mid,
+                    index_projection: ix,
+                    staged_object_count: n,
+                    expected_length: len,
+                    expected_digest_uri: dg,
+                    cleanup_next_sequence: cleanup,
+                    quarantine_evidence: ev,
+                    result,
+                })
+            },
+        );
     let head = proptest::option::of((cid(), any::<u64>()).prop_map(|(c, g)| HeadRef {
         commit_id: c,
         head_generation: g,

@@ -11,21 +11,25 @@
 //! a body is split into fixed blocks, every block is written under the new revision's own keys
 //! (`nokv/artifacts/{logical_shard_id}/{root_id}/{artifact_revision_id}/blocks/{object_index}`)
 //! and made durable, and only then one metadata command makes the revision visible. Readers see
-//! the previous complete body or the new complete body, never a partial one.
+//! the previous complete body or the new complete body, never a partial one. Every upload is
+//! owned by a durable Publish operation and its StagedObject ledger before its first byte is
+//! sent, and [`Client::open`] recovers orphaned operations from that ledger (see
+//! [`crate::publication`]).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use meta::{
-    ArtifactRevisionId, ManifestRow, MetaShard, NormPath, PathCondition, PathEntry, PublishRequest,
-    Reader, RequestId, WorkspaceCurrent,
+    ArtifactRevisionId, ManifestRow, MetaShard, NormPath, OperationId, PathCondition, PathEntry,
+    Reader, WorkspaceCurrent,
 };
 use objstore::ObjectStore;
 
 use crate::error::{Error, Result};
 use crate::index_fields::{json_object_fields, IndexFields, MAX_INDEX_JSON_BYTES};
+use crate::publication::{BodyPlan, OpSpec, RecoverySummary, Source};
 
 /// Default block size of new bodies: 4 MiB (seed 000, "Upload And Append").
 pub const DEFAULT_BLOCK_SIZE: usize = 4 * 1024 * 1024;
@@ -57,6 +61,13 @@ pub struct ClientOptions {
     /// How long to wait for another process that holds the store's lock (default 30 s; one
     /// process owns a store at a time). Past it, [`Error::StoreBusy`].
     pub lock_wait: std::time::Duration,
+    /// Object provider to use instead of the one the store configuration names (tests: a
+    /// fault-injecting or instrumented wrapper around the store's own provider). `None`
+    /// (default): the configured provider.
+    pub objects: Option<Arc<dyn ObjectStore>>,
+    /// Run [`Client::recover_operations`] at open (default true). Every non-terminal Publish
+    /// operation found at open is orphaned: the holt database is held by one process at a time.
+    pub recover_at_open: bool,
 }
 
 impl Default for ClientOptions {
@@ -66,6 +77,8 @@ impl Default for ClientOptions {
             presentation_root: None,
             create_if_missing: true,
             lock_wait: std::time::Duration::from_secs(30),
+            objects: None,
+            recover_at_open: true,
         }
     }
 }
@@ -160,6 +173,9 @@ pub struct AppendReceipt {
     pub dependency_count: u32,
     /// Sealed dependency depth of the new revision (≤ 8).
     pub dependency_depth: u32,
+    /// True when this is the stored receipt of an earlier call with the same operation id
+    /// ([`Client::append_idempotent`]); nothing was appended by this call.
+    pub idempotent_replay: bool,
 }
 
 /// A workbench as the SDK reports it.
@@ -187,6 +203,10 @@ struct Inner {
     meta: MetaShard,
     objects: Arc<dyn ObjectStore>,
     block_size: usize,
+    /// Publish operations this handle is running (recovery skips them).
+    in_flight: Mutex<HashSet<OperationId>>,
+    /// Outcome of the recovery pass run at open (`None`: disabled).
+    open_recovery: Option<std::result::Result<RecoverySummary, String>>,
 }
 
 impl Client {
@@ -240,17 +260,43 @@ impl Client {
         };
         // Provider from the persisted store configuration (LocalDir at <store>/objects when the
         // store has none; S3 behind the block cache otherwise, namespace marker checked).
-        let store_config = crate::store_config::StoreConfig::load(&dir)?;
-        let objects: Arc<dyn ObjectStore> =
-            crate::store_config::open_objects(&dir, store_config.as_ref())?;
-        Ok(Client {
+        let objects: Arc<dyn ObjectStore> = match &options.objects {
+            Some(objects) => objects.clone(),
+            None => {
+                let store_config = crate::store_config::StoreConfig::load(&dir)?;
+                crate::store_config::open_objects(&dir, store_config.as_ref())?
+            }
+        };
+        let mut client = Client {
             inner: Arc::new(Inner {
                 dir,
                 meta,
                 objects,
                 block_size: options.block_size,
+                in_flight: Mutex::new(HashSet::new()),
+                open_recovery: None,
             }),
-        })
+        };
+        if options.recover_at_open {
+            // Orphans are recovered before the handle is used; a failure (e.g. the provider is
+            // unreachable) leaves them for the next pass and never blocks reads.
+            let outcome = client.recover_operations().map_err(|e| e.to_string());
+            if let Some(inner) = Arc::get_mut(&mut client.inner) {
+                inner.open_recovery = Some(outcome);
+            }
+        }
+        Ok(client)
+    }
+
+    /// What the recovery pass at open did (`None` when [`ClientOptions::recover_at_open`] was
+    /// false); `Err` carries the message of a pass that could not read the operation list.
+    pub fn open_recovery(&self) -> Option<&std::result::Result<RecoverySummary, String>> {
+        self.inner.open_recovery.as_ref()
+    }
+
+    /// Publish operations this handle is running.
+    pub(crate) fn in_flight(&self) -> &Mutex<HashSet<OperationId>> {
+        &self.inner.in_flight
     }
 
     /// The store directory.
@@ -321,7 +367,7 @@ impl Client {
         body: &[u8],
         options: &PutOptions,
     ) -> Result<PutReceipt> {
-        self.put_reader(workbench_id, path, body, options)
+        self.put_source(workbench_id, path, Source::Slice(body), options)
     }
 
     /// Publishes a body streamed from `reader` (memory bounded by one block; with
@@ -342,11 +388,33 @@ impl Client {
         mut reader: impl Read,
         options: &PutOptions,
     ) -> Result<PutReceipt> {
+        self.put_source(workbench_id, path, Source::Reader(&mut reader), options)
+    }
+
+    /// [`Client::put`] / [`Client::put_reader`]: a body in memory stages up to 100 block rows
+    /// per metadata command; a stream stages one block at a time.
+    fn put_source(
+        &self,
+        workbench_id: &str,
+        path: &str,
+        mut source: Source<'_>,
+        options: &PutOptions,
+    ) -> Result<PutReceipt> {
         let path = self.publishable_path(path)?;
         validate_content_type(&options.content_type)?;
         let mut index_fields = options.index_fields.clone();
         let buffered = if options.index_json {
-            let body = read_capped(&mut reader, MAX_INDEX_JSON_BYTES)?;
+            let body = match source {
+                Source::Slice(bytes) => {
+                    if bytes.len() > MAX_INDEX_JSON_BYTES {
+                        return Err(Error::InvalidArgument(format!(
+                            "index_json bodies are at most {MAX_INDEX_JSON_BYTES} bytes; publish larger bodies with explicit index_fields"
+                        )));
+                    }
+                    bytes.to_vec()
+                }
+                Source::Reader(ref mut reader) => read_capped(*reader, MAX_INDEX_JSON_BYTES)?,
+            };
             for (field, value) in json_object_fields(&body)? {
                 index_fields.entry(field).or_insert(value);
             }
@@ -394,33 +462,30 @@ impl Client {
         };
         drop(read);
         let revision_id = ArtifactRevisionId::random()?;
-        let uploaded = match &buffered {
-            Some(body) => self.upload_stream(&revision_id, 0, 0, &body[..], |_| {})?,
-            None => self.upload_stream(&revision_id, 0, 0, reader, |_| {})?,
-        };
-        let request = PublishRequest {
-            request_id: RequestId::random()?,
+        let plan = BodyPlan {
+            op: OpSpec::fresh(workbench_id, &path)?,
             workbench_id: workbench_id.to_string(),
             path: path.clone(),
             condition,
             revision_id,
-            logical_size: uploaded.size,
-            body_digest_uri: uploaded.digest_uri.clone(),
+            base: None,
+            dependency_depth: 0,
             content_type: options.content_type.clone(),
             producer: options.producer.clone(),
             manifest_id: options.manifest_id.clone(),
-            manifest: uploaded.rows.clone(),
-            dependency_depth: 0,
             index_fields,
+            hasher: objstore::Sha256Stream::new(),
         };
-        let receipt = self
-            .publish_or_clean(request, &uploaded.rows)
-            .map_err(|e| map_publish_error(e, &path, workbench_id))?;
+        let published = match &buffered {
+            Some(body) => self.publish_body(plan, Source::Slice(body))?,
+            None => self.publish_body(plan, source)?,
+        };
+        let receipt = published.receipt;
         Ok(PutReceipt {
             path,
             generation: receipt.generation,
-            size_bytes: uploaded.size,
-            digest_uri: uploaded.digest_uri,
+            size_bytes: receipt.entry.logical_size,
+            digest_uri: receipt.entry.body_digest_uri.clone(),
             content_type: options.content_type.clone(),
             created: receipt.created,
         })
@@ -481,6 +546,7 @@ impl Client {
                 content_type,
                 create_type,
                 producer,
+                OpSpec::fresh(workbench_id, &path)?,
             ) {
                 Ok(receipt) => {
                     return Ok(AppendReceipt {
@@ -495,7 +561,8 @@ impl Client {
         Err(last_conflict.unwrap_or(Error::Busy))
     }
 
-    fn append_once(
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn append_once(
         &self,
         workbench_id: &str,
         path: &NormPath,
@@ -503,6 +570,7 @@ impl Client {
         content_type: Option<&str>,
         create_type: &str,
         producer: &str,
+        op: OpSpec,
     ) -> Result<AppendReceipt> {
         let read = self.inner.meta.read();
         let ws = read
@@ -510,24 +578,38 @@ impl Client {
             .map_err(|e| map_workspace_error(e, workbench_id))?;
         let base = read.path_entry(&ws.incarnation, path)?;
         let revision_id = ArtifactRevisionId::random()?;
-        let (rows, size, body_digest_uri, depth, content_type_out, condition) = match &base {
+        // An append extends the same artifact: its custom index fields carry over.
+        let index_fields = match &base {
+            Some(entry) => meta::index::projection::decode_projection(&entry.index_projection)?,
+            None => IndexFields::new(),
+        };
+        let mut plan = BodyPlan {
+            op,
+            workbench_id: workbench_id.to_string(),
+            path: path.clone(),
+            condition: PathCondition::Append {
+                expected_generation: None,
+            },
+            revision_id,
+            base: None,
+            dependency_depth: 0,
+            content_type: content_type.unwrap_or(create_type).to_string(),
+            producer: producer.to_string(),
+            manifest_id: None,
+            index_fields,
+            hasher: objstore::Sha256Stream::new(),
+        };
+        let published = match &base {
             None => {
-                let up = self.upload_stream(&revision_id, 0, 0, bytes, |_| {})?;
-                let ct = content_type.unwrap_or(create_type).to_string();
-                (
-                    up.rows,
-                    up.size,
-                    up.digest_uri,
-                    0,
-                    ct,
-                    PathCondition::Append {
-                        expected_generation: None,
-                    },
-                )
+                drop(read);
+                self.publish_body(plan, Source::Slice(bytes))?
             }
             Some(entry) => {
                 let base_rows = read.manifest(&entry.artifact_revision_id)?;
-                let ct = content_type.unwrap_or(&entry.content_type).to_string();
+                plan.content_type = content_type.unwrap_or(&entry.content_type).to_string();
+                plan.condition = PathCondition::Append {
+                    expected_generation: Some(entry.generation),
+                };
                 // Distinct physical owners and the depth the new revision would have.
                 let mut owners: BTreeSet<ArtifactRevisionId> = BTreeSet::new();
                 for row in &base_rows {
@@ -542,6 +624,7 @@ impl Client {
                     })?;
                     max_owner_depth = max_owner_depth.max(rev.dependency_depth);
                 }
+                drop(read);
                 let depth = if owners.is_empty() {
                     0
                 } else {
@@ -549,18 +632,15 @@ impl Client {
                 };
                 let over_limit =
                     owners.len() > MAX_DEPENDENCY_OWNERS || depth > MAX_DEPENDENCY_DEPTH;
-                let condition = PathCondition::Append {
-                    expected_generation: Some(entry.generation),
-                };
                 if over_limit {
-                    // Rematerialise: copy the whole base body plus the delta under the new revision.
+                    // Rematerialise: copy the whole base body plus the delta under the new
+                    // revision (streamed block by block, each staged before it is sent).
                     let base_body = self.read_rows(&base_rows, 0, entry.logical_size)?;
-                    let chained = std::io::Read::chain(&base_body[..], bytes);
-                    let up = self.upload_stream(&revision_id, 0, 0, chained, |_| {})?;
-                    (up.rows, up.size, up.digest_uri, 0, ct, condition)
+                    let mut chained = std::io::Read::chain(&base_body[..], bytes);
+                    self.publish_body(plan, Source::Reader(&mut chained))?
                 } else {
-                    // Whole-body digest: hash the base body (verified block by block) plus delta.
-                    let mut hasher = objstore::Sha256Stream::new();
+                    // Whole-body digest: hash the base body (verified block by block) plus the
+                    // delta (O(body) per append; see the crate docs).
                     for row in &base_rows {
                         let block = objstore::get_verified(
                             self.inner.objects.as_ref(),
@@ -568,62 +648,31 @@ impl Client {
                             row.length,
                             &row.digest_uri,
                         )?;
-                        hasher.update(&block);
+                        plan.hasher.update(&block);
                     }
-                    hasher.update(bytes);
-                    let up = self.upload_stream(
-                        &revision_id,
-                        base_rows.len() as u64,
-                        entry.logical_size,
-                        bytes,
-                        |_| {},
-                    )?;
-                    let mut rows = base_rows.clone();
-                    rows.extend(up.rows);
-                    let size = entry.logical_size + up.size;
-                    (rows, size, hasher.finish(), depth, ct, condition)
+                    plan.base = Some(meta::codec::PublishBase {
+                        revision: entry.artifact_revision_id,
+                        row_count: base_rows.len() as u64,
+                        logical_size: entry.logical_size,
+                    });
+                    plan.dependency_depth = depth;
+                    self.publish_body(plan, Source::Slice(bytes))?
                 }
             }
         };
-        drop(read);
-        let request = PublishRequest {
-            request_id: RequestId::random()?,
-            workbench_id: workbench_id.to_string(),
-            path: path.clone(),
-            condition,
-            revision_id,
-            logical_size: size,
-            body_digest_uri: body_digest_uri.clone(),
-            content_type: content_type_out.clone(),
-            producer: producer.to_string(),
-            manifest_id: None,
-            manifest: rows.clone(),
-            dependency_depth: depth,
-            // An append extends the same artifact: its custom index fields carry over.
-            index_fields: match &base {
-                Some(entry) => meta::index::projection::decode_projection(&entry.index_projection)?,
-                None => IndexFields::new(),
-            },
-        };
-        let own_rows: Vec<ManifestRow> = rows
-            .iter()
-            .filter(|r| r.physical_owner_revision == revision_id)
-            .cloned()
-            .collect();
-        let receipt = self
-            .publish_or_clean(request, &own_rows)
-            .map_err(|e| map_publish_error(e, path, workbench_id))?;
+        let receipt = published.receipt;
         Ok(AppendReceipt {
             path: path.clone(),
             generation: receipt.generation,
             appended_bytes: bytes.len() as u64,
-            size_bytes: size,
+            size_bytes: receipt.entry.logical_size,
             created: base.is_none(),
             delta_digest_uri: String::new(),
-            body_digest_uri,
-            content_type: content_type_out,
+            body_digest_uri: receipt.entry.body_digest_uri.clone(),
+            content_type: receipt.entry.content_type.clone(),
             dependency_count: receipt.entry.dependency_count,
             dependency_depth: receipt.entry.dependency_depth,
+            idempotent_replay: false,
         })
     }
 
@@ -725,7 +774,7 @@ impl Client {
         Ok((read, entry))
     }
 
-    fn publishable_path(&self, path: &str) -> Result<NormPath> {
+    pub(crate) fn publishable_path(&self, path: &str) -> Result<NormPath> {
         let norm = Self::normalize(path)?;
         if RESERVED_PATHS.contains(&norm.as_str()) {
             return Err(Error::InvalidPath {
@@ -773,93 +822,6 @@ impl Client {
         }
         Ok(out)
     }
-
-    /// Splits `reader` into blocks, uploads each under `revision_id` starting at
-    /// `first_index`/`first_offset`, and returns the manifest rows and whole-stream digest.
-    fn upload_stream(
-        &self,
-        revision_id: &ArtifactRevisionId,
-        first_index: u64,
-        first_offset: u64,
-        mut reader: impl Read,
-        mut on_progress: impl FnMut(u64),
-    ) -> Result<Uploaded> {
-        let meta = &self.inner.meta;
-        let mut hasher = objstore::Sha256Stream::new();
-        let mut rows = Vec::new();
-        let mut buf = vec![0u8; self.inner.block_size];
-        let mut size = 0u64;
-        let mut index = first_index;
-        loop {
-            let filled = fill(&mut reader, &mut buf).map_err(|source| Error::LocalIo {
-                op: "read body",
-                path: PathBuf::from("<input>"),
-                source,
-            })?;
-            if filled == 0 {
-                break;
-            }
-            let block = &buf[..filled];
-            hasher.update(block);
-            let key = objstore::block_key(
-                meta.logical_shard_id().as_bytes(),
-                meta.root_id().as_bytes(),
-                revision_id.as_bytes(),
-                index,
-            );
-            let digest_uri = objstore::sha256_uri(block);
-            if let Err(err) = self.inner.objects.put_if_absent(&key, block) {
-                self.delete_rows(&rows);
-                return Err(err.into());
-            }
-            rows.push(ManifestRow {
-                object_index: index,
-                physical_owner_revision: *revision_id,
-                physical_object_index: index,
-                object_key: key,
-                logical_offset: first_offset + size,
-                object_offset: 0,
-                length: filled as u64,
-                digest_uri,
-                append_segment: None,
-            });
-            size += filled as u64;
-            index += 1;
-            on_progress(size);
-            if filled < buf.len() {
-                break;
-            }
-        }
-        Ok(Uploaded {
-            rows,
-            size,
-            digest_uri: hasher.finish(),
-        })
-    }
-
-    fn publish_or_clean(
-        &self,
-        request: PublishRequest,
-        own_rows: &[ManifestRow],
-    ) -> std::result::Result<meta::PublishReceipt, meta::Error> {
-        match self.inner.meta.publish(request) {
-            Ok(receipt) => Ok(receipt),
-            Err(err) => {
-                // A definite refusal leaves the uploaded blocks unowned: delete them (best effort;
-                // the staged-object ledger of the publication issue makes this crash-proof).
-                if !matches!(err, meta::Error::Storage(_)) {
-                    self.delete_rows(own_rows);
-                }
-                Err(err)
-            }
-        }
-    }
-
-    fn delete_rows(&self, rows: &[ManifestRow]) {
-        for row in rows {
-            let _ = self.inner.objects.delete(&row.object_key);
-        }
-    }
 }
 
 /// A content type is 1..=255 bytes of printable ASCII (no control characters such as CR/LF).
@@ -872,14 +834,8 @@ fn validate_content_type(ct: &str) -> Result<()> {
     Ok(())
 }
 
-struct Uploaded {
-    rows: Vec<ManifestRow>,
-    size: u64,
-    digest_uri: String,
-}
-
 /// Reads the whole of `reader`, refusing more than `max` bytes with [`Error::InvalidArgument`].
-fn read_capped(reader: &mut impl Read, max: usize) -> Result<Vec<u8>> {
+fn read_capped(reader: &mut dyn Read, max: usize) -> Result<Vec<u8>> {
     let mut body = Vec::new();
     reader
         .take(max as u64 + 1)
@@ -897,21 +853,7 @@ fn read_capped(reader: &mut impl Read, max: usize) -> Result<Vec<u8>> {
     Ok(body)
 }
 
-/// Reads until `buf` is full or EOF; returns the bytes read.
-fn fill(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match reader.read(&mut buf[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(filled)
-}
-
-fn map_workspace_error(err: meta::Error, workbench_id: &str) -> Error {
+pub(crate) fn map_workspace_error(err: meta::Error, workbench_id: &str) -> Error {
     match err {
         meta::Error::WorkspaceNotFound { .. } => Error::WorkbenchNotFound {
             workbench_id: workbench_id.to_string(),
@@ -920,7 +862,8 @@ fn map_workspace_error(err: meta::Error, workbench_id: &str) -> Error {
     }
 }
 
-fn map_publish_error(err: meta::Error, path: &NormPath, workbench_id: &str) -> Error {
+/// Maps a publication refusal of the metadata layer to the SDK's typed errors.
+pub(crate) fn map_publish_error(err: meta::Error, path: &NormPath, workbench_id: &str) -> Error {
     match err {
         meta::Error::WorkspaceNotFound { .. } => Error::WorkbenchNotFound {
             workbench_id: workbench_id.to_string(),

@@ -15,9 +15,13 @@
 //!   `index_json`), queried by `workbench_search` / `workbench_aggregate` / `workbench_catalog`.
 //! * [`materialize`] — verified local-file adapters: materialize a workbench into a sandbox
 //!   directory (digests checked before anything runs) and collect declared outputs back.
+//! * [`publication`] — every publication runs as a durable Publish operation whose
+//!   StagedObject ledger owns each block before its bytes are sent; recovery at open and
+//!   [`Client::recover_operations`]; durable idempotent append ([`Client::append_idempotent`]).
 //! * [`demo`] — the reference research workflow of seed 001 on the Palmer penguins data.
 //! * the `nokv` binary (`src/bin/nokv.rs`, [`cli`]) — `nokv workbench <tool> '<json>'`,
-//!   `nokv schema`, `nokv materialize`, `nokv collect`, `nokv demo`.
+//!   `nokv schema`, `nokv materialize`, `nokv collect`, `nokv append --operation-id`,
+//!   `nokv operation recover|list`, `nokv demo`.
 //!
 //! The store directory of the CLI is `--store DIR`, else `$NOKV_STORE`, else `./.nokv`.
 
@@ -27,6 +31,7 @@ pub mod demo;
 pub mod error;
 pub mod index_fields;
 pub mod materialize;
+pub mod publication;
 pub mod store_config;
 pub mod workbench;
 
@@ -35,3 +40,4 @@ pub use client::{
 };
 pub use error::{Error, Result};
 pub use index_fields::{FieldId, IndexFields, IndexValue, Timestamp};
+pub use publication::{OperationInfo, RecoverySummary};

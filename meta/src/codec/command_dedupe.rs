@@ -8,13 +8,18 @@
 //! Encoded [`CommandResult`]: `u8 kind` then, per kind (discriminants chosen here):
 //! - `1` WorkspaceCreated: `bytes(WorkspaceCurrent value)`;
 //! - `2` Published: `u64 generation | u8 created (0/1) | option(u64 replaced_generation) |
-//!   bytes(PathEntry value)`.
+//!   bytes(PathEntry value)`;
+//! - `3` OperationRecorded: `u8 OperationKind | operation_id 16 | u8 phase` (the phase
+//!   discriminant of the kind's phase enum, validated per kind).
 
+use super::operation::{
+    BuildCommitPhase, CommitRetirePhase, GcPhase, OperationKind, PublishPhase, RestorePhase,
+};
 use super::path_current::PathEntry;
 use super::wire::{Dec, Enc};
 use super::workspace_current::WorkspaceCurrent;
 use crate::error::Result;
-use crate::ids::{RequestId, RootId};
+use crate::ids::{OperationId, RequestId, RootId};
 
 const FAMILY: &str = "command_dedupe";
 /// Value format version (binds the result to a recovery LSN).
@@ -39,6 +44,27 @@ pub enum CommandResult {
         /// The new PathEntry.
         entry: PathEntry,
     },
+    /// A durable operation row was created or advanced without publishing a path (publish
+    /// ledger steps: Begin, staging, the Finalizing CAS, abort and cleanup).
+    OperationRecorded {
+        /// Operation kind.
+        kind: OperationKind,
+        /// Operation id.
+        operation_id: OperationId,
+        /// Phase discriminant after the command (the kind's phase enum).
+        phase: u8,
+    },
+}
+
+/// Checks that `phase` is a known discriminant of `kind`'s phase enum.
+fn check_phase(kind: OperationKind, phase: u8) -> Result<()> {
+    match kind {
+        OperationKind::Publish => PublishPhase::from_u8(phase).map(|_| ()),
+        OperationKind::BuildCommit => BuildCommitPhase::from_u8(phase).map(|_| ()),
+        OperationKind::Restore => RestorePhase::from_u8(phase).map(|_| ()),
+        OperationKind::CommitRetire => CommitRetirePhase::from_u8(phase).map(|_| ()),
+        OperationKind::Gc => GcPhase::from_u8(phase).map(|_| ()),
+    }
 }
 
 impl CommandResult {
@@ -60,6 +86,16 @@ impl CommandResult {
                     .u8(u8::from(*created))
                     .opt_u64(*replaced_generation)
                     .bytes(&entry.encode());
+            }
+            CommandResult::OperationRecorded {
+                kind,
+                operation_id,
+                phase,
+            } => {
+                e.u8(3)
+                    .u8(kind.to_u8())
+                    .raw(operation_id.as_bytes())
+                    .u8(*phase);
             }
         }
         e.finish()
@@ -86,6 +122,17 @@ impl CommandResult {
                     created,
                     replaced_generation,
                     entry,
+                }
+            }
+            3 => {
+                let kind = OperationKind::from_u8(d.u8()?)?;
+                let operation_id = OperationId(d.b16()?);
+                let phase = d.u8()?;
+                check_phase(kind, phase)?;
+                CommandResult::OperationRecorded {
+                    kind,
+                    operation_id,
+                    phase,
                 }
             }
             k => return Err(d.err(format!("unknown command result kind {k}"))),
@@ -204,8 +251,17 @@ mod tests {
             },
         };
         assert_eq!(CommandResult::decode(&ws.encode()).unwrap(), ws);
+        let op = CommandResult::OperationRecorded {
+            kind: OperationKind::Publish,
+            operation_id: OperationId([4; 16]),
+            phase: 2,
+        };
+        assert_eq!(CommandResult::decode(&op.encode()).unwrap(), op);
+        let mut bad_phase = op.encode();
+        *bad_phase.last_mut().unwrap() = 9;
+        assert!(CommandResult::decode(&bad_phase).is_err());
         let mut bad = ws.encode();
-        bad[0] = 3;
+        bad[0] = 4;
         assert!(CommandResult::decode(&bad).is_err());
         assert!(CommandDedupe::decode(&b[..b.len() - 1]).is_err());
     }

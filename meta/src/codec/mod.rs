@@ -67,8 +67,9 @@ pub use history_hold::{HistoryHold, HistoryHoldKey, HistoryHoldKind, HistoryHold
 pub use operation::{
     BuildCommitOperation, BuildCommitPhase, BuildCommitResult, CommitRetireOperation,
     CommitRetirePhase, GcOperation, GcPhase, HeadRef, Operation, OperationKey, OperationKind,
-    PublishOperation, PublishPhase, PublishResult, RestoreCursor, RestoreOperation, RestorePhase,
-    RestoreResult, RestoreSource, RestoreSourceKind, StagedManifestBinding,
+    PublishBase, PublishCondition, PublishConditionKind, PublishOperation, PublishPhase,
+    PublishResult, RestoreCursor, RestoreOperation, RestorePhase, RestoreResult, RestoreSource,
+    RestoreSourceKind, StagedManifestBinding,
 };
 pub use path_current::{PathCurrentKey, PathEntry};
 pub use recovery_outbox::RecoveryOutboxKey;

@@ -6,6 +6,7 @@
 //! times. A re-read turns a failed predicate into the precise typed error.
 
 pub mod publish;
+pub mod publish_operation;
 pub mod workspace;
 
 /// Bounded rebuild/retry budget per operation.
@@ -13,3 +14,5 @@ pub const MAX_ATTEMPTS: u32 = 32;
 
 #[cfg(test)]
 mod bounded_tests;
+#[cfg(test)]
+mod publish_operation_tests;

@@ -298,7 +298,7 @@ pub fn command_digest(req: &PublishRequest) -> [u8; 32] {
     h.finalize().into()
 }
 
-fn receipt(out: CommandOutcome) -> Result<PublishReceipt> {
+pub(crate) fn receipt(out: CommandOutcome) -> Result<PublishReceipt> {
     match out.result {
         CommandResult::Published {
             generation,
@@ -313,7 +313,9 @@ fn receipt(out: CommandOutcome) -> Result<PublishReceipt> {
             idempotent_replay: out.idempotent_replay,
             replaced_generation,
         }),
-        CommandResult::WorkspaceCreated { .. } => Err(Error::RequestReplayMismatch),
+        CommandResult::WorkspaceCreated { .. } | CommandResult::OperationRecorded { .. } => {
+            Err(Error::RequestReplayMismatch)
+        }
     }
 }
 
@@ -378,6 +380,30 @@ pub(crate) fn plan<S: Snapshot>(
     snap: &S,
     req: &PublishRequest,
     digest: [u8; 32],
+) -> Result<Planned> {
+    plan_with(shard, snap, req, digest, None)
+}
+
+/// The publish operation a ledger-driven publication moves Finalizing -> Published in the same
+/// command (see [`crate::ops::publish_operation`]).
+pub(crate) struct OperationBinding {
+    /// Operation key.
+    pub(crate) key: Vec<u8>,
+    /// Exact Finalizing value read (the command predicates it unchanged).
+    pub(crate) bytes: Vec<u8>,
+    /// The decoded operation.
+    pub(crate) op: crate::codec::PublishOperation,
+}
+
+/// [`plan`] with an optional publish-operation binding: the command then also predicates the
+/// operation row unchanged and writes it as Published with the result (commit version and new
+/// path generation).
+pub(crate) fn plan_with<S: Snapshot>(
+    shard: &MetaShard,
+    snap: &S,
+    req: &PublishRequest,
+    digest: [u8; 32],
+    binding: Option<&OperationBinding>,
 ) -> Result<Planned> {
     let root = shard.root_id();
     // Validation order (seed 000): schema marker, RootFence and owner epoch before replay.
@@ -631,6 +657,25 @@ pub(crate) fn plan<S: Snapshot>(
             Family::ArtifactManifest,
             artifact_manifest::key(&root, &req.revision_id, row.object_index),
             row.encode_value(),
+        ));
+    }
+
+    if let Some(b) = binding {
+        predicates.push(Predicate::equals(
+            Family::Operation,
+            b.key.clone(),
+            b.bytes.clone(),
+        ));
+        let mut published = b.op.clone();
+        published.phase = crate::codec::PublishPhase::Published;
+        published.result = crate::codec::OperationResult::Succeeded(crate::codec::PublishResult {
+            commit_version: cv,
+            path_generation: Some(cv),
+        });
+        mutations.push(Mutation::put(
+            Family::Operation,
+            b.key.clone(),
+            crate::codec::Operation::Publish(published).encode(),
         ));
     }
 

@@ -82,6 +82,34 @@ pub enum Command {
         #[arg(long)]
         index_json: bool,
     },
+    /// Append bytes to an artifact (created when missing) as a durable, idempotent operation:
+    /// replaying the same `--operation-id` after a lost response returns the original receipt
+    /// and appends nothing; the same id with other bytes or another path is refused
+    /// (`Conflict`, `details.conflict = "OperationState"`). Prints one JSON envelope.
+    Append {
+        /// Workbench id.
+        workbench: String,
+        /// Workbench-relative path, e.g. `logs/run.log`.
+        path: String,
+        /// Read the bytes from this file (default: stdin; `-` also means stdin).
+        #[arg(long, value_name = "F")]
+        file: Option<PathBuf>,
+        /// `-`: read the bytes from stdin.
+        #[arg(value_name = "-")]
+        stdin: Option<String>,
+        /// Operation id: 32 hex characters (16 bytes), chosen by the caller per logical append.
+        #[arg(long, value_name = "HEX32")]
+        operation_id: String,
+        /// Content type (default: keep the existing type; text/plain on create).
+        #[arg(long)]
+        content_type: Option<String>,
+    },
+    /// Publish operations and their StagedObject ledger (seed 000, "Upload And Append").
+    Operation {
+        /// What to do.
+        #[command(subcommand)]
+        action: OperationAction,
+    },
     /// Run the reference research workflow (Palmer penguins) on this store.
     Demo,
     /// Create a new store and persist where its objects live (default: the local directory
@@ -107,6 +135,25 @@ pub enum Command {
         /// Block cache size bound in bytes (default 1 GiB; 0 disables the cache).
         #[arg(long, value_name = "N")]
         cache_bytes: Option<u64>,
+    },
+}
+
+/// `nokv operation` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum OperationAction {
+    /// Recover orphaned Publish operations from the ledger (never by listing the bucket):
+    /// resume verified Finalizing ones, abort and clean the others, reconcile quarantined ones.
+    /// Prints `resumed N cleaned N quarantined N …`.
+    Recover,
+    /// List Publish operations: the non-terminal ones plus the `--recent` most recently
+    /// published ones (by commit version), or every one with `--all`.
+    List {
+        /// List every operation, terminal (Published, Cleaned) ones included.
+        #[arg(long)]
+        all: bool,
+        /// How many of the most recent Published operations to show (default 10).
+        #[arg(long, default_value_t = 10)]
+        recent: usize,
     },
 }
 
@@ -251,6 +298,111 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
             );
             Ok(())
         }),
+        Command::Append {
+            workbench,
+            path,
+            file,
+            stdin,
+            operation_id,
+            content_type,
+        } => run_append(
+            &dir,
+            &workbench,
+            &path,
+            file.as_deref(),
+            stdin.as_deref(),
+            &operation_id,
+            content_type.as_deref(),
+            &mut out,
+        ),
+        Command::Operation { action } => match action {
+            OperationAction::Recover => {
+                // The open itself runs one pass (orphans of dead processes); a second pass
+                // reconciles what the first one quarantined earlier and reports totals.
+                let opts = crate::client::ClientOptions {
+                    create_if_missing: false,
+                    recover_at_open: false,
+                    ..Default::default()
+                };
+                match Client::open_with(&dir, opts).and_then(|c| c.recover_operations()) {
+                    Ok(s) => {
+                        let _ = writeln!(
+                            out,
+                            "resumed {} cleaned {} quarantined {} reconciled {} pending {} in_flight {} errors {}",
+                            s.resumed,
+                            s.cleaned,
+                            s.quarantined,
+                            s.reconciled,
+                            s.pending,
+                            s.in_flight,
+                            s.errors.len()
+                        );
+                        for e in &s.errors {
+                            let _ = writeln!(out, "error {e}");
+                        }
+                        if s.errors.is_empty() {
+                            EXIT_OK
+                        } else {
+                            EXIT_TOOL_ERROR
+                        }
+                    }
+                    Err(err) => {
+                        eprintln!("nokv: {err}");
+                        EXIT_TOOL_ERROR
+                    }
+                }
+            }
+            OperationAction::List { all, recent } => {
+                let opts = crate::client::ClientOptions {
+                    create_if_missing: false,
+                    recover_at_open: false,
+                    ..Default::default()
+                };
+                match Client::open_with(&dir, opts).and_then(|c| c.list_operations(true)) {
+                    Ok(every) => {
+                        let ops = if all {
+                            every
+                        } else {
+                            let terminal = |p: &str| p == "Published" || p == "Cleaned";
+                            let mut published: Vec<_> = every
+                                .iter()
+                                .filter(|o| o.phase == "Published")
+                                .cloned()
+                                .collect();
+                            published.sort_by_key(|o| std::cmp::Reverse(o.generation));
+                            published.truncate(recent);
+                            let mut ops: Vec<_> =
+                                every.into_iter().filter(|o| !terminal(&o.phase)).collect();
+                            ops.extend(published);
+                            ops
+                        };
+                        for op in &ops {
+                            let _ = writeln!(
+                                out,
+                                "{}  {:<11}  {}/{}  objects {} live {}  {}{}",
+                                op.operation_id,
+                                op.phase,
+                                op.workbench_id,
+                                op.path,
+                                op.staged_objects,
+                                op.live_objects,
+                                op.generation
+                                    .map_or_else(String::new, |g| format!("generation {g}")),
+                                op.note
+                                    .as_ref()
+                                    .map_or_else(String::new, |n| format!("  ({n})"))
+                            );
+                        }
+                        let _ = writeln!(out, "{} operation(s)", ops.len());
+                        EXIT_OK
+                    }
+                    Err(err) => {
+                        eprintln!("nokv: {err}");
+                        EXIT_TOOL_ERROR
+                    }
+                }
+            }
+        },
         Command::Demo => with_client(&dir, |client| {
             crate::demo::run_demo(client, &mut out)?;
             Ok(())
@@ -356,6 +508,131 @@ fn with_client(dir: &Path, f: impl FnOnce(&Client) -> crate::Result<()>) -> u8 {
             eprintln!("nokv: {err}");
             EXIT_TOOL_ERROR
         }
+    }
+}
+
+/// Parses a 32-hex-character operation id.
+pub fn parse_operation_id(hex: &str) -> Option<[u8; 16]> {
+    if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// `nokv append`: one JSON envelope on stdout (success: the receipt; error: the facade's typed
+/// error envelope).
+#[allow(clippy::too_many_arguments)]
+fn run_append(
+    dir: &Path,
+    workbench: &str,
+    path: &str,
+    file: Option<&Path>,
+    stdin: Option<&str>,
+    operation_id: &str,
+    content_type: Option<&str>,
+    out: &mut dyn Write,
+) -> u8 {
+    let fail = |out: &mut dyn Write, err: ToolError, code: u8| {
+        print_json(out, &err.envelope());
+        code
+    };
+    let Some(id) = parse_operation_id(operation_id) else {
+        return fail(
+            out,
+            ToolError::invalid_arguments("--operation-id must be exactly 32 hex characters"),
+            EXIT_USAGE,
+        );
+    };
+    if let Some(s) = stdin {
+        if s != "-" {
+            return fail(
+                out,
+                ToolError::invalid_arguments("the only positional input is `-` (stdin)"),
+                EXIT_USAGE,
+            );
+        }
+    }
+    let bytes = match file {
+        Some(f) if f != Path::new("-") => match std::fs::read(f) {
+            Ok(b) => b,
+            Err(e) => {
+                return fail(
+                    out,
+                    ToolError::invalid_arguments(format!(
+                        "cannot read the input file: {}",
+                        e.kind()
+                    )),
+                    EXIT_TOOL_ERROR,
+                )
+            }
+        },
+        _ => {
+            let mut b = Vec::new();
+            if let Err(e) = std::io::stdin().read_to_end(&mut b) {
+                return fail(
+                    out,
+                    ToolError::invalid_arguments(format!("cannot read stdin: {}", e.kind())),
+                    EXIT_TOOL_ERROR,
+                );
+            }
+            b
+        }
+    };
+    let client = match Client::open(dir) {
+        Ok(c) => c,
+        Err(e) => return fail(out, store_error(e), EXIT_TOOL_ERROR),
+    };
+    let result = client.create_workbench(workbench).and_then(|_| {
+        client.append_idempotent(workbench, path, &bytes, id, content_type, "nokv append")
+    });
+    match result {
+        Ok(r) => {
+            let env = serde_json::json!({
+                "status": "success",
+                "result": {
+                    "workbench_id": workbench,
+                    "relative_path": r.path.as_str(),
+                    "path": format!("{}/{}", client.workbench_path(workbench), r.path.as_str()),
+                    "operation_id": operation_id.to_ascii_lowercase(),
+                    "appended_bytes": r.appended_bytes,
+                    "size_bytes": r.size_bytes,
+                    "generation": r.generation,
+                    "created": r.created,
+                    "digest": r.delta_digest_uri,
+                    "body_digest_uri": r.body_digest_uri,
+                    "content_type": r.content_type,
+                    "idempotent_replay": r.idempotent_replay,
+                }
+            });
+            print_json(out, &env);
+            EXIT_OK
+        }
+        Err(crate::Error::Meta(meta::Error::OperationIntentMismatch { .. })) => fail(
+            out,
+            ToolError::conflict("OperationState")
+                .with_detail("reason", Value::from("operation_id_reused"))
+                .with_detail(
+                    "hint",
+                    Value::from(
+                        "this operation id was already used for another append (other bytes or path); use a new id",
+                    ),
+                ),
+            EXIT_TOOL_ERROR,
+        ),
+        Err(crate::Error::Meta(meta::Error::OperationState { .. })) => fail(
+            out,
+            ToolError::conflict("OperationState"),
+            EXIT_TOOL_ERROR,
+        ),
+        Err(e) => fail(
+            out,
+            crate::workbench::tool_error(&client, workbench, e),
+            EXIT_TOOL_ERROR,
+        ),
     }
 }
 

@@ -1,0 +1,402 @@
+//! The Publish operation state machine (seed 000, "Upload And Append"): mutually exclusive
+//! CASes, the fenced Finalizing takeover, ledger-driven cleanup and intent binding.
+
+use std::sync::{Arc, Barrier};
+
+use crate::codec::{
+    PublishBase, PublishPhase, StagedCleanupState, StagedObject, StagedProviderState,
+};
+use crate::error::Error;
+use crate::ids::{ArtifactRevisionId, OperationId};
+use crate::ops::publish::PathCondition;
+use crate::ops::publish_operation::{
+    self as ledger, BeginOutcome, DeleteOutcome, PublishIntent, StagedBlock,
+};
+use crate::path::normalize;
+use crate::shard::{MetaShard, OpenOptions};
+
+fn digest(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    format!(
+        "sha256:{}",
+        crate::ids::to_hex(&sha2::Sha256::digest(bytes))
+    )
+}
+
+fn shard(dir: &std::path::Path) -> MetaShard {
+    let s = MetaShard::open(dir, OpenOptions::default()).unwrap();
+    s.create_workspace("w").unwrap();
+    s
+}
+
+fn intent(_s: &MetaShard, id: OperationId, path: &str, condition: PathCondition) -> PublishIntent {
+    PublishIntent {
+        operation_id: id,
+        intent_digest: [7; 32],
+        workbench_id: "w".into(),
+        path: normalize(path).unwrap(),
+        condition,
+        revision_id: ArtifactRevisionId::random().unwrap(),
+        base: None,
+        dependency_depth: 0,
+        content_type: "text/plain".into(),
+        producer: "test".into(),
+        manifest_id: None,
+        index_fields: Default::default(),
+    }
+}
+
+fn block(s: &MetaShard, rev: &ArtifactRevisionId, index: u64, bytes: &[u8]) -> StagedBlock {
+    StagedBlock {
+        object_key: format!(
+            "nokv/artifacts/{}/{}/{}/blocks/{index:016x}",
+            s.logical_shard_id(),
+            s.root_id(),
+            rev
+        ),
+        length: bytes.len() as u64,
+        digest_uri: digest(bytes),
+    }
+}
+
+/// Begin + one staged block, finalized with the body "hello".
+fn finalizing(s: &MetaShard, path: &str) -> (OperationId, PublishIntent) {
+    let id = OperationId::random().unwrap();
+    let it = intent(s, id, path, PathCondition::Create);
+    let b = block(s, &it.revision_id, 0, b"hello");
+    assert!(matches!(
+        ledger::begin(s, &it, &[b]).unwrap(),
+        BeginOutcome::Started(_)
+    ));
+    let op = ledger::finalize(
+        s,
+        &id,
+        5,
+        &digest(b"hello"),
+        &[(0, StagedProviderState::Uploaded)],
+    )
+    .unwrap();
+    assert_eq!(op.phase, PublishPhase::Finalizing);
+    (id, it)
+}
+
+#[test]
+fn publication_moves_finalizing_to_published_in_the_path_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shard(dir.path());
+    let (id, it) = finalizing(&s, "outputs/a.txt");
+    let receipt = ledger::publish_operation(&s, &id).unwrap();
+    let op = ledger::get(&s, &id).unwrap().unwrap();
+    assert_eq!(op.phase, PublishPhase::Published);
+    match op.result {
+        crate::codec::OperationResult::Succeeded(r) => {
+            assert_eq!(r.commit_version, receipt.commit_version);
+            assert_eq!(r.path_generation, Some(receipt.generation));
+        }
+        other => panic!("unexpected result {other:?}"),
+    }
+    let read = s.read();
+    let ws = read.visible_workspace("w").unwrap();
+    let entry = read
+        .path_entry(&ws.incarnation, &normalize("outputs/a.txt").unwrap())
+        .unwrap()
+        .unwrap();
+    assert_eq!(entry.artifact_revision_id, it.revision_id);
+    assert_eq!(entry.body_digest_uri, digest(b"hello"));
+    // Replays return the stored receipt without a second publication.
+    let again = ledger::publish_operation(&s, &id).unwrap();
+    assert!(again.idempotent_replay);
+    assert_eq!(again.generation, receipt.generation);
+    assert_eq!(
+        ledger::published_receipt(&s, &id)
+            .unwrap()
+            .unwrap()
+            .generation,
+        receipt.generation
+    );
+    // A published operation cannot be aborted.
+    assert!(matches!(
+        ledger::abort(&s, &id, "late").unwrap_err(),
+        Error::OperationState { .. }
+    ));
+}
+
+#[test]
+fn finalize_and_abort_race_has_exactly_one_winner() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shard(dir.path());
+    for round in 0..8 {
+        let id = OperationId::random().unwrap();
+        let it = intent(&s, id, &format!("outputs/r{round}"), PathCondition::Create);
+        let b = block(&s, &it.revision_id, 0, b"x");
+        ledger::begin(&s, &it, &[b]).unwrap();
+        let barrier = Arc::new(Barrier::new(2));
+        let (s1, b1) = (s.clone(), barrier.clone());
+        let fin = std::thread::spawn(move || {
+            b1.wait();
+            ledger::finalize(&s1, &id, 1, &digest(b"x"), &[]).is_ok()
+        });
+        let (s2, b2) = (s.clone(), barrier);
+        let abort = std::thread::spawn(move || {
+            b2.wait();
+            ledger::abort(&s2, &id, "race").is_ok()
+        });
+        let finalized = fin.join().unwrap();
+        let aborted = abort.join().unwrap();
+        assert!(
+            finalized ^ aborted,
+            "finalize {finalized} abort {aborted}: exactly one CAS must win"
+        );
+        let phase = ledger::get(&s, &id).unwrap().unwrap().phase;
+        assert_eq!(
+            phase,
+            if finalized {
+                PublishPhase::Finalizing
+            } else {
+                PublishPhase::Aborting
+            }
+        );
+    }
+}
+
+#[test]
+fn finalizing_takeover_and_publication_have_one_winner() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shard(dir.path());
+    // A plain abort cannot claim a Finalizing operation; a takeover with proof can, and the
+    // publication then refuses.
+    let (id, _) = finalizing(&s, "outputs/t1");
+    assert!(matches!(
+        ledger::abort(&s, &id, "late").unwrap_err(),
+        Error::OperationState { .. }
+    ));
+    assert_eq!(
+        ledger::take_over(&s, &id, "takeover").unwrap().phase,
+        PublishPhase::Aborting
+    );
+    assert!(matches!(
+        ledger::publish_operation(&s, &id).unwrap_err(),
+        Error::OperationState { .. }
+    ));
+    let read = s.read();
+    let ws = read.visible_workspace("w").unwrap();
+    assert!(read
+        .path_entry(&ws.incarnation, &normalize("outputs/t1").unwrap())
+        .unwrap()
+        .is_none());
+    // Concurrently: exactly one of publish / takeover succeeds.
+    for round in 0..6 {
+        let (id, _) = finalizing(&s, &format!("outputs/c{round}"));
+        let barrier = Arc::new(Barrier::new(2));
+        let (s1, b1) = (s.clone(), barrier.clone());
+        let publ = std::thread::spawn(move || {
+            b1.wait();
+            ledger::publish_operation(&s1, &id).is_ok()
+        });
+        let (s2, b2) = (s.clone(), barrier);
+        let take = std::thread::spawn(move || {
+            b2.wait();
+            ledger::take_over(&s2, &id, "takeover").is_ok()
+        });
+        let (p, t) = (publ.join().unwrap(), take.join().unwrap());
+        assert!(p ^ t, "publish {p} takeover {t}: exactly one must win");
+        let phase = ledger::get(&s, &id).unwrap().unwrap().phase;
+        assert_eq!(
+            phase,
+            if p {
+                PublishPhase::Published
+            } else {
+                PublishPhase::Aborting
+            }
+        );
+    }
+}
+
+#[test]
+fn an_operation_id_reused_with_another_intent_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shard(dir.path());
+    let id = OperationId::random().unwrap();
+    let it = intent(
+        &s,
+        id,
+        "logs/a",
+        PathCondition::Append {
+            expected_generation: None,
+        },
+    );
+    ledger::begin(&s, &it, &[]).unwrap();
+    assert!(matches!(
+        ledger::begin(&s, &it, &[]).unwrap(),
+        BeginOutcome::Existing(_)
+    ));
+    let mut other = it.clone();
+    other.intent_digest = [8; 32];
+    assert!(matches!(
+        ledger::begin(&s, &other, &[]).unwrap_err(),
+        Error::OperationIntentMismatch { .. }
+    ));
+    assert!(matches!(
+        ledger::restart(&s, &other, &[]).unwrap_err(),
+        Error::OperationIntentMismatch { .. }
+    ));
+}
+
+#[test]
+fn cleanup_deletes_exactly_the_ledger_rows_and_quarantines_ambiguous_uploads() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shard(dir.path());
+    let id = OperationId::random().unwrap();
+    let it = intent(&s, id, "outputs/big", PathCondition::Create);
+    let blocks: Vec<StagedBlock> = (0..3u64)
+        .map(|i| block(&s, &it.revision_id, i, &[i as u8 + 1]))
+        .collect();
+    ledger::begin(&s, &it, &blocks[..2]).unwrap();
+    assert_eq!(
+        ledger::stage(
+            &s,
+            &id,
+            &blocks[2..],
+            &[
+                (0, StagedProviderState::Uploaded),
+                (1, StagedProviderState::Ambiguous)
+            ]
+        )
+        .unwrap(),
+        2
+    );
+    assert_eq!(
+        ledger::abort(&s, &id, "provider failed").unwrap().phase,
+        PublishPhase::Aborting
+    );
+    // Staging after the abort claim is refused: a late upload joins cleanup instead.
+    assert!(matches!(
+        ledger::stage(&s, &id, &[], &[(2, StagedProviderState::Uploaded)]).unwrap_err(),
+        Error::OperationState { .. }
+    ));
+    let mut deleted = Vec::new();
+    let op = ledger::clean(&s, &id, &mut |row: &StagedObject| {
+        deleted.push(row.object_key.clone());
+        if row.provider_state == StagedProviderState::Ambiguous {
+            DeleteOutcome::Quarantined("ambiguous".into())
+        } else {
+            DeleteOutcome::Deleted
+        }
+    })
+    .unwrap();
+    let keys: Vec<String> = blocks.iter().map(|b| b.object_key.clone()).collect();
+    assert_eq!(deleted, keys, "exactly the ledger-owned keys, in order");
+    assert_eq!(op.phase, PublishPhase::Quarantined);
+    assert!(op.quarantine_evidence.unwrap().contains("ambiguous"));
+    let rows = ledger::ledger(&s, &id).unwrap();
+    let states: Vec<StagedCleanupState> = rows.iter().map(|(_, r)| r.cleanup_state).collect();
+    assert_eq!(
+        states,
+        vec![
+            StagedCleanupState::Deleted,
+            StagedCleanupState::Quarantined,
+            StagedCleanupState::Deleted
+        ]
+    );
+    // A later pass reconciles only the quarantined row.
+    let mut rechecked = Vec::new();
+    let op = ledger::clean(&s, &id, &mut |row: &StagedObject| {
+        rechecked.push(row.object_key.clone());
+        DeleteOutcome::Deleted
+    })
+    .unwrap();
+    assert_eq!(rechecked, vec![keys[1].clone()]);
+    assert_eq!(op.phase, PublishPhase::Cleaned);
+}
+
+#[test]
+fn a_failed_delete_leaves_the_operation_cleaning_for_the_next_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shard(dir.path());
+    let id = OperationId::random().unwrap();
+    let it = intent(&s, id, "outputs/f", PathCondition::Create);
+    let b = block(&s, &it.revision_id, 0, b"z");
+    ledger::begin(&s, &it, &[b]).unwrap();
+    ledger::abort(&s, &id, "x").unwrap();
+    let op = ledger::clean(&s, &id, &mut |_| DeleteOutcome::Failed("down".into())).unwrap();
+    assert_eq!(op.phase, PublishPhase::Cleaning);
+    let rows = ledger::ledger(&s, &id).unwrap();
+    assert_eq!(rows[0].1.cleanup_state, StagedCleanupState::DeletePending);
+    let op = ledger::clean(&s, &id, &mut |_| DeleteOutcome::Deleted).unwrap();
+    assert_eq!(op.phase, PublishPhase::Cleaned);
+}
+
+#[test]
+fn an_append_publication_reuses_the_frozen_base_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shard(dir.path());
+    let (id, base_it) = finalizing(&s, "logs/l");
+    let base = ledger::publish_operation(&s, &id).unwrap();
+    let id2 = OperationId::random().unwrap();
+    let mut it = intent(
+        &s,
+        id2,
+        "logs/l",
+        PathCondition::Append {
+            expected_generation: Some(base.generation),
+        },
+    );
+    it.base = Some(PublishBase {
+        revision: base_it.revision_id,
+        row_count: 1,
+        logical_size: 5,
+    });
+    it.dependency_depth = 1;
+    let b = block(&s, &it.revision_id, 1, b" world");
+    ledger::begin(&s, &it, &[b]).unwrap();
+    ledger::finalize(&s, &id2, 11, &digest(b"hello world"), &[]).unwrap();
+    let r = ledger::publish_operation(&s, &id2).unwrap();
+    assert_eq!(r.entry.logical_size, 11);
+    assert_eq!(r.entry.dependency_count, 1);
+    let rows = s.read().manifest(&it.revision_id).unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0].physical_owner_revision, base_it.revision_id);
+    assert_eq!(rows[1].physical_owner_revision, it.revision_id);
+    assert_eq!(rows[1].logical_offset, 5);
+}
+
+#[test]
+fn a_cleaned_attempt_is_re_begun_under_the_same_id_with_a_fresh_revision() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shard(dir.path());
+    let id = OperationId::random().unwrap();
+    let it = intent(
+        &s,
+        id,
+        "logs/r",
+        PathCondition::Append {
+            expected_generation: None,
+        },
+    );
+    let b = block(&s, &it.revision_id, 0, b"a");
+    ledger::begin(&s, &it, &[b]).unwrap();
+    // A published path makes the first attempt lose its generation CAS.
+    let (other, _) = finalizing(&s, "logs/r");
+    ledger::publish_operation(&s, &other).unwrap();
+    ledger::finalize(&s, &id, 1, &digest(b"a"), &[]).unwrap();
+    assert!(matches!(
+        ledger::publish_operation(&s, &id).unwrap_err(),
+        Error::GenerationConflict { .. }
+    ));
+    ledger::take_over(&s, &id, "lost").unwrap();
+    assert_eq!(
+        ledger::clean(&s, &id, &mut |_| DeleteOutcome::Deleted)
+            .unwrap()
+            .phase,
+        PublishPhase::Cleaned
+    );
+    let mut again = it.clone();
+    again.revision_id = ArtifactRevisionId::random().unwrap();
+    let b2 = block(&s, &again.revision_id, 0, b"a");
+    let op = ledger::restart(&s, &again, &[b2]).unwrap();
+    assert_eq!(op.phase, PublishPhase::Uploading);
+    assert_eq!(op.staged_object_count, 2);
+    let rows = ledger::ledger(&s, &id).unwrap();
+    assert_eq!(ledger::own_rows(&op, &rows).len(), 1);
+    assert_eq!(ledger::own_rows(&op, &rows)[0].0, 1);
+}

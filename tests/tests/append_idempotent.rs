@@ -1,0 +1,204 @@
+//! Durable idempotent append (issue 5): `nokv append … --operation-id HEX32` and
+//! `Client::append_idempotent`. A replay after a lost response returns the original receipt and
+//! appends nothing; the same id with another intent is a typed refusal; different ids append.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use nokv::{Client, ClientOptions};
+use serde_json::Value;
+
+const ID_A: &str = "00112233445566778899aabbccddeeff";
+const ID_B: &str = "ffeeddccbbaa99887766554433221100";
+
+/// Runs `nokv_cli append` with `bytes` on stdin; returns (exit code, envelope).
+fn append(store: &Path, path: &str, bytes: &[u8], id: &str) -> (i32, Value) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nokv_cli"))
+        .arg("--store")
+        .arg(store)
+        .args(["append", "wb", path, "-", "--operation-id", id])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A refused call may exit before reading stdin (broken pipe is expected then).
+    let _ = child.stdin.take().unwrap().write_all(bytes);
+    let out = child.wait_with_output().unwrap();
+    let env: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
+    (out.status.code().unwrap_or(-1), env)
+}
+
+fn body(store: &Path, path: &str) -> Vec<u8> {
+    Client::open(store).unwrap().read_all("wb", path).unwrap()
+}
+
+#[test]
+fn replayed_append_with_the_same_operation_id_appends_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let (code, first) = append(&store, "logs/run.log", b"step 1\n", ID_A);
+    assert_eq!(code, 0, "{first:#}");
+    assert_eq!(first["result"]["idempotent_replay"], false);
+    assert_eq!(first["result"]["created"], true);
+    // The response is "lost"; the caller retries the exact same call.
+    let (code, replay) = append(&store, "logs/run.log", b"step 1\n", ID_A);
+    assert_eq!(code, 0, "{replay:#}");
+    assert_eq!(replay["result"]["idempotent_replay"], true);
+    assert_eq!(
+        replay["result"]["generation"],
+        first["result"]["generation"]
+    );
+    assert_eq!(replay["result"]["size_bytes"], 7);
+    assert_eq!(replay["result"]["digest"], first["result"]["digest"]);
+    assert_eq!(body(&store, "logs/run.log"), b"step 1\n");
+}
+
+#[test]
+fn the_same_operation_id_with_other_bytes_is_refused_as_an_operation_conflict() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    assert_eq!(append(&store, "logs/run.log", b"a\n", ID_A).0, 0);
+    let (code, env) = append(&store, "logs/run.log", b"b\n", ID_A);
+    assert_eq!(code, 1, "{env:#}");
+    assert_eq!(env["status"], "error");
+    assert_eq!(env["code"], "Conflict");
+    assert_eq!(env["details"]["conflict"], "OperationState");
+    // Another path under the same id is refused the same way.
+    let (code, env) = append(&store, "logs/other.log", b"a\n", ID_A);
+    assert_eq!(code, 1);
+    assert_eq!(env["code"], "Conflict");
+    assert_eq!(body(&store, "logs/run.log"), b"a\n");
+    // The SDK error is typed.
+    let client = Client::open(&store).unwrap();
+    let id = nokv::cli::parse_operation_id(ID_A).unwrap();
+    let err = client
+        .append_idempotent("wb", "logs/run.log", b"b\n", id, None, "t")
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            nokv::Error::Meta(meta::Error::OperationIntentMismatch { .. })
+        ),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn different_operation_ids_append_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    assert_eq!(append(&store, "logs/run.log", b"x\n", ID_A).0, 0);
+    let (code, env) = append(&store, "logs/run.log", b"x\n", ID_B);
+    assert_eq!(code, 0, "{env:#}");
+    assert_eq!(env["result"]["idempotent_replay"], false);
+    assert_eq!(env["result"]["size_bytes"], 4);
+    assert_eq!(body(&store, "logs/run.log"), b"x\nx\n");
+}
+
+#[test]
+fn malformed_operation_ids_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    for bad in [
+        "",
+        "0011",
+        "zz112233445566778899aabbccddeeff",
+        &format!("{ID_A}00"),
+    ] {
+        let (code, env) = append(&store, "logs/run.log", b"x", bad);
+        assert_eq!(code, 2, "{bad:?}: {env:#}");
+        assert_eq!(env["code"], "InvalidArguments");
+    }
+}
+
+/// A process killed after its publication's Finalizing CAS (the response is lost with it):
+/// recovery at the next open finishes the publication, and the replay returns its receipt.
+#[test]
+fn a_response_lost_to_a_crash_is_replayed_without_a_second_append() {
+    for (point, published_by_recovery) in [("after-finalizing-cas", true), ("after-upload", false)]
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store");
+        assert_eq!(append(&store, "logs/run.log", b"base\n", ID_B).0, 0);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_nokv_cli"))
+            .arg("--store")
+            .arg(&store)
+            .args(["append", "wb", "logs/run.log", "-", "--operation-id", ID_A])
+            .env("NOKV_FAULT_POINT", point)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(b"delta\n").unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let reached = BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+            .any(|l| l.contains("NOKV_FAULT_POINT reached"));
+        assert!(reached, "{point} not reached");
+        child.kill().unwrap();
+        child.wait().unwrap();
+
+        let client = Client::open(&store).unwrap();
+        let summary = client.open_recovery().unwrap().as_ref().unwrap().clone();
+        let expected_after_recovery: &[u8] = if published_by_recovery {
+            assert_eq!(summary.resumed, 1, "{summary:?}");
+            b"base\ndelta\n"
+        } else {
+            assert_eq!(summary.cleaned, 1, "{summary:?}");
+            b"base\n"
+        };
+        assert_eq!(
+            client.read_all("wb", "logs/run.log").unwrap(),
+            expected_after_recovery
+        );
+        drop(client);
+        // The caller never saw a response and retries with the same id.
+        let (code, env) = append(&store, "logs/run.log", b"delta\n", ID_A);
+        assert_eq!(code, 0, "{env:#}");
+        assert_eq!(env["result"]["idempotent_replay"], published_by_recovery);
+        assert_eq!(body(&store, "logs/run.log"), b"base\ndelta\n", "{point}");
+        let (_, again) = append(&store, "logs/run.log", b"delta\n", ID_A);
+        assert_eq!(again["result"]["idempotent_replay"], true);
+        assert_eq!(body(&store, "logs/run.log"), b"base\ndelta\n");
+    }
+}
+
+#[test]
+fn the_sdk_replay_returns_the_original_receipt_in_the_same_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = Client::open_with(
+        dir.path().join("store"),
+        ClientOptions {
+            block_size: 1024,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    client.create_workbench("wb").unwrap();
+    let base: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
+    client
+        .append_idempotent("wb", "logs/b.bin", &base, [1; 16], None, "t")
+        .unwrap();
+    let delta = vec![7u8; 1500];
+    let first = client
+        .append_idempotent("wb", "logs/b.bin", &delta, [2; 16], None, "t")
+        .unwrap();
+    assert!(!first.idempotent_replay);
+    assert_eq!(first.dependency_count, 1, "the base blocks are reused");
+    let replay = client
+        .append_idempotent("wb", "logs/b.bin", &delta, [2; 16], None, "t")
+        .unwrap();
+    assert!(replay.idempotent_replay);
+    assert_eq!(replay.generation, first.generation);
+    assert_eq!(replay.body_digest_uri, first.body_digest_uri);
+    assert_eq!(replay.delta_digest_uri, objstore::sha256_uri(&delta));
+    let mut whole = base.clone();
+    whole.extend_from_slice(&delta);
+    assert_eq!(client.read_all("wb", "logs/b.bin").unwrap(), whole);
+    assert_eq!(first.body_digest_uri, objstore::sha256_uri(&whole));
+}
