@@ -294,3 +294,119 @@ fn collect_and_materialize_report_progress_up_to_the_body_size() {
         assert_eq!((*total, *done), (size as u64, size as u64), "{name}");
     }
 }
+
+#[test]
+fn ranged_reads_on_s3_detect_a_corrupted_block_and_still_read_the_others() {
+    use nokv::workbench::payload::decode_payload;
+    use nokv::workbench::Workbench;
+    use nokv::ClientOptions;
+
+    const BLOCK: u64 = 4096;
+    const SIZE: u64 = 5 * BLOCK + BLOCK / 2;
+    let c = bucket("ranges", "r");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = tmp.path().join("store");
+    init(&store, &c, Some(0)); // no block cache: every read goes to the bucket
+    let client = Client::open_with(
+        &store,
+        ClientOptions {
+            block_size: BLOCK as usize,
+            ..Default::default()
+        },
+    )
+    .expect("open");
+    client.create_workbench("wb").expect("wb");
+    let body = s3_support::bytes(SIZE as usize, 5);
+    client
+        .put(
+            "wb",
+            "outputs/body.bin",
+            &body,
+            &PutOptions::create("application/octet-stream", "t"),
+        )
+        .expect("put");
+    let read = |offset: u64, len: u64| client.read_range("wb", "outputs/body.bin", offset, len);
+    let src = |offset: u64, len: u64| &body[offset as usize..(offset + len) as usize];
+    for (offset, len) in [
+        (0, 1),
+        (SIZE - 1, 1),
+        (BLOCK - 3, 6),
+        (BLOCK - 3, BLOCK + 6),
+        (SIZE, 0),
+        (SIZE - 10, 10),
+    ] {
+        assert_eq!(read(offset, len).expect("range"), src(offset, len));
+    }
+    assert!(matches!(
+        read(SIZE, 1),
+        Err(Error::RangeOutOfBounds { offset, len: 1, size }) if offset == SIZE && size == SIZE
+    ));
+
+    // Overwrite block 2 in the bucket with one flipped byte (same length), via PUT.
+    let entry = client.stat("wb", "outputs/body.bin").expect("stat");
+    let rows = client
+        .meta()
+        .read()
+        .manifest(&entry.artifact_revision_id)
+        .expect("manifest");
+    assert_eq!(rows.len(), 6);
+    let s3 = S3::open(c).expect("s3");
+    let mut evil = s3.get(&rows[2].object_key).expect("get block 2");
+    assert_eq!(evil.len() as u64, BLOCK);
+    evil[BLOCK as usize / 2] ^= 0x10;
+    s3.put(&rows[2].object_key, &evil)
+        .expect("corrupt in bucket");
+
+    for (offset, len) in [
+        (2 * BLOCK, 1),
+        (2 * BLOCK - 1, 2),
+        (3 * BLOCK - 1, 2),
+        (0, SIZE),
+    ] {
+        let got = read(offset, len);
+        assert!(
+            matches!(got, Err(Error::ObjectUnavailable(_))),
+            "offset {offset} len {len}: {got:?}"
+        );
+    }
+    for (offset, len) in [
+        (0, 2 * BLOCK),
+        (3 * BLOCK, SIZE - 3 * BLOCK),
+        (BLOCK - 3, 6),
+    ] {
+        assert_eq!(read(offset, len).expect("clear range"), src(offset, len));
+    }
+
+    // The facade reports ObjectUnavailable (retryable) and never the bytes.
+    let wb = Workbench::new(client.clone());
+    let facade = |offset: u64, limit: u64| {
+        wb.call(
+            "workbench_read",
+            &serde_json::json!({"id": "wb", "section": "outputs", "path": "body.bin",
+                                "format": "bytes", "offset": offset, "limit": limit}),
+        )
+    };
+    let e = facade(2 * BLOCK + 10, 100);
+    assert_eq!(e["status"], "error", "{e:#}");
+    assert_eq!(e["code"], "ObjectUnavailable", "{e:#}");
+    assert_eq!(e["retryable"], true);
+    assert!(!e.to_string().contains("nokv/artifacts"), "{e:#}");
+    let fine = facade(BLOCK - 150, 300);
+    assert_eq!(fine["status"], "success", "{fine:#}");
+    let bytes = decode_payload(None, fine["bytes"].as_str())
+        .expect("base64")
+        .0;
+    assert_eq!(bytes, src(BLOCK - 150, 300));
+
+    // A truncated block (shorter object) is detected the same way.
+    s3.put(&rows[4].object_key, &evil[..100])
+        .expect("truncate in bucket");
+    assert!(matches!(
+        read(4 * BLOCK, 1),
+        Err(Error::ObjectUnavailable(_))
+    ));
+    assert_eq!(
+        read(5 * BLOCK, BLOCK / 2).expect("last block"),
+        src(5 * BLOCK, BLOCK / 2)
+    );
+}
