@@ -57,6 +57,12 @@ pub struct ClientOptions {
     /// How long to wait for another process that holds the store's lock (default 30 s; one
     /// process owns a store at a time). Past it, [`Error::StoreBusy`].
     pub lock_wait: std::time::Duration,
+    /// Snapshot lease/retention policy: skew grace of the reaper and the diagnostic history
+    /// retention (see [`meta::ops::snapshot::SnapshotPolicy`]).
+    pub snapshot_policy: meta::ops::snapshot::SnapshotPolicy,
+    /// Wall clock of lease deadlines and the reaper (injectable in tests; default the system
+    /// clock).
+    pub clock: Arc<dyn meta::ops::lease_clock::WallClock>,
 }
 
 impl Default for ClientOptions {
@@ -66,6 +72,8 @@ impl Default for ClientOptions {
             presentation_root: None,
             create_if_missing: true,
             lock_wait: std::time::Duration::from_secs(30),
+            snapshot_policy: meta::ops::snapshot::SnapshotPolicy::default(),
+            clock: Arc::new(meta::ops::lease_clock::SystemWallClock),
         }
     }
 }
@@ -187,6 +195,8 @@ struct Inner {
     meta: MetaShard,
     objects: Arc<dyn ObjectStore>,
     block_size: usize,
+    snapshot_policy: meta::ops::snapshot::SnapshotPolicy,
+    clock: Arc<dyn meta::ops::lease_clock::WallClock>,
 }
 
 impl Client {
@@ -243,14 +253,30 @@ impl Client {
         let store_config = crate::store_config::StoreConfig::load(&dir)?;
         let objects: Arc<dyn ObjectStore> =
             crate::store_config::open_objects(&dir, store_config.as_ref())?;
-        Ok(Client {
+        let client = Client {
             inner: Arc::new(Inner {
                 dir,
                 meta,
                 objects,
                 block_size: options.block_size,
+                snapshot_policy: options.snapshot_policy,
+                clock: options.clock,
             }),
-        })
+        };
+        // The snapshot reaper runs at every open (best effort; see crate::snapshot).
+        let _ = client.reap_snapshots();
+        Ok(client)
+    }
+
+    /// The snapshot lease/retention policy this client was opened with.
+    pub fn snapshot_policy(&self) -> &meta::ops::snapshot::SnapshotPolicy {
+        &self.inner.snapshot_policy
+    }
+
+    /// The wall clock of lease deadlines, Unix milliseconds (injected through
+    /// [`ClientOptions::clock`]).
+    pub fn now_unix_ms(&self) -> u64 {
+        self.inner.clock.now_unix_ms()
     }
 
     /// The store directory.
@@ -292,7 +318,17 @@ impl Client {
             meta::Error::InvalidArgument(msg) => Error::InvalidArgument(msg),
             other => Error::InvalidArgument(other.to_string()),
         })?;
-        let outcome = self.inner.meta.create_workspace(workbench_id)?;
+        let outcome = self
+            .inner
+            .meta
+            .create_workspace(workbench_id)
+            .map_err(|e| match e {
+                // A staging (restore) or retired incarnation holds the name.
+                meta::Error::WorkspaceUnavailable { .. } => Error::WorkbenchUnavailable {
+                    workbench_id: workbench_id.to_string(),
+                },
+                other => Error::Meta(other),
+            })?;
         Ok(WorkbenchInfo {
             workbench_id: workbench_id.to_string(),
             path: self.workbench_path(workbench_id),

@@ -8,13 +8,21 @@
 //! Encoded [`CommandResult`]: `u8 kind` then, per kind (discriminants chosen here):
 //! - `1` WorkspaceCreated: `bytes(WorkspaceCurrent value)`;
 //! - `2` Published: `u64 generation | u8 created (0/1) | option(u64 replaced_generation) |
-//!   bytes(PathEntry value)`.
+//!   bytes(PathEntry value)`;
+//! - `3` OperationAdvanced: `u8 OperationKind | operation_id 16 | u8 phase` — one step of a
+//!   durable multi-command operation (BuildCommit, CommitRetire, …);
+//! - `4` Applied: `u64 value` — a single-command mutation whose only deterministic output is one
+//!   number (e.g. a new tag generation);
+//! - `16` SnapshotLifecycle: `u64 snapshot_id | bytes(SnapshotRef value)` — the SnapshotRef a
+//!   snapshot command (create, renew, retire, reap, consumer attach/release) wrote.
 
+use super::operation::OperationKind;
 use super::path_current::PathEntry;
+use super::snapshot_ref::SnapshotRef;
 use super::wire::{Dec, Enc};
 use super::workspace_current::WorkspaceCurrent;
 use crate::error::Result;
-use crate::ids::{RequestId, RootId};
+use crate::ids::{OperationId, RequestId, RootId, SnapshotId};
 
 const FAMILY: &str = "command_dedupe";
 /// Value format version (binds the result to a recovery LSN).
@@ -39,6 +47,30 @@ pub enum CommandResult {
         /// The new PathEntry.
         entry: PathEntry,
     },
+    /// One step of a durable operation moved its Operation row to `phase` (the phase's seed 000
+    /// discriminant for the operation's kind).
+    OperationAdvanced {
+        /// Operation kind.
+        kind: OperationKind,
+        /// Operation id.
+        operation_id: OperationId,
+        /// Phase discriminant after the step.
+        phase: u8,
+    },
+    /// A single-command mutation whose deterministic output is one number (e.g. a tag
+    /// generation).
+    Applied {
+        /// The number.
+        value: u64,
+    },
+    /// A snapshot lifecycle command (seed 000, "Snapshot Lifecycle And History Holds") wrote
+    /// this SnapshotRef value.
+    SnapshotLifecycle {
+        /// The snapshot (its numeric facade id).
+        snapshot_id: SnapshotId,
+        /// The SnapshotRef value after the command.
+        snapshot: SnapshotRef,
+    },
 }
 
 impl CommandResult {
@@ -60,6 +92,25 @@ impl CommandResult {
                     .u8(u8::from(*created))
                     .opt_u64(*replaced_generation)
                     .bytes(&entry.encode());
+            }
+            CommandResult::OperationAdvanced {
+                kind,
+                operation_id,
+                phase,
+            } => {
+                e.u8(3)
+                    .u8(kind.to_u8())
+                    .raw(operation_id.as_bytes())
+                    .u8(*phase);
+            }
+            CommandResult::Applied { value } => {
+                e.u8(4).u64(*value);
+            }
+            CommandResult::SnapshotLifecycle {
+                snapshot_id,
+                snapshot,
+            } => {
+                e.u8(16).u64(snapshot_id.get()).bytes(&snapshot.encode());
             }
         }
         e.finish()
@@ -88,6 +139,16 @@ impl CommandResult {
                     entry,
                 }
             }
+            3 => CommandResult::OperationAdvanced {
+                kind: OperationKind::from_u8(d.u8()?)?,
+                operation_id: OperationId(d.b16()?),
+                phase: d.u8()?,
+            },
+            4 => CommandResult::Applied { value: d.u64()? },
+            16 => CommandResult::SnapshotLifecycle {
+                snapshot_id: SnapshotId(d.u64()?),
+                snapshot: SnapshotRef::decode(d.bytes()?)?,
+            },
             k => return Err(d.err(format!("unknown command result kind {k}"))),
         };
         d.finish()?;

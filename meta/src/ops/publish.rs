@@ -313,7 +313,7 @@ fn receipt(out: CommandOutcome) -> Result<PublishReceipt> {
             idempotent_replay: out.idempotent_replay,
             replaced_generation,
         }),
-        CommandResult::WorkspaceCreated { .. } => Err(Error::RequestReplayMismatch),
+        _ => Err(Error::RequestReplayMismatch),
     }
 }
 
