@@ -150,6 +150,73 @@ pub enum Error {
         /// Hex operation id.
         operation_id: String,
     },
+    /// A commit was requested for a workbench whose current WorkbenchCommitHead names another
+    /// commit identity and `replace` was false (seed 000, "Commit Closure"; facade
+    /// `WorkbenchCommitConflict`). `head` is the current head's 64-hex commit id.
+    #[error("the workbench already has a different commit head; commit with replace to move it")]
+    WorkbenchCommitConflict {
+        /// 64 lowercase hex characters of the current head commit id.
+        head: String,
+    },
+    /// No Commit record exists for this commit id (64 lowercase hex).
+    #[error("commit {commit_id} not found")]
+    CommitNotFound {
+        /// 64 lowercase hex characters.
+        commit_id: String,
+    },
+    /// A commit, tag or build operation is in a lifecycle state that forbids the request
+    /// (e.g. attaching a consumer to a non-Sealed commit, retiring a commit that still has
+    /// consumers, a build that was cleaned up). Facade code `InvalidState`.
+    #[error("invalid commit lifecycle state: {reason}")]
+    CommitLifecycle {
+        /// What state was found and what the request needed.
+        reason: String,
+    },
+    /// A tag compare-and-swap failed: the tag's generation differs from the expected one
+    /// (`0` stands for "absent").
+    #[error("tag changed concurrently: expected generation {expected}, actual {actual}")]
+    TagConflict {
+        /// Generation the caller expected (`0` = must be absent).
+        expected: u64,
+        /// Generation found (`0` = absent).
+        actual: u64,
+    },
+    /// A retry of a durable operation (BuildCommit) carried inputs that differ from the frozen
+    /// durable request of the same operation identity (seed 000: "an operation input mismatch").
+    #[error("operation input mismatch: {reason}")]
+    OperationInputMismatch {
+        /// Which input differs.
+        reason: String,
+    },
+    /// No SnapshotRef (or SnapshotAlias) matches the selector in the workbench's current
+    /// incarnation (seed 000, SnapshotRef/SnapshotAlias; facade `SnapshotNotFound`).
+    #[error("snapshot not found")]
+    SnapshotNotFound,
+    /// The snapshot's lease has passed on the shard lease clock, or the reaper claimed it
+    /// (`ReapClaimed`/`Reaped`; facade `SnapshotExpired`). `status` is `expired` or `reaped`.
+    #[error("snapshot {snapshot_id} is {status}")]
+    SnapshotExpired {
+        /// Numeric snapshot id.
+        snapshot_id: u64,
+        /// Derived status: `expired` or `reaped`.
+        status: &'static str,
+    },
+    /// A snapshot lifecycle transition was refused (renew shortening the lease, renewing a
+    /// retired snapshot, …); facade `InvalidState` with conflict `SnapshotLifecycle`.
+    #[error("snapshot lifecycle: {reason}")]
+    SnapshotLifecycle {
+        /// What was found and what the request needed.
+        reason: String,
+    },
+    /// Retire/reap found live restore/fork consumers on the snapshot (seed 000: "a live consumer
+    /// returns the stable ForkRetentionActive facade error").
+    #[error("snapshot {snapshot_id} still has {consumer_count} restore/fork consumer(s)")]
+    ForkRetentionActive {
+        /// Numeric snapshot id.
+        snapshot_id: u64,
+        /// Live consumers at the read version.
+        consumer_count: u64,
+    },
     /// The engine reported an error (I/O, corruption, lock, pruned history, …).
     #[error("storage: {0}")]
     Storage(#[from] holt::Error),

@@ -68,6 +68,12 @@ pub struct ClientOptions {
     /// Run [`Client::recover_operations`] at open (default true). Every non-terminal Publish
     /// operation found at open is orphaned: the holt database is held by one process at a time.
     pub recover_at_open: bool,
+    /// Snapshot lease/retention policy: skew grace of the reaper and the diagnostic history
+    /// retention (see [`meta::ops::snapshot::SnapshotPolicy`]).
+    pub snapshot_policy: meta::ops::snapshot::SnapshotPolicy,
+    /// Wall clock of lease deadlines and the reaper (injectable in tests; default the system
+    /// clock).
+    pub clock: Arc<dyn meta::ops::lease_clock::WallClock>,
 }
 
 impl Default for ClientOptions {
@@ -79,6 +85,8 @@ impl Default for ClientOptions {
             lock_wait: std::time::Duration::from_secs(30),
             objects: None,
             recover_at_open: true,
+            snapshot_policy: meta::ops::snapshot::SnapshotPolicy::default(),
+            clock: Arc::new(meta::ops::lease_clock::SystemWallClock),
         }
     }
 }
@@ -207,6 +215,8 @@ struct Inner {
     in_flight: Mutex<HashSet<OperationId>>,
     /// Outcome of the recovery pass run at open (`None`: disabled).
     open_recovery: Option<std::result::Result<RecoverySummary, String>>,
+    snapshot_policy: meta::ops::snapshot::SnapshotPolicy,
+    clock: Arc<dyn meta::ops::lease_clock::WallClock>,
 }
 
 impl Client {
@@ -275,6 +285,8 @@ impl Client {
                 block_size: options.block_size,
                 in_flight: Mutex::new(HashSet::new()),
                 open_recovery: None,
+                snapshot_policy: options.snapshot_policy,
+                clock: options.clock,
             }),
         };
         if options.recover_at_open {
@@ -285,6 +297,8 @@ impl Client {
                 inner.open_recovery = Some(outcome);
             }
         }
+        // The snapshot reaper runs at every open (best effort; see crate::snapshot).
+        let _ = client.reap_snapshots();
         Ok(client)
     }
 
@@ -297,6 +311,17 @@ impl Client {
     /// Publish operations this handle is running.
     pub(crate) fn in_flight(&self) -> &Mutex<HashSet<OperationId>> {
         &self.inner.in_flight
+    }
+
+    /// The snapshot lease/retention policy this client was opened with.
+    pub fn snapshot_policy(&self) -> &meta::ops::snapshot::SnapshotPolicy {
+        &self.inner.snapshot_policy
+    }
+
+    /// The wall clock of lease deadlines, Unix milliseconds (injected through
+    /// [`ClientOptions::clock`]).
+    pub fn now_unix_ms(&self) -> u64 {
+        self.inner.clock.now_unix_ms()
     }
 
     /// The store directory.
@@ -338,7 +363,17 @@ impl Client {
             meta::Error::InvalidArgument(msg) => Error::InvalidArgument(msg),
             other => Error::InvalidArgument(other.to_string()),
         })?;
-        let outcome = self.inner.meta.create_workspace(workbench_id)?;
+        let outcome = self
+            .inner
+            .meta
+            .create_workspace(workbench_id)
+            .map_err(|e| match e {
+                // A staging (restore) or retired incarnation holds the name.
+                meta::Error::WorkspaceUnavailable { .. } => Error::WorkbenchUnavailable {
+                    workbench_id: workbench_id.to_string(),
+                },
+                other => Error::Meta(other),
+            })?;
         Ok(WorkbenchInfo {
             workbench_id: workbench_id.to_string(),
             path: self.workbench_path(workbench_id),

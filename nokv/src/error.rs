@@ -116,6 +116,16 @@ pub enum Error {
         /// Which namespace and which uuids were involved.
         reason: String,
     },
+    /// A durable operation (e.g. BuildCommit) reached a terminal failure; exact retries return
+    /// the same `code` (a stable Workbench error code such as `WorkbenchCommitConflict`,
+    /// `Conflict`, `InvalidState` or `NotFound`) and message.
+    #[error("{message}")]
+    OperationFailed {
+        /// Stable Workbench error code.
+        code: String,
+        /// Human-readable message without storage identities.
+        message: String,
+    },
 }
 
 /// Result alias for the SDK.

@@ -25,13 +25,17 @@
 //!
 //! The store directory of the CLI is `--store DIR`, else `$NOKV_STORE`, else `./.nokv`.
 
+pub mod changes;
 pub mod cli;
 pub mod client;
+pub mod commit;
 pub mod demo;
 pub mod error;
 pub mod index_fields;
 pub mod materialize;
 pub mod publication;
+pub mod restore;
+pub mod snapshot;
 pub mod store_config;
 pub mod workbench;
 

@@ -8,6 +8,9 @@
 //! ChangeKind discriminants (chosen here; the seed leaves the typed event open):
 //! `WorkspaceCreated=1, ArtifactPublished=2, ArtifactAppended=3, ArtifactRemoved=4`.
 //! `ArtifactRemoved` is reserved for path removal and not emitted yet.
+//! Snapshot lifecycle kinds: `SnapshotCreated=16, SnapshotRenewed=17, SnapshotRetired=18,
+//! SnapshotReaped=19`; their compact after projection `after_generation` carries the numeric
+//! snapshot id (`path` and `before_generation` are `None`).
 
 use super::wire::{durable_enum, Dec, Enc};
 use crate::error::{Error, Result};
@@ -29,6 +32,14 @@ durable_enum!(
         ArtifactAppended = 3,
         /// A path removal (reserved; not emitted yet).
         ArtifactRemoved = 4,
+        /// A leased snapshot was minted (`after_generation` = snapshot id).
+        SnapshotCreated = 16,
+        /// A leased snapshot's lease was extended (`after_generation` = snapshot id).
+        SnapshotRenewed = 17,
+        /// A leased snapshot was retired (`after_generation` = snapshot id).
+        SnapshotRetired = 18,
+        /// The reaper claimed an expired snapshot (`after_generation` = snapshot id).
+        SnapshotReaped = 19,
     }
 );
 

@@ -11,15 +11,20 @@
 //!   bytes(PathEntry value)`;
 //! - `3` OperationRecorded: `u8 OperationKind | operation_id 16 | u8 phase` (the phase
 //!   discriminant of the kind's phase enum, validated per kind).
+//! - `4` Applied: `u64 value` — a single-command mutation whose only deterministic output is one
+//!   number (e.g. a new tag generation);
+//! - `16` SnapshotLifecycle: `u64 snapshot_id | bytes(SnapshotRef value)` — the SnapshotRef a
+//!   snapshot command (create, renew, retire, reap, consumer attach/release) wrote.
 
 use super::operation::{
     BuildCommitPhase, CommitRetirePhase, GcPhase, OperationKind, PublishPhase, RestorePhase,
 };
 use super::path_current::PathEntry;
+use super::snapshot_ref::SnapshotRef;
 use super::wire::{Dec, Enc};
 use super::workspace_current::WorkspaceCurrent;
 use crate::error::Result;
-use crate::ids::{OperationId, RequestId, RootId};
+use crate::ids::{OperationId, RequestId, RootId, SnapshotId};
 
 const FAMILY: &str = "command_dedupe";
 /// Value format version (binds the result to a recovery LSN).
@@ -44,8 +49,9 @@ pub enum CommandResult {
         /// The new PathEntry.
         entry: PathEntry,
     },
-    /// A durable operation row was created or advanced without publishing a path (publish
-    /// ledger steps: Begin, staging, the Finalizing CAS, abort and cleanup).
+    /// A durable operation row was created or advanced without publishing a path: publish
+    /// ledger steps (Begin, staging, the Finalizing CAS, abort, cleanup) and each step of the
+    /// multi-command operations (BuildCommit, CommitRetire, Restore).
     OperationRecorded {
         /// Operation kind.
         kind: OperationKind,
@@ -53,6 +59,20 @@ pub enum CommandResult {
         operation_id: OperationId,
         /// Phase discriminant after the command (the kind's phase enum).
         phase: u8,
+    },
+    /// A single-command mutation whose deterministic output is one number (e.g. a tag
+    /// generation).
+    Applied {
+        /// The number.
+        value: u64,
+    },
+    /// A snapshot lifecycle command (seed 000, "Snapshot Lifecycle And History Holds") wrote
+    /// this SnapshotRef value.
+    SnapshotLifecycle {
+        /// The snapshot (its numeric facade id).
+        snapshot_id: SnapshotId,
+        /// The SnapshotRef value after the command.
+        snapshot: SnapshotRef,
     },
 }
 
@@ -97,6 +117,15 @@ impl CommandResult {
                     .raw(operation_id.as_bytes())
                     .u8(*phase);
             }
+            CommandResult::Applied { value } => {
+                e.u8(4).u64(*value);
+            }
+            CommandResult::SnapshotLifecycle {
+                snapshot_id,
+                snapshot,
+            } => {
+                e.u8(16).u64(snapshot_id.get()).bytes(&snapshot.encode());
+            }
         }
         e.finish()
     }
@@ -135,6 +164,11 @@ impl CommandResult {
                     phase,
                 }
             }
+            4 => CommandResult::Applied { value: d.u64()? },
+            16 => CommandResult::SnapshotLifecycle {
+                snapshot_id: SnapshotId(d.u64()?),
+                snapshot: SnapshotRef::decode(d.bytes()?)?,
+            },
             k => return Err(d.err(format!("unknown command result kind {k}"))),
         };
         d.finish()?;

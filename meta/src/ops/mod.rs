@@ -5,8 +5,15 @@
 //! [`crate::Error::CommandPredicateFailed`] re-reads and rebuilds, at most [`MAX_ATTEMPTS`]
 //! times. A re-read turns a failed predicate into the precise typed error.
 
+pub mod changes;
+pub mod commit;
+pub mod find;
+pub mod lease_clock;
 pub mod publish;
 pub mod publish_operation;
+pub mod restore;
+pub mod snapshot;
+pub mod tag;
 pub mod workspace;
 
 /// Bounded rebuild/retry budget per operation.

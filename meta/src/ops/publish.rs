@@ -313,9 +313,7 @@ pub(crate) fn receipt(out: CommandOutcome) -> Result<PublishReceipt> {
             idempotent_replay: out.idempotent_replay,
             replaced_generation,
         }),
-        CommandResult::WorkspaceCreated { .. } | CommandResult::OperationRecorded { .. } => {
-            Err(Error::RequestReplayMismatch)
-        }
+        _ => Err(Error::RequestReplayMismatch),
     }
 }
 

@@ -8,10 +8,9 @@
 //!
 //! - store initialization (LSN 1: marker, placement, presentation root, owner epoch 1, RootFence);
 //! - physical-owner epoch advancement at every open ([`RecoveryEntry::OwnerEpochAdvance`]);
-//! - every [`crate::command::MetadataCommand`].
-//!
-//! Monotonic lease-clock observations are the seed's third entrypoint; this build has no lease
-//! clock yet, so no such record kind is defined (an unknown kind fails closed on reopen).
+//! - every [`crate::command::MetadataCommand`];
+//! - every monotonic lease-clock observation that changes the persisted lease clock
+//!   ([`RecoveryEntry::LeaseClockObservation`], see [`crate::ops::lease_clock`]).
 //!
 //! ## Rows
 //!
@@ -40,6 +39,9 @@
 //! kind 3 MetadataCommand:     root_id[16] | logical_shard_id[16] | u64be placement_generation
 //!                             | u64be owner_epoch | request_id[16] | command_digest[32]
 //!                             | u64be read_version | u32be len | encoded CommandResult
+//! kind 4 LeaseClockObservation: u64be owner_epoch | u64be observed_wall_unix_ms
+//!                             | u64be previous_high_water_unix_ms | u64be high_water_unix_ms
+//!                             | u64be reap_not_before_unix_ms
 //! mutation: u8 op (1 = put, 2 = delete) | u8 family tree tag | u32be len | key
 //!           | (put only) u32be len | value
 //! ```
@@ -232,6 +234,7 @@ pub fn chain_digest(previous: &[u8; 32], record_bytes: &[u8]) -> [u8; 32] {
 const KIND_STORE_INITIALIZATION: u8 = 1;
 const KIND_OWNER_EPOCH_ADVANCE: u8 = 2;
 const KIND_METADATA_COMMAND: u8 = 3;
+const KIND_LEASE_CLOCK_OBSERVATION: u8 = 4;
 
 /// What one record describes, with its typed deterministic result evidence.
 // One entry is decoded per record at open; the size difference between kinds does not matter.
@@ -274,6 +277,20 @@ pub enum RecoveryEntry {
         read_version: u64,
         /// The deterministic result (the exact CommandDedupe result).
         result: CommandResult,
+    },
+    /// A monotonic lease-clock observation that changed the persisted System lease clock
+    /// (seed 000: "monotonic lease-clock observations" are a shard-local write entrypoint).
+    LeaseClockObservation {
+        /// Owner epoch of the observing handle.
+        owner_epoch: u64,
+        /// The wall clock the owner observed, Unix milliseconds.
+        observed_wall_unix_ms: u64,
+        /// Persisted high-water before the observation (0 when none was recorded).
+        previous_high_water_unix_ms: u64,
+        /// Persisted high-water after the observation.
+        high_water_unix_ms: u64,
+        /// Earliest wall time at which the reaper may claim anything (raised on regression).
+        reap_not_before_unix_ms: u64,
     },
 }
 
@@ -342,6 +359,20 @@ pub fn encode_record(
             w.u64(*read_version);
             w.bytes(&result.encode());
         }
+        RecoveryEntry::LeaseClockObservation {
+            owner_epoch,
+            observed_wall_unix_ms,
+            previous_high_water_unix_ms,
+            high_water_unix_ms,
+            reap_not_before_unix_ms,
+        } => {
+            w.u8(KIND_LEASE_CLOCK_OBSERVATION);
+            w.u64(*owner_epoch);
+            w.u64(*observed_wall_unix_ms);
+            w.u64(*previous_high_water_unix_ms);
+            w.u64(*high_water_unix_ms);
+            w.u64(*reap_not_before_unix_ms);
+        }
     }
     w.u32(u32::try_from(mutations.len()).unwrap_or(u32::MAX));
     for m in mutations {
@@ -389,6 +420,13 @@ pub fn decode_record(b: &[u8]) -> Result<RecoveryRecord> {
             command_digest: r.b32()?,
             read_version: r.u64()?,
             result: CommandResult::decode(r.bytes()?)?,
+        },
+        KIND_LEASE_CLOCK_OBSERVATION => RecoveryEntry::LeaseClockObservation {
+            owner_epoch: r.u64()?,
+            observed_wall_unix_ms: r.u64()?,
+            previous_high_water_unix_ms: r.u64()?,
+            high_water_unix_ms: r.u64()?,
+            reap_not_before_unix_ms: r.u64()?,
         },
         k => return Err(Error::codec(FAMILY, format!("unknown record kind {k}"))),
     };

@@ -11,6 +11,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use serde_json::Value;
 
+mod commit_cmd;
+mod restore_cmd;
+mod snapshot_cmd;
+
 use crate::client::Client;
 use crate::workbench::errors::ToolError;
 use crate::workbench::{schema, store_error, Workbench};
@@ -112,6 +116,48 @@ pub enum Command {
     },
     /// Run the reference research workflow (Palmer penguins) on this store.
     Demo,
+    /// Commit a workbench (`nokv commit WORKBENCH [--message M] [--parent COMMIT]... [--replace]`),
+    /// or `nokv commit retire COMMIT` / `nokv commit show COMMIT`.
+    Commit(commit_cmd::CommitArgs),
+    /// Durable tags on commits: `set`, `get`, `delete`, `list` (CAS-protected).
+    Tag {
+        /// The tag action.
+        #[command(subcommand)]
+        action: commit_cmd::TagCommand,
+    },
+    /// Find committed workbenches and match their run manifests (`workbench_find`).
+    Find(commit_cmd::FindArgs),
+    /// Restore a snapshot or commit into a new workbench: `run`, `abort`, `status`.
+    Restore {
+        /// The restore action.
+        #[command(subcommand)]
+        action: restore_cmd::RestoreCommand,
+    },
+    /// Leased snapshots: `create`, `renew`, `retire`, `list`, `reap`.
+    Snapshot {
+        /// The snapshot action.
+        #[command(subcommand)]
+        action: snapshot_cmd::SnapshotCommand,
+    },
+    /// Print visible change events (one JSON object per line, each with its resume `cursor`).
+    /// The process owns the store while it runs (embedded store: one process at a time).
+    Changes {
+        /// Resume strictly after this cursor (from an earlier line's `cursor`).
+        #[arg(long, value_name = "CURSOR")]
+        after: Option<String>,
+        /// Only this workbench's events.
+        #[arg(long)]
+        workbench: Option<String>,
+        /// Keep polling for new events until interrupted (or `--limit`).
+        #[arg(long)]
+        follow: bool,
+        /// Stop after printing this many events.
+        #[arg(long)]
+        limit: Option<u64>,
+        /// Poll interval of `--follow` in milliseconds (default 500).
+        #[arg(long, default_value_t = 500)]
+        poll_ms: u64,
+    },
     /// Create a new store and persist where its objects live (default: the local directory
     /// `<store>/objects`). With `--objects s3://bucket/prefix` the store keeps its blocks in an
     /// S3-compatible bucket (credentials from the standard AWS environment/profile chain) behind
@@ -403,6 +449,28 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
                 }
             }
         },
+        Command::Restore { action } => restore_cmd::run_restore(&dir, action, &mut out),
+        Command::Commit(args) => commit_cmd::run_commit(&dir, args, &mut out),
+        Command::Tag { action } => commit_cmd::run_tag(&dir, action, &mut out),
+        Command::Find(args) => commit_cmd::run_find(&dir, args, &mut out),
+        Command::Snapshot { action } => snapshot_cmd::run_snapshot(&dir, action, &mut out),
+        Command::Changes {
+            after,
+            workbench,
+            follow,
+            limit,
+            poll_ms,
+        } => snapshot_cmd::run_changes(
+            &dir,
+            &snapshot_cmd::ChangesArgs {
+                after,
+                workbench,
+                follow,
+                limit,
+                poll_ms,
+            },
+            &mut out,
+        ),
         Command::Demo => with_client(&dir, |client| {
             crate::demo::run_demo(client, &mut out)?;
             Ok(())

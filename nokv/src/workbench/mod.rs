@@ -21,9 +21,12 @@ pub mod payload;
 pub mod schema;
 pub mod shape;
 
+pub(crate) mod commit_tools;
 mod query_tools;
 mod read_tools;
+mod restore_tools;
 mod scope;
+mod snapshot_tools;
 mod write_tools;
 
 use serde_json::{Map, Value};
@@ -90,6 +93,13 @@ impl Workbench {
             "workbench_search" => query_tools::search(self, &args),
             "workbench_aggregate" => query_tools::aggregate(self, &args),
             "workbench_catalog" => query_tools::catalog(self, &args),
+            "workbench_commit" => commit_tools::commit(self, &args),
+            "workbench_find" => commit_tools::find(self, &args),
+            "workbench_snapshot" => snapshot_tools::snapshot(self, &args),
+            "workbench_snapshot_renew" => snapshot_tools::renew(self, &args),
+            "workbench_snapshot_retire" => snapshot_tools::retire(self, &args),
+            "workbench_snapshot_list" => snapshot_tools::list(self, &args),
+            "workbench_restore" => restore_tools::restore(self, &args),
             other => Err(ToolError::new(
                 ErrorCode::InvalidState,
                 format!("`{other}` is part of the Workbench contract but is not available in this build yet"),

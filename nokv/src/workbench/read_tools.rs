@@ -6,9 +6,7 @@ use serde_json::{Map, Value};
 
 use super::cursor::{self, CursorState, Fence};
 use super::errors::{ToolError, ToolResult};
-use super::scope::{
-    opt_bool, opt_str, opt_u64, present, reject_snapshot, req_str, split_section, Scope,
-};
+use super::scope::{opt_bool, opt_str, opt_u64, present, req_str, split_section, Scope};
 use super::{grep as grep_match, shape, tool_error, Workbench};
 use crate::client::{Client, SECTIONS};
 
@@ -22,6 +20,43 @@ const SCAN_PAGE: usize = 255;
 fn visible(client: &Client, read: &Reader, id: &str) -> ToolResult<WorkspaceCurrent> {
     read.visible_workspace(id)
         .map_err(|e| tool_error(client, id, e.into()))
+}
+
+/// The reader and workspace marker of a list/stat/read call: the live state, or the frozen
+/// state of `at_snapshot` (holt `view_at` at the snapshot's read version) with its fence.
+fn view(
+    wb: &Workbench,
+    id: &str,
+    args: &Map<String, Value>,
+) -> ToolResult<(Reader, WorkspaceCurrent, Option<Fence>)> {
+    let client = wb.client();
+    match super::snapshot_tools::open_snapshot(wb, id, args.get("at_snapshot"))? {
+        None => {
+            let read = client.meta().read();
+            let ws = visible(client, &read, id)?;
+            Ok((read, ws, None))
+        }
+        Some((info, read)) => {
+            let ws = visible(client, &read, id)?;
+            if ws.incarnation != info.incarnation {
+                return Err(ToolError::new(
+                    super::errors::ErrorCode::SnapshotNotFound,
+                    format!("no such snapshot in workbench `{id}`"),
+                ));
+            }
+            let fence = Fence::Snapshot {
+                read_version: info.record.read_version,
+            };
+            Ok((read, ws, Some(fence)))
+        }
+    }
+}
+
+/// Echoes `at_snapshot` into a result when the call gave one.
+fn echo_snapshot(out: &mut Map<String, Value>, args: &Map<String, Value>) {
+    if let Some(sel) = args.get("at_snapshot").filter(|v| !v.is_null()) {
+        out.insert("at_snapshot".into(), sel.clone());
+    }
 }
 
 fn meta_err<'a>(client: &'a Client, id: &'a str) -> impl Fn(meta::Error) -> ToolError + 'a {
@@ -49,6 +84,20 @@ fn resume(
     let Some(raw) = cursor else { return Ok(None) };
     let state = cursor::decode_cursor(wb.cursor_key(), tool, digest, raw)?;
     state.check_fence(&live_fence(ws))?;
+    Ok(Some(state))
+}
+
+/// Decodes a list cursor and checks it against an explicit fence (live or snapshot).
+fn resume_at(
+    wb: &Workbench,
+    tool: &str,
+    digest: &[u8; 32],
+    cursor: Option<&str>,
+    fence: &Fence,
+) -> ToolResult<Option<CursorState>> {
+    let Some(raw) = cursor else { return Ok(None) };
+    let state = cursor::decode_cursor(wb.cursor_key(), tool, digest, raw)?;
+    state.check_fence(fence)?;
     Ok(Some(state))
 }
 
@@ -83,11 +132,14 @@ fn entry_json(
 pub(super) fn list(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<String, Value>> {
     let id = req_str(args, "id")?;
     let scope = Scope::resolve(id, opt_str(args, "section"), opt_str(args, "path"))?;
-    reject_snapshot(args)?;
     let limit = opt_u64(args, "limit")?.unwrap_or(100) as usize;
     let client = wb.client();
-    let read = client.meta().read();
-    let ws = visible(client, &read, id)?;
+    let (read, ws, frozen) = view(wb, id, args)?;
+    let fence = frozen.clone().unwrap_or_else(|| live_fence(&ws));
+    let view_tag = match &frozen {
+        Some(Fence::Snapshot { read_version }) => format!("snapshot:{read_version}"),
+        _ => "live".to_string(),
+    };
     let me = meta_err(client, id);
     // The listed directory must exist (sections and the root always do).
     if let Some(full) = &scope.full {
@@ -112,10 +164,16 @@ pub(super) fn list(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<
             .full
             .as_ref()
             .map_or(b"" as &[u8], |p| p.as_str().as_bytes()),
-        b"live",
+        view_tag.as_bytes(),
     ]);
-    let anchor =
-        resume(wb, "workbench_list", &digest, opt_str(args, "cursor"), &ws)?.map(|s| s.anchor);
+    let anchor = resume_at(
+        wb,
+        "workbench_list",
+        &digest,
+        opt_str(args, "cursor"),
+        &fence,
+    )?
+    .map(|s| s.anchor);
     let page = read
         .list_children(
             &ws.incarnation,
@@ -158,7 +216,7 @@ pub(super) fn list(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<
                 &CursorState {
                     tool: "workbench_list".into(),
                     scope_digest: digest,
-                    fence: live_fence(&ws),
+                    fence: fence.clone(),
                     anchor: name.clone(),
                     extra: Value::Null,
                 },
@@ -175,6 +233,7 @@ pub(super) fn list(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<
         "next_cursor".into(),
         next_cursor.map_or(Value::Null, Value::from),
     );
+    echo_snapshot(&mut out, args);
     Ok(out)
 }
 
@@ -240,10 +299,8 @@ fn card(
 pub(super) fn stat(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<String, Value>> {
     let id = req_str(args, "id")?;
     let scope = Scope::resolve(id, opt_str(args, "section"), opt_str(args, "path"))?;
-    reject_snapshot(args)?;
     let client = wb.client();
-    let read = client.meta().read();
-    let ws = visible(client, &read, id)?;
+    let (read, ws, _) = view(wb, id, args)?;
     let me = meta_err(client, id);
     let card = match &scope.full {
         None => card(client, id, &scope, None, ws.workspace_revision),
@@ -260,20 +317,19 @@ pub(super) fn stat(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<
     };
     let mut out = scope.fields(client);
     out.insert("card".into(), card);
+    echo_snapshot(&mut out, args);
     Ok(out)
 }
 
 pub(super) fn read(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<String, Value>> {
     let id = req_str(args, "id")?;
     let scope = Scope::resolve_file(id, opt_str(args, "section"), req_str(args, "path")?)?;
-    reject_snapshot(args)?;
     let format = opt_str(args, "format").unwrap_or("structured");
     let limit = opt_u64(args, "limit")?.unwrap_or(100);
     let offset = opt_u64(args, "offset")?;
     let cursor_in = opt_str(args, "cursor");
     let client = wb.client();
-    let read = client.meta().read();
-    let ws = visible(client, &read, id)?;
+    let (read, ws, _) = view(wb, id, args)?;
     let me = meta_err(client, id);
     let full = scope
         .full
@@ -288,6 +344,7 @@ pub(super) fn read(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<
         None => return Err(ToolError::not_found(&presented)),
     };
     let mut out = scope.fields(client);
+    echo_snapshot(&mut out, args);
     if opt_u64(args, "if_none_match")? == Some(entry.generation) {
         out.insert("not_modified".into(), Value::from(true));
         out.insert("generation".into(), Value::from(entry.generation));

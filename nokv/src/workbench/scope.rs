@@ -198,15 +198,3 @@ pub(crate) fn opt_u64(args: &Map<String, Value>, key: &str) -> ToolResult<Option
         }
     }
 }
-
-/// Refuses `at_snapshot` until snapshots exist in this build: there is no snapshot to find.
-pub(crate) fn reject_snapshot(args: &Map<String, Value>) -> ToolResult<()> {
-    match args.get("at_snapshot") {
-        None | Some(Value::Null) => Ok(()),
-        Some(sel) => Err(ToolError::new(
-            super::errors::ErrorCode::SnapshotNotFound,
-            format!("snapshot {sel} does not exist in this workbench"),
-        )
-        .with_detail("at_snapshot", sel.clone())),
-    }
-}

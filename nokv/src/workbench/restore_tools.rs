@@ -1,0 +1,148 @@
+//! `workbench_restore` (WORKBENCH.md; seed 000, "Restore Closure").
+//!
+//! Inputs: `id` (source), `destination_id` (≠ `id`, must be absent), exactly one of
+//! `at_snapshot` (snapshot id ≥ 0 or name) / `at_commit` (64 lowercase hex). The restore runs to
+//! completion through [`crate::Client::restore`]: the staging destination is invisible to every
+//! read/list/query surface until the one final marker transition; an exact retry returns the
+//! same operation's result with `idempotent_replay: true`.
+//!
+//! Result: `state: "complete"`, `operation_id` (32 hex), `source_workbench_id`,
+//! `destination_workbench_id`, `snapshot_id`, `read_version`, `commit_id`,
+//! `destination_generation`, `idempotent_replay`, `cleanup_pending`, `restore_manifest` (path).
+//!
+//! Errors: `InvalidArguments` (same id, both/neither selector, malformed commit id), `NotFound`
+//! (source workbench, or no such commit of it), `SnapshotNotFound`, `SnapshotExpired` (expired or
+//! reaped), `AlreadyExists` (destination visible or reserved by another operation),
+//! `RestoreProtocolMismatch` (operation-id collision or a retry that does not match the prepared
+//! operation), `InvalidState` (retiring commit, failed closure verification, aborted operation),
+//! `Conflict` (`OperationState`, `ReadVersion`), `ObjectUnavailable`, `Internal`.
+
+use meta::ids::CommitId;
+use meta::ops::restore::RestoreError as OpError;
+use serde_json::{Map, Value};
+
+use super::errors::{ErrorCode, ToolError, ToolResult};
+use super::scope::req_str;
+use super::snapshot_tools::selector_of;
+use super::{meta_tool_error, tool_error, Workbench};
+use crate::client::Client;
+use crate::restore::{RestoreError, RestoreFrom, RestoreRequest};
+
+/// Runs `workbench_restore`.
+pub(super) fn restore(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<String, Value>> {
+    let id = req_str(args, "id")?;
+    let destination = req_str(args, "destination_id")?;
+    if id == destination {
+        return Err(ToolError::invalid_arguments(
+            "destination_id must differ from id: restore creates a new workbench",
+        ));
+    }
+    let snapshot = selector_of(args.get("at_snapshot"))?;
+    let commit = match args.get("at_commit") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(CommitId::from_hex(s).map_err(|_| {
+            ToolError::invalid_arguments("at_commit must be 64 lowercase hex characters")
+        })?),
+        Some(_) => {
+            return Err(ToolError::invalid_arguments(
+                "at_commit must be 64 lowercase hex characters",
+            ))
+        }
+    };
+    let from = match (snapshot, commit) {
+        (Some(s), None) => RestoreFrom::Snapshot(s),
+        (None, Some(c)) => RestoreFrom::Commit(c),
+        _ => {
+            return Err(ToolError::invalid_arguments(
+                "give exactly one of at_snapshot or at_commit",
+            ))
+        }
+    };
+    let client = wb.client();
+    let req = RestoreRequest {
+        source_workbench_id: id.to_string(),
+        destination_workbench_id: destination.to_string(),
+        from,
+    };
+    let receipt = client
+        .restore(&req)
+        .map_err(|e| restore_error(client, &req, e))?;
+    match receipt.to_json() {
+        Value::Object(map) => Ok(map),
+        _ => Err(ToolError::internal("restore result is not an object")),
+    }
+}
+
+/// Maps restore errors to tool errors without storage identities (operation and commit ids are
+/// facade identities).
+pub(crate) fn restore_error(client: &Client, req: &RestoreRequest, err: RestoreError) -> ToolError {
+    let src = &req.source_workbench_id;
+    let dst = &req.destination_workbench_id;
+    match err {
+        RestoreError::Sdk(e) => tool_error(client, src, e),
+        RestoreError::Interrupted(point) => ToolError::internal(format!(
+            "the restore stopped at fault point {}; run the same restore again to resume it",
+            point.as_str()
+        )),
+        RestoreError::Operation(op) => match op {
+            OpError::SourceWorkbenchNotFound { .. } => ToolError::new(
+                ErrorCode::NotFound,
+                format!("workbench `{src}` does not exist; restore needs an existing source"),
+            )
+            .with_detail("path", Value::from(client.workbench_path(src))),
+            OpError::SnapshotNotFound { .. } => ToolError::new(
+                ErrorCode::SnapshotNotFound,
+                format!(
+                    "no such snapshot in workbench `{src}`; list them with workbench_snapshot_list"
+                ),
+            ),
+            OpError::SnapshotExpired { snapshot_id } => ToolError::new(
+                ErrorCode::SnapshotExpired,
+                format!(
+                    "snapshot {snapshot_id} has expired or was reaped; renew an expired snapshot or restore from a commit"
+                ),
+            )
+            .with_detail("snapshot_id", Value::from(snapshot_id)),
+            OpError::CommitNotFound { commit_id } => ToolError::new(
+                ErrorCode::NotFound,
+                format!("workbench `{src}` has no sealed commit {commit_id}"),
+            )
+            .with_detail("path", Value::from(client.workbench_path(src))),
+            OpError::CommitUnavailable { commit_id, state } => ToolError::new(
+                ErrorCode::InvalidState,
+                format!("commit {commit_id} is {state:?} and can no longer be restored"),
+            ),
+            OpError::DestinationExists { .. } => ToolError::new(
+                ErrorCode::AlreadyExists,
+                format!(
+                    "workbench `{dst}` already exists or is reserved by another operation; restore into a new id"
+                ),
+            )
+            .with_detail("path", Value::from(client.workbench_path(dst))),
+            OpError::IdentityCollision => ToolError::new(
+                ErrorCode::RestoreProtocolMismatch,
+                "the restore's deterministic operation id collides with a different restore; choose another destination id",
+            ),
+            OpError::RequestMismatch => ToolError::new(
+                ErrorCode::RestoreProtocolMismatch,
+                "this retry does not match the prepared restore of the same identity",
+            ),
+            OpError::SourceClosureMismatch { reason } => ToolError::new(
+                ErrorCode::InvalidState,
+                format!("the restore source failed verification and the restore was rolled back: {reason}"),
+            ),
+            OpError::Aborted(t) => ToolError::new(
+                ErrorCode::parse(&t.code).unwrap_or(ErrorCode::InvalidState),
+                t.message,
+            ),
+            OpError::InvalidPhase { .. } | OpError::OperationNotFound => {
+                ToolError::conflict("OperationState")
+            }
+            OpError::Meta(meta::Error::RevisionUnavailable { .. }) => ToolError::new(
+                ErrorCode::InvalidState,
+                "a source artifact is no longer available; the restore was rolled back",
+            ),
+            OpError::Meta(e) => meta_tool_error(&e),
+        },
+    }
+}
