@@ -15,9 +15,14 @@
 //!   `index_json`), queried by `workbench_search` / `workbench_aggregate` / `workbench_catalog`.
 //! * [`materialize`] — verified local-file adapters: materialize a workbench into a sandbox
 //!   directory (digests checked before anything runs) and collect declared outputs back.
-//! * [`demo`] — the reference research workflow of seed 001 on the Palmer penguins data.
+//! * [`commit`], [`snapshot`], [`restore`], [`changes`] — the lifecycle as [`Client`] methods:
+//!   durable commits with lineage and tags, leased snapshots, restore without copying bytes, and
+//!   the change feed.
+//! * [`demo`] — the reference research workflow of seed 001 on the Palmer penguins data, with
+//!   commits, a tag, a snapshot, a restore and `workbench_find`.
 //! * the `nokv` binary (`src/bin/nokv.rs`, [`cli`]) — `nokv workbench <tool> '<json>'`,
-//!   `nokv schema`, `nokv materialize`, `nokv collect`, `nokv demo`.
+//!   `nokv schema`, `nokv materialize`, `nokv collect`, `nokv demo`, `nokv commit`, `nokv tag`,
+//!   `nokv find`, `nokv snapshot`, `nokv restore`, `nokv changes`.
 //!
 //! The store directory of the CLI is `--store DIR`, else `$NOKV_STORE`, else `./.nokv`.
 
