@@ -24,7 +24,24 @@
 //! - [`schema`] is the exact tree registry and the fail-closed schema gate;
 //! - [`command`] executes a [`command::MetadataCommand`] as exactly one holt batch;
 //! - [`ops`] builds commands for workbench creation and publication, rebuilding on a stale read
-//!   version at most [`ops::MAX_ATTEMPTS`] times.
+//!   version at most [`ops::MAX_ATTEMPTS`] times, and drives the durable lifecycle operations:
+//!   - [`ops::commit`]: the BuildCommit state machine (Building → Sealing → Complete; abort →
+//!     Cleaning → Cleaned | Quarantined) with its frozen request, construction HistoryHold,
+//!     staged run manifest, CommitMember rows, commit RevisionRefs, CommitConsumer rows,
+//!     WorkbenchCommitHead and lineage parents; CommitRetire with cursors (seed 000, "Commit
+//!     Closure");
+//!   - [`ops::tag`]: CAS-protected tags on commits (moving or deleting never retires a commit);
+//!   - [`ops::find`]: pages of visible workbenches with their heads and run manifests at one
+//!     read version (`workbench_find`);
+//!   - [`ops::snapshot`] and [`ops::lease_clock`]: SnapshotRef + SnapshotAlias + HistoryHold
+//!     minted at one read version, leases on the persisted lease clock, renew (extend-only),
+//!     retire, the reaper and the MVCC history floor (seed 000, "Snapshot Lifecycle And History
+//!     Holds");
+//!   - [`ops::restore`]: the deterministic restore operation (Preparing → Copying →
+//!     SourceSealed → Ready → Complete) with RestoreMember rows and shared revisions (seed 000,
+//!     "Restore Closure");
+//!   - [`ops::changes`]: ReadChanges over ChangeEvent rows with the seed's cursor and visibility
+//!     rules.
 //!
 //! - [`outbox`] is the RecoveryOutbox: one hash-chained record per command, owner-epoch advance
 //!   and initialization, appended in the same holt batch and verified at every open.
@@ -37,8 +54,9 @@
 //!   command that moves Finalizing -> Published, abort / fenced takeover, ledger-driven cleanup
 //!   and quarantine reconciliation.
 //!
-//! Not yet written by this version: operations (commit, snapshot, restore, GC), lease-clock
-//! observations.
+//! Not yet written by this version: the garbage collector (publication, commit and restore
+//! record GcCandidate rows when a revision's last reference goes; nothing consumes them yet, so no
+//! object is deleted).
 
 #![deny(missing_docs)]
 

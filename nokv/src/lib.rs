@@ -18,10 +18,15 @@
 //! * [`publication`] — every publication runs as a durable Publish operation whose
 //!   StagedObject ledger owns each block before its bytes are sent; recovery at open and
 //!   [`Client::recover_operations`]; durable idempotent append ([`Client::append_idempotent`]).
-//! * [`demo`] — the reference research workflow of seed 001 on the Palmer penguins data.
+//! * [`commit`], [`snapshot`], [`restore`], [`changes`] — the lifecycle as [`Client`] methods:
+//!   durable commits with lineage and tags, leased snapshots, restore without copying bytes, and
+//!   the change feed.
+//! * [`demo`] — the reference research workflow of seed 001 on the Palmer penguins data, with
+//!   commits, a tag, a snapshot, a restore and `workbench_find`.
 //! * the `nokv` binary (`src/bin/nokv.rs`, [`cli`]) — `nokv workbench <tool> '<json>'`,
 //!   `nokv schema`, `nokv materialize`, `nokv collect`, `nokv append --operation-id`,
-//!   `nokv operation recover|list`, `nokv demo`.
+//!   `nokv operation recover|list`, `nokv demo`, `nokv commit`, `nokv tag`, `nokv find`,
+//!   `nokv snapshot`, `nokv restore`, `nokv changes`.
 //!
 //! The store directory of the CLI is `--store DIR`, else `$NOKV_STORE`, else `./.nokv`.
 

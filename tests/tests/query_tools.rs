@@ -80,11 +80,13 @@ fn runs(client: &Client) {
 }
 
 #[test]
-fn search_gt_4000_across_the_root_returns_exactly_the_gentoo_run() {
+fn search_gt_4000_across_the_root_returns_exactly_the_gentoo_run_and_its_restored_copy() {
     let (_tmp, client) = fresh_store();
     let mut out = Vec::new();
     let report = nokv::demo::run_demo(&client, &mut out).unwrap();
-    assert_eq!(report.heavy_runs, ["run-gentoo"]);
+    // The demo restores run-gentoo into run-gentoo-restored before its query step; the restore
+    // carries the summary's index fields along.
+    assert_eq!(report.heavy_runs, ["run-gentoo", "run-gentoo-restored"]);
     assert_eq!(
         report.mass_by_species,
         [
@@ -104,7 +106,7 @@ fn search_gt_4000_across_the_root_returns_exactly_the_gentoo_run() {
         json!({"predicates":[{"field":"mean_body_mass_g","op":"gt","value":4000}]}),
     );
     assert_eq!(r["path"], "/agents/local/wb");
-    assert_eq!(r["match_count"], 1);
+    assert_eq!(r["match_count"], 2);
     assert_eq!(r["truncated"], false);
     assert_eq!(r["next_cursor"], Value::Null);
     let m = &r["matches"][0];
@@ -119,6 +121,13 @@ fn search_gt_4000_across_the_root_returns_exactly_the_gentoo_run() {
     assert_eq!(m["values"]["count"], 123);
     assert_eq!(m["values"]["mean_body_mass_g"], 5076.02);
     assert_eq!(m["values"]["content_type"], "application/json");
+    let copy = &r["matches"][1];
+    assert_eq!(copy["workbench_id"], "run-gentoo-restored");
+    assert_eq!(copy["values"]["mean_body_mass_g"], 5076.02);
+    assert_eq!(
+        copy["values"]["body_digest_uri"],
+        m["values"]["body_digest_uri"]
+    );
 }
 
 #[test]

@@ -6,11 +6,15 @@
 //! shaping (text decoding, base64, edit matching, grep, section projection, friendly errors) lives
 //! here, never in `meta`.
 //!
-//! Implemented tools: `workbench_create`, `workbench_put_file`, `workbench_append`,
-//! `workbench_edit`, `workbench_list`, `workbench_stat`, `workbench_read`, `workbench_grep`,
-//! `workbench_search`, `workbench_aggregate`, `workbench_catalog`. The find, commit, snapshot and
-//! restore tools are validated against their schemas and answer
-//! `InvalidState` with a message saying they are not available in this build yet.
+//! All 18 tools of the contract are implemented: `workbench_create`, `workbench_put_file`,
+//! `workbench_append`, `workbench_edit`, `workbench_list`, `workbench_stat`, `workbench_read`,
+//! `workbench_grep` (write and read tools; list/stat/read also `at_snapshot`),
+//! `workbench_search`, `workbench_aggregate`, `workbench_catalog` (typed-index queries),
+//! `workbench_commit`, `workbench_find` (durable commits and run-manifest search),
+//! `workbench_snapshot`, `workbench_snapshot_renew`, `workbench_snapshot_retire`,
+//! `workbench_snapshot_list` (leased snapshots) and `workbench_restore` (restore into a new
+//! workbench). The fallback arm of the dispatch answers `InvalidState` only for a name that
+//! passed the schema lookup without a handler (not reachable with the current schema table).
 
 pub mod canonical;
 pub mod cursor;
