@@ -1,7 +1,8 @@
 //! Checkpoints: a consistent image of every tree at one LSN.
 //!
 //! File `dir/checkpoint-<20-digit lsn>.ckpt`, written as `.tmp`, fdatasynced, renamed, and the
-//! directory fsynced. It is a sequence of blocks, each `u32le len | u32le crc32(body) | body`,
+//! directory fsynced. Every file operation of writing and installing goes through the
+//! [`WalFs`] layer (the WAL's), so the crash simulation covers checkpoints too. It is a sequence of blocks, each `u32le len | u32le crc32(body) | body`,
 //! body starting with a block type:
 //!
 //! ```text
@@ -14,17 +15,15 @@
 //!
 //! A file with a bad CRC, bad framing or no footer is rejected with `Error::Corrupt`.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{BufWriter, Write};
+use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use crate::codec::{put_bytes, put_u16, put_u32, put_u64, put_u8, Dec};
 use crate::error::{Error, Result};
 use crate::mvcc::{self, HISTORY_NAME, HISTORY_TAG};
 use crate::registry::TreeMeta;
-use crate::state::{Slot, State, TreeMap};
-use crate::wal::writer::sync_dir;
+use crate::state::{Slot, State, TreeMap, Value};
+use crate::wal::fs::{self as wfs, WalFile, WalFs};
 
 const MAGIC: &[u8; 8] = b"HOLTCKP1";
 const FORMAT: u32 = 1;
@@ -60,15 +59,19 @@ pub(crate) struct Listing {
     pub(crate) stale_tmp: Vec<PathBuf>,
 }
 
-/// Lists the checkpoint files in `dir`.
-pub(crate) fn list(dir: &Path) -> Result<Listing> {
+/// Lists the checkpoint files in `dir` (through `fs`, so tests see the simulated directory).
+/// Errors: `Io` (`read_dir`).
+pub(crate) fn list(fs: &dyn WalFs, dir: &Path) -> Result<Listing> {
     let mut done = Vec::new();
     let mut tmp = Vec::new();
-    for ent in fs::read_dir(dir).map_err(|e| Error::io("read_dir", dir, e))? {
-        let ent = ent.map_err(|e| Error::io("read_dir", dir, e))?;
-        match ent.file_name().to_str().and_then(parse_name) {
-            Some((lsn, true)) => done.push((lsn, ent.path())),
-            Some((_, false)) => tmp.push(ent.path()),
+    for path in fs.list(dir).map_err(|e| Error::io("read_dir", dir, e))? {
+        match path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(parse_name)
+        {
+            Some((lsn, true)) => done.push((lsn, path)),
+            Some((_, false)) => tmp.push(path),
             None => {}
         }
     }
@@ -79,39 +82,80 @@ pub(crate) fn list(dir: &Path) -> Result<Listing> {
     })
 }
 
+/// Progress points of [`write`], reported to its `progress` callback (which may abort the write
+/// by returning an error).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WriteStep {
+    /// The `.tmp` file exists and its header block is written.
+    Header,
+    /// One more entry block is written.
+    Block,
+}
+
+/// Buffers blocks and writes them to the `.tmp` file in large positioned writes.
 struct BlockWriter<'a> {
-    out: BufWriter<File>,
+    file: Box<dyn WalFile>,
     path: &'a Path,
+    buf: Vec<u8>,
+    off: u64,
 }
 
 impl BlockWriter<'_> {
     fn block(&mut self, body: &[u8]) -> Result<()> {
         let len = u32::try_from(body.len())
             .map_err(|_| Error::InvalidArgument("checkpoint block exceeds 4 GiB".into()))?;
-        let mut head = [0u8; 8];
-        head[..4].copy_from_slice(&len.to_le_bytes());
-        head[4..].copy_from_slice(&crc32fast::hash(body).to_le_bytes());
-        self.out
-            .write_all(&head)
-            .and_then(|()| self.out.write_all(body))
-            .map_err(|e| Error::io("write", self.path, e))
+        self.buf.extend_from_slice(&len.to_le_bytes());
+        self.buf
+            .extend_from_slice(&crc32fast::hash(body).to_le_bytes());
+        self.buf.extend_from_slice(body);
+        if self.buf.len() >= BLOCK_TARGET {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        wfs::write_all_at(&mut *self.file, &self.buf, self.off)
+            .map_err(|e| Error::io("pwrite", self.path, e))?;
+        self.off += self.buf.len() as u64;
+        self.buf.clear();
+        Ok(())
     }
 }
 
-/// Writes `state` as `dir/checkpoint-<state.lsn>.ckpt` (via `.tmp`, fdatasync, rename, directory
-/// fsync) and returns the installed path.
-pub(crate) fn write(dir: &Path, state: &State) -> Result<PathBuf> {
-    let final_path = dir.join(file_name(state.lsn));
-    let tmp_path = dir.join(format!("checkpoint-{:020}.tmp", state.lsn));
-    let file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&tmp_path)
+/// The `.tmp` name a checkpoint at `lsn` is written under before [`install`].
+pub(crate) fn tmp_name(lsn: u64) -> String {
+    format!("checkpoint-{lsn:020}.tmp")
+}
+
+/// Writes `state` to `dir/checkpoint-<state.lsn>.tmp` through `fs` and `fdatasync`s it; returns
+/// the `.tmp` path ([`install`] gives it its final name). Any stale file of that name is
+/// replaced. `progress` runs after the header and after every entry block; an error from it
+/// aborts the write (the `.tmp` file stays; the next checkpoint removes it).
+/// Errors: `Io` (`create`, `pwrite`, `fdatasync`), or what `progress` returned.
+pub(crate) fn write(
+    fs: &dyn WalFs,
+    dir: &Path,
+    state: &State,
+    progress: &mut dyn FnMut(WriteStep) -> Result<()>,
+) -> Result<PathBuf> {
+    let tmp_path = dir.join(tmp_name(state.lsn));
+    match fs.remove(&tmp_path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io("unlink", &tmp_path, e)),
+    }
+    let file = fs
+        .create_new(&tmp_path)
         .map_err(|e| Error::io("create", &tmp_path, e))?;
     let mut w = BlockWriter {
-        out: BufWriter::with_capacity(1 << 20, file),
+        file,
         path: &tmp_path,
+        buf: Vec::with_capacity(BLOCK_TARGET + (BLOCK_TARGET >> 2)),
+        off: 0,
     };
 
     let mut head = vec![BLOCK_HEADER];
@@ -127,6 +171,8 @@ pub(crate) fn write(dir: &Path, state: &State) -> Result<PathBuf> {
         put_bytes(&mut head, m.name.as_bytes());
     }
     w.block(&head)?;
+    w.flush()?;
+    progress(WriteStep::Header)?;
 
     let mut total = 0u64;
     let mut blocks = 0u64;
@@ -148,7 +194,7 @@ pub(crate) fn write(dir: &Path, state: &State) -> Result<PathBuf> {
             put_u8(&mut body, m.tag);
             put_bytes(&mut body, k);
             put_u64(&mut body, s.version);
-            match &s.value {
+            match s.value.as_deref() {
                 Some(v) => {
                     put_u8(&mut body, 1);
                     put_bytes(&mut body, v);
@@ -163,6 +209,7 @@ pub(crate) fn write(dir: &Path, state: &State) -> Result<PathBuf> {
                 blocks += 1;
                 count = 0;
                 start_block(&mut body);
+                progress(WriteStep::Block)?;
             }
         }
     }
@@ -175,16 +222,19 @@ pub(crate) fn write(dir: &Path, state: &State) -> Result<PathBuf> {
     put_u64(&mut foot, total);
     put_u64(&mut foot, blocks);
     w.block(&foot)?;
+    w.flush()?;
+    wfs::sync_data(&mut *w.file).map_err(|e| Error::io("fdatasync", &tmp_path, e))?;
+    Ok(tmp_path)
+}
 
-    let file = w
-        .out
-        .into_inner()
-        .map_err(|e| Error::io("write", &tmp_path, e.into_error()))?;
-    file.sync_data()
-        .map_err(|e| Error::io("fdatasync", &tmp_path, e))?;
-    drop(file);
-    fs::rename(&tmp_path, &final_path).map_err(|e| Error::io("rename", &tmp_path, e))?;
-    sync_dir(dir)?;
+/// Installs the fully written and synced checkpoint `tmp` (from [`write`]) as
+/// `dir/checkpoint-<lsn>.ckpt`: `rename`, then `fsync` of `dir`, after which the checkpoint
+/// survives power loss. Returns the installed path. Errors: `Io` (`rename`, `fsync`).
+pub(crate) fn install(fs: &dyn WalFs, dir: &Path, lsn: u64, tmp: &Path) -> Result<PathBuf> {
+    let final_path = dir.join(file_name(lsn));
+    fs.rename(tmp, &final_path)
+        .map_err(|e| Error::io("rename", tmp, e))?;
+    fs.sync_dir(dir).map_err(|e| Error::io("fsync", dir, e))?;
     Ok(final_path)
 }
 
@@ -288,9 +338,10 @@ fn parse(path: &Path, data: &[u8]) -> Result<State> {
                         let version = d.u64()?;
                         let value = match d.u8()? {
                             0 if meta.versioned => None,
-                            1 => Some(Arc::<[u8]>::from(d.bytes()?)),
+                            1 => Some(d.bytes()?),
                             other => return Err(format!("bad slot kind {other}")),
                         };
+                        let value = Value::from_bytes(value);
                         maps[usize::from(tag)].insert(key, Slot { value, version });
                         total += 1;
                     }

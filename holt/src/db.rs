@@ -30,7 +30,97 @@ static NEXT_DB_ID: AtomicU64 = AtomicU64::new(1);
 #[derive(Clone)]
 pub struct Db {
     inner: Arc<Inner>,
+    /// The background checkpointer of a file-backed database; the last clone's drop stops and
+    /// joins it (declared after `inner` so the engine is released first, then the thread).
+    _bg: Option<Arc<BgGuard>>,
 }
+
+/// Wake-up and stop flags shared by the engine and its background checkpointer thread.
+#[derive(Default)]
+pub(crate) struct BgSignal {
+    /// `(checkpoint requested, stop, checkpoint running)`.
+    flags: Mutex<(bool, bool, bool)>,
+    cond: parking_lot::Condvar,
+    /// Set on shutdown; a checkpoint being written by the thread aborts at its next block.
+    stopping: std::sync::atomic::AtomicBool,
+}
+
+impl BgSignal {
+    fn request(&self) {
+        let mut f = self.flags.lock();
+        if !f.0 {
+            f.0 = true;
+            self.cond.notify_all();
+        }
+    }
+
+    /// Blocks until a checkpoint is requested (`true`) or shutdown begins (`false`).
+    fn wait(&self) -> bool {
+        let mut f = self.flags.lock();
+        loop {
+            if f.1 {
+                return false;
+            }
+            if f.0 {
+                f.0 = false;
+                f.2 = true;
+                return true;
+            }
+            self.cond.wait(&mut f);
+        }
+    }
+
+    /// The thread finished the checkpoint `wait` handed it.
+    fn finished(&self) {
+        self.flags.lock().2 = false;
+        self.cond.notify_all();
+    }
+
+    /// Blocks until no checkpoint is requested or running (or shutdown began).
+    fn wait_idle(&self) {
+        let mut f = self.flags.lock();
+        while (f.0 || f.2) && !f.1 {
+            self.cond.wait(&mut f);
+        }
+    }
+
+    fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.flags.lock().1 = true;
+        self.cond.notify_all();
+    }
+}
+
+/// Owned by every `Db` clone: stops and joins the checkpointer when the last clone is dropped.
+struct BgGuard {
+    signal: Arc<BgSignal>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Drop for BgGuard {
+    fn drop(&mut self) {
+        self.signal.stop();
+        if let Some(t) = self.thread.lock().take() {
+            // A panic in the checkpointer has nothing left to report; the WAL kept every commit.
+            let _ = t.join();
+        }
+    }
+}
+
+/// The points of a checkpoint at which the test hook runs (the hook exists in `cfg(test)` builds
+/// only).
+#[cfg_attr(not(test), allow(dead_code))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CkptStep {
+    /// The checkpoint file exists and its header is written; entries follow.
+    Writing,
+    /// Installed, older checkpoints and covered WAL segments dropped.
+    Done,
+}
+
+/// Test hook run by the checkpoint writer at each [`CkptStep`] (it may block to hold the writer).
+#[cfg(test)]
+pub(crate) type CkptHook = Arc<dyn Fn(CkptStep) + Send + Sync>;
 
 impl std::fmt::Debug for Db {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -59,6 +149,12 @@ pub(crate) struct Inner {
     commits: AtomicU64,
     checkpoints: AtomicU64,
     checkpoint_failures: AtomicU64,
+    /// The error of the last failed automatic (background) checkpoint.
+    last_checkpoint_error: Mutex<Option<String>>,
+    /// The background checkpointer's signal (file-backed databases with automatic checkpoints).
+    bg: Option<Arc<BgSignal>>,
+    #[cfg(test)]
+    ckpt_hook: Mutex<Option<CkptHook>>,
     /// Signals publications to `Db::wait_visible` (engine-core; notified from `submit`).
     visible: Visibility,
     /// Holds the advisory lock on `dir/LOCK` for the lifetime of the engine.
@@ -97,6 +193,7 @@ impl Inner {
         wal: Option<Wal>,
         replayed_bytes: u64,
         lock: Option<File>,
+        bg: Option<Arc<BgSignal>>,
     ) -> Self {
         let state = Arc::new(state);
         Inner {
@@ -112,6 +209,10 @@ impl Inner {
             commits: AtomicU64::new(0),
             checkpoints: AtomicU64::new(0),
             checkpoint_failures: AtomicU64::new(0),
+            last_checkpoint_error: Mutex::new(None),
+            bg,
+            #[cfg(test)]
+            ckpt_hook: Mutex::new(None),
             visible: Visibility::default(),
             _lock: lock,
         }
@@ -199,45 +300,110 @@ impl Inner {
         self.replayed_bytes + self.wal.as_ref().map_or(0, Wal::bytes_written)
     }
 
-    fn checkpoint_locked(&self) -> Result<()> {
+    /// Runs the test hook for `step` (`cfg(test)` only; a no-op otherwise).
+    fn ckpt_step(&self, step: CkptStep) {
+        #[cfg(test)]
+        {
+            let hook = self.ckpt_hook.lock().clone();
+            if let Some(hook) = hook {
+                hook(step);
+            }
+        }
+        #[cfg(not(test))]
+        let _ = step;
+    }
+
+    /// Writes, installs and cleans up one checkpoint; the caller holds `self.ckpt`.
+    ///
+    /// 1. Under the group-commit writer role (briefly): every queued record is made durable and
+    ///    the WAL rolls to a new segment, so the snapshot's LSN `L` (the published state, an
+    ///    O(1) clone of persistent ART roots) ends the closed segments.
+    /// 2. Without any engine lock: the image of the snapshot is written to `.tmp` and
+    ///    fdatasynced; committers keep committing into the new segment meanwhile.
+    /// 3. Install: rename + directory fsync. Only then are older checkpoints and the WAL segments
+    ///    starting at or below `L` unlinked (and the directories fsynced).
+    ///
+    /// `cancel` is polled between blocks of step 2; when it returns true the checkpoint stops
+    /// with `Error::Closed` before anything is installed. A failure at any step leaves the WAL
+    /// (and the previous checkpoint) in place, so no commit is lost.
+    fn checkpoint_locked(&self, cancel: &dyn Fn() -> bool) -> Result<()> {
         let (Some(wal), Some(dir)) = (&self.wal, &self.dir) else {
             return Ok(());
         };
         let snap = wal.flush_and_rotate(&self.published)?;
         self.ckpt_base
             .store(self.wal_bytes_total(), Ordering::Relaxed);
-        checkpoint::write(dir, &snap)?;
-        let listing = checkpoint::list(dir)?;
-        for (lsn, path) in listing.installed {
-            if lsn < snap.lsn {
-                fs::remove_file(&path).map_err(|e| Error::io("unlink", &path, e))?;
+        let fs = wal.fs();
+        let listing = checkpoint::list(fs, dir)?;
+        for path in &listing.stale_tmp {
+            fs.remove(path).map_err(|e| Error::io("unlink", path, e))?;
+        }
+        let tmp = checkpoint::write(fs, dir, &snap, &mut |step| {
+            if step == checkpoint::WriteStep::Header {
+                self.ckpt_step(CkptStep::Writing);
+            }
+            if cancel() {
+                return Err(Error::Closed);
+            }
+            Ok(())
+        })?;
+        if cancel() {
+            return Err(Error::Closed);
+        }
+        checkpoint::install(fs, dir, snap.lsn, &tmp)?;
+        let mut removed_old = false;
+        for (lsn, path) in &listing.installed {
+            if *lsn < snap.lsn {
+                fs.remove(path).map_err(|e| Error::io("unlink", path, e))?;
+                removed_old = true;
             }
         }
-        for path in listing.stale_tmp {
-            fs::remove_file(&path).map_err(|e| Error::io("unlink", &path, e))?;
+        if removed_old {
+            fs.sync_dir(dir).map_err(|e| Error::io("fsync", dir, e))?;
         }
         wal.remove_segments_through(snap.lsn)?;
-        sync_dir(dir)?;
         self.checkpoints.fetch_add(1, Ordering::Relaxed);
+        self.ckpt_step(CkptStep::Done);
         Ok(())
     }
 
-    fn maybe_auto_checkpoint(&self) {
+    /// Whether enough WAL has been written since the last checkpoint's rotation for an
+    /// automatic checkpoint.
+    fn auto_checkpoint_due(&self) -> bool {
         let threshold = self.opts.checkpoint_wal_bytes;
-        if threshold == 0 || self.wal.is_none() {
-            return;
-        }
-        let due = || {
-            self.wal_bytes_total()
+        threshold != 0
+            && self.wal.is_some()
+            && self
+                .wal_bytes_total()
                 .saturating_sub(self.ckpt_base.load(Ordering::Relaxed))
                 >= threshold
-        };
-        if !due() {
+    }
+
+    /// Called after each commit: wakes the background checkpointer when a checkpoint is due.
+    /// Never blocks the committer.
+    fn maybe_auto_checkpoint(&self) {
+        if let Some(bg) = &self.bg {
+            if self.auto_checkpoint_due() {
+                bg.request();
+            }
+        }
+    }
+
+    /// One automatic checkpoint on the background thread. A failure is counted and remembered
+    /// (`Stats::checkpoint_failures`, `Stats::last_checkpoint_error`); the WAL keeps every
+    /// commit, and the next attempt comes after another `checkpoint_wal_bytes` of WAL.
+    fn background_checkpoint(&self, signal: &BgSignal) {
+        let _guard = self.ckpt.lock();
+        if !self.auto_checkpoint_due() {
             return;
         }
-        if let Some(_guard) = self.ckpt.try_lock() {
-            if due() && self.checkpoint_locked().is_err() {
+        let cancel = || signal.stopping.load(Ordering::Relaxed);
+        match self.checkpoint_locked(&cancel) {
+            Ok(()) => {}
+            Err(_) if cancel() => {}
+            Err(e) => {
                 self.checkpoint_failures.fetch_add(1, Ordering::Relaxed);
+                *self.last_checkpoint_error.lock() = Some(e.to_string());
             }
         }
     }
@@ -292,7 +458,7 @@ impl Inner {
         }
         for op in &batch.ops {
             if let BatchOp::Expect { tree, key, expect } = op {
-                if !expect.holds(tip.latest(tree.meta.tag, key).map(|v| &v[..])) {
+                if !expect.holds(tip.latest(tree.meta.tag, key)) {
                     return Err(Error::PredicateFailed {
                         tree: tree.meta.name.clone(),
                         key: key.clone(),
@@ -397,7 +563,7 @@ impl Db {
 
         // Stale `.tmp` files are left alone here (open modifies nothing); the next checkpoint
         // removes them.
-        let ckpts = checkpoint::list(&dir)?.installed;
+        let ckpts = checkpoint::list(&*wal_fs, &dir)?.installed;
         let mut ckpt_err = None;
         let mut base = None;
         for (lsn, path) in &ckpts {
@@ -430,17 +596,39 @@ impl Db {
             opts.durability,
             engine,
         );
-        let inner = Inner::new(
+        let signal = (opts.checkpoint_wal_bytes > 0).then(|| Arc::new(BgSignal::default()));
+        let inner = Arc::new(Inner::new(
             opts,
             Some(dir),
             recovered.state,
             Some(wal),
             recovered.replayed_bytes,
             Some(lock),
-        );
-        Ok(Db {
-            inner: Arc::new(inner),
-        })
+            signal.clone(),
+        ));
+        let bg = match signal {
+            None => None,
+            Some(signal) => {
+                let (engine, sig) = (Arc::clone(&inner), Arc::clone(&signal));
+                let thread = std::thread::Builder::new()
+                    .name("holt-checkpoint".into())
+                    .spawn(move || {
+                        while sig.wait() {
+                            engine.background_checkpoint(&sig);
+                            sig.finished();
+                        }
+                    })
+                    .map_err(|e| Error::io("spawn checkpointer thread", "", e))?;
+                Some(Arc::new(BgGuard {
+                    signal,
+                    thread: Mutex::new(Some(thread)),
+                }))
+            }
+        };
+        let db = Db { inner, _bg: bg };
+        // WAL replayed at open may already be over the threshold.
+        db.inner.maybe_auto_checkpoint();
+        Ok(db)
     }
 
     /// Creates an empty in-memory database with the same semantics and no files (nothing is
@@ -451,7 +639,8 @@ impl Db {
             check_wal_io(&opts)?;
         }
         Ok(Db {
-            inner: Arc::new(Inner::new(opts, None, State::new(), None, 0, None)),
+            inner: Arc::new(Inner::new(opts, None, State::new(), None, 0, None, None)),
+            _bg: None,
         })
     }
 
@@ -635,12 +824,33 @@ impl Db {
     }
 
     /// Writes a checkpoint of every tree at the latest durable LSN, installs it atomically and
-    /// deletes older checkpoints and the WAL segments it covers. Commits continue while the
-    /// image is written (they go to a fresh WAL segment). A no-op for in-memory databases.
-    /// Errors: `Io` on file-system failures, `Poisoned` after a WAL failure.
+    /// deletes older checkpoints and the WAL segments it covers, synchronously: it returns once
+    /// all of that is durable. Commits by other threads continue while the image is written
+    /// (the WAL rolls to a fresh segment at the checkpoint LSN first). Waits for a background
+    /// checkpoint in progress, then writes its own. A no-op for in-memory databases.
+    /// Errors: `Io` on file-system failures (the WAL and the previous checkpoint stay, so
+    /// nothing is lost), `Poisoned` after a WAL failure.
     pub fn checkpoint(&self) -> Result<()> {
         let _guard = self.inner.ckpt.lock();
-        self.inner.checkpoint_locked()
+        self.inner.checkpoint_locked(&|| false)
+    }
+
+    /// Blocks until the background checkpointer is idle: no automatic checkpoint requested or
+    /// being written. Returns at once for in-memory databases and when automatic checkpoints are
+    /// disabled (`Options::checkpoint_wal_bytes == 0`). Commits never need this; it is for
+    /// tests, benchmarks and callers that want the WAL trimmed before they measure or copy the
+    /// directory. A failed background checkpoint also ends the wait (see
+    /// [`Stats::checkpoint_failures`]).
+    pub fn wait_checkpointer_idle(&self) {
+        if let Some(bg) = &self.inner.bg {
+            bg.wait_idle();
+        }
+    }
+
+    /// Installs (or clears) the checkpoint test hook.
+    #[cfg(test)]
+    pub(crate) fn set_checkpoint_hook(&self, hook: Option<CkptHook>) {
+        *self.inner.ckpt_hook.lock() = hook;
     }
 
     /// Engine counters.
@@ -661,6 +871,7 @@ impl Db {
             last_lsn: ws.map_or(st.lsn, |w| w.durable_lsn),
             checkpoints: inner.checkpoints.load(Ordering::Relaxed),
             checkpoint_failures: inner.checkpoint_failures.load(Ordering::Relaxed),
+            last_checkpoint_error: inner.last_checkpoint_error.lock().clone(),
             version: st.version,
             history_floor: st.floor,
         }

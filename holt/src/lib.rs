@@ -53,8 +53,10 @@
 //! io_uring submission when the kernel allows it, else as `pwrite` + `fdatasync`;
 //! [`Stats::wal_io`] says which, and [`Stats::wal_groups`] how many commits each sync covered.
 //! A **checkpoint** ([`Db::checkpoint`], or automatically every
-//! [`Options::checkpoint_wal_bytes`]) writes a CRC-blocked image of every tree at one LSN to
-//! `dir/checkpoint-<lsn>.ckpt` and deletes the WAL it covers. Opening loads the newest valid
+//! [`Options::checkpoint_wal_bytes`] on a background thread) rolls the WAL to a new segment at
+//! the checkpoint LSN, writes a CRC-blocked image of the pinned state at that LSN to
+//! `dir/checkpoint-<lsn>.ckpt` while commits continue, installs it (rename + directory fsync)
+//! and only then deletes the WAL segments it covers. Opening loads the newest valid
 //! checkpoint and replays the WAL after it; a torn final record is dropped, any other damage is
 //! reported as [`Error::Corrupt`]. `dir/LOCK` holds an exclusive advisory lock while open.
 //!
@@ -100,7 +102,7 @@ pub use options::{
     WAL_GROUP_HISTOGRAM_BUCKETS,
 };
 
-pub use range::{Entry, RangeIter, RangeSpec};
+pub use range::{Entry, EntryRef, RangeIter, RangeSpec};
 pub use registry::{TreeInfo, MAX_TREE_NAME_LEN};
 pub use tree::{Tree, View};
 /// The group-commit hand-off, exposed only in `--cfg loom` builds for the loom model test

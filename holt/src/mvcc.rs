@@ -138,7 +138,7 @@ pub(crate) fn write(
     out: &mut Vec<PhysOp>,
 ) {
     let cur = st.tree(meta.tag).get(&key);
-    let prev = cur.and_then(|s| s.value.clone());
+    let prev = cur.and_then(|s| s.value.as_deref());
     if value.is_none() && prev.is_none() {
         return;
     }
@@ -146,7 +146,7 @@ pub(crate) fn write(
         let row = PhysOp {
             tag: history.tag,
             key: history_key(meta.tag, &key, version),
-            value: Some(encode_history_value(prev.as_deref())),
+            value: Some(encode_history_value(prev)),
         };
         st.apply(history, row.clone(), version);
         out.push(row);
@@ -171,7 +171,7 @@ pub(crate) fn resolve<'s>(
     slot: &'s Slot,
     read_version: u64,
 ) -> Result<Option<&'s [u8]>> {
-    if slot.version <= read_version || !meta.versioned {
+    if !meta.versioned || slot.version <= read_version {
         return Ok(slot.value.as_deref());
     }
     let prefix = history_key_prefix(meta.tag, key);
@@ -181,7 +181,7 @@ pub(crate) fn resolve<'s>(
     // the greatest key strictly below `upper` — if it still belongs to this key.
     match st.tree(HISTORY_TAG).last_below(&upper) {
         Some((hkey, hslot)) if hkey.starts_with(&prefix) && hkey.len() == prefix.len() + 8 => {
-            match &hslot.value {
+            match hslot.value.as_deref() {
                 Some(v) => decode_history_value(hkey, v),
                 None => Err(history_corrupt(hkey, "tombstone in the history tree")),
             }

@@ -92,9 +92,15 @@ pub struct Options {
     pub wal_io: WalIo,
     /// Take a checkpoint automatically once this many WAL bytes (record headers included) have
     /// been written since the last checkpoint. Default 64 MiB
-    /// ([`DEFAULT_CHECKPOINT_WAL_BYTES`]); `0` disables automatic checkpoints. The checkpoint runs
-    /// inline on the committing thread that crossed the threshold, after its own commit is
-    /// durable and published (first cut).
+    /// ([`DEFAULT_CHECKPOINT_WAL_BYTES`]); `0` disables automatic checkpoints (and the
+    /// background thread). The checkpoint runs on a background thread (`holt-checkpoint`, one
+    /// per open file-backed database) that the committer crossing the threshold wakes without
+    /// waiting for it: the committer returns as soon as its own commit is durable, and commits
+    /// continue while the image is written (the WAL rolls to a new segment at the checkpoint
+    /// LSN). A failed automatic checkpoint loses nothing (the WAL stays); it is counted in
+    /// [`Stats::checkpoint_failures`] and retried after another `checkpoint_wal_bytes` of WAL.
+    /// Dropping the last `Db` clone stops the thread (aborting a checkpoint in progress before
+    /// it is installed) and joins it.
     pub checkpoint_wal_bytes: u64,
 }
 
@@ -134,8 +140,11 @@ pub struct Stats {
     pub last_lsn: u64,
     /// Checkpoints completed since open (manual and automatic).
     pub checkpoints: u64,
-    /// Automatic checkpoints that failed (the triggering commit itself had already succeeded).
+    /// Automatic (background) checkpoints that failed since open. The commits they covered are
+    /// still in the WAL; nothing is lost.
     pub checkpoint_failures: u64,
+    /// The error message of the last failed automatic checkpoint since open, if any.
+    pub last_checkpoint_error: Option<String>,
     /// Last committed version (same as `Db::version`).
     pub version: u64,
     /// Current MVCC history floor (same as `Db::history_floor`).

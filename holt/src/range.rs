@@ -1,9 +1,10 @@
 //! Ordered range scans with prefix, exclusive `start_after`, `limit` and delimiter roll-up.
 
 use std::collections::VecDeque;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use crate::art::{ListItem, Summary, Verdict};
+use crate::art::{ListItem, ListRef, Summary, Verdict};
 use crate::error::Result;
 use crate::mvcc::{self, HISTORY_TAG};
 use crate::registry::TreeMeta;
@@ -78,16 +79,46 @@ pub enum Entry {
     CommonPrefix(Vec<u8>),
 }
 
+/// One item of a callback range scan ([`Tree::for_each_in_range`](crate::Tree::for_each_in_range),
+/// [`View::for_each_in_range`](crate::View::for_each_in_range)): the same items as [`Entry`], but
+/// borrowed from the pinned snapshot (or the scan's own buffer) for the duration of the
+/// callback, so the scan allocates nothing per item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EntryRef<'a> {
+    /// A key and its value at the scan's read version.
+    Key {
+        /// Full key bytes.
+        key: &'a [u8],
+        /// Value bytes.
+        value: &'a [u8],
+    },
+    /// A rolled-up group (see [`Entry::CommonPrefix`]).
+    CommonPrefix(&'a [u8]),
+}
+
+impl EntryRef<'_> {
+    /// An owned copy ([`Entry`]).
+    pub fn to_entry(&self) -> Entry {
+        match *self {
+            EntryRef::Key { key, value } => Entry::Key {
+                key: key.to_vec(),
+                value: value.to_vec(),
+            },
+            EntryRef::CommonPrefix(p) => Entry::CommonPrefix(p.to_vec()),
+        }
+    }
+}
+
 /// Most entries produced per ART listing pass; the next pass re-seeks (O(depth)) after the last
 /// item of the previous one.
-const CHUNK: usize = 256;
+const CHUNK: usize = 1024;
 
 /// Iterator over a range scan; yields `Result<Entry>`. It owns a pinned snapshot (an
 /// `Arc<State>`), so it is unaffected by later commits. After yielding an error it ends.
 ///
 /// The scan runs on the tree's adaptive radix tree (ART): a delimiter group is rolled up by
 /// descending to its subtree and moving on to the next sibling, never by walking its keys.
-/// Entries are produced in passes of up to 256 (each pass borrows the pinned snapshot and copies its entries out). In versioned trees every
+/// Entries are produced in passes of up to 1,024 (each pass borrows the pinned snapshot and copies its entries out). In versioned trees every
 /// ART node's summary (live/dead slot counts, largest commit version) lets the scan skip in O(1)
 /// each subtree holding only tombstones not newer than the read version, and decide whether a
 /// group has a visible key at the read version without walking the group (at the latest version
@@ -165,6 +196,87 @@ fn group_visible(state: &State, meta: &TreeMeta, cp: &[u8], read_version: u64) -
         })
 }
 
+/// How slots of `meta`'s tree become invisible to a scan at `read_version` on `state`.
+fn visibility_of(state: &State, meta: &TreeMeta, read_version: u64) -> Visibility {
+    if meta.versioned {
+        Visibility::AtVersion(read_version)
+    } else if meta.tag == HISTORY_TAG && state.floor > 0 {
+        Visibility::AboveFloor(state.floor)
+    } else {
+        // Unversioned trees hold no tombstones and read their latest state at every version.
+        Visibility::All
+    }
+}
+
+/// The subtree filter for `vis`: true when no slot of a subtree with that summary is visible.
+fn skips(vis: Visibility, s: &Summary) -> bool {
+    match vis {
+        Visibility::All => false,
+        Visibility::AtVersion(v) => s.live == 0 && s.max_stamp <= v,
+        Visibility::AboveFloor(floor) => s.max_stamp <= floor,
+    }
+}
+
+/// Whether rolled-up group `cp` has a key visible under `vis`.
+fn group_is_visible(state: &State, meta: &TreeMeta, cp: &[u8], vis: Visibility) -> Result<bool> {
+    match vis {
+        Visibility::All => Ok(true),
+        Visibility::AtVersion(v) => group_visible(state, meta, cp, v),
+        Visibility::AboveFloor(floor) => history_group_visible(state, cp, floor),
+    }
+}
+
+/// The callback scan behind `Tree::for_each_in_range` / `View::for_each_in_range`: one pass over
+/// the ART of `meta`'s tree in `state` at `read_version`, calling `f` for each entry `spec`
+/// selects (up to `spec.limit`) until `f` returns `ControlFlow::Break`. Nothing is allocated per
+/// entry. Errors: `Corrupt` if a needed MVCC history row is missing.
+pub(crate) fn for_each(
+    state: &State,
+    meta: &TreeMeta,
+    read_version: u64,
+    spec: &RangeSpec,
+    f: &mut dyn FnMut(EntryRef<'_>) -> ControlFlow<()>,
+) -> Result<()> {
+    let limit = spec.limit.unwrap_or(usize::MAX);
+    if limit == 0 {
+        return Ok(());
+    }
+    let tree = state.tree(meta.tag);
+    let vis = visibility_of(state, meta, read_version);
+    let skip = move |s: &Summary| skips(vis, s);
+    let mut items = match vis {
+        Visibility::All => {
+            tree.list_iter(&spec.prefix, spec.start_after.as_deref(), spec.delimiter)
+        }
+        _ => tree.list_iter_filtered(
+            &spec.prefix,
+            spec.start_after.as_deref(),
+            spec.delimiter,
+            &skip,
+        ),
+    };
+    let mut emitted = 0usize;
+    while let Some(item) = items.next_ref() {
+        let flow = match item {
+            ListRef::Key(key, slot) => match mvcc::resolve(state, meta, key, slot, read_version)? {
+                Some(value) => f(EntryRef::Key { key, value }),
+                None => continue,
+            },
+            ListRef::CommonPrefix(cp) => {
+                if !group_is_visible(state, meta, cp, vis)? {
+                    continue;
+                }
+                f(EntryRef::CommonPrefix(cp))
+            }
+        };
+        emitted += 1;
+        if flow.is_break() || emitted >= limit {
+            break;
+        }
+    }
+    Ok(())
+}
+
 impl RangeIter {
     pub(crate) fn new(
         state: Arc<State>,
@@ -194,19 +306,8 @@ impl RangeIter {
         let state = Arc::clone(&self.state);
         let tree = state.tree(meta.tag);
         let v = self.read_version;
-        let vis = if meta.versioned {
-            Visibility::AtVersion(v)
-        } else if meta.tag == HISTORY_TAG && state.floor > 0 {
-            Visibility::AboveFloor(state.floor)
-        } else {
-            // Unversioned trees hold no tombstones and read their latest state at every version.
-            Visibility::All
-        };
-        let skip = move |s: &Summary| match vis {
-            Visibility::All => false,
-            Visibility::AtVersion(v) => s.live == 0 && s.max_stamp <= v,
-            Visibility::AboveFloor(floor) => s.max_stamp <= floor,
-        };
+        let vis = visibility_of(&state, &meta, v);
+        let skip = move |s: &Summary| skips(vis, s);
         let mut items = match vis {
             Visibility::All => tree.list_iter(
                 &self.spec.prefix,
@@ -220,7 +321,11 @@ impl RangeIter {
                 &skip,
             ),
         };
-        let mut last: Option<Vec<u8>> = None;
+        // The last item examined (the next pass's exclusive start), kept in one reused buffer.
+        self.buf.reserve(want.min(CHUNK));
+        let had_cursor = self.cursor.is_some();
+        let mut last = self.cursor.take().unwrap_or_default();
+        let mut any = false;
         let mut produced = 0usize;
         while produced < want {
             let Some(item) = items.next() else {
@@ -229,7 +334,9 @@ impl RangeIter {
             };
             let entry = match item {
                 ListItem::Key(key, slot) => {
-                    last = Some(key.to_vec());
+                    last.clear();
+                    last.extend_from_slice(key);
+                    any = true;
                     match mvcc::resolve(&state, &meta, key, slot, v) {
                         Ok(Some(value)) => Ok(Entry::Key {
                             key: key.to_vec(),
@@ -240,12 +347,10 @@ impl RangeIter {
                     }
                 }
                 ListItem::CommonPrefix(cp) => {
-                    let visible = match vis {
-                        Visibility::All => Ok(true),
-                        Visibility::AtVersion(v) => group_visible(&state, &meta, &cp, v),
-                        Visibility::AboveFloor(floor) => history_group_visible(&state, &cp, floor),
-                    };
-                    last = Some(cp.clone());
+                    let visible = group_is_visible(&state, &meta, &cp, vis);
+                    last.clear();
+                    last.extend_from_slice(&cp);
+                    any = true;
                     match visible {
                         Ok(true) => Ok(Entry::CommonPrefix(cp)),
                         Ok(false) => continue,
@@ -262,8 +367,8 @@ impl RangeIter {
             }
         }
         drop(items);
-        if last.is_some() {
-            self.cursor = last;
+        if any || had_cursor {
+            self.cursor = Some(last);
         }
     }
 

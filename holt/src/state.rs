@@ -16,15 +16,83 @@ use crate::wal::record::Record;
 /// The adaptive radix tree backing one named tree.
 pub(crate) type TreeMap = Art<Slot>;
 
+/// Values of at most this many bytes are stored inline in their slot, i.e. inside the ART leaf
+/// next to the key, so a point read touches no separate value allocation.
+pub(crate) const INLINE_VALUE_BYTES: usize = 64;
+
+/// A slot's value: a tombstone, a small value stored inline, or a shared heap value (the same
+/// `Arc` the WAL record of the commit carried).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Value {
+    /// Deleted (versioned trees only).
+    Tombstone,
+    /// Up to [`INLINE_VALUE_BYTES`] bytes, stored in place.
+    Inline {
+        len: u8,
+        buf: [u8; INLINE_VALUE_BYTES],
+    },
+    /// A larger value.
+    Shared(Arc<[u8]>),
+}
+
+impl Value {
+    /// A value from borrowed bytes (`None`: a tombstone); copies small values inline.
+    pub(crate) fn from_bytes(v: Option<&[u8]>) -> Self {
+        match v {
+            None => Value::Tombstone,
+            Some(b) if b.len() <= INLINE_VALUE_BYTES => {
+                let mut buf = [0u8; INLINE_VALUE_BYTES];
+                buf[..b.len()].copy_from_slice(b);
+                Value::Inline {
+                    len: b.len() as u8,
+                    buf,
+                }
+            }
+            Some(b) => Value::Shared(Arc::from(b)),
+        }
+    }
+
+    /// A value from a shared buffer (`None`: a tombstone); small values are copied inline, larger
+    /// ones keep sharing the buffer.
+    pub(crate) fn from_arc(v: Option<Arc<[u8]>>) -> Self {
+        match v {
+            Some(a) if a.len() > INLINE_VALUE_BYTES => Value::Shared(a),
+            other => Value::from_bytes(other.as_deref()),
+        }
+    }
+
+    /// The bytes, or `None` for a tombstone.
+    #[inline]
+    pub(crate) fn as_deref(&self) -> Option<&[u8]> {
+        match self {
+            Value::Tombstone => None,
+            Value::Inline { len, buf } => buf.get(..usize::from(*len)),
+            Value::Shared(a) => Some(a),
+        }
+    }
+
+    /// True unless a tombstone.
+    #[inline]
+    pub(crate) fn is_some(&self) -> bool {
+        !matches!(self, Value::Tombstone)
+    }
+
+    /// True for a tombstone.
+    #[inline]
+    pub(crate) fn is_none(&self) -> bool {
+        matches!(self, Value::Tombstone)
+    }
+}
+
 /// One key's current slot.
 ///
-/// Invariant: `value == None` (a tombstone) only occurs in versioned trees, where deleted keys
-/// stay until the history floor passes `version`, so that ranges at older read versions can find
-/// them.
+/// Invariant: a tombstone only occurs in versioned trees, where deleted keys stay until the
+/// history floor passes `version`, so that ranges at older read versions can find them.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[repr(C)]
 pub(crate) struct Slot {
-    /// The value, or `None` for a tombstone.
-    pub(crate) value: Option<Arc<[u8]>>,
+    /// The value, or a tombstone. First, so it sits right after the leaf's key.
+    pub(crate) value: Value,
     /// The commit version that last wrote this slot.
     pub(crate) version: u64,
 }
@@ -104,8 +172,8 @@ impl State {
     }
 
     /// Latest value of `key` (tombstones read as absent).
-    pub(crate) fn latest(&self, tag: u8, key: &[u8]) -> Option<&Arc<[u8]>> {
-        self.tree(tag).get(key).and_then(|s| s.value.as_ref())
+    pub(crate) fn latest(&self, tag: u8, key: &[u8]) -> Option<&[u8]> {
+        self.tree(tag).get(key).and_then(|s| s.value.as_deref())
     }
 
     /// Applies one physical op at commit `version`. Deletes leave a tombstone in versioned trees
@@ -117,7 +185,7 @@ impl State {
                 map.insert(
                     &op.key,
                     Slot {
-                        value: Some(v),
+                        value: Value::from_arc(Some(v)),
                         version,
                     },
                 );
@@ -126,7 +194,7 @@ impl State {
                 map.insert(
                     &op.key,
                     Slot {
-                        value: None,
+                        value: Value::Tombstone,
                         version,
                     },
                 );

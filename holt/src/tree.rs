@@ -1,12 +1,13 @@
 //! `Tree` handles and `View`s (consistent reads at one version).
 
 use std::fmt;
+use std::ops::ControlFlow;
 use std::sync::{Arc, Weak};
 
 use crate::db::Inner;
 use crate::error::{Error, Result};
 use crate::mvcc::{self, HISTORY_TAG};
-use crate::range::{RangeIter, RangeSpec};
+use crate::range::{self, EntryRef, RangeIter, RangeSpec};
 use crate::registry::TreeMeta;
 use crate::state::State;
 
@@ -64,6 +65,24 @@ impl Tree {
     pub fn range(&self, spec: &RangeSpec) -> Result<RangeIter> {
         self.current()?.range(self, spec)
     }
+
+    /// The allocation-free form of [`Tree::range`]: calls `f` with each entry of the scan of the
+    /// latest committed state, borrowed ([`EntryRef`]), in order, until the scan ends, `limit`
+    /// entries were passed or `f` returns `ControlFlow::Break`. Same entries as `range`; one
+    /// pass over the pinned snapshot (no per-entry copies, no re-seeks).
+    /// Errors: `Closed` if the database was dropped; `Corrupt` if a needed MVCC history row is
+    /// missing (entries before it were already passed to `f`).
+    pub fn for_each_in_range(
+        &self,
+        spec: &RangeSpec,
+        mut f: impl FnMut(EntryRef<'_>) -> ControlFlow<()>,
+    ) -> Result<()> {
+        let state = self.db.upgrade().ok_or(Error::Closed)?.current();
+        let Some(meta) = registered(&state, self) else {
+            return Ok(());
+        };
+        range::for_each(&state, meta, state.version, spec, &mut f)
+    }
 }
 
 /// A consistent, immutable read of every tree at one read version.
@@ -113,6 +132,21 @@ impl View {
             });
         }
         get_at(&self.state, tree, key, self.version)
+    }
+
+    /// The allocation-free form of [`View::range`] (see [`Tree::for_each_in_range`]), at this
+    /// view's read version. Errors: `UnknownTree` for a foreign handle; `Corrupt` if a needed
+    /// history row is missing.
+    pub fn for_each_in_range(
+        &self,
+        tree: &Tree,
+        spec: &RangeSpec,
+        mut f: impl FnMut(EntryRef<'_>) -> ControlFlow<()>,
+    ) -> Result<()> {
+        let Some(meta) = self.meta(tree)? else {
+            return Ok(());
+        };
+        range::for_each(&self.state, &meta, self.version, spec, &mut f)
     }
 
     /// An ordered scan of `tree` at this view's read version (see [`RangeSpec`]).

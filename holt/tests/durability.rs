@@ -276,6 +276,8 @@ fn automatic_checkpoint_after_wal_threshold() {
         for i in 0..100u32 {
             put(&db, "t", &format!("k{:03}", i % 17), &"v".repeat(60));
         }
+        // Automatic checkpoints run on the background thread; wait for it to settle.
+        db.wait_checkpointer_idle();
         assert!(db.stats().checkpoints >= 1);
         assert_eq!(db.stats().checkpoint_failures, 0);
         assert_eq!(db.stats().wal_syncs, 0, "Buffered mode never fdatasyncs");

@@ -259,12 +259,20 @@ impl Harness {
             .map(|e| e.unwrap())
             .collect();
         prop_assert_eq!(
-            got,
-            model_range(snap, spec),
+            &got,
+            &model_range(snap, spec),
             "spec {:?} at version {}",
             spec,
             v
         );
+        // The allocation-free callback scan yields exactly the same entries.
+        let mut by_callback = Vec::new();
+        view.for_each_in_range(&self.trees[tree], spec, |e| {
+            by_callback.push(e.to_entry());
+            std::ops::ControlFlow::Continue(())
+        })
+        .unwrap();
+        prop_assert_eq!(&by_callback, &got, "for_each_in_range {:?} at {}", spec, v);
         if self.floor > 0 {
             let pruned = matches!(db.view_at(self.floor - 1), Err(Error::HistoryPruned { .. }));
             prop_assert!(pruned);

@@ -495,7 +495,8 @@ pub fn dir_size(dir: &Path) -> u64 {
 // ------------------------------------------------------------------------------------------------
 mod ours {
     use super::*;
-    use holt::{Batch, Db, Durability, Entry, Expect, Options, RangeSpec, Tree};
+    use holt::{Batch, Db, Durability, EntryRef, Expect, Options, RangeSpec, Tree};
+    use std::ops::ControlFlow;
 
     pub struct Ours {
         db: Db,
@@ -563,15 +564,21 @@ mod ours {
             b.put(&self.trees[0], key, value);
             self.db.commit(b).map(|_| ()).map_err(es)
         }
+        // Listings and scans use `Tree::for_each_in_range`, the allocation-free callback form of
+        // `Tree::range` (same entries; the copies into `Listed` / `Vec` are the adapter's, as
+        // for every engine).
         fn list(&self, prefix: &[u8], delim: u8, limit: usize) -> Res<Vec<Listed>> {
             let spec = RangeSpec::with_prefix(prefix).delimiter(delim).limit(limit);
             let mut out = Vec::new();
-            for e in self.trees[0].range(&spec).map_err(es)? {
-                out.push(match e.map_err(es)? {
-                    Entry::Key { key, .. } => Listed::Key(key),
-                    Entry::CommonPrefix(p) => Listed::Prefix(p),
-                });
-            }
+            self.trees[0]
+                .for_each_in_range(&spec, |e| {
+                    out.push(match e {
+                        EntryRef::Key { key, .. } => Listed::Key(key.to_vec()),
+                        EntryRef::CommonPrefix(p) => Listed::Prefix(p.to_vec()),
+                    });
+                    ControlFlow::Continue(())
+                })
+                .map_err(es)?;
             Ok(out)
         }
         fn scan(
@@ -584,11 +591,14 @@ mod ours {
                 .start_after(start_after)
                 .limit(limit);
             let mut out = Vec::with_capacity(limit);
-            for e in self.trees[0].range(&spec).map_err(es)? {
-                if let Entry::Key { key, value } = e.map_err(es)? {
-                    out.push((key, value));
-                }
-            }
+            self.trees[0]
+                .for_each_in_range(&spec, |e| {
+                    if let EntryRef::Key { key, value } = e {
+                        out.push((key.to_vec(), value.to_vec()));
+                    }
+                    ControlFlow::Continue(())
+                })
+                .map_err(es)?;
             Ok(out)
         }
         fn batch3(&self, x: &Batch3) -> Res<bool> {

@@ -230,6 +230,9 @@ impl<'a, V> Iterator for Iter<'a, V> {
                     let node: &'a Child<V> = node;
                     if *terminal_pending {
                         *terminal_pending = false;
+                        if *next == 0 {
+                            warm(node);
+                        }
                         if let Some(t) = node.header().and_then(|h| h.terminal.as_deref()) {
                             if !skips_leaf(&self.filter, t) {
                                 return Some((t.key.as_slice(), &t.value));
@@ -279,13 +282,65 @@ impl<V> Clone for ListItem<'_, V> {
     }
 }
 
+/// How many children of a node [`warm`] touches ahead of the walk.
+const WARM_CHILDREN: usize = 16;
+
+/// Reads one byte of each of the first [`WARM_CHILDREN`] children of `node` (their header or
+/// key tag). The loads do not depend on each other, so the CPU overlaps their cache misses
+/// instead of taking them one after another as the walk reaches each child; the walk then
+/// finds the children's first cache lines already loaded. A pure read: no effect on results.
+fn warm<V>(node: &Child<V>) {
+    let mut acc = 0usize;
+    let mut from = 0u16;
+    for _ in 0..WARM_CHILDREN {
+        let Some((b, c)) = node.next_from(from) else {
+            break;
+        };
+        acc = acc.wrapping_add(match c {
+            Child::Leaf(l) => l.key.as_slice().len(),
+            _ => c.header().map_or(0, |h| h.prefix.as_slice().len()),
+        });
+        from = u16::from(b) + 1;
+    }
+    std::hint::black_box(acc);
+}
+
+/// One listing item found by [`ListIter`], before any bytes are copied.
+enum Found<'a, V> {
+    Key(&'a [u8], &'a V),
+    /// A common prefix that is a slice of a leaf key.
+    Group(&'a [u8]),
+    /// A common prefix: the iterator's `path[..len]`.
+    PathGroup(usize),
+}
+
+/// A borrowed listing item from [`ListIter::next_ref`]: no allocation per item. A common
+/// prefix may borrow the iterator's own path buffer, so it lives until the next call.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ListRef<'s, 'a, V> {
+    /// A key (full key bytes) and its value.
+    Key(&'a [u8], &'a V),
+    /// A common prefix (see [`ListItem::CommonPrefix`]).
+    CommonPrefix(&'s [u8]),
+}
+
 /// Lazy delimiter listing; see [`Art::list_iter`](super::Art::list_iter).
+///
+/// Unfiltered listings with a delimiter track the key bytes of the current path (`path`): when
+/// the edge byte or compressed prefix of a child about to be entered contains the delimiter
+/// (past the listing prefix), the whole child subtree is one group and its common prefix is
+/// emitted without descending to any of its leaves — one node visit per group instead of a walk
+/// down to the group's first key.
 pub struct ListIter<'a, V> {
     inner: Iter<'a, V>,
     prefix: Vec<u8>,
     start_after: Option<Vec<u8>>,
     delimiter: Option<u8>,
     done: bool,
+    /// Path tracking is on (no filter and a delimiter).
+    walk: bool,
+    /// Key bytes `0..edge_depth` of the deepest inner frame entered (walk mode).
+    path: Vec<u8>,
 }
 
 impl<'a, V> ListIter<'a, V> {
@@ -298,17 +353,183 @@ impl<'a, V> ListIter<'a, V> {
     ) -> Self {
         // Start at the later of `prefix` and `start_after`; iteration stops at the first key
         // that no longer starts with `prefix`.
-        let start = match start_after {
-            Some(sa) if sa >= prefix => Bound::Excluded(sa),
-            _ => Bound::Included(prefix),
+        let (start, target) = match start_after {
+            Some(sa) if sa >= prefix => (Bound::Excluded(sa), sa),
+            _ => (Bound::Included(prefix), prefix),
         };
+        let walk = filter.is_none() && delimiter.is_some();
+        let inner = Iter::seek(root, start, filter);
+        let mut path = Vec::new();
+        if walk {
+            // Every frame seek left behind lies on one root-to-node path; the deepest inner
+            // frame's bytes are the target up to where its node starts, then its prefix.
+            let deepest = inner.stack.iter().rev().find_map(|f| match f {
+                Frame::Inner {
+                    node, edge_depth, ..
+                } => Some((*node, *edge_depth)),
+                Frame::Leaf(_) => None,
+            });
+            if let Some((node, edge_depth)) = deepest {
+                let p = node.header().map_or(&[][..], |h| h.prefix.as_slice());
+                let start = edge_depth.saturating_sub(p.len());
+                path.extend_from_slice(target.get(..start).unwrap_or(target));
+                path.extend_from_slice(p);
+            }
+        }
         ListIter {
-            inner: Iter::seek(root, start, filter),
+            inner,
             prefix: prefix.to_vec(),
             start_after: start_after.map(<[u8]>::to_vec),
             delimiter,
             done: false,
+            walk,
+            path,
         }
+    }
+
+    /// Classifies one key in listing order: `Some(item)` to emit, `None` to go on (a group at or
+    /// before `start_after`); sets `done` once keys leave the prefix.
+    fn on_key(&mut self, key: &'a [u8], value: &'a V) -> Option<Found<'a, V>> {
+        if !key.starts_with(&self.prefix) {
+            self.done = true;
+            return None;
+        }
+        let plen = self.prefix.len();
+        let group_end = self
+            .delimiter
+            .and_then(|d| key[plen..].iter().position(|&b| b == d))
+            .map(|i| plen + i);
+        let Some(pos) = group_end else {
+            return Some(Found::Key(key, value));
+        };
+        self.inner.skip_group(pos);
+        let common = &key[..=pos];
+        if self.start_after.as_deref().is_none_or(|sa| common > sa) {
+            return Some(Found::Group(common));
+        }
+        None
+    }
+
+    /// `next` in walk mode (see the type docs).
+    fn next_walk(&mut self, d: u8) -> Option<Found<'a, V>> {
+        let plen = self.prefix.len();
+        while !self.done {
+            let Some(top) = self.inner.stack.last_mut() else {
+                self.done = true;
+                break;
+            };
+            let (b, child, edge_depth) = match top {
+                Frame::Leaf(l) => {
+                    let l: &'a Leaf<V> = l;
+                    self.inner.stack.pop();
+                    if let Some(item) = self.on_key(l.key.as_slice(), &l.value) {
+                        return Some(item);
+                    }
+                    continue;
+                }
+                Frame::Inner {
+                    node,
+                    edge_depth,
+                    terminal_pending,
+                    next,
+                } => {
+                    let node: &'a Child<V> = node;
+                    if *terminal_pending {
+                        *terminal_pending = false;
+                        if *next == 0 {
+                            warm(node);
+                        }
+                        if let Some(t) = node.header().and_then(|h| h.terminal.as_deref()) {
+                            if let Some(item) = self.on_key(t.key.as_slice(), &t.value) {
+                                return Some(item);
+                            }
+                            continue;
+                        }
+                    }
+                    match node.next_from(*next) {
+                        Some((b, child)) => {
+                            *next = u16::from(b) + 1;
+                            (b, child, *edge_depth)
+                        }
+                        None => {
+                            self.inner.stack.pop();
+                            continue;
+                        }
+                    }
+                }
+            };
+            let Some(header) = child.header() else {
+                if let Child::Leaf(l) = child {
+                    if let Some(item) = self.on_key(l.key.as_slice(), &l.value) {
+                        return Some(item);
+                    }
+                }
+                continue;
+            };
+            self.inner.visited += 1;
+            self.path.truncate(edge_depth);
+            self.path.push(b);
+            self.path.extend_from_slice(header.prefix.as_slice());
+            let n = self.path.len().min(plen);
+            if self.path[..n] != self.prefix[..n] {
+                // Keys come in order and start at or after the prefix: this subtree and all
+                // that follow are past it.
+                self.done = true;
+                break;
+            }
+            // Normally only the bytes just appended can hold the delimiter (a group is emitted
+            // before it is entered), but frames left by seek may lie inside a group.
+            if let Some(i) = self
+                .path
+                .get(plen..)
+                .and_then(|r| r.iter().position(|&x| x == d))
+            {
+                // The child subtree, and everything else below the first delimiter, is one group.
+                let pos = plen + i;
+                self.inner.skip_group(pos);
+                let common = &self.path[..=pos];
+                if self.start_after.as_deref().is_none_or(|sa| common > sa) {
+                    return Some(Found::PathGroup(pos + 1));
+                }
+                continue;
+            }
+            self.inner.stack.push(Frame::Inner {
+                node: child,
+                edge_depth: self.path.len(),
+                terminal_pending: true,
+                next: 0,
+            });
+        }
+        None
+    }
+
+    /// The next item without copying anything: like [`Iterator::next`], but a common prefix is
+    /// borrowed (from a leaf key or from the iterator's path buffer) instead of allocated.
+    pub fn next_ref(&mut self) -> Option<ListRef<'_, 'a, V>> {
+        let found = self.find_next()?;
+        Some(match found {
+            Found::Key(k, v) => ListRef::Key(k, v),
+            Found::Group(p) => ListRef::CommonPrefix(p),
+            Found::PathGroup(len) => ListRef::CommonPrefix(self.path.get(..len).unwrap_or(&[])),
+        })
+    }
+
+    fn find_next(&mut self) -> Option<Found<'a, V>> {
+        if self.walk {
+            if let Some(d) = self.delimiter {
+                return self.next_walk(d);
+            }
+        }
+        while !self.done {
+            let Some((key, value)) = self.inner.next() else {
+                self.done = true;
+                break;
+            };
+            if let Some(item) = self.on_key(key, value) {
+                return Some(item);
+            }
+        }
+        None
     }
 
     /// Tree nodes visited so far (seek plus iteration); see [`Iter::nodes_visited`].
@@ -321,30 +542,10 @@ impl<'a, V> Iterator for ListIter<'a, V> {
     type Item = ListItem<'a, V>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        while !self.done {
-            let Some((key, value)) = self.inner.next() else {
-                self.done = true;
-                break;
-            };
-            if !key.starts_with(&self.prefix) {
-                self.done = true;
-                break;
-            }
-            let plen = self.prefix.len();
-            let group_end = self
-                .delimiter
-                .and_then(|d| key[plen..].iter().position(|&b| b == d))
-                .map(|i| plen + i);
-            let Some(pos) = group_end else {
-                return Some(ListItem::Key(key, value));
-            };
-            self.inner.skip_group(pos);
-            let common = &key[..=pos];
-            if self.start_after.as_deref().is_none_or(|sa| common > sa) {
-                return Some(ListItem::CommonPrefix(common.to_vec()));
-            }
-        }
-        None
+        Some(match self.next_ref()? {
+            ListRef::Key(k, v) => ListItem::Key(k, v),
+            ListRef::CommonPrefix(p) => ListItem::CommonPrefix(p.to_vec()),
+        })
     }
 }
 

@@ -57,7 +57,7 @@ use std::sync::Arc;
 
 use iter::Filter;
 pub(crate) use iter::SkipFn;
-pub use iter::{Iter, ListItem, ListIter};
+pub use iter::{Iter, ListItem, ListIter, ListRef};
 use node::{common_prefix_len, convert, dispatch, Child, Header, InnerNode, Leaf};
 pub use node::{Summarize, Summary};
 use node256::Node256;
@@ -173,7 +173,11 @@ impl<V> Art<V> {
                     }
                 }
             }, l => {
-                return (l.key.as_slice() == key).then_some(&l.value);
+                // Every byte before `depth` was matched on the way down (pessimistic path
+                // compression), so only the rest of the key needs comparing.
+                let lk = l.key.as_slice();
+                let same = lk.len() == key.len() && lk.get(depth..) == key.get(depth..);
+                return same.then_some(&l.value);
             })
         }
     }

@@ -3,6 +3,7 @@
 use super::node::{Child, Header, InnerNode};
 
 /// Inner node with 49..=256 children, indexed directly by edge byte.
+#[repr(C)]
 pub(crate) struct Node256<V> {
     header: Header<V>,
     len: u16,

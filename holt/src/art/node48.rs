@@ -4,6 +4,7 @@ use super::node::{Child, Header, InnerNode};
 
 /// Inner node with 17..=48 children. `index[byte]` is 0 when the edge is absent, otherwise
 /// `slot + 1`; `children[slot]` holds the child.
+#[repr(C)]
 pub(crate) struct Node48<V> {
     header: Header<V>,
     len: u8,

@@ -6,10 +6,14 @@ use super::node::{Child, Header, InnerNode};
 
 /// Inner node with at most `N` children, edge bytes sorted ascending in `keys[..len]` and the
 /// matching children in `children[..len]` (always `Some` below `len`, `None` above).
+///
+/// `repr(C)` with the fields in lookup order: the count and edge bytes, then the header (prefix
+/// first), then the children, so a lookup reads the node's first cache line and one child slot.
+#[repr(C)]
 pub(crate) struct Sorted<V, const N: usize> {
-    header: Header<V>,
     len: u8,
     keys: [u8; N],
+    header: Header<V>,
     children: [Option<Child<V>>; N],
 }
 

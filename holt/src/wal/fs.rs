@@ -1,6 +1,6 @@
-//! The file layer under the WAL: the few file-system operations the segment writer and recovery
-//! need, behind a small trait so tests can substitute a fault-injecting simulation
-//! (`wal::sim`, test builds only) for the operating system.
+//! The file layer under the WAL and the checkpoint writer: the few file-system operations the
+//! segment writer, recovery and checkpoints need, behind a small trait so tests can substitute a
+//! fault-injecting simulation (`wal::sim`, test builds only) for the operating system.
 //!
 //! [`OsFs`] is the real implementation. Helpers here turn the raw calls into the loops the writer
 //! needs: [`write_all_at`] retries short writes and `EINTR`/`EAGAIN`, [`sync_data`] retries
@@ -42,6 +42,9 @@ pub(crate) trait WalFs: Send + Sync {
     fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
     /// Unlinks `path`.
     fn remove(&self, path: &Path) -> io::Result<()>;
+    /// `rename(2)`: atomically gives file `from` the name `to` (replacing an existing `to`). The
+    /// new name is durable only after a `sync_dir` of its directory.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// `fsync(2)` on directory `dir`, making created and removed entries durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
 }
@@ -95,6 +98,10 @@ impl WalFs for OsFs {
 
     fn remove(&self, path: &Path) -> io::Result<()> {
         fs::remove_file(path)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::rename(from, to)
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {

@@ -80,6 +80,13 @@ struct Tracked {
     saved: Option<(u64, Vec<u8>)>,
     /// The directory entry survives a crash.
     entry_durable: bool,
+    /// Set by a `rename` not yet made durable by a directory sync: the file's durable name
+    /// before it (`None` when that name was not durable either). A crash either keeps the new
+    /// name or moves the file back to this one — never both, never neither.
+    renamed_from: Option<PathBuf>,
+    /// The durable image of a file this one replaced by a not-yet-durable `rename`; restored
+    /// when the crash reverts the rename.
+    replaced: Option<Vec<u8>>,
 }
 
 /// Counters of what the simulation did (for test assertions).
@@ -92,6 +99,9 @@ pub(crate) struct SimCounts {
     pub(crate) crashed: bool,
     /// Files whose unsynced suffix was (partly) dropped by `crash`.
     pub(crate) torn_files: u64,
+    /// Mutating operations (writes, syncs, truncations, creations, removals, renames, directory
+    /// syncs) that completed before the crash point.
+    pub(crate) ops: u64,
 }
 
 struct SimState {
@@ -147,9 +157,13 @@ impl SimState {
             }
             Some(n) => {
                 *n -= 1;
+                self.counts.ops += 1;
                 Ok(false)
             }
-            None => Ok(false),
+            None => {
+                self.counts.ops += 1;
+                Ok(false)
+            }
         }
     }
 
@@ -162,6 +176,8 @@ impl SimState {
                     durable_len: len,
                     saved: None,
                     entry_durable: true,
+                    renamed_from: None,
+                    replaced: None,
                 },
             );
         }
@@ -226,6 +242,14 @@ impl SimFs {
         }
     }
 
+    /// A simulation without transient fault injection (every write is whole, no `EINTR`), so
+    /// the sequence of mutating operations is deterministic; seeded by `seed`, not armed.
+    pub(crate) fn quiet(seed: u64) -> Self {
+        let s = SimFs::new(seed);
+        s.st.lock().faults = false;
+        s
+    }
+
     /// The crash happens at the `ops`-th mutating operation from now (0: the next one).
     pub(crate) fn arm(&self, ops: u64) {
         self.st.lock().budget = Some(ops);
@@ -256,12 +280,41 @@ impl SimFs {
                 t.durable_len,
                 t.saved.as_ref().map(|(o, _)| *o),
             );
-            plan.push((path, image, entry_durable, durable_len, saved_off));
+            let (renamed_from, replaced) = (t.renamed_from.clone(), t.replaced.clone());
+            plan.push((
+                path,
+                image,
+                entry_durable,
+                durable_len,
+                saved_off,
+                renamed_from,
+                replaced,
+            ));
         }
-        for (path, image, entry_durable, durable_len, saved_off) in plan {
+        for (path, image, entry_durable, durable_len, saved_off, renamed_from, replaced) in plan {
+            // The entry's fate first: a non-durable name is lost with probability 1/2; a lost
+            // rename moves the file back to its old durable name (and restores a file it
+            // replaced); a lost creation removes the file.
+            let mut path = path;
             if !entry_durable && st.rng.one_in(2) {
-                fs::remove_file(&path)?;
-                continue;
+                if let Some(image) = replaced {
+                    let back = renamed_from.clone();
+                    match back {
+                        Some(from) => fs::rename(&path, &from)?,
+                        None => fs::remove_file(&path)?,
+                    }
+                    fs::write(&path, &image)?;
+                    match renamed_from {
+                        Some(from) => path = from,
+                        None => continue,
+                    }
+                } else if let Some(from) = renamed_from {
+                    fs::rename(&path, &from)?;
+                    path = from;
+                } else {
+                    fs::remove_file(&path)?;
+                    continue;
+                }
             }
             let cur = fs::metadata(&path)?.len();
             let f = OpenOptions::new().write(true).open(&path)?;
@@ -373,6 +426,8 @@ impl WalFs for SimFs {
                 durable_len: 0,
                 saved: None,
                 entry_durable: false,
+                renamed_from: None,
+                replaced: None,
             },
         );
         Ok(Box::new(SimFile {
@@ -425,6 +480,34 @@ impl WalFs for SimFs {
         Ok(())
     }
 
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut st = self.st.lock();
+        if st.tick()? {
+            return Err(crashed_err());
+        }
+        // The file's data state moves with it; its new name is volatile until the directory is
+        // synced: a crash before that keeps either the new name or the old one (see `crash`).
+        st.track(from)?;
+        let replaced = if to.exists() && st.files.get(to).is_none_or(|t| t.entry_durable) {
+            Some(st.durable_image(to)?)
+        } else {
+            None
+        };
+        fs::rename(from, to)?;
+        st.files.remove(to);
+        if let Some(mut t) = st.files.remove(from) {
+            if t.entry_durable {
+                t.renamed_from = Some(from.to_path_buf());
+            }
+            t.entry_durable = false;
+            if t.replaced.is_none() {
+                t.replaced = replaced;
+            }
+            st.files.insert(to.to_path_buf(), t);
+        }
+        Ok(())
+    }
+
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         let mut st = self.st.lock();
         if st.tick()? {
@@ -433,6 +516,8 @@ impl WalFs for SimFs {
         for (p, t) in st.files.iter_mut() {
             if p.parent() == Some(dir) {
                 t.entry_durable = true;
+                t.renamed_from = None;
+                t.replaced = None;
             }
         }
         st.ghosts.retain(|(p, _)| p.parent() != Some(dir));
@@ -445,9 +530,7 @@ mod tests {
     use super::*;
 
     fn quiet(seed: u64) -> SimFs {
-        let s = SimFs::new(seed);
-        s.st.lock().faults = false;
-        s
+        SimFs::quiet(seed)
     }
 
     #[test]
@@ -514,6 +597,44 @@ mod tests {
         );
         assert!(f.write_at(b"d", 3).is_err());
         assert!(sim.counts().crashed);
+    }
+
+    #[test]
+    fn rename_without_directory_sync_may_revert_and_synced_rename_is_durable() {
+        let mut reverted = false;
+        let mut kept = false;
+        for seed in 0..32 {
+            let dir = tempfile::tempdir().unwrap();
+            let (tmp, fin) = (dir.path().join("f.tmp"), dir.path().join("f"));
+            let sim = quiet(seed);
+            let mut f = sim.create_new(&tmp).unwrap();
+            f.write_at(b"image", 0).unwrap();
+            f.sync_data().unwrap();
+            sim.sync_dir(dir.path()).unwrap();
+            sim.rename(&tmp, &fin).unwrap();
+            drop(f);
+            sim.crash().unwrap();
+            if fin.exists() {
+                assert_eq!(fs::read(&fin).unwrap(), b"image");
+                kept = true;
+            } else {
+                assert_eq!(fs::read(&tmp).unwrap(), b"image", "seed {seed}: file lost");
+                reverted = true;
+            }
+        }
+        assert!(reverted && kept);
+        let dir = tempfile::tempdir().unwrap();
+        let (tmp, fin) = (dir.path().join("f.tmp"), dir.path().join("f"));
+        let sim = quiet(7);
+        let mut f = sim.create_new(&tmp).unwrap();
+        f.write_at(b"image", 0).unwrap();
+        f.sync_data().unwrap();
+        sim.rename(&tmp, &fin).unwrap();
+        sim.sync_dir(dir.path()).unwrap();
+        drop(f);
+        sim.crash().unwrap();
+        assert_eq!(fs::read(&fin).unwrap(), b"image");
+        assert!(!tmp.exists());
     }
 
     #[test]

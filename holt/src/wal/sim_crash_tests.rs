@@ -246,3 +246,212 @@ fn acknowledged_commits_survive_simulated_power_loss_and_batches_stay_atomic() {
     assert!(total.short_writes > 0 && total.eintr > 0);
     assert!(acked > 0);
 }
+
+/// Commits batch `id` (see [`batch_spec`]); `Ok(version)` when acknowledged.
+fn commit_batch(db: &Db, id: u64) -> crate::Result<u64> {
+    let ts = trees(db);
+    let mut b = Batch::new();
+    for (tree, key, value) in batch_spec(id) {
+        b.put(&ts[tree], key, value);
+    }
+    db.commit(b)
+}
+
+/// One run of [`power_loss_at_every_step_of_a_checkpoint_keeps_every_acknowledged_commit`]:
+/// builds a store with an older checkpoint and several WAL segments, crashes at the `k`-th
+/// mutating file operation from the start of `Db::checkpoint` (checkpoint file creation,
+/// writes, fdatasync, rename, directory fsyncs, unlinks of the old checkpoint and of covered
+/// WAL segments, then the commits that follow), reopens and verifies. Returns whether the crash
+/// point was reached (false: `k` lies beyond the whole sequence).
+fn crash_checkpoint_at(k: u64, seed: u64) -> bool {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        durability: Durability::Sync,
+        wal_io: WalIo::Blocking,
+        checkpoint_wal_bytes: 0,
+    };
+    let mut statuses: BTreeMap<u64, Status> = BTreeMap::new();
+    let sim = SimFs::quiet(seed);
+    let db = Db::open_with_fs(dir.path(), opts, Arc::new(sim.clone())).unwrap();
+    for (name, tag, versioned) in TREES {
+        db.create_tree(name, tag, versioned).unwrap();
+    }
+    for id in 0..40 {
+        statuses.insert(id, Status::Acked(commit_batch(&db, id).unwrap()));
+        if id == 12 {
+            // An older checkpoint for the new one to replace, and a second WAL segment.
+            db.checkpoint().unwrap();
+        }
+    }
+    let before = sim.counts().ops;
+    sim.arm(k);
+    let ckpt = db.checkpoint();
+    let reached_in_checkpoint = sim.counts().crashed;
+    assert_eq!(
+        ckpt.is_err(),
+        reached_in_checkpoint,
+        "k {k}: checkpoint result {ckpt:?} without a crash"
+    );
+    for id in 40..44 {
+        let res = commit_batch(&db, id);
+        statuses.insert(id, res.map_or(Status::Unknown, Status::Acked));
+    }
+    let crashed = sim.counts().crashed;
+    assert!(crashed || sim.counts().ops > before);
+    drop(db);
+    sim.crash().unwrap();
+    let context = format!("checkpoint crash at op {k} (seed {seed})");
+    let db = Db::open_with_fs(dir.path(), opts, Arc::new(SimFs::quiet(seed + 1)))
+        .unwrap_or_else(|e| panic!("{context}: reopen failed: {e}"));
+    verify(&db, &mut statuses, &context);
+    // The reopened store keeps working: a further checkpoint and reopen lose nothing.
+    db.checkpoint().unwrap();
+    drop(db);
+    let db = Db::open(dir.path(), opts).unwrap();
+    verify(
+        &db,
+        &mut statuses,
+        &format!("{context}, after a clean checkpoint"),
+    );
+    crashed
+}
+
+#[test]
+fn power_loss_at_every_step_of_a_checkpoint_keeps_every_acknowledged_commit() {
+    let mut steps = 0;
+    for k in 0..200 {
+        let mut reached = false;
+        for seed in 0..4 {
+            reached |= crash_checkpoint_at(k, seed * 1000 + k);
+        }
+        if !reached {
+            break;
+        }
+        steps += 1;
+    }
+    eprintln!("checkpoint crash points covered: {steps}");
+    // create, header write, entry writes, fdatasync, rename, fsync, unlinks, fsyncs, commits.
+    assert!(
+        (10..200).contains(&steps),
+        "unexpected number of crash points: {steps}"
+    );
+}
+
+#[test]
+fn commits_are_acknowledged_while_a_background_checkpoint_is_being_written() {
+    use crossbeam_channel::bounded;
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        durability: Durability::Sync,
+        wal_io: WalIo::Auto,
+        checkpoint_wal_bytes: 8 << 10,
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    for (name, tag, versioned) in TREES {
+        db.create_tree(name, tag, versioned).unwrap();
+    }
+    let (entered_tx, entered_rx) = bounded::<()>(1);
+    let (release_tx, release_rx) = bounded::<()>(1);
+    let (done_tx, done_rx) = bounded::<()>(4);
+    let held = Arc::new(AtomicU64::new(0));
+    let held2 = held.clone();
+    db.set_checkpoint_hook(Some(Arc::new(move |step| match step {
+        crate::db::CkptStep::Writing => {
+            // Hold the first checkpoint writer until the test releases it.
+            if held2.fetch_add(1, Ordering::SeqCst) == 0 {
+                entered_tx.send(()).unwrap();
+                release_rx.recv().unwrap();
+            }
+        }
+        crate::db::CkptStep::Done => {
+            let _ = done_tx.try_send(());
+        }
+    })));
+    let mut statuses: BTreeMap<u64, Status> = BTreeMap::new();
+    let mut id = 0;
+    // Commit until the WAL crosses the threshold; the committer only wakes the checkpointer.
+    while db.stats().wal_bytes < opts.checkpoint_wal_bytes {
+        statuses.insert(id, Status::Acked(commit_batch(&db, id).unwrap()));
+        id += 1;
+    }
+    // The background checkpointer is now inside the checkpoint file, held by the hook.
+    entered_rx.recv().unwrap();
+    let before = db.stats();
+    assert_eq!(before.checkpoints, 0);
+    for _ in 0..100 {
+        let v = commit_batch(&db, id).unwrap();
+        statuses.insert(id, Status::Acked(v));
+        // Acknowledged and visible while the checkpoint is still being written.
+        assert_eq!(db.version(), v);
+        id += 1;
+    }
+    assert_eq!(
+        db.stats().checkpoints,
+        0,
+        "the checkpoint was held throughout"
+    );
+    assert_eq!(db.stats().commits, before.commits + 100);
+    release_tx.send(()).unwrap();
+    done_rx.recv().unwrap();
+    // The commits made meanwhile may have requested another checkpoint; let it finish too.
+    db.wait_checkpointer_idle();
+    let st = db.stats();
+    assert!(st.checkpoints >= 1);
+    assert_eq!(st.checkpoint_failures, 0);
+    // The checkpoint covers only what was durable at its LSN: the commits made while it was
+    // held are in the WAL segment opened at the rotation; the covered segments are gone.
+    let ckpt_lsn: u64 = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.strip_prefix("checkpoint-")?
+                .strip_suffix(".ckpt")?
+                .parse()
+                .ok()
+        })
+        .max()
+        .expect("an installed checkpoint");
+    for e in std::fs::read_dir(dir.path().join("wal")).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        let start: u64 = name.trim_end_matches(".wal").parse().unwrap();
+        assert!(
+            start > ckpt_lsn,
+            "segment {name} is covered by the checkpoint at {ckpt_lsn}"
+        );
+    }
+    db.set_checkpoint_hook(None);
+    drop(db);
+    let db = Db::open(dir.path(), opts).unwrap();
+    verify(&db, &mut statuses, "reopen after a background checkpoint");
+    assert_eq!(db.version(), id);
+}
+
+#[test]
+fn dropping_the_database_stops_the_background_checkpointer() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        durability: Durability::Buffered,
+        wal_io: WalIo::Blocking,
+        checkpoint_wal_bytes: 4 << 10,
+    };
+    let mut statuses: BTreeMap<u64, Status> = BTreeMap::new();
+    let mut next = 0;
+    for round in 0..5 {
+        // Each drop joins the checkpointer (possibly aborting a checkpoint in flight), which
+        // releases the directory lock: the immediate reopen must not see `Locked`.
+        let db = Db::open(dir.path(), opts).unwrap();
+        if round == 0 {
+            for (name, tag, versioned) in TREES {
+                db.create_tree(name, tag, versioned).unwrap();
+            }
+        }
+        verify(&db, &mut statuses, &format!("round {round}"));
+        for _ in 0..60 {
+            statuses.insert(next, Status::Acked(commit_batch(&db, next).unwrap()));
+            next += 1;
+        }
+        assert_eq!(db.stats().checkpoint_failures, 0);
+    }
+    let db = Db::open(dir.path(), opts).unwrap();
+    verify(&db, &mut statuses, "final");
+}

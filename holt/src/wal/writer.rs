@@ -285,6 +285,11 @@ impl Wal {
         self.gc.enqueue(lsn, bytes, state)
     }
 
+    /// The file layer the log (and the checkpoint writer) goes through.
+    pub(crate) fn fs(&self) -> &dyn WalFs {
+        &*self.fs
+    }
+
     /// WAL bytes written since open.
     pub(crate) fn bytes_written(&self) -> u64 {
         self.counters.bytes.load(Ordering::Relaxed)

@@ -7,6 +7,7 @@
 //! compare_runner reopen [ENGINE]     # load N, checkpoint, N/10 single commits, drop, time open
 //! compare_runner rss [ENGINE SHAPE]  # RSS delta per key around loading, one child process each
 //! compare_runner probe               # upstream-holt correctness probes, against both holts
+//! compare_runner profile WORKLOAD [ENGINE] [SHAPE]  # one workload in a loop (for `perf record`)
 //! ```
 //!
 //! Environment: `NOKV_CMP_KEYS` (default 1,000,000), `NOKV_CMP_DIR` (where the engines' files go;
@@ -125,6 +126,10 @@ fn micro(shape: Shape) {
             if shape == Shape::Path {
                 load_aux(e.as_ref())?;
             }
+            // Settle: each engine's checkpoint/flush, so no engine's background work from the
+            // load (our checkpointer thread, upstream's checkpointer, compactions) overlaps the
+            // timed rounds.
+            e.checkpoint()?;
             Ok(e)
         });
         match r {
@@ -757,6 +762,47 @@ fn probe_all() {
     println!();
 }
 
+/// Loads one engine, then runs one workload in a tight loop for `NOKV_CMP_PROFILE_SECS`
+/// (default 10) seconds and prints the mean latency — a target for `perf record`.
+fn profile(w: &str, kind: Kind, shape: Shape) -> Res<()> {
+    let w = Workload::BOTH
+        .iter()
+        .chain(&Workload::PATH_ONLY)
+        .copied()
+        .find(|x| x.label() == w)
+        .ok_or_else(|| format!("unknown workload {w:?}"))?;
+    let n = key_count();
+    let ds = Dataset::generate(shape, n);
+    let ops = Operands::new(&ds, 3);
+    let dir = tempdir(kind.token());
+    let e = open_engine(kind, dir.path(), Mode::Fast)?;
+    ds.load_into(e.as_ref(), 10_000)?;
+    if shape == Shape::Path {
+        load_aux(e.as_ref())?;
+    }
+    e.checkpoint()?;
+    if let Some(native) = prepare(e.as_ref(), &ds, w)? {
+        eprintln!("native roll-up wrong ({native}); timing the seek loop");
+    }
+    let secs = env_u64("NOKV_CMP_PROFILE_SECS", 10);
+    eprintln!("loaded {n} keys; running {} for {secs} s", w.label());
+    let start = Instant::now();
+    let mut count = 0usize;
+    while start.elapsed() < Duration::from_secs(secs) {
+        for _ in 0..64 {
+            black_box(run_op(e.as_ref(), &ds, &ops, w, count)?);
+            count += 1;
+        }
+    }
+    println!(
+        "{} {}: {} per op ({count} ops)",
+        kind.label(),
+        w.label(),
+        fmt_ns(start.elapsed().as_nanos() as f64 / count.max(1) as f64)
+    );
+    Ok(())
+}
+
 fn child_result(r: Res<()>) {
     if let Err(e) = r {
         eprintln!("ERROR {e}");
@@ -775,6 +821,13 @@ fn main() {
         "reopen" => reopen_all(),
         "rss" => rss_all(),
         "probe" => probe_all(),
+        "profile" => child_result(guarded(|| {
+            profile(
+                a.get(1).copied().unwrap_or("get_hit"),
+                kind_arg(2).unwrap_or(Kind::Ours),
+                shape_of(a.get(3).copied().unwrap_or("path")),
+            )
+        })),
         "all" => {
             println!("NOKV_CMP_KEYS = {}", key_count());
             probe_all();
