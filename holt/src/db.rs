@@ -99,6 +99,11 @@ struct BgGuard {
 
 impl Drop for BgGuard {
     fn drop(&mut self) {
+        // A checkpoint that is due (requested) or being written is finished before the thread
+        // stops: short-lived processes (one CLI call each) would otherwise abandon every
+        // automatic checkpoint and let the WAL — and every later open's replay — grow without
+        // bound. The wait is one checkpoint at most; commits are already durable in the WAL.
+        self.signal.wait_idle();
         self.signal.stop();
         if let Some(t) = self.thread.lock().take() {
             // A panic in the checkpointer has nothing left to report; the WAL kept every commit.

@@ -3,8 +3,11 @@
 //! # On-disk layout
 //!
 //! Key `a/b/c` lives at `<root>/a/b/c`. In-flight writes use a sibling temp file named
-//! `.tmp-<32 random lowercase hex>`; [`crate::keys::validate_key`] rejects any segment starting
-//! with `.tmp-`, so a temp file left behind by a crash is never returned by `get` or `list`.
+//! `.tmp-<16 hex: SHA-256 of the final file name>-<32 random lowercase hex>`;
+//! [`crate::keys::validate_key`] rejects any segment starting with `.tmp-`, so a temp file left
+//! behind by a crash is never returned by `get` or `list`. Because the temp name is tied to its
+//! target, `delete(key)` also removes the key's own leftover temp files: a process killed while
+//! uploading leaves a temp file that the ledger-driven cleanup of that key then removes.
 //!
 //! # Write protocol (crash safety)
 //!
@@ -129,7 +132,7 @@ impl LocalDir {
         let mut suffix = [0u8; 16];
         getrandom::fill(&mut suffix)
             .map_err(|e| Error::io("random", key, io::Error::other(e.to_string())))?;
-        let tmp = dir.join(format!("{TEMP_PREFIX}{}", hex_lower(&suffix)));
+        let tmp = dir.join(format!("{}{}", temp_stem(key), hex_lower(&suffix)));
         let mut file = OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -294,8 +297,10 @@ impl ObjectStore for LocalDir {
             Err(e) if is_absent(&e) => {}
             Err(e) => return Err(Error::io("stat", key, e)),
         }
-        // Make the removal (ours or a concurrent deleter's) durable before returning.
         let dir = path.parent().unwrap_or(&self.root);
+        // Temp files of this key left by a writer that died before its rename/link.
+        remove_own_temps(key, dir)?;
+        // Make the removal (ours or a concurrent deleter's) durable before returning.
         match sync_dir(dir) {
             Ok(()) => Ok(()),
             Err(e) if is_absent(&e) => Ok(()),
@@ -350,5 +355,75 @@ impl ObjectStore for LocalDir {
 
     fn provider_name(&self) -> &'static str {
         "local"
+    }
+}
+
+/// Temp-file name stem of `key`: `.tmp-<first 8 bytes of SHA-256(final file name), hex>-`.
+fn temp_stem(key: &str) -> String {
+    let name = key.rsplit('/').next().unwrap_or(key);
+    let mut stream = crate::digest::Sha256Stream::new();
+    stream.update(name.as_bytes());
+    let digest = stream.finish_bytes();
+    format!("{TEMP_PREFIX}{}-", hex_lower(&digest[..8]))
+}
+
+/// Removes the temp files named for `key` in `dir` (a writer of `key` killed mid-upload leaves
+/// one). Errors: `Io` when the directory cannot be read or a temp file cannot be removed.
+fn remove_own_temps(key: &str, dir: &Path) -> Result<(), Error> {
+    let stem = temp_stem(key);
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if is_absent(&e) => return Ok(()),
+        Err(e) => return Err(Error::io("read_dir", key, e)),
+    };
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io("read_dir", key, e))?;
+        if entry.file_name().to_string_lossy().starts_with(&stem) {
+            match fs::remove_file(entry.path()) {
+                Ok(()) => {}
+                Err(e) if is_absent(&e) => {}
+                Err(e) => return Err(Error::io("remove", key, e)),
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delete_removes_the_keys_own_leftover_temp_files_and_no_others() {
+        let root = tempfile::tempdir().unwrap();
+        let store = LocalDir::open(root.path()).unwrap();
+        let dir = root.path().join("nokv/artifacts/s/r/rev/blocks");
+        fs::create_dir_all(&dir).unwrap();
+        // What a writer of block 3 killed before its rename leaves behind, next to an
+        // in-flight temp of block 4 and a published block 5.
+        let dead = dir.join(format!(
+            "{}{}",
+            temp_stem("nokv/artifacts/s/r/rev/blocks/3"),
+            "0".repeat(32)
+        ));
+        let other = dir.join(format!(
+            "{}{}",
+            temp_stem("nokv/artifacts/s/r/rev/blocks/4"),
+            "1".repeat(32)
+        ));
+        fs::write(&dead, b"partial").unwrap();
+        fs::write(&other, b"partial").unwrap();
+        store
+            .put("nokv/artifacts/s/r/rev/blocks/5", b"kept")
+            .unwrap();
+
+        store.delete("nokv/artifacts/s/r/rev/blocks/3").unwrap();
+
+        assert!(!dead.exists(), "the deleted key's temp file is gone");
+        assert!(other.exists(), "another key's temp file is untouched");
+        assert_eq!(
+            store.get("nokv/artifacts/s/r/rev/blocks/5").unwrap(),
+            b"kept".to_vec()
+        );
     }
 }

@@ -455,3 +455,73 @@ fn dropping_the_database_stops_the_background_checkpointer() {
     let db = Db::open(dir.path(), opts).unwrap();
     verify(&db, &mut statuses, "final");
 }
+
+#[test]
+fn a_due_checkpoint_completes_at_close_so_short_lived_processes_keep_the_wal_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let threshold = 64 << 10;
+    let opts = Options {
+        durability: Durability::Buffered,
+        wal_io: WalIo::Blocking,
+        checkpoint_wal_bytes: threshold,
+    };
+    let wal_bytes = |dir: &std::path::Path| -> u64 {
+        std::fs::read_dir(dir.join("wal"))
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.metadata().ok())
+            .filter(|m| m.is_file())
+            .map(|m| m.len())
+            .sum()
+    };
+    let bulk_key = |chunk: u32, i: u32| format!("bulk/{chunk}/{i:06}");
+    let mut acked: Vec<(String, Vec<u8>)> = Vec::new();
+    // Like one CLI call per round: open, make a checkpoint due, close at once.
+    for round in 0..4u32 {
+        let db = Db::open(dir.path(), opts).unwrap();
+        let t = if round == 0 {
+            let t = db.create_tree("t", 0x09, false).unwrap();
+            // ~12 MB of state, so writing a checkpoint takes far longer than closing does.
+            for chunk in 0..6u32 {
+                let mut b = Batch::new();
+                for i in 0..20_000u32 {
+                    b.put(&t, bulk_key(chunk, i), vec![b'b'; 96]);
+                }
+                db.commit(b).unwrap();
+            }
+            t
+        } else {
+            db.tree("t").unwrap()
+        };
+        // Wait out any checkpoint the open itself started, then make exactly one due: a single
+        // commit larger than the threshold, and close right after it.
+        db.wait_checkpointer_idle();
+        let key = format!("round/{round}");
+        let value = vec![round as u8; threshold as usize + 1024];
+        let mut b = Batch::new();
+        b.put(&t, key.clone(), value.clone());
+        db.commit(b).unwrap();
+        acked.push((key, value));
+        drop(db);
+        let left = wal_bytes(dir.path());
+        assert!(
+            left < threshold,
+            "round {round}: {left} B of WAL left after close (threshold {threshold} B)"
+        );
+    }
+    let db = Db::open(dir.path(), opts).unwrap();
+    let t = db.tree("t").unwrap();
+    for (key, value) in &acked {
+        assert_eq!(
+            t.get(key.as_bytes()).unwrap().as_ref(),
+            Some(value),
+            "{key}"
+        );
+    }
+    for chunk in 0..6u32 {
+        for i in (0..20_000u32).step_by(997) {
+            assert!(t.get(bulk_key(chunk, i).as_bytes()).unwrap().is_some());
+        }
+    }
+    assert_eq!(db.stats().checkpoint_failures, 0);
+}
