@@ -22,7 +22,9 @@
 //!    operation joins cleanup: it deletes every key it sent, then runs the cleanup pass.
 //!
 //! **Recovery** ([`crate::Client::recover_operations`], run at every [`crate::Client::open`]) is
-//! driven by the ledger only, never by listing the bucket. The holt database is held by one
+//! driven by the ledger only, never by listing the bucket. It finds the non-terminal operations
+//! through the pending-operation registry ([`meta::ops::publish_operation::list_pending`]), so
+//! its cost grows with the operations still open, not with every publication ever made. The holt database is held by one
 //! process at a time, so at open every non-terminal operation is orphaned; later passes skip the
 //! operations this handle has in flight. Uploading / Aborting / Cleaning operations are aborted
 //! and cleaned; Finalizing operations whose own objects are all present and verified (length +
@@ -35,8 +37,8 @@
 //! `StagedObject.upload_id` stays `None`; the ledger owns the object key either way.
 //!
 //! Append cost: the whole-body digest of an append re-hashes the base body (O(body) per
-//! append); persisting resumable SHA-256 state is not possible with the sha2 crate's public API,
-//! so it is left as is.
+//! append). Persisting the resumable SHA-256 state would need a field the seed's ArtifactRevision
+//! record (value version 2) does not have, so it is left as is.
 //!
 //! **Durable idempotent append** ([`crate::Client::append_idempotent`]): the caller's 16-byte
 //! operation id is the Publish operation's id and its intent digest is
@@ -557,9 +559,13 @@ impl Client {
     /// reconciled. Operations this handle is running are skipped. Per-operation failures are
     /// collected in [`RecoverySummary::errors`] and leave that operation for the next pass.
     ///
+    /// The operations are found through the pending-operation registry
+    /// ([`meta::ops::publish_operation::list_pending`]): cost O(non-terminal operations), not
+    /// O(publications ever made).
+    ///
     /// Errors: [`Error::Meta`] when the operation list cannot be read.
     pub fn recover_operations(&self) -> Result<RecoverySummary> {
-        let ops = ledger::list(self.meta())?;
+        let ops = ledger::list_pending(self.meta())?;
         let in_flight: HashSet<OperationId> = self
             .in_flight()
             .lock()
@@ -775,13 +781,20 @@ impl Client {
         Err(last.unwrap_or(Error::Busy))
     }
 
-    /// Publish operations of this store: the non-terminal ones (and, with `include_terminal`,
-    /// every one), in operation-id order. One bounded scan per 255 operations.
+    /// Publish operations of this store, in operation-id order: the non-terminal ones, read
+    /// through the pending-operation registry (O(non-terminal operations)); with
+    /// `include_terminal` (`nokv operation list --all`) every one, by a full scan of the
+    /// Operation family (one bounded scan per 255 operations).
     ///
     /// Errors: [`Error::Meta`].
     pub fn list_operations(&self, include_terminal: bool) -> Result<Vec<OperationInfo>> {
         let mut out = Vec::new();
-        for listed in ledger::list(self.meta())? {
+        let listed_ops = if include_terminal {
+            ledger::list(self.meta())?
+        } else {
+            ledger::list_pending(self.meta())?
+        };
+        for listed in listed_ops {
             let op = listed.operation;
             if !include_terminal && ledger::is_terminal(op.phase) {
                 continue;

@@ -9,13 +9,30 @@
 //! | `presentation_root`  | u16 1, u32 len + UTF-8 absolute presentation root                     |
 //! | `owner_epoch`        | u16 1, u64 owner epoch (advanced by one commit at every open)         |
 //! | `recovery_tail`      | [`RecoveryTail`]: u16 1, u64 applied recovery LSN, 32-byte chain digest |
+//! | `pending_operation` \| u8 OperationKind \| operation_id 16 | u16 1 ([`PENDING_OPERATION_VALUE`]): one row per non-terminal operation |
 //!
+//! ## Pending-operation registry
+//!
+//! Terminal operations are never garbage collected (seed 000, "Commit Closure"), so a scan of
+//! the Operation family grows with every operation ever begun. The registry keeps one System
+//! row per operation that is *not* terminal, so recovery at open costs O(non-terminal
+//! operations). Key: the 17 ASCII bytes `pending_operation`, the [`OperationKind`] discriminant
+//! (one byte) and the 16-byte operation id (34 bytes in all; the store serves one root, so the
+//! root id is implied). Value: [`PENDING_OPERATION_VALUE`] (`u16be 1`, nothing else).
+//!
+//! The rows are written only by [`crate::command::MetadataCommand`]s — the one System key shape
+//! a command may write (see [`is_pending_operation_key`]) — and always in the same command as
+//! the Operation row change they mirror: inserted by the command that begins (or re-begins) an
+//! operation, deleted by the command that makes it terminal. For Publish
+//! ([`crate::ops::publish_operation`]): present while Uploading, Finalizing, Aborting, Cleaning
+//! and Quarantined; absent once Published or Cleaned. Other kinds do not register yet.
 //! The embedded store keeps the control-plane RootPlacement record here because there is no
 //! separate control plane yet (seed 000, "Placement Authority").
 
+use super::operation::OperationKind;
 use super::wire::{durable_enum, Dec, Enc};
 use crate::error::{Error, Result};
-use crate::ids::{LogicalShardId, RootId};
+use crate::ids::{LogicalShardId, OperationId, RootId};
 
 const FAMILY: &str = "system";
 
@@ -30,6 +47,62 @@ pub const KEY_OWNER_EPOCH: &[u8] = b"owner_epoch";
 /// Key of the applied recovery LSN and chain digest (seed 000, System: "applied recovery LSN,
 /// recovery chain digest").
 pub const KEY_RECOVERY_TAIL: &[u8] = b"recovery_tail";
+
+/// Key prefix of the pending-operation registry rows (see the module docs).
+pub const PENDING_OPERATION_PREFIX: &[u8] = b"pending_operation";
+/// Length of a pending-operation registry key: prefix (17) + kind (1) + operation id (16).
+pub const PENDING_OPERATION_KEY_LEN: usize = PENDING_OPERATION_PREFIX.len() + 1 + 16;
+/// The value of every pending-operation registry row: `u16be 1` (value format version 1, no
+/// payload; the Operation row is the record).
+pub const PENDING_OPERATION_VALUE: [u8; 2] = [0x00, 0x01];
+
+/// The pending-operation registry key of operation `id` of `kind`:
+/// `"pending_operation" | u8 kind | operation_id 16` (34 bytes).
+pub fn pending_operation_key(kind: OperationKind, id: &OperationId) -> Vec<u8> {
+    Enc::new()
+        .raw(PENDING_OPERATION_PREFIX)
+        .u8(kind.to_u8())
+        .raw(id.as_bytes())
+        .finish()
+}
+
+/// The key prefix of every registry row of `kind` (`"pending_operation" | u8 kind`, 18 bytes).
+pub fn pending_operation_prefix(kind: OperationKind) -> Vec<u8> {
+    Enc::new()
+        .raw(PENDING_OPERATION_PREFIX)
+        .u8(kind.to_u8())
+        .finish()
+}
+
+/// Decodes a registry key into `(kind, operation_id)`.
+///
+/// Errors: [`Error::Codec`] for another prefix, a wrong length or an unknown kind.
+pub fn decode_pending_operation_key(k: &[u8]) -> Result<(OperationKind, OperationId)> {
+    let mut d = Dec::new(FAMILY, k);
+    if d.take(PENDING_OPERATION_PREFIX.len())? != PENDING_OPERATION_PREFIX {
+        return Err(d.err("not a pending_operation registry key"));
+    }
+    let kind = OperationKind::from_u8(d.u8()?)?;
+    let id = OperationId(d.b16()?);
+    d.finish()?;
+    Ok((kind, id))
+}
+
+/// True when `k` is a well-formed pending-operation registry key — the only System key a
+/// [`crate::command::MetadataCommand`] may put or delete (the executor refuses every other
+/// System key).
+pub fn is_pending_operation_key(k: &[u8]) -> bool {
+    decode_pending_operation_key(k).is_ok()
+}
+
+/// Decodes a registry row value; only [`PENDING_OPERATION_VALUE`] is accepted.
+///
+/// Errors: [`Error::Codec`] for another version or any payload.
+pub fn decode_pending_operation_value(b: &[u8]) -> Result<()> {
+    let mut d = Dec::new(FAMILY, b);
+    d.expect_version(1)?;
+    d.finish()
+}
 
 /// The only supported schema id.
 pub const SCHEMA_ID: &str = "nokv_workspace";
@@ -303,6 +376,39 @@ mod tests {
         let mut long = b;
         long.push(0);
         assert!(RecoveryTail::decode(&long).is_err());
+    }
+
+    #[test]
+    fn pending_operation_key_round_trips_and_rejects_other_shapes() {
+        let id = OperationId([0xab; 16]);
+        let k = pending_operation_key(OperationKind::Publish, &id);
+        assert_eq!(k.len(), PENDING_OPERATION_KEY_LEN);
+        assert!(k.starts_with(&pending_operation_prefix(OperationKind::Publish)));
+        assert_eq!(&k[..17], b"pending_operation");
+        assert_eq!(k[17], OperationKind::Publish.to_u8());
+        assert_eq!(&k[18..], &[0xab; 16]);
+        assert_eq!(
+            decode_pending_operation_key(&k).unwrap(),
+            (OperationKind::Publish, id)
+        );
+        assert!(is_pending_operation_key(&k));
+        for bad in [
+            &k[..k.len() - 1],
+            &[k.as_slice(), &[0]].concat()[..],
+            KEY_SCHEMA,
+            KEY_OWNER_EPOCH,
+            KEY_RECOVERY_TAIL,
+            b"lease_clock",
+            b"x",
+        ] {
+            assert!(!is_pending_operation_key(bad), "{bad:?}");
+        }
+        let mut unknown_kind = k.clone();
+        unknown_kind[17] = 0xff;
+        assert!(!is_pending_operation_key(&unknown_kind));
+        assert!(decode_pending_operation_value(&PENDING_OPERATION_VALUE).is_ok());
+        assert!(decode_pending_operation_value(&[0, 2]).is_err());
+        assert!(decode_pending_operation_value(&[0, 1, 0]).is_err());
     }
 
     #[test]

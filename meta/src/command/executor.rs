@@ -4,7 +4,8 @@
 //! Order of checks, each against the newest readable snapshot and then again, atomically, at the
 //! holt commit boundary:
 //! 0. shape: the command's predicate / mutation / event counts are within their fixed bounds
-//!    ([`Error::InvalidArgument`] otherwise; nothing is read);
+//!    ([`Error::InvalidArgument`] otherwise; nothing is read), and it writes no reserved tree
+//!    except the System pending-operation registry rows ([`crate::codec::system`]);
 //! 1. schema marker and RootFence: `schema_id` is `nokv_workspace`, `System("schema")` holds the
 //!    exact marker, the command's root/logical shard/placement generation equal this handle's,
 //!    and `RootFence(root)` is `Active` with that logical shard and placement generation —
@@ -39,7 +40,8 @@ use super::{
     MAX_INDEX_MUTATIONS, MAX_MANIFEST_ROWS,
 };
 use crate::codec::system::{
-    decode_owner_epoch, RecoveryTail, KEY_OWNER_EPOCH, KEY_RECOVERY_TAIL, KEY_SCHEMA, SCHEMA_ID,
+    decode_owner_epoch, is_pending_operation_key, RecoveryTail, KEY_OWNER_EPOCH, KEY_RECOVERY_TAIL,
+    KEY_SCHEMA, SCHEMA_ID,
 };
 use crate::codec::{
     change_event, command_dedupe, root_fence, CommandDedupe, RootActivationState, RootFence,
@@ -127,11 +129,21 @@ fn check_bounds(cmd: &MetadataCommand) -> Result<()> {
             "metadata command exceeds its predicate/mutation/event bounds",
         ));
     }
-    if let Some(m) = cmd
-        .mutations
-        .iter()
-        .find(|m| matches!(m.family(), Family::System | Family::RecoveryOutbox))
-    {
+    // The reserved trees are derived by the executor, except the pending-operation registry
+    // rows of the System tree, which a command writes together with the Operation row they
+    // mirror (see [`crate::codec::system`]).
+    if let Some(m) = cmd.mutations.iter().find(|m| match m {
+        Mutation::Put {
+            family: Family::System,
+            key,
+            ..
+        }
+        | Mutation::Delete {
+            family: Family::System,
+            key,
+        } => !is_pending_operation_key(key),
+        m => m.family() == Family::RecoveryOutbox,
+    }) {
         return Err(Error::invalid(format!(
             "metadata commands may not write the reserved {} tree",
             m.family().name()
@@ -334,7 +346,8 @@ fn plan(cmd: &MetadataCommand, rows: FenceRows) -> Result<PlannedWrite> {
 
 /// Executes `cmd` against `store` under `fence` (see the module docs).
 ///
-/// Errors: [`Error::InvalidArgument`] (bounds, reserved trees), [`Error::Fenced`],
+/// Errors: [`Error::InvalidArgument`] (bounds, reserved trees other than the System
+/// pending-operation registry rows), [`Error::Fenced`],
 /// [`Error::RequestReplayMismatch`], [`Error::ReadVersionConflict`],
 /// [`Error::CommandPredicateFailed`], codec and storage errors. Nothing is applied on any error.
 pub fn execute<S: TxnStore>(

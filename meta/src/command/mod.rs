@@ -55,7 +55,8 @@ pub struct MetadataCommand {
     pub read_version: u64,
     /// Command predicates (in addition to the executor's fence predicates).
     pub predicates: Vec<Predicate>,
-    /// Mutations (never on the reserved `system` / `recovery_outbox` trees).
+    /// Mutations (never on the reserved `recovery_outbox` tree; on the reserved `system` tree
+    /// only the pending-operation registry rows of [`crate::codec::system`]).
     pub mutations: Vec<Mutation>,
     /// Change events, written at `root | read_version+1 | sequence` from sequence 0.
     pub event_projection: Vec<ChangeEvent>,

@@ -42,11 +42,36 @@
 //! so a published operation's exact receipt is the CommandDedupe row of that id (see
 //! [`published_receipt`]), and the abort takeover can prove its absence.
 //!
-//! Recovery is driven by these rows only, never by listing the bucket: [`list`] returns every
+//! Recovery is driven by these rows only, never by listing the bucket: [`list_pending`] returns
+//! the non-terminal Publish operations through the pending-operation registry, [`list`] every
 //! Publish operation (one bounded prefix scan per 255 rows), [`ledger`] the rows of one.
+//!
+//! ## Pending-operation registry
+//!
+//! Terminal operations (Published, Cleaned) are kept forever (seed 000, "Commit Closure": no
+//! terminal-operation GC), so scanning the Operation family at every open would cost
+//! O(publications ever begun). Each non-terminal Publish operation therefore also has one row in
+//! the System tree (tag 0xF0): key `"pending_operation" | u8 OperationKind::Publish |
+//! operation_id 16`, value `u16be 1` ([`crate::codec::system::pending_operation_key`],
+//! [`crate::codec::system::PENDING_OPERATION_VALUE`]). The row is
+//!
+//! - inserted by the same command that creates the operation in Uploading ([`begin`]) or
+//!   re-begins a Cleaned attempt ([`restart`]);
+//! - kept through Finalizing, Aborting, Cleaning and Quarantined;
+//! - deleted by the same command that makes the operation terminal: the publication command
+//!   ([`publish_operation`], Finalizing -> Published) and the last cleanup command (Cleaning ->
+//!   Cleaned, or a reconciled Quarantined -> Cleaned, [`clean`]).
+//!
+//! [`list_pending`] therefore costs O(non-terminal operations) (a registry scan plus one point
+//! read per row). Operations begun by a build without the registry are not in it; [`list`]
+//! (`nokv operation list --all`) still scans every operation.
 
 use sha2::{Digest, Sha256};
 
+use crate::codec::system::{
+    decode_pending_operation_key, pending_operation_key, pending_operation_prefix,
+    PENDING_OPERATION_VALUE,
+};
 use crate::codec::{
     artifact_revision, command_dedupe, CommandResult, Operation, OperationKey, OperationKind,
     OperationResult, PublishBase, PublishCondition, PublishOperation, PublishPhase,
@@ -191,6 +216,23 @@ fn staged_key(shard: &MetaShard, id: &OperationId, seq: u64) -> Vec<u8> {
     .encode()
 }
 
+/// The registry row insert of operation `id` (see the module docs).
+fn register(id: &OperationId) -> Mutation {
+    Mutation::put(
+        Family::System,
+        pending_operation_key(OperationKind::Publish, id),
+        PENDING_OPERATION_VALUE.to_vec(),
+    )
+}
+
+/// The registry row delete of operation `id` (see the module docs).
+fn unregister(id: &OperationId) -> Mutation {
+    Mutation::Delete {
+        family: Family::System,
+        key: pending_operation_key(OperationKind::Publish, id),
+    }
+}
+
 fn phase_name(phase: PublishPhase) -> String {
     format!("{phase:?}")
 }
@@ -225,8 +267,66 @@ pub fn get(shard: &MetaShard, id: &OperationId) -> Result<Option<PublishOperatio
     Ok(read_op(&snap, &op_key(shard, id))?.map(|(_, op)| op))
 }
 
+/// The non-terminal Publish operations, in operation-id order, found through the
+/// pending-operation registry (see the module docs): one bounded System scan per 255 registry
+/// rows plus one point read of each operation at the current version. Cost O(non-terminal
+/// operations), independent of the terminal operations retained forever. An operation that
+/// became terminal between the scan and its read is returned with its terminal phase (callers
+/// skip it).
+///
+/// Errors: [`Error::Codec`] for a malformed registry row or one naming no operation; storage
+/// errors.
+pub fn list_pending(shard: &MetaShard) -> Result<Vec<ListedOperation>> {
+    let prefix = pending_operation_prefix(OperationKind::Publish);
+    let mut ids = Vec::new();
+    {
+        let snap = shard.inner.store.snapshot();
+        let mut marker: Option<Vec<u8>> = None;
+        loop {
+            let spec = ScanSpec {
+                prefix: prefix.clone(),
+                start_after: marker.clone(),
+                delimiter: None,
+                limit: MAX_SCAN_ITEMS,
+            };
+            let batch = snap.scan(Family::System, &spec)?;
+            let exhausted = batch.len() < MAX_SCAN_ITEMS;
+            for item in batch {
+                let ScanItem::Row { key, value } = item else {
+                    return Err(Error::codec("system", "unexpected rollup"));
+                };
+                let (_, id) = decode_pending_operation_key(&key)?;
+                crate::codec::system::decode_pending_operation_value(&value)?;
+                ids.push(id);
+                marker = Some(key);
+            }
+            if exhausted {
+                break;
+            }
+        }
+    }
+    // The registry row and the Operation row change in one command and Operation rows are
+    // never deleted, so a fresh read always finds the operation.
+    let snap = shard.inner.store.snapshot();
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        let Some((_, operation)) = read_op(&snap, &op_key(shard, &id))? else {
+            return Err(Error::codec(
+                "system",
+                format!("pending-operation registry names missing operation {id}"),
+            ));
+        };
+        out.push(ListedOperation {
+            operation_id: id,
+            operation,
+        });
+    }
+    Ok(out)
+}
+
 /// Every Publish operation of the root in operation-id order (bounded scans of ≤255 rows; cost
-/// O(number of Publish operations ever begun — terminal rows are retained, seed 000).
+/// O(number of Publish operations ever begun — terminal rows are retained, seed 000). Recovery
+/// uses [`list_pending`] instead.
 ///
 /// Errors: [`Error::Codec`]; storage errors.
 pub fn list(shard: &MetaShard) -> Result<Vec<ListedOperation>> {
@@ -548,6 +648,7 @@ pub fn begin(
             key.clone(),
             Operation::Publish(op.clone()).encode(),
         ));
+        cmd.mutations.push(register(&id));
         for (seq, b) in first.iter().enumerate() {
             cmd.mutations.push(Mutation::put(
                 Family::StagedObject,
@@ -622,6 +723,7 @@ pub fn restart(
             key.clone(),
             Operation::Publish(op.clone()).encode(),
         ));
+        cmd.mutations.push(register(&id));
         for (i, b) in first.iter().enumerate() {
             let seq = start.saturating_add(i as u64);
             let k = staged_key(shard, &id, seq);
@@ -969,7 +1071,11 @@ pub fn publish_operation(shard: &MetaShard, id: &OperationId) -> Result<PublishR
         drop(snap);
         let out = match planned {
             Planned::Replay(out) => Ok(*out),
-            Planned::Command(cmd) => execute(&shard.inner.store, &shard.inner.fence, *cmd),
+            Planned::Command(mut cmd) => {
+                // Published is terminal: the registry row goes in the publication command.
+                cmd.mutations.push(unregister(id));
+                execute(&shard.inner.store, &shard.inner.fence, *cmd)
+            }
         };
         match out {
             Ok(out) => return publish::receipt(out),
@@ -1117,6 +1223,10 @@ fn cleanup_step(
             key.clone(),
             Operation::Publish(next.clone()).encode(),
         ));
+        if is_terminal(next.phase) {
+            // Cleaned: the registry row goes in the same command.
+            cmd.mutations.push(unregister(id));
+        }
         for (seq, state) in rows {
             let k = staged_key(shard, id, *seq);
             let Some(b) = snap.get(Family::StagedObject, &k)? else {

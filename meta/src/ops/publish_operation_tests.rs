@@ -400,3 +400,246 @@ fn a_cleaned_attempt_is_re_begun_under_the_same_id_with_a_fresh_revision() {
     assert_eq!(ledger::own_rows(&op, &rows).len(), 1);
     assert_eq!(ledger::own_rows(&op, &rows)[0].0, 1);
 }
+
+// ---- pending-operation registry (System rows of non-terminal operations) ----
+
+use crate::codec::system::{pending_operation_key, PENDING_OPERATION_VALUE};
+use crate::codec::{Operation, OperationKey, OperationKind};
+use crate::command::Mutation;
+use crate::outbox::{self, OutboxHeader, RecoveryRecord};
+use crate::schema::Family;
+use crate::store::{Snapshot, TxnStore};
+
+fn registry_key(id: &OperationId) -> Vec<u8> {
+    pending_operation_key(OperationKind::Publish, id)
+}
+
+fn registered(s: &MetaShard, id: &OperationId) -> bool {
+    let snap = s.inner.store.snapshot();
+    match snap.get(Family::System, &registry_key(id)).unwrap() {
+        None => false,
+        Some(v) => {
+            assert_eq!(v, PENDING_OPERATION_VALUE.to_vec());
+            true
+        }
+    }
+}
+
+/// The RecoveryOutbox record of the last commit (the exact mutations of its batch).
+fn last_record(s: &MetaShard) -> RecoveryRecord {
+    let lsn = s.recovery_tail().unwrap().applied_lsn;
+    let snap = s.inner.store.snapshot();
+    let header = snap
+        .get(Family::RecoveryOutbox, &outbox::header_key(lsn))
+        .unwrap()
+        .unwrap();
+    let header = OutboxHeader::decode(&header).unwrap();
+    let mut record = Vec::new();
+    for i in 0..header.chunk_count {
+        let chunk = snap
+            .get(Family::RecoveryOutbox, &outbox::chunk_key(lsn, i))
+            .unwrap()
+            .unwrap();
+        record.extend_from_slice(outbox::decode_chunk(&chunk).unwrap());
+    }
+    outbox::decode_record(&record).unwrap()
+}
+
+/// What the registry side of one command did.
+#[derive(Debug, PartialEq, Eq)]
+enum RegistryWrite {
+    Inserted,
+    Deleted,
+    Untouched,
+}
+
+/// Checks that the last commit was one command that wrote operation `id` in `phase` and did
+/// `registry` to its registry row, and that a snapshot at that commit version shows both.
+fn assert_last_command(
+    s: &MetaShard,
+    id: &OperationId,
+    phase: PublishPhase,
+    registry: RegistryWrite,
+) {
+    let rec = last_record(s);
+    let op_key = OperationKey {
+        root: s.root_id(),
+        kind: OperationKind::Publish,
+        operation_id: *id,
+    }
+    .encode();
+    let reg = registry_key(id);
+    let mut op_phase = None;
+    let mut reg_write = RegistryWrite::Untouched;
+    for m in &rec.mutations {
+        match m {
+            Mutation::Put {
+                family: Family::Operation,
+                key,
+                value,
+            } if *key == op_key => {
+                match Operation::decode_for_kind(OperationKind::Publish, value).unwrap() {
+                    Operation::Publish(op) => op_phase = Some(op.phase),
+                    other => panic!("unexpected operation {other:?}"),
+                }
+            }
+            Mutation::Put {
+                family: Family::System,
+                key,
+                ..
+            } if *key == reg => reg_write = RegistryWrite::Inserted,
+            Mutation::Delete {
+                family: Family::System,
+                key,
+            } if *key == reg => reg_write = RegistryWrite::Deleted,
+            _ => {}
+        }
+    }
+    assert_eq!(
+        op_phase,
+        Some(phase),
+        "the command writes the operation row"
+    );
+    assert_eq!(reg_write, registry, "the same command's registry write");
+    // Read both rows at the command's commit version.
+    let snap = s.inner.store.snapshot();
+    assert_eq!(snap.version(), rec.commit_version);
+    let now = ledger::get(s, id).unwrap().unwrap();
+    assert_eq!(now.phase, phase);
+    assert_eq!(
+        snap.get(Family::System, &reg).unwrap().is_some(),
+        !ledger::is_terminal(phase)
+    );
+}
+
+fn pending_ids(s: &MetaShard) -> Vec<OperationId> {
+    ledger::list_pending(s)
+        .unwrap()
+        .into_iter()
+        .map(|l| l.operation_id)
+        .collect()
+}
+
+#[test]
+fn registry_row_lives_from_begin_to_published_and_leaves_in_the_publication_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shard(dir.path());
+    let id = OperationId::random().unwrap();
+    let it = intent(&s, id, "outputs/reg.txt", PathCondition::Create);
+    let b = block(&s, &it.revision_id, 0, b"hello");
+    ledger::begin(&s, &it, &[b]).unwrap();
+    assert_last_command(&s, &id, PublishPhase::Uploading, RegistryWrite::Inserted);
+    assert_eq!(pending_ids(&s), vec![id]);
+    ledger::stage(&s, &id, &[], &[(0, StagedProviderState::Uploaded)]).unwrap();
+    assert!(registered(&s, &id));
+    ledger::finalize(&s, &id, 5, &digest(b"hello"), &[]).unwrap();
+    assert_last_command(&s, &id, PublishPhase::Finalizing, RegistryWrite::Untouched);
+    assert!(registered(&s, &id));
+    let receipt = ledger::publish_operation(&s, &id).unwrap();
+    assert_last_command(&s, &id, PublishPhase::Published, RegistryWrite::Deleted);
+    assert_eq!(last_record(&s).commit_version, receipt.commit_version);
+    assert!(!registered(&s, &id));
+    assert!(pending_ids(&s).is_empty());
+    // The full scan still lists the terminal operation.
+    assert_eq!(ledger::list(&s).unwrap().len(), 1);
+}
+
+#[test]
+fn registry_row_stays_through_aborting_cleaning_quarantined_and_leaves_when_cleaned() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shard(dir.path());
+    let id = OperationId::random().unwrap();
+    let it = intent(&s, id, "outputs/q", PathCondition::Create);
+    let b = block(&s, &it.revision_id, 0, b"q");
+    ledger::begin(&s, &it, &[b]).unwrap();
+    ledger::stage(&s, &id, &[], &[(0, StagedProviderState::Ambiguous)]).unwrap();
+    ledger::abort(&s, &id, "provider failed").unwrap();
+    assert_last_command(&s, &id, PublishPhase::Aborting, RegistryWrite::Untouched);
+    assert!(registered(&s, &id));
+    // A failed DELETE leaves it Cleaning, still registered.
+    let op = ledger::clean(&s, &id, &mut |_| DeleteOutcome::Failed("down".into())).unwrap();
+    assert_eq!(op.phase, PublishPhase::Cleaning);
+    assert!(registered(&s, &id));
+    assert_eq!(pending_ids(&s), vec![id]);
+    // An ambiguous outcome quarantines it: still registered (a later pass reconciles it).
+    let op = ledger::clean(&s, &id, &mut |_| {
+        DeleteOutcome::Quarantined("ambiguous".into())
+    })
+    .unwrap();
+    assert_eq!(op.phase, PublishPhase::Quarantined);
+    assert_last_command(&s, &id, PublishPhase::Quarantined, RegistryWrite::Untouched);
+    assert!(registered(&s, &id));
+    assert_eq!(pending_ids(&s), vec![id]);
+    // Reconciled -> Cleaned: the registry row leaves in that command.
+    let op = ledger::clean(&s, &id, &mut |_| DeleteOutcome::Deleted).unwrap();
+    assert_eq!(op.phase, PublishPhase::Cleaned);
+    assert_last_command(&s, &id, PublishPhase::Cleaned, RegistryWrite::Deleted);
+    assert!(pending_ids(&s).is_empty());
+}
+
+#[test]
+fn a_direct_cleanup_to_cleaned_and_a_restart_move_the_registry_row_in_their_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shard(dir.path());
+    let id = OperationId::random().unwrap();
+    let it = intent(&s, id, "outputs/c", PathCondition::Create);
+    let b = block(&s, &it.revision_id, 0, b"c");
+    ledger::begin(&s, &it, &[b]).unwrap();
+    ledger::abort(&s, &id, "x").unwrap();
+    let op = ledger::clean(&s, &id, &mut |_| DeleteOutcome::Deleted).unwrap();
+    assert_eq!(op.phase, PublishPhase::Cleaned);
+    assert_last_command(&s, &id, PublishPhase::Cleaned, RegistryWrite::Deleted);
+    assert!(!registered(&s, &id));
+    let mut again = it.clone();
+    again.revision_id = ArtifactRevisionId::random().unwrap();
+    let b2 = block(&s, &again.revision_id, 0, b"c");
+    ledger::restart(&s, &again, &[b2]).unwrap();
+    assert_last_command(&s, &id, PublishPhase::Uploading, RegistryWrite::Inserted);
+    assert_eq!(pending_ids(&s), vec![id]);
+}
+
+#[test]
+fn the_registry_survives_reopen_and_lists_only_non_terminal_operations() {
+    let dir = tempfile::tempdir().unwrap();
+    let (orphan, done) = {
+        let s = shard(dir.path());
+        let (done, _) = finalizing(&s, "outputs/done");
+        ledger::publish_operation(&s, &done).unwrap();
+        let orphan = OperationId::random().unwrap();
+        let it = intent(&s, orphan, "outputs/orphan", PathCondition::Create);
+        let b = block(&s, &it.revision_id, 0, b"o");
+        ledger::begin(&s, &it, &[b]).unwrap();
+        (orphan, done)
+    };
+    let s = MetaShard::open(dir.path(), OpenOptions::default()).unwrap();
+    let pending = ledger::list_pending(&s).unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].operation_id, orphan);
+    assert_eq!(pending[0].operation.phase, PublishPhase::Uploading);
+    let all: Vec<OperationId> = ledger::list(&s)
+        .unwrap()
+        .into_iter()
+        .map(|l| l.operation_id)
+        .collect();
+    assert!(all.contains(&done) && all.contains(&orphan));
+}
+
+#[test]
+fn commands_may_write_registry_rows_but_no_other_system_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shard(dir.path());
+    // A registry key naming an operation of an unknown kind is not a registry key.
+    let mut bad = registry_key(&OperationId([1; 16]));
+    bad[17] = 0xff;
+    for key in [bad, b"pending_operation".to_vec(), b"lease_clock".to_vec()] {
+        let mut cmd = s.command_header(
+            crate::ids::RequestId::random().unwrap(),
+            [1; 32],
+            s.inner.store.version(),
+            crate::codec::CommandResult::Applied { value: 0 },
+        );
+        cmd.mutations
+            .push(Mutation::put(Family::System, key, vec![0, 1]));
+        assert!(matches!(s.execute(cmd), Err(Error::InvalidArgument(_))));
+    }
+}
