@@ -130,13 +130,18 @@ pub fn parse_commit_id(hex: &str) -> Result<CommitId> {
     })
 }
 
-/// Aborts the process when the `fault-points` feature is on and `NOKV_FAULT_POINT` names this
-/// boundary (crash tests only).
+/// Kills the process with SIGKILL when the `fault-points` feature is on and `NOKV_FAULT_POINT`
+/// names this boundary (crash tests only): no destructor, flush or cleanup runs. Falls back to
+/// `abort` if the `kill` command cannot be run.
 #[allow(unused_variables)]
 pub fn fault_point(name: &str) {
     #[cfg(feature = "fault-points")]
     if std::env::var("NOKV_FAULT_POINT").is_ok_and(|v| v == name) {
-        eprintln!("nokv: fault point {name} reached; aborting");
+        eprintln!("nokv: fault point {name} reached; sending SIGKILL to self");
+        let pid = std::process::id().to_string();
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid])
+            .status();
         std::process::abort();
     }
 }

@@ -189,7 +189,7 @@ pub struct AbortReceipt {
 }
 
 fn fault(point: FaultPoint, options: &RestoreOptions) -> Result<(), RestoreError> {
-    // Shared hook (`fault-points` feature): aborts the process when NOKV_FAULT_POINT names
+    // Shared hook (`fault-points` feature): SIGKILLs the process when NOKV_FAULT_POINT names
     // this boundary — process loss with no destructor, flush or cleanup.
     crate::commit::fault_point(point.as_str());
     if options.interrupt_after == Some(point) {
@@ -317,9 +317,13 @@ impl Client {
                             snapshot_id: 0,
                         })
                     }
-                    meta::Error::SnapshotExpired { snapshot_id, .. } => {
-                        RestoreError::Operation(ops::RestoreError::SnapshotExpired { snapshot_id })
-                    }
+                    meta::Error::SnapshotExpired {
+                        snapshot_id,
+                        status,
+                    } => RestoreError::Operation(ops::RestoreError::SnapshotExpired {
+                        snapshot_id,
+                        status,
+                    }),
                     meta::Error::WorkspaceNotFound { workbench_id } => {
                         RestoreError::Operation(ops::RestoreError::SourceWorkbenchNotFound {
                             workbench_id,
