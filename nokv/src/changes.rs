@@ -71,6 +71,15 @@ pub struct Changes {
     failed: bool,
 }
 
+/// A caller-input refusal from meta as the SDK's [`Error::InvalidArgument`], keeping meta's
+/// own message (without repeating its "invalid argument" prefix).
+fn invalid_argument(e: meta::Error) -> Error {
+    match e {
+        meta::Error::InvalidArgument(msg) => Error::InvalidArgument(msg),
+        other => Error::InvalidArgument(other.to_string()),
+    }
+}
+
 impl Changes {
     /// The opaque cursor after the last item yielded (or the starting cursor; `None` from the
     /// beginning of the feed when nothing was read).
@@ -178,8 +187,7 @@ impl Client {
     ///
     /// Errors: [`Error::InvalidArgument`] for an invalid id or a malformed/foreign cursor.
     pub fn workbench_changes(&self, workbench_id: &str, after: Option<&str>) -> Result<Changes> {
-        meta::validate_workbench_id(workbench_id)
-            .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        meta::validate_workbench_id(workbench_id).map_err(invalid_argument)?;
         self.changes_in(ChangeScope::Workbench(workbench_id.to_string()), after)
     }
 
@@ -187,7 +195,7 @@ impl Client {
         let position = after
             .map(|s| ChangeCursor::decode(s, &self.meta().root_id(), &scope))
             .transpose()
-            .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+            .map_err(invalid_argument)?;
         if let Some(p) = position {
             if p.commit_version > self.meta().db().version() {
                 return Err(Error::InvalidArgument(

@@ -31,6 +31,16 @@ fn append(store: &Path, path: &str, bytes: &[u8], id: &str) -> (i32, Value) {
     (out.status.code().unwrap_or(-1), env)
 }
 
+/// A fresh store with the workbench `wb` (the CLI append never creates either).
+fn store_with_wb(dir: &Path) -> std::path::PathBuf {
+    let store = dir.join("store");
+    Client::open(&store)
+        .unwrap()
+        .create_workbench("wb")
+        .unwrap();
+    store
+}
+
 fn body(store: &Path, path: &str) -> Vec<u8> {
     Client::open(store).unwrap().read_all("wb", path).unwrap()
 }
@@ -38,7 +48,7 @@ fn body(store: &Path, path: &str) -> Vec<u8> {
 #[test]
 fn replayed_append_with_the_same_operation_id_appends_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
+    let store = store_with_wb(dir.path());
     let (code, first) = append(&store, "logs/run.log", b"step 1\n", ID_A);
     assert_eq!(code, 0, "{first:#}");
     assert_eq!(first["result"]["idempotent_replay"], false);
@@ -57,19 +67,25 @@ fn replayed_append_with_the_same_operation_id_appends_nothing() {
 }
 
 #[test]
-fn the_same_operation_id_with_other_bytes_is_refused_as_an_operation_conflict() {
+fn the_same_operation_id_with_other_bytes_is_a_non_retryable_invalid_argument() {
     let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
+    let store = store_with_wb(dir.path());
     assert_eq!(append(&store, "logs/run.log", b"a\n", ID_A).0, 0);
     let (code, env) = append(&store, "logs/run.log", b"b\n", ID_A);
     assert_eq!(code, 1, "{env:#}");
     assert_eq!(env["status"], "error");
-    assert_eq!(env["code"], "Conflict");
-    assert_eq!(env["details"]["conflict"], "OperationState");
+    assert_eq!(env["code"], "InvalidArguments");
+    assert_eq!(env["retryable"], false);
+    assert_eq!(env["details"]["reason"], "operation_id_reused");
+    assert!(env["details"].get("conflict").is_none(), "{env:#}");
+    let msg = env["message"].as_str().unwrap();
+    assert!(msg.contains("already bound to a different append"), "{msg}");
+    assert!(msg.contains("new operation id"), "{msg}");
     // Another path under the same id is refused the same way.
     let (code, env) = append(&store, "logs/other.log", b"a\n", ID_A);
     assert_eq!(code, 1);
-    assert_eq!(env["code"], "Conflict");
+    assert_eq!(env["code"], "InvalidArguments");
+    assert_eq!(env["retryable"], false);
     assert_eq!(body(&store, "logs/run.log"), b"a\n");
     // The SDK error is typed.
     let client = Client::open(&store).unwrap();
@@ -87,9 +103,50 @@ fn the_same_operation_id_with_other_bytes_is_refused_as_an_operation_conflict() 
 }
 
 #[test]
+fn append_to_a_missing_workbench_is_not_found_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_wb(dir.path());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nokv_cli"))
+        .arg("--store")
+        .arg(&store)
+        .args(["append", "nosuchwb", "logs/run.log", "-"])
+        .args(["--operation-id", ID_A])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _ = child.stdin.take().unwrap().write_all(b"x\n");
+    let out = child.wait_with_output().unwrap();
+    let env: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{env:#}");
+    assert_eq!(env["code"], "NotFound", "{env:#}");
+    assert_eq!(env["retryable"], false);
+    assert!(env["details"]["path"]
+        .as_str()
+        .unwrap()
+        .ends_with("/nosuchwb"));
+    let client = Client::open(&store).unwrap();
+    assert!(matches!(
+        client.read_all("nosuchwb", "logs/run.log"),
+        Err(nokv::Error::WorkbenchNotFound { .. })
+    ));
+}
+
+#[test]
+fn append_on_a_store_that_does_not_exist_is_not_found_and_creates_no_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("absent");
+    let (code, env) = append(&store, "logs/run.log", b"x\n", ID_A);
+    assert_eq!(code, 1, "{env:#}");
+    assert_eq!(env["code"], "NotFound");
+    assert!(!store.exists());
+}
+
+#[test]
 fn different_operation_ids_append_twice() {
     let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
+    let store = store_with_wb(dir.path());
     assert_eq!(append(&store, "logs/run.log", b"x\n", ID_A).0, 0);
     let (code, env) = append(&store, "logs/run.log", b"x\n", ID_B);
     assert_eq!(code, 0, "{env:#}");
@@ -101,7 +158,7 @@ fn different_operation_ids_append_twice() {
 #[test]
 fn malformed_operation_ids_are_usage_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
+    let store = store_with_wb(dir.path());
     for bad in [
         "",
         "0011",
@@ -121,7 +178,7 @@ fn a_response_lost_to_a_crash_is_replayed_without_a_second_append() {
     for (point, published_by_recovery) in [("after-finalizing-cas", true), ("after-upload", false)]
     {
         let dir = tempfile::tempdir().unwrap();
-        let store = dir.path().join("store");
+        let store = store_with_wb(dir.path());
         assert_eq!(append(&store, "logs/run.log", b"base\n", ID_B).0, 0);
         let mut child = Command::new(env!("CARGO_BIN_EXE_nokv_cli"))
             .arg("--store")

@@ -143,3 +143,36 @@ fn change_feed_resumes_from_cursor_without_gaps_or_duplicates_across_reopen() {
     assert!(client.changes(Some("00")).is_err());
     assert!(client.workbench_changes("wb", Some(&cursor)).is_err());
 }
+
+#[test]
+fn cli_changes_with_a_bad_cursor_prints_one_invalid_arguments_envelope() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    {
+        let client = open(&store);
+        client.create_workbench("wb").unwrap();
+    }
+    for extra in [&[][..], &["--workbench", "wb"][..]] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_nokv_cli"))
+            .arg("--store")
+            .arg(&store)
+            .args(["changes", "--after", "BADCURSOR"])
+            .args(extra)
+            .output()
+            .expect("run nokv_cli");
+        assert_eq!(out.status.code(), Some(1));
+        let env: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
+        assert_eq!(env["status"], "error", "{env:#}");
+        assert_eq!(env["code"], "InvalidArguments", "{env:#}");
+        assert_eq!(env["retryable"], false);
+        let msg = env["message"].as_str().unwrap();
+        assert!(!msg.contains("invalid argument"), "doubled prefix: {msg}");
+    }
+    // The SDK error carries meta's message once.
+    let Err(err) = open(&store).changes(Some("BADCURSOR")) else {
+        panic!("a malformed cursor must be refused");
+    };
+    let text = err.to_string();
+    assert_eq!(text.matches("invalid argument").count(), 1, "{text}");
+}

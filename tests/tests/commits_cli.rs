@@ -117,3 +117,71 @@ fn cli_commits_tags_finds_and_retires() {
     let (_, bad) = cli(&store, &["commit", "show", "nothex"]);
     assert_eq!(bad["code"], "InvalidArguments");
 }
+
+/// A store with workbench `wb` (one file) committed once; returns the commit id.
+fn committed_store(store: &Path) -> String {
+    {
+        let client = nokv::Client::open(store).unwrap();
+        client.create_workbench("wb").unwrap();
+        client
+            .put(
+                "wb",
+                "outputs/a.txt",
+                b"a",
+                &nokv::PutOptions::create("text/plain", "test"),
+            )
+            .unwrap();
+    }
+    let (code, c) = cli(store, &["commit", "wb", "--message", "m"]);
+    assert_eq!(code, 0, "{c:#}");
+    c["commit_identity"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn invalid_tag_names_are_invalid_arguments_not_internal_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let commit = committed_store(&store);
+    let long = "t".repeat(300);
+    for args in [
+        vec!["tag", "set", "wb", "", commit.as_str()],
+        vec!["tag", "set", "wb", long.as_str(), commit.as_str()],
+        vec!["tag", "get", "wb", ""],
+        vec!["tag", "delete", "wb", ""],
+    ] {
+        let (code, env) = cli(&store, &args);
+        assert_eq!(code, 1, "{args:?}: {env:#}");
+        assert_eq!(env["status"], "error", "{args:?}");
+        assert_eq!(env["code"], "InvalidArguments", "{args:?}: {env:#}");
+        assert_eq!(env["retryable"], false);
+        let msg = env["message"].as_str().unwrap();
+        assert!(msg.starts_with("tag name"), "{args:?}: {msg}");
+    }
+    // The seed rule's limit itself (128 bytes) is accepted.
+    let max = "t".repeat(128);
+    let (code, env) = cli(&store, &["tag", "set", "wb", &max, &commit]);
+    assert_eq!(code, 0, "{env:#}");
+}
+
+#[test]
+fn commit_with_an_unknown_parent_is_not_found_with_the_workbench_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    committed_store(&store);
+    nokv::Client::open(&store)
+        .unwrap()
+        .create_workbench("child")
+        .unwrap();
+    let unknown = "ab".repeat(32);
+    let (code, env) = cli(
+        &store,
+        &["commit", "child", "--message", "c", "--parent", &unknown],
+    );
+    assert_eq!(code, 1, "{env:#}");
+    assert_eq!(env["code"], "NotFound", "{env:#}");
+    assert!(
+        env["details"]["path"].as_str().unwrap().ends_with("/child"),
+        "{env:#}"
+    );
+    assert_eq!(env["details"]["commit_id"], Value::from(unknown));
+}

@@ -517,10 +517,11 @@ fn cli_restore_run_status_and_abort() {
         run(&["restore", "status", "dst"]),
         std::process::ExitCode::from(0)
     );
-    // Nothing to abort on a published destination: it stays Complete and visible.
+    // Nothing to abort on a published destination: refused (InvalidState), it stays Complete
+    // and visible.
     assert_eq!(
         run(&["restore", "abort", "dst"]),
-        std::process::ExitCode::from(0)
+        std::process::ExitCode::from(1)
     );
     assert_eq!(
         run(&["restore", "run", "src", "dst", "--snapshot", "999"]),
@@ -561,4 +562,122 @@ fn concurrent_identical_restores_converge_on_one_operation() {
     );
     assert_reference_counts_match_rows(&client);
     assert_snapshot_invariants(&client);
+}
+
+#[test]
+fn restore_from_a_retired_snapshot_answers_like_a_read_at_it() {
+    let (_dir, client) = fresh_store();
+    source_with_files(&client, "src", 2);
+    let snap = snapshot(&client, "src");
+    let wb = Workbench::new(client.clone());
+    ok(wb.call(
+        "workbench_snapshot_retire",
+        &json!({"id": "src", "snapshot_id": snap, "reason": "done"}),
+    ));
+    let read = err(
+        wb.call(
+            "workbench_read",
+            &json!({"id": "src", "section": "input", "path": "d0/f0000.txt", "at_snapshot": snap}),
+        ),
+        "SnapshotExpired",
+    );
+    let restored = err(
+        wb.call(
+            "workbench_restore",
+            &json!({"id": "src", "destination_id": "dst", "at_snapshot": snap}),
+        ),
+        "SnapshotExpired",
+    );
+    assert_eq!(restored["details"]["state"], "retired", "{restored:#}");
+    assert_eq!(restored["details"]["state"], read["details"]["state"]);
+    assert_eq!(restored["details"]["snapshot_id"], snap);
+    assert_eq!(restored["retryable"], false);
+    assert!(marker(&client, "dst").is_none());
+}
+
+#[test]
+fn create_with_the_id_of_a_restored_workbench_is_already_exists() {
+    let (_dir, client) = fresh_store();
+    source_with_files(&client, "src", 1);
+    let snap = snapshot(&client, "src");
+    let wb = Workbench::new(client.clone());
+    ok(wb.call(
+        "workbench_restore",
+        &json!({"id": "src", "destination_id": "dst", "at_snapshot": snap}),
+    ));
+    let e = err(
+        wb.call("workbench_create", &json!({"id": "dst"})),
+        "AlreadyExists",
+    );
+    assert!(e["details"]["path"].as_str().unwrap().ends_with("/dst"));
+    assert_eq!(e["retryable"], false);
+    // An exact retry of a real create is still a success.
+    ok(wb.call("workbench_create", &json!({"id": "fresh"})));
+    ok(wb.call("workbench_create", &json!({"id": "fresh"})));
+    // The restored workbench is untouched.
+    assert!(client.stat("dst", "metadata/restore_manifest.json").is_ok());
+}
+
+/// Runs the `nokv_cli` binary on `store`; returns (exit code, stdout as JSON).
+fn cli_json(store: &std::path::Path, args: &[&str]) -> (i32, Value) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nokv_cli"))
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .env_remove("NOKV_FAULT_POINT")
+        .output()
+        .expect("run nokv_cli");
+    let json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON value ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    (out.status.code().unwrap_or(-1), json)
+}
+
+#[test]
+fn cli_restore_status_and_abort_print_the_standard_envelope() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let snap = {
+        let client = nokv::Client::open(&store).unwrap();
+        source_with_files(&client, "src", 2);
+        snapshot(&client, "src")
+    };
+    let (code, env) = cli_json(&store, &["restore", "status", "nobody"]);
+    assert_eq!(code, 1, "{env:#}");
+    assert_eq!(env["status"], "error");
+    assert_eq!(env["code"], "NotFound");
+    assert!(env["details"]["path"]
+        .as_str()
+        .unwrap()
+        .ends_with("/nobody"));
+    let (code, env) = cli_json(&store, &["restore", "abort", "nobody"]);
+    assert_eq!(code, 1, "{env:#}");
+    assert_eq!(env["code"], "NotFound");
+    assert!(env.get("error").is_none());
+
+    let snap_arg = snap.to_string();
+    let (code, env) = cli_json(
+        &store,
+        &["restore", "run", "src", "dst", "--snapshot", &snap_arg],
+    );
+    assert_eq!(code, 0, "{env:#}");
+    let (code, status) = cli_json(&store, &["restore", "status", "dst"]);
+    assert_eq!(code, 0, "{status:#}");
+    assert_eq!(status["status"], "success");
+    assert_eq!(status["phase"], "Complete");
+    let (code, env) = cli_json(&store, &["restore", "abort", "dst"]);
+    assert_eq!(code, 1, "{env:#}");
+    assert_eq!(env["status"], "error");
+    assert_eq!(env["code"], "InvalidState");
+    assert_eq!(env["retryable"], false);
+    assert_eq!(
+        env["message"],
+        "the restore already completed; nothing to abort"
+    );
+    assert_eq!(env["details"]["operation_id"], status["operation_id"]);
+    let client = nokv::Client::open(&store).unwrap();
+    assert!(client.stat("dst", "input/d0/f0000.txt").is_ok());
 }

@@ -128,17 +128,20 @@ pub enum RestoreError {
         /// The source workbench id.
         workbench_id: String,
     },
-    /// No snapshot with this id exists in the source workbench, or it was retired.
+    /// No snapshot with this id exists in the source workbench (of its current incarnation).
     #[error("snapshot {snapshot_id} not found")]
     SnapshotNotFound {
         /// The numeric snapshot id.
         snapshot_id: u64,
     },
-    /// The snapshot's lease deadline passed or it was reaped.
-    #[error("snapshot {snapshot_id} expired")]
+    /// The snapshot's lease deadline passed, it was retired, or it was reaped (the same answer
+    /// a read `at_snapshot` gives: facade `SnapshotExpired` with `details.state`).
+    #[error("snapshot {snapshot_id} is {status}")]
     SnapshotExpired {
         /// The numeric snapshot id.
         snapshot_id: u64,
+        /// Derived status: `expired`, `retired` or `reaped`.
+        status: &'static str,
     },
     /// No sealed commit of the source workbench has this id.
     #[error("commit {commit_id} not found")]
@@ -495,14 +498,13 @@ pub fn plan(shard: &MetaShard, target: &RestoreTarget) -> Result<RestorePlan> {
             .map_err(|e| snapshot_error(e, id.get()))?;
             match info.status {
                 SnapshotStatus::Alive => {}
-                SnapshotStatus::Expired | SnapshotStatus::Reaped => {
+                // Retired answers like a read at the snapshot does (SnapshotExpired, "retired").
+                status @ (SnapshotStatus::Expired
+                | SnapshotStatus::Reaped
+                | SnapshotStatus::Retired) => {
                     return Err(RestoreError::SnapshotExpired {
                         snapshot_id: id.get(),
-                    })
-                }
-                SnapshotStatus::Retired => {
-                    return Err(RestoreError::SnapshotNotFound {
-                        snapshot_id: id.get(),
+                        status: status.as_str(),
                     })
                 }
             }
@@ -577,7 +579,10 @@ pub fn plan(shard: &MetaShard, target: &RestoreTarget) -> Result<RestorePlan> {
 fn snapshot_error(e: Error, snapshot_id: u64) -> RestoreError {
     match e {
         Error::SnapshotNotFound => RestoreError::SnapshotNotFound { snapshot_id },
-        Error::SnapshotExpired { .. } => RestoreError::SnapshotExpired { snapshot_id },
+        Error::SnapshotExpired { status, .. } => RestoreError::SnapshotExpired {
+            snapshot_id,
+            status,
+        },
         other => RestoreError::Meta(other),
     }
 }

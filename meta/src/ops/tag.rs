@@ -10,6 +10,14 @@
 //!
 //! The CAS token is `tag_generation`, which equals the commit version of the command that last
 //! set the tag. [`TagCondition`] states what the caller expects to find.
+//!
+//! Tag names follow seed 000 exactly ("Snapshot aliases and tag names are case-sensitive UTF-8
+//! without NUL, at most 128 bytes"): 1..=128 bytes, no NUL, no case folding or Unicode
+//! normalization; `/`, `.` and other characters are ordinary name bytes because a tag name is a
+//! length-prefixed key component, never a path. Every entry point here ([`set_tag`],
+//! [`get_tag`], [`delete_tag`]) validates the name through [`TagName::new`] before touching
+//! storage and refuses a bad one with [`Error::InvalidArgument`] (the Workbench facade and CLI
+//! answer `InvalidArguments`).
 
 use crate::codec::{
     workspace_current, CommandResult, Commit, CommitConsumer, CommitConsumerKey, CommitState,

@@ -185,7 +185,7 @@ pub fn run_commit(dir: &Path, args: CommitArgs, out: &mut dyn Write) -> u8 {
                     "commit_version": r.commit_version,
                 })),
             ),
-            Err(e) => failure(out, commit_error(&client, "-", e)),
+            Err(e) => failure(out, commit_error_no_workbench(&client, e)),
         },
         Some(CommitAction::Show { commit, workbench }) => {
             let found = match (commit, workbench) {
@@ -222,7 +222,7 @@ pub fn run_commit(dir: &Path, args: CommitArgs, out: &mut dyn Write) -> u8 {
                         "no such commit",
                     ),
                 ),
-                Err(e) => failure(out, commit_error(&client, "-", e)),
+                Err(e) => failure(out, commit_error_no_workbench(&client, e)),
             }
         }
         None => {
@@ -372,4 +372,12 @@ pub fn run_find(dir: &Path, args: FindArgs, out: &mut dyn Write) -> u8 {
     } else {
         EXIT_TOOL_ERROR
     }
+}
+
+/// [`commit_error`] for commands addressed by commit id alone (`commit retire`, `commit show`):
+/// the envelope names no workbench path.
+fn commit_error_no_workbench(client: &Client, err: crate::Error) -> ToolError {
+    let mut e = commit_error(client, "-", err);
+    e.details.remove("path");
+    e
 }

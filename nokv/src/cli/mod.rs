@@ -86,12 +86,14 @@ pub enum Command {
         #[arg(long)]
         index_json: bool,
     },
-    /// Append bytes to an artifact (created when missing) as a durable, idempotent operation:
-    /// replaying the same `--operation-id` after a lost response returns the original receipt
-    /// and appends nothing; the same id with other bytes or another path is refused
-    /// (`Conflict`, `details.conflict = "OperationState"`). Prints one JSON envelope.
+    /// Append bytes to an artifact of an existing workbench (the artifact is created when
+    /// missing; a missing workbench is `NotFound` — create it first with `nokv workbench
+    /// create`) as a durable, idempotent operation: replaying the same `--operation-id` after a
+    /// lost response returns the original receipt and appends nothing; the same id with other
+    /// bytes or another path is refused (`InvalidArguments`, not retryable — pick a new id).
+    /// Prints one JSON envelope.
     Append {
-        /// Workbench id.
+        /// Workbench id (must exist).
         workbench: String,
         /// Workbench-relative path, e.g. `logs/run.log`.
         path: String,
@@ -650,13 +652,27 @@ fn run_append(
             b
         }
     };
-    let client = match Client::open(dir) {
+    // Append never creates a store or a workbench (same rule as `workbench_append`): a missing
+    // one is `NotFound`.
+    let options = crate::client::ClientOptions {
+        create_if_missing: false,
+        ..Default::default()
+    };
+    let client = match Client::open_with(dir, options) {
         Ok(c) => c,
         Err(e) => return fail(out, store_error(e), EXIT_TOOL_ERROR),
     };
-    let result = client.create_workbench(workbench).and_then(|_| {
-        client.append_idempotent(workbench, path, &bytes, id, content_type, "nokv append")
-    });
+    if let Err(e) = meta::validate_workbench_id(workbench) {
+        return fail(
+            out,
+            ToolError::invalid_arguments(match e {
+                meta::Error::InvalidArgument(msg) => msg,
+                other => other.to_string(),
+            }),
+            EXIT_TOOL_ERROR,
+        );
+    }
+    let result = client.append_idempotent(workbench, path, &bytes, id, content_type, "nokv append");
     match result {
         Ok(r) => {
             let env = serde_json::json!({
@@ -679,23 +695,23 @@ fn run_append(
             print_json(out, &env);
             EXIT_OK
         }
+        // Retrying can never succeed: the id stays bound to its first append.
         Err(crate::Error::Meta(meta::Error::OperationIntentMismatch { .. })) => fail(
             out,
-            ToolError::conflict("OperationState")
-                .with_detail("reason", Value::from("operation_id_reused"))
-                .with_detail(
-                    "hint",
-                    Value::from(
-                        "this operation id was already used for another append (other bytes or path); use a new id",
-                    ),
-                ),
+            ToolError::invalid_arguments(
+                "this --operation-id is already bound to a different append (another path or \
+                 other bytes); pick a new operation id for a new append",
+            )
+            .with_detail("reason", Value::from("operation_id_reused"))
+            .with_detail(
+                "operation_id",
+                Value::from(operation_id.to_ascii_lowercase()),
+            ),
             EXIT_TOOL_ERROR,
         ),
-        Err(crate::Error::Meta(meta::Error::OperationState { .. })) => fail(
-            out,
-            ToolError::conflict("OperationState"),
-            EXIT_TOOL_ERROR,
-        ),
+        Err(crate::Error::Meta(meta::Error::OperationState { .. })) => {
+            fail(out, ToolError::conflict("OperationState"), EXIT_TOOL_ERROR)
+        }
         Err(e) => fail(
             out,
             crate::workbench::tool_error(&client, workbench, e),

@@ -3,9 +3,14 @@
 //! - `run SOURCE DEST (--snapshot ID|NAME | --commit HEX64)` runs `workbench_restore` and prints
 //!   its JSON envelope (exit 0 on success, 1 on a tool error). Re-running the same command after
 //!   a crash resumes the same deterministic operation.
-//! - `abort DEST` aborts an unfinished restore into DEST and cleans it up (a published
-//!   destination is never touched); prints `{operation_id, phase}`.
-//! - `status DEST` prints the restore operation owning DEST (`phase`, progress), or exits 1.
+//! - `abort DEST` aborts an unfinished restore into DEST and cleans it up; prints
+//!   `{"status":"success", operation_id, phase}`. A restore that already completed is never
+//!   touched: `InvalidState` ("the restore already completed; nothing to abort"), exit 1.
+//! - `status DEST` prints `{"status":"success", …}` with the restore operation owning DEST
+//!   (`phase`, progress), or `NotFound {path}` when no restore owns DEST (exit 1).
+//!
+//! Every error is the standard Workbench envelope
+//! `{"status":"error","code":…,"message":…,"retryable":…,"details":{…}}` on stdout.
 
 use std::io::Write;
 use std::path::Path;
@@ -15,7 +20,42 @@ use serde_json::{json, Map, Value};
 
 use super::{print_json, EXIT_OK, EXIT_TOOL_ERROR};
 use crate::client::Client;
-use crate::workbench::{store_error, Workbench};
+use crate::restore::RestoreError;
+use crate::workbench::errors::{ErrorCode, ToolError};
+use crate::workbench::{meta_tool_error, store_error, tool_error, Workbench};
+use meta::codec::{RestoreOperation, RestorePhase};
+use meta::ops::restore::RestoreError as OpError;
+
+/// Prints the error envelope of `err`; returns the tool-error exit code.
+fn failure(out: &mut dyn Write, err: ToolError) -> u8 {
+    print_json(out, &err.envelope());
+    EXIT_TOOL_ERROR
+}
+
+/// `NotFound {path}`: no restore operation owns `destination`.
+fn no_restore(client: &Client, destination: &str) -> ToolError {
+    ToolError::new(
+        ErrorCode::NotFound,
+        format!("no restore owns workbench `{destination}`; start one with `nokv restore run`"),
+    )
+    .with_detail("path", Value::from(client.workbench_path(destination)))
+}
+
+/// Maps errors of `restore abort|status DEST` to tool errors (no storage identities).
+fn op_error(client: &Client, destination: &str, err: RestoreError) -> ToolError {
+    match err {
+        RestoreError::Sdk(e) => tool_error(client, destination, e),
+        RestoreError::Operation(OpError::OperationNotFound) => no_restore(client, destination),
+        RestoreError::Operation(OpError::Meta(meta::Error::InvalidArgument(msg))) => {
+            ToolError::invalid_arguments(msg)
+        }
+        RestoreError::Operation(OpError::Meta(e)) => meta_tool_error(&e),
+        RestoreError::Operation(OpError::InvalidPhase { .. }) => {
+            ToolError::conflict("OperationState")
+        }
+        other => ToolError::internal(format!("the restore operation failed: {other}")),
+    }
+}
 
 /// `nokv restore` actions.
 #[derive(Debug, Subcommand)]
@@ -88,24 +128,46 @@ pub fn run_restore(dir: &Path, cmd: RestoreCommand, out: &mut dyn Write) -> u8 {
                 EXIT_TOOL_ERROR
             }
         }
-        RestoreCommand::Abort { destination } => match client.abort_restore(&destination) {
-            Ok(r) => {
-                print_json(
+        RestoreCommand::Abort { destination } => {
+            // A completed restore is refused before anything is attempted.
+            match client.restore_operation(&destination) {
+                Ok(Some(op)) if op.phase == RestorePhase::Complete => {
+                    return failure(out, already_complete(&client, &destination, &op));
+                }
+                Ok(_) => {}
+                Err(e) => return failure(out, op_error(&client, &destination, e)),
+            }
+            match client.abort_restore(&destination) {
+                // Lost a race with the final publication: the destination stays visible.
+                Ok(r) if r.phase == RestorePhase::Complete => failure(
                     out,
-                    &json!({"operation_id": r.operation_id, "phase": format!("{:?}", r.phase)}),
-                );
-                EXIT_OK
+                    ToolError::new(
+                        ErrorCode::InvalidState,
+                        "the restore already completed; nothing to abort",
+                    )
+                    .with_detail("path", Value::from(client.workbench_path(&destination)))
+                    .with_detail("operation_id", Value::from(r.operation_id)),
+                ),
+                Ok(r) => {
+                    print_json(
+                        out,
+                        &json!({
+                            "status": "success",
+                            "operation_id": r.operation_id,
+                            "phase": format!("{:?}", r.phase),
+                        }),
+                    );
+                    EXIT_OK
+                }
+                Err(e) => failure(out, op_error(&client, &destination, e)),
             }
-            Err(e) => {
-                let _ = writeln!(out, "{{\"error\": {}}}", Value::from(e.to_string()));
-                EXIT_TOOL_ERROR
-            }
-        },
+        }
         RestoreCommand::Status { destination } => match client.restore_operation(&destination) {
             Ok(Some(op)) => {
                 print_json(
                     out,
                     &json!({
+                        "status": "success",
                         "operation_id": op.operation_id().to_hex(),
                         "phase": format!("{:?}", op.phase),
                         "source_workbench_id": op.source_workbench_id,
@@ -117,14 +179,18 @@ pub fn run_restore(dir: &Path, cmd: RestoreCommand, out: &mut dyn Write) -> u8 {
                 );
                 EXIT_OK
             }
-            Ok(None) => {
-                let _ = writeln!(out, "{{\"error\": \"no restore owns this workbench id\"}}");
-                EXIT_TOOL_ERROR
-            }
-            Err(e) => {
-                let _ = writeln!(out, "{{\"error\": {}}}", Value::from(e.to_string()));
-                EXIT_TOOL_ERROR
-            }
+            Ok(None) => failure(out, no_restore(&client, &destination)),
+            Err(e) => failure(out, op_error(&client, &destination, e)),
         },
     }
+}
+
+/// `InvalidState`: the restore into `destination` already published.
+fn already_complete(client: &Client, destination: &str, op: &RestoreOperation) -> ToolError {
+    ToolError::new(
+        ErrorCode::InvalidState,
+        "the restore already completed; nothing to abort",
+    )
+    .with_detail("path", Value::from(client.workbench_path(destination)))
+    .with_detail("operation_id", Value::from(op.operation_id().to_hex()))
 }

@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 
 use super::{print_json, EXIT_OK, EXIT_TOOL_ERROR};
 use crate::client::Client;
-use crate::workbench::{store_error, Workbench};
+use crate::workbench::{store_error, tool_error, Workbench};
 
 /// `nokv snapshot` actions.
 #[derive(Debug, Subcommand)]
@@ -187,16 +187,24 @@ pub struct ChangesArgs {
     pub poll_ms: u64,
 }
 
-/// Runs `nokv changes`; prints one compact JSON object per event.
+/// Runs `nokv changes`; prints one compact JSON object per event. A failure (store missing,
+/// malformed or foreign `--after` cursor, …) ends the output with one standard error envelope
+/// `{"status":"error","code":…,"message":…,"retryable":…,"details":{…}}` on stdout, exit 1.
 pub fn run_changes(dir: &Path, args: &ChangesArgs, out: &mut dyn Write) -> u8 {
+    let client = match Client::open_with(
+        dir,
+        crate::client::ClientOptions {
+            create_if_missing: false,
+            ..Default::default()
+        },
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            print_json(out, &store_error(e).envelope());
+            return EXIT_TOOL_ERROR;
+        }
+    };
     let result = (|| -> crate::Result<()> {
-        let client = Client::open_with(
-            dir,
-            crate::client::ClientOptions {
-                create_if_missing: false,
-                ..Default::default()
-            },
-        )?;
         let mut feed = match &args.workbench {
             Some(wb) => client.workbench_changes(wb, args.after.as_deref())?,
             None => client.changes(args.after.as_deref())?,
@@ -236,7 +244,11 @@ pub fn run_changes(dir: &Path, args: &ChangesArgs, out: &mut dyn Write) -> u8 {
     match result {
         Ok(()) => EXIT_OK,
         Err(e) => {
-            eprintln!("nokv: {e}");
+            let err = match &args.workbench {
+                Some(wb) => tool_error(&client, wb, e),
+                None => store_error(e),
+            };
+            print_json(out, &err.envelope());
             EXIT_TOOL_ERROR
         }
     }

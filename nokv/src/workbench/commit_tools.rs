@@ -42,10 +42,14 @@ pub(crate) fn commit_error(client: &Client, workbench_id: &str, err: crate::Erro
             format!("this commit identity was already requested with other inputs: {reason}"),
         )
         .with_detail("path", wb_path),
+        // WORKBENCH.md: `NotFound {path}` — the workbench the commit was named for.
         E::Meta(meta::Error::CommitNotFound { commit_id }) => {
             ToolError::new(ErrorCode::NotFound, "the named commit does not exist")
+                .with_detail("path", wb_path)
                 .with_detail("commit_id", commit_id)
         }
+        // Caller input refused by meta (tag names, commit ids, …) is the caller's error.
+        E::Meta(meta::Error::InvalidArgument(msg)) => ToolError::invalid_arguments(msg),
         E::Meta(meta::Error::CommitLifecycle { reason }) => {
             ToolError::new(ErrorCode::InvalidState, reason).with_detail("path", wb_path)
         }

@@ -11,8 +11,8 @@
 //! `destination_generation`, `idempotent_replay`, `cleanup_pending`, `restore_manifest` (path).
 //!
 //! Errors: `InvalidArguments` (same id, both/neither selector, malformed commit id), `NotFound`
-//! (source workbench, or no such commit of it), `SnapshotNotFound`, `SnapshotExpired` (expired or
-//! reaped), `AlreadyExists` (destination visible or reserved by another operation),
+//! (source workbench, or no such commit of it), `SnapshotNotFound`, `SnapshotExpired` (expired,
+//! retired or reaped; `details.state`, as a read at the snapshot answers), `AlreadyExists` (destination visible or reserved by another operation),
 //! `RestoreProtocolMismatch` (operation-id collision or a retry that does not match the prepared
 //! operation), `InvalidState` (retiring commit, failed closure verification, aborted operation),
 //! `Conflict` (`OperationState`, `ReadVersion`), `ObjectUnavailable`, `Internal`.
@@ -96,13 +96,18 @@ pub(crate) fn restore_error(client: &Client, req: &RestoreRequest, err: RestoreE
                     "no such snapshot in workbench `{src}`; list them with workbench_snapshot_list"
                 ),
             ),
-            OpError::SnapshotExpired { snapshot_id } => ToolError::new(
+            // The same answer as a read at the snapshot (snapshot_tools::snapshot_error).
+            OpError::SnapshotExpired {
+                snapshot_id,
+                status,
+            } => ToolError::new(
                 ErrorCode::SnapshotExpired,
                 format!(
-                    "snapshot {snapshot_id} has expired or was reaped; renew an expired snapshot or restore from a commit"
+                    "snapshot {snapshot_id} is {status}; its frozen state is no longer held (an expired, unreaped snapshot can be renewed; otherwise restore from a commit)"
                 ),
             )
-            .with_detail("snapshot_id", Value::from(snapshot_id)),
+            .with_detail("snapshot_id", Value::from(snapshot_id))
+            .with_detail("state", Value::from(status)),
             OpError::CommitNotFound { commit_id } => ToolError::new(
                 ErrorCode::NotFound,
                 format!("workbench `{src}` has no sealed commit {commit_id}"),

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use super::errors::{ToolError, ToolResult};
+use super::errors::{ErrorCode, ToolError, ToolResult};
 use super::scope::{opt_bool, opt_str, opt_u64, req_str, Scope};
 use super::{edit as edit_match, payload, tool_error, Workbench};
 use crate::client::{PutOptions, WriteCondition, SECTIONS};
@@ -18,6 +18,17 @@ pub(super) fn create(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Ma
     let info = client
         .create_workbench(id)
         .map_err(|e| tool_error(client, id, e))?;
+    // Only an exact retry of a create is a success (WORKBENCH.md "create"). A visible marker that
+    // an operation (a restore) published is another incarnation of the name, not a prior create.
+    if !info.created && info.workspace.owning_operation.is_some() {
+        return Err(ToolError::new(
+            ErrorCode::AlreadyExists,
+            format!(
+                "workbench `{id}` already exists (it was created by a restore, not by workbench_create); choose another id"
+            ),
+        )
+        .with_detail("path", Value::from(info.path)));
+    }
     let mut out = Map::new();
     out.insert("workbench_id".into(), Value::from(info.workbench_id));
     out.insert("path".into(), Value::from(info.path));
