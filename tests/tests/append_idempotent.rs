@@ -51,18 +51,15 @@ fn replayed_append_with_the_same_operation_id_appends_nothing() {
     let store = store_with_wb(dir.path());
     let (code, first) = append(&store, "logs/run.log", b"step 1\n", ID_A);
     assert_eq!(code, 0, "{first:#}");
-    assert_eq!(first["result"]["idempotent_replay"], false);
-    assert_eq!(first["result"]["created"], true);
+    assert_eq!(first["idempotent_replay"], false);
+    assert_eq!(first["created"], true);
     // The response is "lost"; the caller retries the exact same call.
     let (code, replay) = append(&store, "logs/run.log", b"step 1\n", ID_A);
     assert_eq!(code, 0, "{replay:#}");
-    assert_eq!(replay["result"]["idempotent_replay"], true);
-    assert_eq!(
-        replay["result"]["generation"],
-        first["result"]["generation"]
-    );
-    assert_eq!(replay["result"]["size_bytes"], 7);
-    assert_eq!(replay["result"]["digest"], first["result"]["digest"]);
+    assert_eq!(replay["idempotent_replay"], true);
+    assert_eq!(replay["generation"], first["generation"]);
+    assert_eq!(replay["size_bytes"], 7);
+    assert_eq!(replay["digest"], first["digest"]);
     assert_eq!(body(&store, "logs/run.log"), b"step 1\n");
 }
 
@@ -150,8 +147,8 @@ fn different_operation_ids_append_twice() {
     assert_eq!(append(&store, "logs/run.log", b"x\n", ID_A).0, 0);
     let (code, env) = append(&store, "logs/run.log", b"x\n", ID_B);
     assert_eq!(code, 0, "{env:#}");
-    assert_eq!(env["result"]["idempotent_replay"], false);
-    assert_eq!(env["result"]["size_bytes"], 4);
+    assert_eq!(env["idempotent_replay"], false);
+    assert_eq!(env["size_bytes"], 4);
     assert_eq!(body(&store, "logs/run.log"), b"x\nx\n");
 }
 
@@ -217,10 +214,10 @@ fn a_response_lost_to_a_crash_is_replayed_without_a_second_append() {
         // The caller never saw a response and retries with the same id.
         let (code, env) = append(&store, "logs/run.log", b"delta\n", ID_A);
         assert_eq!(code, 0, "{env:#}");
-        assert_eq!(env["result"]["idempotent_replay"], published_by_recovery);
+        assert_eq!(env["idempotent_replay"], published_by_recovery);
         assert_eq!(body(&store, "logs/run.log"), b"base\ndelta\n", "{point}");
         let (_, again) = append(&store, "logs/run.log", b"delta\n", ID_A);
-        assert_eq!(again["result"]["idempotent_replay"], true);
+        assert_eq!(again["idempotent_replay"], true);
         assert_eq!(body(&store, "logs/run.log"), b"base\ndelta\n");
     }
 }

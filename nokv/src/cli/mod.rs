@@ -677,20 +677,18 @@ fn run_append(
         Ok(r) => {
             let env = serde_json::json!({
                 "status": "success",
-                "result": {
-                    "workbench_id": workbench,
-                    "relative_path": r.path.as_str(),
-                    "path": format!("{}/{}", client.workbench_path(workbench), r.path.as_str()),
-                    "operation_id": operation_id.to_ascii_lowercase(),
-                    "appended_bytes": r.appended_bytes,
-                    "size_bytes": r.size_bytes,
-                    "generation": r.generation,
-                    "created": r.created,
-                    "digest": r.delta_digest_uri,
-                    "body_digest_uri": r.body_digest_uri,
-                    "content_type": r.content_type,
-                    "idempotent_replay": r.idempotent_replay,
-                }
+                "workbench_id": workbench,
+                "relative_path": r.path.as_str(),
+                "path": format!("{}/{}", client.workbench_path(workbench), r.path.as_str()),
+                "operation_id": operation_id.to_ascii_lowercase(),
+                "appended_bytes": r.appended_bytes,
+                "size_bytes": r.size_bytes,
+                "generation": r.generation,
+                "created": r.created,
+                "digest": r.delta_digest_uri,
+                "body_digest_uri": r.body_digest_uri,
+                "content_type": r.content_type,
+                "idempotent_replay": r.idempotent_replay,
             });
             print_json(out, &env);
             EXIT_OK
