@@ -255,29 +255,18 @@ impl Reader {
     /// Errors: [`Error::Codec`]; storage errors.
     pub fn manifest(&self, rev: &ArtifactRevisionId) -> Result<Vec<ManifestRow>> {
         let prefix = artifact_manifest::prefix(&self.root, rev);
-        let mut marker = None;
         let mut out = Vec::new();
-        loop {
-            let spec = ScanSpec {
-                prefix: prefix.clone(),
-                start_after: marker.clone(),
-                delimiter: None,
-                limit: MAX_SCAN_ITEMS,
-            };
-            let batch = self.snap.scan(Family::ArtifactManifest, &spec)?;
-            let exhausted = batch.len() < spec.limit;
-            for item in batch {
-                let ScanItem::Row { key, value } = item else {
-                    return Err(Error::codec("artifact_manifest", "unexpected rollup"));
-                };
-                let idx = artifact_manifest::decode_key_index(&key)?;
-                out.push(ManifestRow::decode_value(idx, &value)?);
-                marker = Some(key);
-            }
-            if exhausted {
-                return Ok(out);
-            }
-        }
+        self.snap.for_each_row(
+            Family::ArtifactManifest,
+            &prefix,
+            "artifact_manifest",
+            |key, value| {
+                let idx = artifact_manifest::decode_key_index(key)?;
+                out.push(ManifestRow::decode_value(idx, value)?);
+                Ok(())
+            },
+        )?;
+        Ok(out)
     }
 
     /// The ArtifactRevision row (one point read). Errors: [`Error::Codec`]; storage errors.

@@ -93,6 +93,45 @@ pub trait Snapshot {
     fn get(&self, family: Family, key: &[u8]) -> Result<Option<Vec<u8>>>;
     /// One bounded scan call (≤ [`MAX_SCAN_ITEMS`] items). Errors: storage failures.
     fn scan(&self, family: Family, spec: &ScanSpec) -> Result<Vec<ScanItem>>;
+
+    /// Calls `f(key, value)` for every row of `family` whose key starts with `prefix`, in key
+    /// order, through bounded scans of ≤ [`MAX_SCAN_ITEMS`] rows, each resuming strictly after
+    /// the last key seen (cost O(rows under the prefix)). `what` names the family in errors.
+    ///
+    /// Errors: storage failures; [`Error::Codec`] if the store returns a common-prefix roll-up
+    /// (none is requested); the first error `f` returns, which stops the scan.
+    fn for_each_row(
+        &self,
+        family: Family,
+        prefix: &[u8],
+        what: &'static str,
+        mut f: impl FnMut(&[u8], &[u8]) -> Result<()>,
+    ) -> Result<()>
+    where
+        Self: Sized,
+    {
+        let mut marker: Option<Vec<u8>> = None;
+        loop {
+            let spec = ScanSpec {
+                prefix: prefix.to_vec(),
+                start_after: marker.take(),
+                delimiter: None,
+                limit: MAX_SCAN_ITEMS,
+            };
+            let batch = self.scan(family, &spec)?;
+            let exhausted = batch.len() < MAX_SCAN_ITEMS;
+            for item in batch {
+                let ScanItem::Row { key, value } = item else {
+                    return Err(Error::codec(what, "unexpected rollup"));
+                };
+                f(&key, &value)?;
+                marker = Some(key);
+            }
+            if exhausted {
+                return Ok(());
+            }
+        }
+    }
 }
 
 /// The narrow transactional store used by the metadata layer.

@@ -89,7 +89,7 @@ use crate::ops::publish::{
 use crate::path::NormPath;
 use crate::schema::Family;
 use crate::shard::MetaShard;
-use crate::store::{ScanItem, ScanSpec, Snapshot, TxnStore, MAX_SCAN_ITEMS};
+use crate::store::{Snapshot, TxnStore};
 
 use super::MAX_ATTEMPTS;
 
@@ -279,32 +279,17 @@ pub fn get(shard: &MetaShard, id: &OperationId) -> Result<Option<PublishOperatio
 pub fn list_pending(shard: &MetaShard) -> Result<Vec<ListedOperation>> {
     let prefix = pending_operation_prefix(OperationKind::Publish);
     let mut ids = Vec::new();
-    {
-        let snap = shard.inner.store.snapshot();
-        let mut marker: Option<Vec<u8>> = None;
-        loop {
-            let spec = ScanSpec {
-                prefix: prefix.clone(),
-                start_after: marker.clone(),
-                delimiter: None,
-                limit: MAX_SCAN_ITEMS,
-            };
-            let batch = snap.scan(Family::System, &spec)?;
-            let exhausted = batch.len() < MAX_SCAN_ITEMS;
-            for item in batch {
-                let ScanItem::Row { key, value } = item else {
-                    return Err(Error::codec("system", "unexpected rollup"));
-                };
-                let (_, id) = decode_pending_operation_key(&key)?;
-                crate::codec::system::decode_pending_operation_value(&value)?;
-                ids.push(id);
-                marker = Some(key);
-            }
-            if exhausted {
-                break;
-            }
-        }
-    }
+    shard.inner.store.snapshot().for_each_row(
+        Family::System,
+        &prefix,
+        "system",
+        |key, value| {
+            let (_, id) = decode_pending_operation_key(key)?;
+            crate::codec::system::decode_pending_operation_value(value)?;
+            ids.push(id);
+            Ok(())
+        },
+    )?;
     // The registry row and the Operation row change in one command and Operation rows are
     // never deleted, so a fresh read always finds the operation.
     let snap = shard.inner.store.snapshot();
@@ -333,35 +318,19 @@ pub fn list(shard: &MetaShard) -> Result<Vec<ListedOperation>> {
     let snap = shard.inner.store.snapshot();
     let mut prefix = shard.root_id().as_bytes().to_vec();
     prefix.push(OperationKind::Publish.to_u8());
-    let mut marker: Option<Vec<u8>> = None;
     let mut out = Vec::new();
-    loop {
-        let spec = ScanSpec {
-            prefix: prefix.clone(),
-            start_after: marker.clone(),
-            delimiter: None,
-            limit: MAX_SCAN_ITEMS,
-        };
-        let batch = snap.scan(Family::Operation, &spec)?;
-        let exhausted = batch.len() < MAX_SCAN_ITEMS;
-        for item in batch {
-            let ScanItem::Row { key, value } = item else {
-                return Err(Error::codec("operation", "unexpected rollup"));
-            };
-            let k = OperationKey::decode(&key)?;
-            match Operation::decode_for_kind(OperationKind::Publish, &value)? {
-                Operation::Publish(op) => out.push(ListedOperation {
-                    operation_id: k.operation_id,
-                    operation: op,
-                }),
-                _ => return Err(Error::codec("operation", "non-publish value")),
-            }
-            marker = Some(key);
+    snap.for_each_row(Family::Operation, &prefix, "operation", |key, value| {
+        let k = OperationKey::decode(key)?;
+        match Operation::decode_for_kind(OperationKind::Publish, value)? {
+            Operation::Publish(op) => out.push(ListedOperation {
+                operation_id: k.operation_id,
+                operation: op,
+            }),
+            _ => return Err(Error::codec("operation", "non-publish value")),
         }
-        if exhausted {
-            return Ok(out);
-        }
-    }
+        Ok(())
+    })?;
+    Ok(out)
 }
 
 /// Every StagedObject row of operation `id` as `(object_sequence, row)`, in sequence order.
@@ -379,29 +348,18 @@ fn ledger_at<S: Snapshot>(
 ) -> Result<Vec<(u64, StagedObject)>> {
     let mut prefix = shard.root_id().as_bytes().to_vec();
     prefix.extend_from_slice(id.as_bytes());
-    let mut marker: Option<Vec<u8>> = None;
     let mut out = Vec::new();
-    loop {
-        let spec = ScanSpec {
-            prefix: prefix.clone(),
-            start_after: marker.clone(),
-            delimiter: None,
-            limit: MAX_SCAN_ITEMS,
-        };
-        let batch = snap.scan(Family::StagedObject, &spec)?;
-        let exhausted = batch.len() < MAX_SCAN_ITEMS;
-        for item in batch {
-            let ScanItem::Row { key, value } = item else {
-                return Err(Error::codec("staged_object", "unexpected rollup"));
-            };
-            let k = StagedObjectKey::decode(&key)?;
-            out.push((k.object_sequence, StagedObject::decode(&value)?));
-            marker = Some(key);
-        }
-        if exhausted {
-            return Ok(out);
-        }
-    }
+    snap.for_each_row(
+        Family::StagedObject,
+        &prefix,
+        "staged_object",
+        |key, value| {
+            let k = StagedObjectKey::decode(key)?;
+            out.push((k.object_sequence, StagedObject::decode(value)?));
+            Ok(())
+        },
+    )?;
+    Ok(out)
 }
 
 /// The stored receipt of a published operation (the CommandDedupe row of its
@@ -912,29 +870,18 @@ fn manifest_at<S: Snapshot>(
     rev: &ArtifactRevisionId,
 ) -> Result<Vec<crate::codec::ManifestRow>> {
     let prefix = crate::codec::artifact_manifest::prefix(&shard.root_id(), rev);
-    let mut marker: Option<Vec<u8>> = None;
     let mut out = Vec::new();
-    loop {
-        let spec = ScanSpec {
-            prefix: prefix.clone(),
-            start_after: marker.clone(),
-            delimiter: None,
-            limit: MAX_SCAN_ITEMS,
-        };
-        let batch = snap.scan(Family::ArtifactManifest, &spec)?;
-        let exhausted = batch.len() < MAX_SCAN_ITEMS;
-        for item in batch {
-            let ScanItem::Row { key, value } = item else {
-                return Err(Error::codec("artifact_manifest", "unexpected rollup"));
-            };
-            let idx = crate::codec::artifact_manifest::decode_key_index(&key)?;
-            out.push(crate::codec::ManifestRow::decode_value(idx, &value)?);
-            marker = Some(key);
-        }
-        if exhausted {
-            return Ok(out);
-        }
-    }
+    snap.for_each_row(
+        Family::ArtifactManifest,
+        &prefix,
+        "artifact_manifest",
+        |key, value| {
+            let idx = crate::codec::artifact_manifest::decode_key_index(key)?;
+            out.push(crate::codec::ManifestRow::decode_value(idx, value)?);
+            Ok(())
+        },
+    )?;
+    Ok(out)
 }
 
 /// Rebuilds the publication request a Finalizing operation froze: the base's first
