@@ -4,8 +4,9 @@
 //!    `scripts/summarize.sh` (POSIX `sh` + `awk`);
 //! 2. for each species (Adelie, Chinstrap, Gentoo) a run workbench `run-<species>` gets the input
 //!    and the script copied in through the SDK;
-//! 3. each run is materialized into a fresh temporary sandbox, digests are verified right before
-//!    execution, the script runs there, and the declared outputs are collected back:
+//! 3. each run is materialized into a fresh temporary sandbox (under `<store>/demo-sandboxes`,
+//!    where leftovers of a killed demo are removed at the next start), digests are verified right
+//!    before execution, the script runs there, and the declared outputs are collected back:
 //!    `outputs/summary.json`, `logs/run.log`, `metadata/params.json`;
 //! 4. the three summaries are read back through the Workbench facade (`workbench_read`, structured)
 //!    and printed as a comparison table; the sandboxes are deleted, the store keeps everything;
@@ -226,6 +227,35 @@ impl LifecycleReport {
     }
 }
 
+/// Name prefix of the demo's run sandboxes.
+const SANDBOX_PREFIX: &str = "sandbox-";
+
+/// The directory the demo's run sandboxes live in: `<store>/demo-sandboxes`. The store is held by
+/// one process at a time, so sandboxes found there at start are leftovers of a demo that was
+/// killed mid-run (no destructor ran) and are removed first.
+///
+/// Errors: [`Error::LocalIo`] when the directory cannot be created or a leftover removed.
+fn sandbox_parent(client: &Client) -> Result<std::path::PathBuf> {
+    let dir = client.dir().join("demo-sandboxes");
+    let io = |op: &'static str, path: &std::path::Path| {
+        let path = path.to_path_buf();
+        move |source| Error::LocalIo { op, path, source }
+    };
+    std::fs::create_dir_all(&dir).map_err(io("create sandbox directory", &dir))?;
+    for entry in std::fs::read_dir(&dir).map_err(io("list sandboxes", &dir))? {
+        let entry = entry.map_err(io("list sandboxes", &dir))?;
+        if entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with(SANDBOX_PREFIX)
+        {
+            let path = entry.path();
+            std::fs::remove_dir_all(&path).map_err(io("remove leftover sandbox", &path))?;
+        }
+    }
+    Ok(dir)
+}
+
 /// Runs the workflow against `client`, printing progress and the table to `out`.
 ///
 /// Errors: any SDK error; [`Error::InvalidArgument`] when the script fails (its stderr is
@@ -236,6 +266,7 @@ pub fn run_demo(client: &Client, out: &mut dyn Write) -> Result<DemoReport> {
         let _ = writeln!(out, "{line}");
     };
     say(out, format!("store: {}", client.dir().display()));
+    let sandbox_parent = sandbox_parent(client)?;
     client.create_workbench(INPUT_WORKBENCH)?;
     published += usize::from(put_if_changed(
         client,
@@ -273,11 +304,11 @@ pub fn run_demo(client: &Client, out: &mut dyn Write) -> Result<DemoReport> {
             published += usize::from(put_if_changed(client, &run_id, path, &bytes, ct, false)?);
         }
         let sandbox = tempfile::Builder::new()
-            .prefix("nokv-sandbox-")
-            .tempdir()
+            .prefix(SANDBOX_PREFIX)
+            .tempdir_in(&sandbox_parent)
             .map_err(|source| Error::LocalIo {
                 op: "create sandbox",
-                path: std::env::temp_dir(),
+                path: sandbox_parent.clone(),
                 source,
             })?;
         let root = sandbox.path();

@@ -336,3 +336,20 @@ fn demo_leaves_a_destination_it_did_not_restore_alone_and_still_succeeds() {
     ));
     assert_eq!(report.lifecycle.commits_created(), 4);
 }
+
+#[test]
+fn demo_removes_sandboxes_left_by_a_killed_run_and_leaves_none_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = nokv::Client::open(dir.path()).unwrap();
+    // What a demo killed mid-run leaves: a sandbox with materialized inputs.
+    let leftover = dir.path().join("demo-sandboxes/sandbox-killed");
+    std::fs::create_dir_all(leftover.join("input")).unwrap();
+    std::fs::write(leftover.join("input/penguins.csv"), b"partial").unwrap();
+    let mut out = Vec::new();
+    nokv::demo::run_demo(&client, &mut out).expect("demo runs");
+    let remaining: Vec<_> = std::fs::read_dir(dir.path().join("demo-sandboxes"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(remaining.is_empty(), "sandboxes left: {remaining:?}");
+}
