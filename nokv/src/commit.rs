@@ -178,6 +178,19 @@ impl Client {
         meta::ops::publish::validate_digest_uri("content_digest_uri", &req.content_digest_uri)
             .map_err(|e| Error::InvalidArgument(e.to_string()))?;
         let canonical_manifest = canonical::canonical_json(&req.manifest).map_err(tool_err)?;
+        // The same bound as every tool payload, so every committed run manifest stays readable
+        // by `workbench_find` (which reads at most this plus the envelope).
+        let max = crate::workbench::payload::MAX_PAYLOAD_BYTES;
+        if canonical_manifest.len() as u64 > max {
+            return Err(Error::OperationFailed {
+                code: "PayloadTooLarge".into(),
+                message: format!(
+                    "the canonical manifest is {} bytes; at most {max} bytes are allowed — keep \
+                     large data in files and reference them from the manifest",
+                    canonical_manifest.len()
+                ),
+            });
+        }
         let manifest_digest_uri = canonical::sha256_uri(&canonical_manifest);
         let identity = canonical::commit_identity(
             &req.workbench_id,

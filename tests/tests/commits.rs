@@ -587,3 +587,32 @@ fn aborted_build_releases_every_reference_and_replays_its_terminal_error() {
         Err(meta::Error::OperationInputMismatch { .. })
     ));
 }
+
+#[test]
+fn a_manifest_over_the_payload_bound_is_payload_too_large_and_commits_nothing() {
+    let (_t, wb) = setup();
+    ok(wb.call("workbench_create", &json!({"id": "big"})));
+    put(&wb, "big", "input", "a.txt", "a");
+    let before = wb.client().meta().db().version();
+    let huge = "x".repeat(nokv::workbench::payload::MAX_PAYLOAD_BYTES as usize);
+    let e = err(
+        commit(&wb, "big", json!({"blob": huge}), 7, false),
+        "PayloadTooLarge",
+    );
+    assert!(e["message"]
+        .as_str()
+        .unwrap()
+        .contains("canonical manifest"));
+    assert_eq!(
+        wb.client().meta().db().version(),
+        before,
+        "nothing was written"
+    );
+    // A manifest under the bound commits and stays findable with a verified identity.
+    ok(commit(&wb, "big", json!({"blob": "small"}), 7, false));
+    let found = ok(wb.call(
+        "workbench_find",
+        &json!({"committed": true, "manifest_pattern": "small"}),
+    ));
+    assert_eq!(found["matches"][0]["commit_identity_verified"], true);
+}

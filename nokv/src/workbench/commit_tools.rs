@@ -19,8 +19,10 @@ use crate::commit::CommitRequest;
 const FIND_TOOL: &str = "workbench_find";
 /// Workbenches one `workbench_find` call examines at most before returning a cursor.
 const FIND_SCAN_BUDGET: usize = 1000;
-/// Largest run manifest `workbench_find` reads (bytes); larger ones are reported unmatched.
-const MAX_FIND_MANIFEST_BYTES: u64 = 16 * 1024 * 1024;
+/// Largest run manifest `workbench_find` reads (bytes): the commit-time bound on the canonical
+/// manifest ([`crate::workbench::payload::MAX_PAYLOAD_BYTES`]) plus 64 KiB for the envelope, so
+/// every committed manifest is read; larger files are reported unmatched.
+const MAX_FIND_MANIFEST_BYTES: u64 = crate::workbench::payload::MAX_PAYLOAD_BYTES + 64 * 1024;
 
 /// Maps commit-path errors to the contract's codes; everything else goes through
 /// [`tool_error`].
