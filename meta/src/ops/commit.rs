@@ -82,8 +82,7 @@ use crate::codec::{
     RevisionState, SetCursor, StagedManifestBinding, TerminalError, WorkbenchCommitHead,
     WorkbenchCommitHeadKey, WorkspaceCurrent, WorkspaceState,
 };
-use crate::command::executor::check_handle_fences;
-use crate::command::{execute, Mutation, Predicate};
+use crate::command::{Mutation, Predicate};
 use crate::error::{Error, Result};
 use crate::ids::{
     validate_workbench_id, ArtifactRevisionId, CommitId, OperationId, RequestId, RootId,
@@ -95,7 +94,7 @@ use crate::schema::Family;
 use crate::shard::MetaShard;
 use crate::store::{ScanItem, ScanSpec, Snapshot, TxnStore, MAX_SCAN_ITEMS};
 
-use super::MAX_ATTEMPTS;
+use super::{run_step as run, Step as Built};
 
 /// The reserved path the commit publishes (seed 000, "Commit Closure").
 pub const RUN_MANIFEST_PATH: &str = "metadata/run_manifest.json";
@@ -426,40 +425,30 @@ fn advanced(kind: OperationKind, op: &OperationId, phase: u8) -> CommandResult {
     }
 }
 
-/// Runs one command built by `build` at a fresh snapshot, rebuilding on a stale read version or
-/// a failed predicate (at most [`MAX_ATTEMPTS`] times).
-fn run<T>(
+/// The command of a plain phase step: CAS the BuildCommit row from exactly `bytes` to `next`
+/// (callers add further predicates and mutations of the same step).
+fn advance_build(
     shard: &MetaShard,
-    mut build: impl FnMut(&crate::store::HoltSnapshot) -> Result<Built<T>>,
-) -> Result<T> {
-    let store = &shard.inner.store;
-    for _ in 0..MAX_ATTEMPTS {
-        let snap = store.snapshot();
-        check_handle_fences(&snap, &shard.inner.fence)?;
-        match build(&snap)? {
-            Built::Done(v) => return Ok(v),
-            Built::Command(cmd, v) => {
-                drop(snap);
-                match execute(store, &shard.inner.fence, *cmd) {
-                    Ok(_) => return Ok(v),
-                    Err(Error::ReadVersionConflict { .. }) | Err(Error::CommandPredicateFailed) => {
-                        continue
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-        }
-    }
-    Err(Error::ReadVersionConflict {
-        attempts: MAX_ATTEMPTS,
-    })
-}
-
-enum Built<T> {
-    /// Nothing to write; the value.
-    Done(T),
-    /// Execute the command, then return the value.
-    Command(Box<crate::command::MetadataCommand>, T),
+    snap: &impl Snapshot,
+    key: &[u8],
+    bytes: Vec<u8>,
+    op_id: &OperationId,
+    step: &[u8],
+    next: &BuildCommitOperation,
+) -> Result<crate::command::MetadataCommand> {
+    let mut cmd = header(
+        shard,
+        snap,
+        step_digest(op_id, step, &bytes),
+        advanced(OperationKind::BuildCommit, op_id, next.phase.to_u8()),
+    )?;
+    cmd.predicates = vec![Predicate::equals(Family::Operation, key.to_vec(), bytes)];
+    cmd.mutations = vec![Mutation::put(
+        Family::Operation,
+        key.to_vec(),
+        encode_build(next),
+    )];
+    Ok(cmd)
 }
 
 fn header(
@@ -1351,18 +1340,7 @@ fn seal(shard: &MetaShard, op_id: &OperationId) -> Result<()> {
             after: seals.referenced_revisions.last().copied(),
             complete: true,
         };
-        let mut cmd = header(
-            shard,
-            snap,
-            step_digest(op_id, b"seal", &bytes),
-            advanced(OperationKind::BuildCommit, op_id, next.phase.to_u8()),
-        )?;
-        cmd.predicates = vec![Predicate::equals(Family::Operation, key.clone(), bytes)];
-        cmd.mutations = vec![Mutation::put(
-            Family::Operation,
-            key.clone(),
-            encode_build(&next),
-        )];
+        let cmd = advance_build(shard, snap, &key, bytes, op_id, b"seal", &next)?;
         Ok(Built::Command(Box::new(cmd), ()))
     })
 }
@@ -1726,22 +1704,12 @@ fn abort(shard: &MetaShard, op_id: &OperationId, a: Abort) -> Result<()> {
             code: a.code.to_owned(),
             message: a.message.clone(),
         });
-        let mut cmd = header(
-            shard,
-            snap,
-            step_digest(op_id, b"abort", &bytes),
-            advanced(OperationKind::BuildCommit, op_id, next.phase.to_u8()),
-        )?;
-        cmd.predicates = vec![
-            Predicate::equals(Family::Operation, key.clone(), bytes),
-            // Sealing -> Aborting only with fenced proof that no Commit exists.
-            Predicate::absent(Family::Commit, commit_key(&root, &op.commit_id)),
-        ];
-        cmd.mutations = vec![Mutation::put(
-            Family::Operation,
-            key.clone(),
-            encode_build(&next),
-        )];
+        let mut cmd = advance_build(shard, snap, &key, bytes, op_id, b"abort", &next)?;
+        // Sealing -> Aborting only with fenced proof that no Commit exists.
+        cmd.predicates.push(Predicate::absent(
+            Family::Commit,
+            commit_key(&root, &op.commit_id),
+        ));
         Ok(Built::Command(Box::new(cmd), ()))
     })
 }
@@ -1778,18 +1746,7 @@ fn to_cleaning(shard: &MetaShard, op_id: &OperationId) -> Result<()> {
         }
         let mut next = op.clone();
         next.phase = BuildCommitPhase::Cleaning;
-        let mut cmd = header(
-            shard,
-            snap,
-            step_digest(op_id, b"cleaning", &bytes),
-            advanced(OperationKind::BuildCommit, op_id, next.phase.to_u8()),
-        )?;
-        cmd.predicates = vec![Predicate::equals(Family::Operation, key.clone(), bytes)];
-        cmd.mutations = vec![Mutation::put(
-            Family::Operation,
-            key.clone(),
-            encode_build(&next),
-        )];
+        let cmd = advance_build(shard, snap, &key, bytes, op_id, b"cleaning", &next)?;
         Ok(Built::Command(Box::new(cmd), ()))
     })
 }

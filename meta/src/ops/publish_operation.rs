@@ -91,7 +91,7 @@ use crate::schema::Family;
 use crate::shard::MetaShard;
 use crate::store::{Snapshot, TxnStore};
 
-use super::MAX_ATTEMPTS;
+use super::{Step, MAX_ATTEMPTS};
 
 /// Most StagedObject rows one command stages, marks or settles (keeps every ledger command
 /// within [`crate::command::MAX_COMMAND_MUTATIONS`] and [`crate::command::MAX_COMMAND_PREDICATES`]).
@@ -393,39 +393,12 @@ fn ledger_digest(step: &[u8], id: &OperationId, detail: &[u8]) -> [u8; 32] {
     h.finalize().into()
 }
 
-/// One step's plan at a snapshot: nothing to do, or a command plus the value it returns.
-enum Step<T> {
-    Done(T),
-    Command(Box<MetadataCommand>, T),
-}
-
-/// Runs a ledger step: plan at a fresh snapshot (fences first), execute, and on a stale read
-/// version or failed predicate re-plan (the re-read names the precise error), at most
-/// [`MAX_ATTEMPTS`] times.
+/// Runs a ledger step through [`super::run_step`], handing `plan` the snapshot's read version.
 fn run<T>(
     shard: &MetaShard,
     mut plan: impl FnMut(&crate::store::HoltSnapshot, u64) -> Result<Step<T>>,
 ) -> Result<T> {
-    for _ in 0..MAX_ATTEMPTS {
-        let snap = shard.inner.store.snapshot();
-        check_handle_fences(&snap, &shard.inner.fence)?;
-        let version = snap.version();
-        let step = plan(&snap, version)?;
-        drop(snap);
-        match step {
-            Step::Done(v) => return Ok(v),
-            Step::Command(cmd, v) => match execute(&shard.inner.store, &shard.inner.fence, *cmd) {
-                Ok(_) => return Ok(v),
-                Err(Error::ReadVersionConflict { .. }) | Err(Error::CommandPredicateFailed) => {
-                    continue
-                }
-                Err(e) => return Err(e),
-            },
-        }
-    }
-    Err(Error::ReadVersionConflict {
-        attempts: MAX_ATTEMPTS,
-    })
+    super::run_step(shard, |snap| plan(snap, snap.version()))
 }
 
 fn command(
@@ -549,6 +522,15 @@ fn fresh_operation(
     })
 }
 
+/// Checks the intent and the first batch of staged rows of [`begin`] / [`restart`].
+fn validate_begin(intent: &PublishIntent, first: &[StagedBlock]) -> Result<()> {
+    validate_intent(intent)?;
+    if first.len() > MAX_LEDGER_ROWS_PER_COMMAND {
+        return Err(Error::invalid("too many staged rows for one command"));
+    }
+    first.iter().try_for_each(validate_block)
+}
+
 fn staged_row(revision: ArtifactRevisionId, b: &StagedBlock) -> StagedObject {
     StagedObject {
         artifact_revision_id: revision,
@@ -573,13 +555,7 @@ pub fn begin(
     intent: &PublishIntent,
     first: &[StagedBlock],
 ) -> Result<BeginOutcome> {
-    validate_intent(intent)?;
-    if first.len() > MAX_LEDGER_ROWS_PER_COMMAND {
-        return Err(Error::invalid("too many staged rows for one command"));
-    }
-    for b in first {
-        validate_block(b)?;
-    }
+    validate_begin(intent, first)?;
     let id = intent.operation_id;
     let key = op_key(shard, &id);
     run(shard, |snap, version| {
@@ -631,13 +607,7 @@ pub fn restart(
     intent: &PublishIntent,
     first: &[StagedBlock],
 ) -> Result<PublishOperation> {
-    validate_intent(intent)?;
-    if first.len() > MAX_LEDGER_ROWS_PER_COMMAND {
-        return Err(Error::invalid("too many staged rows for one command"));
-    }
-    for b in first {
-        validate_block(b)?;
-    }
+    validate_begin(intent, first)?;
     let id = intent.operation_id;
     let key = op_key(shard, &id);
     run(shard, |snap, version| {

@@ -23,15 +23,14 @@ use crate::codec::{
     workspace_current, CommandResult, Commit, CommitConsumer, CommitConsumerKey, CommitState,
     ConsumerOwner, Tag, TagKey, WorkspaceCurrent, WorkspaceState,
 };
-use crate::command::executor::check_handle_fences;
-use crate::command::{execute, MetadataCommand, Mutation, Predicate};
+use crate::command::{MetadataCommand, Mutation, Predicate};
 use crate::error::{Error, Result};
 use crate::ids::{CommitId, RequestId, RootId, TagName, WorkspaceIncarnationId};
 use crate::schema::Family;
 use crate::shard::MetaShard;
 use crate::store::{HoltSnapshot, ScanItem, ScanSpec, Snapshot, TxnStore, MAX_SCAN_ITEMS};
 
-use super::MAX_ATTEMPTS;
+use super::Step;
 
 /// What a tag mutation expects to find (compare-and-swap condition).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,26 +138,16 @@ fn digest(parts: &[&[u8]]) -> [u8; 32] {
     h.finalize().into()
 }
 
-/// Runs `build` at fresh snapshots until its command applies (bounded).
+/// Runs `build` through [`super::run_step`] (`None`: nothing to write).
 fn run<T>(
     shard: &MetaShard,
     mut build: impl FnMut(&HoltSnapshot) -> Result<(Option<MetadataCommand>, T)>,
 ) -> Result<T> {
-    let store = &shard.inner.store;
-    for _ in 0..MAX_ATTEMPTS {
-        let snap = store.snapshot();
-        check_handle_fences(&snap, &shard.inner.fence)?;
-        let (cmd, v) = build(&snap)?;
-        drop(snap);
-        let Some(cmd) = cmd else { return Ok(v) };
-        match execute(store, &shard.inner.fence, cmd) {
-            Ok(_) => return Ok(v),
-            Err(Error::ReadVersionConflict { .. }) | Err(Error::CommandPredicateFailed) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(Error::ReadVersionConflict {
-        attempts: MAX_ATTEMPTS,
+    super::run_step(shard, |snap| {
+        Ok(match build(snap)? {
+            (Some(cmd), v) => Step::Command(Box::new(cmd), v),
+            (None, v) => Step::Done(v),
+        })
     })
 }
 
