@@ -647,13 +647,8 @@ impl S3 {
                         .await
                     {
                         Ok(_) => Ok(()),
-                        Err(e) => {
-                            let answer = answer_of(&e);
-                            if answer.status == Some(404) {
-                                return Ok(());
-                            }
-                            Err(classify(&e, answer, "abort_multipart_upload", key, false))
-                        }
+                        Err(e) => absent_or_failure::<(), _>(&e, "abort_multipart_upload", key)
+                            .map(|_| ()),
                     }
                 }
             });
@@ -881,13 +876,7 @@ impl ObjectStore for S3 {
                     Ok(out) => Ok(Some(ObjectMeta::new(
                         u64::try_from(out.content_length().unwrap_or(0)).unwrap_or(0),
                     ))),
-                    Err(e) => {
-                        let answer = answer_of(&e);
-                        if answer.status == Some(404) {
-                            return Ok(None);
-                        }
-                        Err(classify(&e, answer, "head", key, false))
-                    }
+                    Err(e) => absent_or_failure(&e, "head", key),
                 }
             }
         })?;
@@ -910,13 +899,7 @@ impl ObjectStore for S3 {
                     .await
                 {
                     Ok(_) => Ok(()),
-                    Err(e) => {
-                        let answer = answer_of(&e);
-                        if answer.status == Some(404) {
-                            return Ok(());
-                        }
-                        Err(classify(&e, answer, "delete", key, false))
-                    }
+                    Err(e) => absent_or_failure::<(), _>(&e, "delete", key).map(|_| ()),
                 }
             }
         })
@@ -1096,6 +1079,20 @@ fn failed_before_send(err: &(dyn std::error::Error + 'static)) -> bool {
         current = e.source();
     }
     false
+}
+
+/// For a read-only or idempotent request on which "no such key / upload" means done (HEAD,
+/// DELETE, multipart abort): a 404 answer is `Ok(None)`; any other failure is [`classify`]d.
+fn absent_or_failure<T, E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static>(
+    err: &SdkError<E, aws_sdk_s3::config::http::HttpResponse>,
+    op: &'static str,
+    key: &str,
+) -> Result<Option<T>, Failure> {
+    let answer = answer_of(err);
+    if answer.status == Some(404) {
+        return Ok(None);
+    }
+    Err(classify(err, answer, op, key, false))
 }
 
 /// Maps a failed request to a retry decision. `write`: the request may change state, so a
