@@ -302,6 +302,30 @@ fn hold_key(root: &RootId, hold: HoldId) -> Vec<u8> {
     HistoryHoldKey { root: *root, hold }.encode()
 }
 
+/// [`Resolved`] for a snapshot addressed by id (reaper paths): its row plus the current alias
+/// row of its name, if it has one.
+fn resolved_by_id<S: Snapshot>(
+    snap: &S,
+    root: &RootId,
+    k: &SnapshotRefKey,
+    key: &[u8],
+    bytes: &[u8],
+    record: &SnapshotRef,
+) -> Result<Resolved> {
+    let alias = match &record.alias {
+        None => None,
+        Some(a) => read_alias(snap, alias_key(root, &k.incarnation, a))?,
+    };
+    Ok(Resolved {
+        id: k.snapshot_id,
+        key: key.to_vec(),
+        bytes: bytes.to_vec(),
+        record: record.clone(),
+        alias,
+        by_name: false,
+    })
+}
+
 fn read_alias<S: Snapshot>(snap: &S, key: Vec<u8>) -> Result<Option<AliasRow>> {
     Ok(match snap.get(Family::SnapshotAlias, &key)? {
         None => None,
@@ -1077,18 +1101,7 @@ fn claim(shard: &MetaShard, k: &SnapshotRefKey, lease: &LeaseReading) -> Result<
             return Ok(None);
         }
         let workbench_id = workbench_of(&snap, &root, &k.incarnation)?;
-        let alias = match &record.alias {
-            None => None,
-            Some(a) => read_alias(&snap, alias_key(&root, &k.incarnation, a))?,
-        };
-        let r = Resolved {
-            id: k.snapshot_id,
-            key: key.clone(),
-            bytes: bytes.clone(),
-            record: record.clone(),
-            alias,
-            by_name: false,
-        };
+        let r = resolved_by_id(&snap, &root, k, &key, &bytes, &record)?;
         let next = SnapshotRef {
             state: SnapshotState::ReapClaimed,
             ..record
@@ -1149,18 +1162,7 @@ fn finalize(shard: &MetaShard, k: &SnapshotRefKey) -> Result<bool> {
         if record.state != SnapshotState::ReapClaimed {
             return Ok(false);
         }
-        let alias = match &record.alias {
-            None => None,
-            Some(a) => read_alias(&snap, alias_key(&root, &k.incarnation, a))?,
-        };
-        let r = Resolved {
-            id: k.snapshot_id,
-            key: key.clone(),
-            bytes: bytes.clone(),
-            record: record.clone(),
-            alias,
-            by_name: false,
-        };
+        let r = resolved_by_id(&snap, &root, k, &key, &bytes, &record)?;
         let next = SnapshotRef {
             state: SnapshotState::Reaped,
             ..record
