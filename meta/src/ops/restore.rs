@@ -1066,12 +1066,17 @@ fn staging_marker<S: Snapshot>(
 /// `RevisionUnavailable` when a shared revision is no longer `Available`, exhausted read-version
 /// retries, fence, codec and storage errors.
 pub fn advance(shard: &MetaShard, op_id: &OperationId) -> Result<RestorePhase> {
+    retrying(|| advance_once(shard, op_id))
+}
+
+/// Runs `attempt` (one re-read and one command) up to [`MAX_ATTEMPTS`] times, again on a stale
+/// read version or a failed predicate.
+fn retrying<T>(mut attempt: impl FnMut() -> Result<T>) -> Result<T> {
     for _ in 0..MAX_ATTEMPTS {
-        match advance_once(shard, op_id) {
-            Ok(p) => return Ok(p),
+        match attempt() {
             Err(RestoreError::Meta(Error::ReadVersionConflict { .. }))
             | Err(RestoreError::Meta(Error::CommandPredicateFailed)) => continue,
-            Err(e) => return Err(e),
+            other => return other,
         }
     }
     Err(Error::ReadVersionConflict {
@@ -1495,7 +1500,7 @@ fn publish<S: Snapshot>(
 /// storage errors.
 pub fn abort(shard: &MetaShard, op_id: &OperationId, error: TerminalError) -> Result<RestorePhase> {
     let root = shard.root_id();
-    for _ in 0..MAX_ATTEMPTS {
+    retrying(|| {
         let snap = shard.inner.store.snapshot();
         let (bytes, op) = read_op(&snap, &root, op_id)?.ok_or(RestoreError::OperationNotFound)?;
         match op.phase {
@@ -1512,17 +1517,8 @@ pub fn abort(shard: &MetaShard, op_id: &OperationId, error: TerminalError) -> Re
             result: OperationResult::Failed(error.clone()),
             ..op
         };
-        match commit_op(shard, &snap, bytes, next, &marker, b"abort") {
-            Ok(p) => return Ok(p),
-            Err(RestoreError::Meta(Error::ReadVersionConflict { .. }))
-            | Err(RestoreError::Meta(Error::CommandPredicateFailed)) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(Error::ReadVersionConflict {
-        attempts: MAX_ATTEMPTS,
-    }
-    .into())
+        commit_op(shard, &snap, bytes, next, &marker, b"abort")
+    })
 }
 
 /// Number of SecondaryIndex rows the staged entry at `path` owns (0 when absent).
