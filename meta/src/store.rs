@@ -94,6 +94,27 @@ pub trait Snapshot {
     /// One bounded scan call (≤ [`MAX_SCAN_ITEMS`] items). Errors: storage failures.
     fn scan(&self, family: Family, spec: &ScanSpec) -> Result<Vec<ScanItem>>;
 
+    /// Every `(key, value)` row of `family` under `prefix`, in key order (see
+    /// [`Snapshot::for_each_row`]; cost and memory O(rows under the prefix)).
+    ///
+    /// Errors: those of [`Snapshot::for_each_row`].
+    fn rows(
+        &self,
+        family: Family,
+        prefix: &[u8],
+        what: &'static str,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>>
+    where
+        Self: Sized,
+    {
+        let mut out = Vec::new();
+        self.for_each_row(family, prefix, what, |k, v| {
+            out.push((k.to_vec(), v.to_vec()));
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
     /// Calls `f(key, value)` for every row of `family` whose key starts with `prefix`, in key
     /// order, through bounded scans of ≤ [`MAX_SCAN_ITEMS`] rows, each resuming strictly after
     /// the last key seen (cost O(rows under the prefix)). `what` names the family in errors.

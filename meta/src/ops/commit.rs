@@ -92,7 +92,7 @@ use crate::index::projection as index_projection;
 use crate::path::{normalize, ordered_key, NormPath};
 use crate::schema::Family;
 use crate::shard::MetaShard;
-use crate::store::{ScanItem, ScanSpec, Snapshot, TxnStore, MAX_SCAN_ITEMS};
+use crate::store::{ScanItem, ScanSpec, Snapshot, TxnStore};
 
 use super::{run_step as run, Step as Built};
 
@@ -1203,33 +1203,13 @@ fn parent_batch(shard: &MetaShard, op_id: &OperationId) -> Result<()> {
     })
 }
 
-/// All rows of one scan prefix (paged, bounded by the caller's data size).
+/// All rows of one scan prefix ([`Snapshot::rows`]).
 fn scan_all(
     snap: &impl Snapshot,
     family: Family,
     prefix: &[u8],
 ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-    let mut out = Vec::new();
-    let mut marker: Option<Vec<u8>> = None;
-    loop {
-        let spec = ScanSpec {
-            prefix: prefix.to_vec(),
-            start_after: marker.clone(),
-            delimiter: None,
-            limit: MAX_SCAN_ITEMS,
-        };
-        let batch = snap.scan(family, &spec)?;
-        let exhausted = batch.len() < spec.limit;
-        for item in batch {
-            if let ScanItem::Row { key, value } = item {
-                marker = Some(key.clone());
-                out.push((key, value));
-            }
-        }
-        if exhausted {
-            return Ok(out);
-        }
-    }
+    snap.rows(family, prefix, "commit closure")
 }
 
 /// Seals of one commit closure recomputed from its rows.

@@ -53,7 +53,7 @@ use crate::ids::{
 use crate::read::Reader;
 use crate::schema::Family;
 use crate::shard::MetaShard;
-use crate::store::{ScanItem, ScanSpec, Snapshot, TxnStore, MAX_SCAN_ITEMS};
+use crate::store::{Snapshot, TxnStore};
 
 use super::lease_clock::{self, LeaseReading, DEFAULT_SKEW_GRACE_MS};
 use super::MAX_ATTEMPTS;
@@ -949,34 +949,13 @@ pub fn open_at(
     }
 }
 
+/// All rows of one scan prefix ([`Snapshot::rows`]).
 fn scan_all<S: Snapshot>(
     snap: &S,
     family: Family,
     prefix: Vec<u8>,
 ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-    let mut out = Vec::new();
-    let mut start_after = None;
-    loop {
-        let items = snap.scan(
-            family,
-            &ScanSpec {
-                prefix: prefix.clone(),
-                start_after: start_after.take(),
-                delimiter: None,
-                limit: MAX_SCAN_ITEMS,
-            },
-        )?;
-        let n = items.len();
-        for item in items {
-            if let ScanItem::Row { key, value } = item {
-                start_after = Some(key.clone());
-                out.push((key, value));
-            }
-        }
-        if n < MAX_SCAN_ITEMS || start_after.is_none() {
-            return Ok(out);
-        }
-    }
+    snap.rows(family, &prefix, "snapshot")
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1027,14 +1006,28 @@ pub fn maintain_history_floor(shard: &MetaShard, policy: &SnapshotPolicy) -> Res
 /// (the next pass re-evaluates them).
 pub fn reap(shard: &MetaShard, wall_unix_ms: u64, policy: &SnapshotPolicy) -> Result<ReapReport> {
     let root = shard.root_id();
-    let lease = lease_clock::observe(shard, wall_unix_ms, policy.skew_grace_ms)?;
+    let snap = shard.inner.store.snapshot();
+    let rows = scan_all(&snap, Family::SnapshotRef, root.as_bytes().to_vec())?;
+    let mut live = false;
+    for (_, bytes) in &rows {
+        let state = SnapshotRef::decode(bytes)?.state;
+        live |= matches!(state, SnapshotState::Active | SnapshotState::ReapClaimed);
+    }
+    // The lease clock is observed (a durable command) only when a lease can be acted on; with
+    // no live snapshot a read-only reading suffices, so opening a store without snapshots writes
+    // nothing for the reaper.
+    let lease = if live {
+        drop(snap);
+        lease_clock::observe(shard, wall_unix_ms, policy.skew_grace_ms)?
+    } else {
+        let reading = lease_clock::peek(&snap, wall_unix_ms, policy.skew_grace_ms)?;
+        drop(snap);
+        reading
+    };
     let mut report = ReapReport {
         clock_regressed: lease.regressed(),
         ..ReapReport::default()
     };
-    let snap = shard.inner.store.snapshot();
-    let rows = scan_all(&snap, Family::SnapshotRef, root.as_bytes().to_vec())?;
-    drop(snap);
     for (key, bytes) in rows {
         let k = SnapshotRefKey::decode(&key)?;
         let record = SnapshotRef::decode(&bytes)?;
