@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::ids::{CommitId, RequestId, RootId, TagName, WorkspaceIncarnationId};
 use crate::schema::Family;
 use crate::shard::MetaShard;
-use crate::store::{HoltSnapshot, ScanItem, ScanSpec, Snapshot, TxnStore, MAX_SCAN_ITEMS};
+use crate::store::{HoltSnapshot, Snapshot, TxnStore};
 
 use super::Step;
 
@@ -375,30 +375,15 @@ pub fn list_tags(shard: &MetaShard, workbench_id: &str) -> Result<Vec<TagInfo>> 
     let (_, _, ws) = visible_ws(&snap, &root, workbench_id)?;
     let prefix = crate::codec::tag::incarnation_prefix(&root, &ws.incarnation);
     let mut out = Vec::new();
-    let mut marker: Option<Vec<u8>> = None;
-    loop {
-        let spec = ScanSpec {
-            prefix: prefix.clone(),
-            start_after: marker.clone(),
-            delimiter: None,
-            limit: MAX_SCAN_ITEMS,
-        };
-        let batch = snap.scan(Family::Tag, &spec)?;
-        let exhausted = batch.len() < spec.limit;
-        for item in batch {
-            if let ScanItem::Row { key, value } = item {
-                let k = TagKey::decode(&key)?;
-                let t = Tag::decode(&value)?;
-                out.push(TagInfo {
-                    name: k.tag.as_str().to_owned(),
-                    commit_id: t.commit_id,
-                    tag_generation: t.tag_generation,
-                });
-                marker = Some(key);
-            }
-        }
-        if exhausted {
-            return Ok(out);
-        }
-    }
+    snap.for_each_row(Family::Tag, &prefix, "tag", |key, value| {
+        let k = TagKey::decode(key)?;
+        let t = Tag::decode(value)?;
+        out.push(TagInfo {
+            name: k.tag.as_str().to_owned(),
+            commit_id: t.commit_id,
+            tag_generation: t.tag_generation,
+        });
+        Ok(())
+    })?;
+    Ok(out)
 }
