@@ -29,7 +29,7 @@ static NEXT_DB_ID: AtomicU64 = AtomicU64::new(1);
 /// released when the last clone is dropped (`Tree` handles do not keep the database open).
 #[derive(Clone)]
 pub struct Db {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
     /// The background checkpointer of a file-backed database; the last clone's drop stops and
     /// joins it (declared after `inner` so the engine is released first, then the thread).
     _bg: Option<Arc<BgGuard>>,
@@ -134,6 +134,14 @@ impl std::fmt::Debug for Db {
             .field("version", &self.version())
             .finish()
     }
+}
+
+/// What [`Inner::accept`] produced: the new tip and the LSN whose durability is pending.
+pub(crate) struct Accepted {
+    /// The accepted state (the unchanged tip when `build` produced nothing).
+    pub(crate) state: Arc<State>,
+    /// The queued record's LSN; `None` when nothing waits for durability.
+    pub(crate) pending_lsn: Option<u64>,
 }
 
 pub(crate) struct Inner {
@@ -242,12 +250,32 @@ impl Inner {
         &self,
         build: impl FnOnce(&State) -> Result<Option<(State, Record)>>,
     ) -> Result<Arc<State>> {
+        let accepted = self.accept(build)?;
+        if let Some(lsn) = accepted.pending_lsn {
+            self.await_durable(lsn)?;
+        }
+        Ok(accepted.state)
+    }
+
+    /// The first half of [`Inner::submit`]: runs `build` against the tip under the commit lock
+    /// and, if it yields a new state and record, makes that state the new tip (the newest
+    /// *accepted* state, which later batches are validated against) and queues the record for
+    /// group commit. Returns without waiting for durability; `pending_lsn` is the LSN to hand to
+    /// [`Inner::await_durable`] (`None`: nothing to wait for — no change, or an in-memory
+    /// database, which publishes at once).
+    pub(crate) fn accept(
+        &self,
+        build: impl FnOnce(&State) -> Result<Option<(State, Record)>>,
+    ) -> Result<Accepted> {
         let mut tip = self.tip.lock();
         if let Some(wal) = &self.wal {
             wal.check_poison()?;
         }
         let Some((mut st, rec)) = build(&tip)? else {
-            return Ok(tip.clone());
+            return Ok(Accepted {
+                state: tip.clone(),
+                pending_lsn: None,
+            });
         };
         let lsn = tip.lsn + 1;
         st.lsn = lsn;
@@ -258,20 +286,52 @@ impl Inner {
                 *self.published.write() = st.clone();
                 drop(tip);
                 self.visible.notify();
+                Ok(Accepted {
+                    state: st,
+                    pending_lsn: None,
+                })
             }
             Some(wal) => {
                 let bytes = rec.frame(lsn)?;
                 wal.enqueue(lsn, &bytes, st.clone())?;
                 *tip = st.clone();
-                drop(tip);
-                let durable = wal.wait_durable(lsn, &self.published);
-                // Engine-core hook for `Db::wait_visible`: the state with `lsn` (or a newer
-                // one) is published now — or the log failed, which waiters must learn too.
-                self.visible.notify();
-                durable?;
+                Ok(Accepted {
+                    state: st,
+                    pending_lsn: Some(lsn),
+                })
             }
         }
-        Ok(st)
+    }
+
+    /// The second half of [`Inner::submit`]: returns once the record with `lsn` is durable and
+    /// the state it produced (or a newer one) is published, writing a group as leader if no
+    /// writer is active. Errors: the group's I/O error, or `Poisoned` when an earlier group
+    /// failed (the record was never written).
+    pub(crate) fn await_durable(&self, lsn: u64) -> Result<()> {
+        let Some(wal) = &self.wal else {
+            return Ok(());
+        };
+        let durable = wal.wait_durable(lsn, &self.published);
+        // Engine-core hook for `Db::wait_visible`: the state with `lsn` (or a newer one) is
+        // published now — or the log failed, which waiters must learn too.
+        self.visible.notify();
+        durable
+    }
+
+    /// The newest accepted state (the tip), possibly ahead of the published one.
+    pub(crate) fn accepted(&self) -> Arc<State> {
+        self.tip.lock().clone()
+    }
+
+    /// The engine id that views and tree handles are bound to.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Counts one acknowledged commit and wakes the checkpointer if one is due.
+    pub(crate) fn commit_acknowledged(&self) {
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        self.maybe_auto_checkpoint();
     }
 
     /// Runs one bounded step of the pending MVCC prune sweep on the tip, under the commit lock
@@ -430,7 +490,11 @@ impl Inner {
     }
 
     /// Validates `batch` against `tip` and plans its writes (history rows included).
-    fn build_commit(&self, tip: &State, batch: Batch) -> Result<Option<(State, Record)>> {
+    pub(crate) fn build_commit(
+        &self,
+        tip: &State,
+        batch: Batch,
+    ) -> Result<Option<(State, Record)>> {
         for op in &batch.ops {
             let (tree, key) = match op {
                 BatchOp::Put { tree, key, value } => {
@@ -725,8 +789,7 @@ impl Db {
         let st = self
             .inner
             .submit(|tip| self.inner.build_commit(tip, batch))?;
-        self.inner.commits.fetch_add(1, Ordering::Relaxed);
-        self.inner.maybe_auto_checkpoint();
+        self.inner.commit_acknowledged();
         Ok(st.version)
     }
 

@@ -87,6 +87,7 @@ mod db;
 mod error;
 mod mvcc;
 mod options;
+mod pipeline;
 mod range;
 mod registry;
 mod state;
@@ -101,6 +102,7 @@ pub use options::{
     Durability, Options, Stats, WalGroupStats, WalIo, WalIoPath, DEFAULT_CHECKPOINT_WAL_BYTES,
     WAL_GROUP_HISTOGRAM_BUCKETS,
 };
+pub use pipeline::CommitTicket;
 
 pub use range::{Entry, EntryRef, RangeIter, RangeSpec};
 pub use registry::{TreeInfo, MAX_TREE_NAME_LEN};
