@@ -30,6 +30,8 @@ pub(crate) struct Inner {
     pub(crate) store: HoltStore,
     pub(crate) fence: ShardFence,
     pub(crate) presentation_root: String,
+    /// The command sequencer of this shard owner (see [`crate::command::sequencer`]).
+    pub(crate) sequencer: crate::command::sequencer::Sequencer,
 }
 
 /// One opened logical-shard metadata store (cheap to clone; `Send + Sync`).
@@ -79,6 +81,7 @@ impl MetaShard {
                 store,
                 fence,
                 presentation_root: gate.presentation_root,
+                sequencer: Default::default(),
             }),
         })
     }
@@ -170,7 +173,9 @@ impl MetaShard {
     }
 
     /// Executes one raw [`crate::command::MetadataCommand`] under this handle's fence (see
-    /// [`crate::command::executor`] for the validation order). The workspace operations above
+    /// [`crate::command::executor`] for the validation order) through the command sequencer
+    /// (its `read_version` must be the newest accepted version, see
+    /// [`crate::command::sequencer`]); returns once it is durable. The workspace operations above
     /// are built on this; it is public for diagnostics and fault-injection tests.
     ///
     /// Errors: those of [`crate::command::execute`].
@@ -178,7 +183,7 @@ impl MetaShard {
         &self,
         cmd: crate::command::MetadataCommand,
     ) -> Result<crate::command::CommandOutcome> {
-        crate::command::execute(&self.inner.store, &self.inner.fence, cmd)
+        self.sequenced(|seq| seq.execute(cmd))
     }
 
     /// A command skeleton carrying this handle's identity and fence fields (schema id, root,

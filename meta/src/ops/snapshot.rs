@@ -44,7 +44,7 @@ use crate::codec::{
     SnapshotState, WorkspaceCurrent, WorkspaceIncarnationClaim, WorkspaceState,
 };
 use crate::command::executor::{check_handle_fences, replay_lookup};
-use crate::command::{execute, CommandOutcome, Mutation, Predicate};
+use crate::command::{CommandOutcome, Mutation, Predicate};
 use crate::error::{Error, Result};
 use crate::ids::{
     validate_workbench_id, AliasName, OperationId, RequestId, RootId, SnapshotId,
@@ -56,7 +56,6 @@ use crate::shard::MetaShard;
 use crate::store::{Snapshot, TxnStore};
 
 use super::lease_clock::{self, LeaseReading, DEFAULT_SKEW_GRACE_MS};
-use super::MAX_ATTEMPTS;
 
 /// Milliseconds in one day (the facade's `ttl_days` unit).
 pub const DAY_MS: u64 = 86_400_000;
@@ -487,20 +486,6 @@ fn selector_bytes(s: &SnapshotSelector) -> Vec<u8> {
     }
 }
 
-/// Runs `attempt` up to [`MAX_ATTEMPTS`] times, rebuilding on a stale read version or a failed
-/// predicate.
-fn retrying<T>(mut attempt: impl FnMut() -> Result<T>) -> Result<T> {
-    for _ in 0..MAX_ATTEMPTS {
-        match attempt() {
-            Err(Error::ReadVersionConflict { .. }) | Err(Error::CommandPredicateFailed) => continue,
-            other => return other,
-        }
-    }
-    Err(Error::ReadVersionConflict {
-        attempts: MAX_ATTEMPTS,
-    })
-}
-
 // ---------------------------------------------------------------------------------------------
 // Create / renew / retire
 
@@ -510,7 +495,7 @@ fn retrying<T>(mut attempt: impl FnMut() -> Result<T>) -> Result<T> {
 /// Errors: [`Error::InvalidArgument`] (ttl, annotation size, workbench id);
 /// [`Error::WorkspaceNotFound`]; [`Error::SnapshotLifecycle`] when `require_commit_head` and the
 /// workbench has no commit head; [`Error::RequestReplayMismatch`]; [`Error::ReadVersionConflict`]
-/// after [`MAX_ATTEMPTS`]; [`Error::Fenced`]; codec and storage errors.
+/// after [`super::MAX_ATTEMPTS`]; [`Error::Fenced`]; codec and storage errors.
 pub fn create(
     shard: &MetaShard,
     req: &CreateSnapshotRequest,
@@ -541,9 +526,9 @@ pub fn create(
         ],
     );
     let root = shard.root_id();
-    retrying(|| {
-        let lease = lease_clock::observe(shard, wall_unix_ms, policy.skew_grace_ms)?;
-        let snap = shard.inner.store.snapshot();
+    super::sequenced_retrying(shard, |seq| {
+        let lease = lease_clock::observe_in(shard, seq, wall_unix_ms, policy.skew_grace_ms)?;
+        let snap = seq.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         if let Some(out) = replay_lookup(&snap, &root, &req.request_id, &digest)? {
             return receipt(out);
@@ -655,7 +640,7 @@ pub fn create(
             id,
         )];
         drop(snap);
-        receipt(execute(&shard.inner.store, &shard.inner.fence, cmd)?)
+        receipt(seq.execute(cmd)?)
     })
 }
 
@@ -682,9 +667,9 @@ pub fn renew(
         ],
     );
     let root = shard.root_id();
-    retrying(|| {
-        let lease = lease_clock::observe(shard, wall_unix_ms, policy.skew_grace_ms)?;
-        let snap = shard.inner.store.snapshot();
+    super::sequenced_retrying(shard, |seq| {
+        let lease = lease_clock::observe_in(shard, seq, wall_unix_ms, policy.skew_grace_ms)?;
+        let snap = seq.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         if let Some(out) = replay_lookup(&snap, &root, &req.request_id, &digest)? {
             return receipt(out);
@@ -755,7 +740,7 @@ pub fn renew(
             r.id,
         )];
         drop(snap);
-        receipt(execute(&shard.inner.store, &shard.inner.fence, cmd)?)
+        receipt(seq.execute(cmd)?)
     })
 }
 
@@ -781,8 +766,8 @@ pub fn retire(
         &[req.workbench_id.as_bytes(), &selector_bytes(&req.selector)],
     );
     let root = shard.root_id();
-    retrying(|| {
-        let snap = shard.inner.store.snapshot();
+    super::sequenced_retrying(shard, |seq| {
+        let snap = seq.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         if let Some(out) = replay_lookup(&snap, &root, &req.request_id, &digest)? {
             return receipt(out);
@@ -855,7 +840,7 @@ pub fn retire(
             r.id,
         )];
         drop(snap);
-        receipt(execute(&shard.inner.store, &shard.inner.fence, cmd)?)
+        receipt(seq.execute(cmd)?)
     })
 }
 
@@ -1079,8 +1064,8 @@ fn workbench_of<S: Snapshot>(
 /// snapshot. Returns its workbench id when this call claimed it.
 fn claim(shard: &MetaShard, k: &SnapshotRefKey, lease: &LeaseReading) -> Result<Option<String>> {
     let root = shard.root_id();
-    retrying(|| {
-        let snap = shard.inner.store.snapshot();
+    super::sequenced_retrying(shard, |seq| {
+        let snap = seq.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         let key = k.encode();
         let Some(bytes) = snap.get(Family::SnapshotRef, &key)? else {
@@ -1136,7 +1121,7 @@ fn claim(shard: &MetaShard, k: &SnapshotRefKey, lease: &LeaseReading) -> Result<
             k.snapshot_id,
         )];
         drop(snap);
-        execute(&shard.inner.store, &shard.inner.fence, cmd)?;
+        seq.execute(cmd)?;
         Ok(Some(workbench_id))
     })
 }
@@ -1144,8 +1129,8 @@ fn claim(shard: &MetaShard, k: &SnapshotRefKey, lease: &LeaseReading) -> Result<
 /// `ReapClaimed -> Reaped` (terminal), alias projection updated. Returns whether it wrote.
 fn finalize(shard: &MetaShard, k: &SnapshotRefKey) -> Result<bool> {
     let root = shard.root_id();
-    retrying(|| {
-        let snap = shard.inner.store.snapshot();
+    super::sequenced_retrying(shard, |seq| {
+        let snap = seq.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         let key = k.encode();
         let Some(bytes) = snap.get(Family::SnapshotRef, &key)? else {
@@ -1179,7 +1164,7 @@ fn finalize(shard: &MetaShard, k: &SnapshotRefKey) -> Result<bool> {
         cmd.predicates = predicates;
         cmd.mutations = mutations;
         drop(snap);
-        execute(&shard.inner.store, &shard.inner.fence, cmd)?;
+        seq.execute(cmd)?;
         Ok(true)
     })
 }
@@ -1314,9 +1299,9 @@ fn consumer_command(
     policy: &SnapshotPolicy,
 ) -> Result<SnapshotReceipt> {
     let root = shard.root_id();
-    retrying(|| {
-        let lease = lease_clock::observe(shard, wall_unix_ms, policy.skew_grace_ms)?;
-        let snap = shard.inner.store.snapshot();
+    super::sequenced_retrying(shard, |seq| {
+        let lease = lease_clock::observe_in(shard, seq, wall_unix_ms, policy.skew_grace_ms)?;
+        let snap = seq.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         let (_, ws) = visible_marker(&snap, &root, workbench_id)?;
         let parts = if attach {
@@ -1352,7 +1337,7 @@ fn consumer_command(
         cmd.predicates = parts.predicates;
         cmd.mutations = parts.mutations;
         drop(snap);
-        receipt(execute(&shard.inner.store, &shard.inner.fence, cmd)?)
+        receipt(seq.execute(cmd)?)
     })
 }
 
