@@ -28,6 +28,11 @@
 //!   `nokv operation recover|list`, `nokv demo`, `nokv commit`, `nokv tag`, `nokv find`,
 //!   `nokv snapshot`, `nokv restore`, `nokv changes`.
 //!
+//! * [`server`] — `nokv serve`: one owner process serves many agents over the versioned `/v1/`
+//!   HTTP protocol (the 18 tools, streaming bodies, the CLI's commands, the change feed,
+//!   metrics); [`remote::RemoteClient`] — the Rust SDK against it, and the CLI's
+//!   `--server URL` / `NOKV_SERVER`.
+//!
 //! The store directory of the CLI is `--store DIR`, else `$NOKV_STORE`, else `./.nokv`.
 
 pub mod changes;
@@ -39,7 +44,9 @@ pub mod error;
 pub mod index_fields;
 pub mod materialize;
 pub mod publication;
+pub mod remote;
 pub mod restore;
+pub mod server;
 pub mod snapshot;
 pub mod store_config;
 pub mod workbench;

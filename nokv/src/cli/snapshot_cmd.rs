@@ -18,7 +18,7 @@ use crate::client::Client;
 use crate::workbench::{store_error, tool_error, Workbench};
 
 /// `nokv snapshot` actions.
-#[derive(Debug, Subcommand)]
+#[derive(Debug, Clone, Subcommand, serde::Serialize, serde::Deserialize)]
 pub enum SnapshotCommand {
     /// Mint a leased snapshot of a committed workbench (`workbench_snapshot`).
     Create {
@@ -89,6 +89,12 @@ pub fn run_snapshot(dir: &Path, cmd: SnapshotCommand, out: &mut dyn Write) -> u8
             return EXIT_TOOL_ERROR;
         }
     };
+    run_snapshot_with(&client, cmd, out)
+}
+
+/// [`run_snapshot`] on an open client (the server runs it for `nokv --server`).
+pub fn run_snapshot_with(client: &Client, cmd: SnapshotCommand, out: &mut dyn Write) -> u8 {
+    let client = client.clone();
     let mut args = Map::new();
     let tool = match cmd {
         SnapshotCommand::Create {
@@ -173,7 +179,7 @@ pub fn run_snapshot(dir: &Path, cmd: SnapshotCommand, out: &mut dyn Write) -> u8
 }
 
 /// Options of `nokv changes`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct ChangesArgs {
     /// Resume strictly after this opaque cursor.
     pub after: Option<String>,
@@ -204,14 +210,26 @@ pub fn run_changes(dir: &Path, args: &ChangesArgs, out: &mut dyn Write) -> u8 {
             return EXIT_TOOL_ERROR;
         }
     };
+    run_changes_with(&client, args, out, true, &|| false)
+}
+
+/// [`run_changes`] on an open client. `reaper`: run the snapshot reaper while following (a
+/// server runs its own); `stop`: polled between follow rounds (a server stops when the client
+/// went away).
+pub fn run_changes_with(
+    client: &Client,
+    args: &ChangesArgs,
+    out: &mut dyn Write,
+    reaper: bool,
+    stop: &dyn Fn() -> bool,
+) -> u8 {
+    let client = client.clone();
     let result = (|| -> crate::Result<()> {
         let mut feed = match &args.workbench {
             Some(wb) => client.workbench_changes(wb, args.after.as_deref())?,
             None => client.changes(args.after.as_deref())?,
         };
-        let _reaper = args
-            .follow
-            .then(|| client.start_reaper(Duration::from_secs(60)));
+        let _reaper = (args.follow && reaper).then(|| client.start_reaper(Duration::from_secs(60)));
         let mut printed = 0u64;
         loop {
             for item in feed.by_ref() {
@@ -235,7 +253,7 @@ pub fn run_changes(dir: &Path, args: &ChangesArgs, out: &mut dyn Write) -> u8 {
                     return Ok(());
                 }
             }
-            if !args.follow {
+            if !args.follow || stop() {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(args.poll_ms.max(10)));
