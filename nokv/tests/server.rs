@@ -21,7 +21,7 @@ fn start(store: &Path, token: Option<&str>) -> RunningServer {
         header_timeout: Duration::from_millis(800),
         body_idle_timeout: Duration::from_millis(800),
         max_json_bytes: 64 * 1024,
-        max_upload_bytes: 1 << 20,
+        max_upload_bytes: 8 << 20,
         reaper_interval: Duration::ZERO,
         recovery_interval: Duration::ZERO,
         ..ServerOptions::default()
@@ -95,30 +95,29 @@ fn a_lost_response_retried_with_its_request_id_is_an_exact_replay() {
     let (st, _, b) = post(addr, "/v1/tools/workbench_create", "", r#"{"id":"wb"}"#);
     assert_eq!((st, json(&b)["status"].clone()), (200, json!("success")));
 
-    // The first attempt: the client sends the whole request and cuts the connection without
-    // reading the response; the server commits anyway.
+    // The first attempt: the client sends the whole request, the server commits, and the
+    // connection is cut before the client read the response.
     let body = r#"{"id":"wb","section":"input","path":"a.txt","text":"hello"}"#;
-    {
-        let mut s = TcpStream::connect(addr).unwrap();
-        write!(
-            s,
-            "POST /v1/tools/workbench_put_file HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nIdempotency-Key: put-a-1\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        )
-        .unwrap();
-        s.shutdown(std::net::Shutdown::Both).unwrap();
-    }
-    // Wait until the publication is visible.
+    let mut first = TcpStream::connect(addr).unwrap();
+    write!(
+        first,
+        "POST /v1/tools/workbench_put_file HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nIdempotency-Key: put-a-1\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
     let remote = RemoteClient::connect(&srv.url(), None).unwrap();
     let mut entry = None;
-    for _ in 0..200 {
+    for _ in 0..400 {
         if let Ok(e) = remote.stat("wb", "input/a.txt") {
             entry = Some(e);
             break;
         }
         std::thread::sleep(Duration::from_millis(25));
     }
-    let entry = entry.expect("the cut request was committed");
+    let entry = entry.expect("the request was committed");
+    // The response is lost: the connection goes away unread.
+    first.shutdown(std::net::Shutdown::Both).unwrap();
+    drop(first);
 
     // The retry with the same request id: the original response, not AlreadyExists.
     let (st, head, b1) = post(
@@ -351,8 +350,9 @@ fn bad_input_is_refused_with_typed_errors_and_leaves_the_store_consistent() {
     assert_eq!((st, json(&b)["code"].clone()), (404, json!("NotFound")));
     let (st, _, b) = post(addr, "/v1/tools/workbench_teleport", "", "{}");
     assert_eq!((st, json(&b)["code"].clone()), (200, json!("UnknownTool")));
-    // Oversized streamed upload (limit 1 MiB): 413, the publication aborted and cleaned up.
-    let payload = vec![7u8; 2 << 20];
+    // Oversized streamed upload (limit 8 MiB; blocks are 4 MiB, so the first block was already
+    // staged and sent): 413, the publication aborted and cleaned up.
+    let payload = vec![7u8; 9 << 20];
     let (st, _, b) = raw(
         addr,
         &format!(
@@ -400,9 +400,11 @@ fn bad_input_is_refused_with_typed_errors_and_leaves_the_store_consistent() {
     // A client that disconnects mid-upload.
     {
         let mut cut = TcpStream::connect(addr).unwrap();
-        cut.write_all(b"PUT /v1/workbenches/wb/files/input/cut.bin HTTP/1.1\r\nHost: x\r\nContent-Length: 900000\r\n\r\n")
+        cut.write_all(b"PUT /v1/workbenches/wb/files/input/cut.bin HTTP/1.1\r\nHost: x\r\nContent-Length: 7000000\r\n\r\n")
             .unwrap();
-        cut.write_all(&[2u8; 300_000]).unwrap();
+        // More than one 4 MiB block: the first block is staged in the ledger and uploaded
+        // before the connection breaks.
+        cut.write_all(&vec![2u8; 5_000_000]).unwrap();
         cut.shutdown(std::net::Shutdown::Both).unwrap();
     }
     std::thread::sleep(Duration::from_millis(1500));
@@ -439,15 +441,26 @@ fn bad_input_is_refused_with_typed_errors_and_leaves_the_store_consistent() {
     let summary = client.recover_operations().unwrap();
     assert!(summary.errors.is_empty(), "{summary:?}");
     let ops = client.list_operations(true).unwrap();
-    assert!(
-        !ops.is_empty(),
-        "the aborted uploads were ledger-owned operations"
-    );
+    // The oversized and the cut upload had begun (a block staged and sent) before they broke.
+    assert!(ops.len() >= 2, "{ops:?}");
     for op in &ops {
         assert_eq!(op.phase, "Cleaned", "{op:?}");
         assert_eq!(op.live_objects, 0, "{op:?}");
     }
     assert!(client.ledger_owned_keys().unwrap().is_empty());
+    // No block of any aborted upload is left in the object store.
+    let mut stack = vec![store.join("objects")];
+    let mut blocks = Vec::new();
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else {
+                blocks.push(e.path());
+            }
+        }
+    }
+    assert!(blocks.is_empty(), "orphan objects: {blocks:?}");
 }
 
 #[test]

@@ -136,9 +136,7 @@ impl ChannelWriter {
 
     /// Ends the body with an error (the client sees a truncated response, never a complete one).
     pub(crate) fn fail(self, message: String) {
-        let _ = self
-            .tx
-            .blocking_send(Err(io::Error::new(io::ErrorKind::Other, message)));
+        let _ = self.tx.blocking_send(Err(io::Error::other(message)));
     }
 }
 
