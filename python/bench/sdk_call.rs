@@ -42,7 +42,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let run = client.now_unix_ms();
     let start = Instant::now();
     for i in 0..puts {
-        client.put("bench", &format!("outputs/rust/{run}/{i}.bin"), &body, &create)?;
+        client.put(
+            "bench",
+            &format!("outputs/rust/{run}/{i}.bin"),
+            &body,
+            &create,
+        )?;
     }
     let put_ns = start.elapsed().as_nanos() as f64 / puts.max(1) as f64;
     println!("{{\"stat_ns\": {stat_ns:.0}, \"put_ns\": {put_ns:.0}, \"stats\": {stats}, \"puts\": {puts}}}");

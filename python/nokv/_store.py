@@ -789,6 +789,10 @@ class ArtifactFile(io.RawIOBase):
     def mode(self) -> str:
         return "rb"
 
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ValueError("I/O operation on closed file")
+
     def readable(self) -> bool:
         self._check_open()
         return True

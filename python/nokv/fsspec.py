@@ -65,8 +65,9 @@ class NoKVFileSystem(AbstractFileSystem):
 
     protocol = "nokv"
     root_marker = ""
-    # Instances hold an open store handle; fsspec's instance cache keys on the options.
-    cachable = True
+    # Instances hold a store handle; fsspec's instance cache would key two different handles of
+    # one directory (e.g. before and after a close) alike, so instances are not cached.
+    cachable = False
 
     def __init__(
         self,

@@ -88,9 +88,12 @@ fn number_to_py<'py>(
     if let Some(parse) = parse_float {
         return parse.call1((text,));
     }
-    let f = n.as_f64().or_else(|| text.parse::<f64>().ok()).ok_or_else(|| {
-        pyo3::exceptions::PyValueError::new_err(format!("number {text} is not representable"))
-    })?;
+    let f = n
+        .as_f64()
+        .or_else(|| text.parse::<f64>().ok())
+        .ok_or_else(|| {
+            pyo3::exceptions::PyValueError::new_err(format!("number {text} is not representable"))
+        })?;
     Ok(PyFloat::new(py, f).into_any())
 }
 

@@ -58,7 +58,10 @@ pub struct Core {
 /// Producer recorded on publications made through the Python SDK.
 const PRODUCER: &str = "nokv python";
 
-fn init_options(py: Python<'_>, objects: &Bound<'_, PyAny>) -> PyResult<nokv::store_config::InitOptions> {
+fn init_options(
+    py: Python<'_>,
+    objects: &Bound<'_, PyAny>,
+) -> PyResult<nokv::store_config::InitOptions> {
     let mut opts = nokv::store_config::InitOptions::default();
     if let Ok(url) = objects.cast::<PyString>() {
         opts.objects = Some(url.to_cow()?.into_owned());
@@ -117,7 +120,8 @@ fn index_fields(py: Python<'_>, fields: &Bound<'_, PyAny>) -> PyResult<IndexFiel
         let name: String = k
             .extract()
             .map_err(|_| errors::invalid(py, "index field names must be str"))?;
-        let id = nokv::index_fields::field_id(&name).map_err(|e| errors::invalid(py, e.to_string()))?;
+        let id =
+            nokv::index_fields::field_id(&name).map_err(|e| errors::invalid(py, e.to_string()))?;
         let value = index_value(py, &name, &v)?;
         out.insert(id, value);
     }
@@ -208,14 +212,21 @@ impl Core {
             }
             Some(sel) => {
                 let (info, read) = inner.client.snapshot_reader(workbench_id, sel)?;
-                Ok(read.path_entry(&info.incarnation, &norm)?.map(|e| (read, e)))
+                Ok(read
+                    .path_entry(&info.incarnation, &norm)?
+                    .map(|e| (read, e)))
             }
         }
     }
 
     /// The facade call behind every JSON-shaped method: the result fields, or the mapped
     /// exception.
-    fn call_json(py: Python<'_>, inner: &Inner, tool: &str, input: &Value) -> PyResult<Map<String, Value>> {
+    fn call_json(
+        py: Python<'_>,
+        inner: &Inner,
+        tool: &str,
+        input: &Value,
+    ) -> PyResult<Map<String, Value>> {
         py.detach(|| inner.facade.call_tool(tool, input))
             .map_err(|e| errors::to_pyerr(py, &e))
     }
@@ -266,7 +277,10 @@ impl Core {
         lock_timeout: f64,
     ) -> PyResult<Core> {
         if !(lock_timeout.is_finite() && lock_timeout >= 0.0) {
-            return Err(errors::invalid(py, "lock_timeout must be a finite number of seconds >= 0"));
+            return Err(errors::invalid(
+                py,
+                "lock_timeout must be a finite number of seconds >= 0",
+            ));
         }
         let init = objects.map(|o| init_options(py, o)).transpose()?;
         let dir = path.clone();
@@ -337,7 +351,12 @@ impl Core {
 
     /// Runs one Workbench tool and returns its envelope exactly as the CLI prints it
     /// (`{"status": "success", …}` or the error envelope); never raises for tool errors.
-    fn tool<'py>(&self, py: Python<'py>, name: &str, args: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    fn tool<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        args: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let inner = self.inner(py)?;
         let envelope = match from_py(args) {
             Ok(input) => py.detach(|| inner.facade.call(name, &input)),
@@ -387,7 +406,10 @@ impl Core {
             ));
         }
         if expected_generation == Some(0) {
-            return Err(errors::invalid(py, "expected_generation must be at least 1"));
+            return Err(errors::invalid(
+                py,
+                "expected_generation must be at least 1",
+            ));
         }
         let guessed = nokv::materialize::guess_content_type(key);
         let (body, default_type) = if let Ok(b) = data.cast::<PyBytes>() {
@@ -398,7 +420,10 @@ impl Core {
             } else {
                 guessed
             };
-            (Body::Owned(s.to_cow()?.into_owned().into_bytes()), text_type)
+            (
+                Body::Owned(s.to_cow()?.into_owned().into_bytes()),
+                text_type,
+            )
         } else if data.hasattr("__fspath__")? {
             let os = py.import("os")?;
             let p: PathBuf = os.call_method1("fspath", (data,))?.extract()?;
@@ -416,13 +441,18 @@ impl Core {
         let options = PutOptions {
             content_type: content_type.unwrap_or_else(|| default_type.to_string()),
             condition: if replace {
-                WriteCondition::Replace { expected_generation }
+                WriteCondition::Replace {
+                    expected_generation,
+                }
             } else {
                 WriteCondition::Create
             },
             producer: PRODUCER.into(),
             manifest_id: None,
-            index_fields: fields.map(|f| index_fields(py, f)).transpose()?.unwrap_or_default(),
+            index_fields: fields
+                .map(|f| index_fields(py, f))
+                .transpose()?
+                .unwrap_or_default(),
             index_json,
         };
         let client = &inner.client;
@@ -431,11 +461,12 @@ impl Core {
                 Body::Slice(bytes) => client.put(workbench_id, key, bytes, &options),
                 Body::Owned(bytes) => client.put(workbench_id, key, &bytes, &options),
                 Body::File(path) => {
-                    let file = std::fs::File::open(&path).map_err(|source| nokv::Error::LocalIo {
-                        op: "open",
-                        path: path.clone(),
-                        source,
-                    })?;
+                    let file =
+                        std::fs::File::open(&path).map_err(|source| nokv::Error::LocalIo {
+                            op: "open",
+                            path: path.clone(),
+                            source,
+                        })?;
                     client.put_reader(
                         workbench_id,
                         key,
@@ -446,10 +477,9 @@ impl Core {
                 Body::Stream(reader) => client.put_reader(workbench_id, key, reader, &options),
             })
             .map_err(|e| match e {
-                nokv::Error::LocalIo { op, path, source } => errors::invalid(
-                    py,
-                    format!("{op} {}: {source}", path.display()),
-                ),
+                nokv::Error::LocalIo { op, path, source } => {
+                    errors::invalid(py, format!("{op} {}: {source}", path.display()))
+                }
                 other => errors::sdk(py, client, workbench_id, other),
             })?;
         let key = receipt.path.as_str().to_string();
@@ -490,7 +520,10 @@ impl Core {
             owned = b.as_bytes().to_vec();
             (&owned, nokv::client::OCTET_STREAM)
         } else {
-            return Err(errors::invalid(py, "data must be bytes, a bytes-like object or str"));
+            return Err(errors::invalid(
+                py,
+                "data must be bytes, a bytes-like object or str",
+            ));
         };
         let client = &inner.client;
         let r = py
@@ -542,7 +575,8 @@ impl Core {
         };
         let wb_path = inner.client.workbench_path(workbench_id);
         if let Some((_, entry)) = found {
-            let norm = Client::normalize(key).map_err(|e| errors::sdk(py, &inner.client, workbench_id, e))?;
+            let norm = Client::normalize(key)
+                .map_err(|e| errors::sdk(py, &inner.client, workbench_id, e))?;
             return Stat::file(py, &wb_path, norm.as_str(), &entry);
         }
         let mut input = json!({"id": workbench_id});
@@ -586,7 +620,10 @@ impl Core {
             .and_then(Value::as_array)
             .map(|a| a.iter().map(|e| Stat::from_json(&wb_path, e)).collect())
             .unwrap_or_default();
-        let next = out.get("next_cursor").and_then(Value::as_str).map(str::to_string);
+        let next = out
+            .get("next_cursor")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         Ok((entries, next))
     }
 
@@ -609,7 +646,11 @@ impl Core {
         let client = &inner.client;
         let page = py
             .detach(|| -> Result<_, nokv::Error> {
-                let prefix = if key.is_empty() { None } else { Some(Client::normalize(key)?) };
+                let prefix = if key.is_empty() {
+                    None
+                } else {
+                    Some(Client::normalize(key)?)
+                };
                 let after = after.as_deref().map(Client::normalize).transpose()?;
                 let (read, inc) = match &sel {
                     None => {
@@ -704,7 +745,8 @@ impl Core {
         if !manifest.is_object() {
             return Err(errors::invalid(py, "manifest must be a dict"));
         }
-        nokv::workbench::canonical::canonical_json(&manifest).map_err(|e| errors::to_pyerr(py, &e))?;
+        nokv::workbench::canonical::canonical_json(&manifest)
+            .map_err(|e| errors::to_pyerr(py, &e))?;
         let client = &inner.client;
         let receipt = py
             .detach(|| {
@@ -775,7 +817,12 @@ impl Core {
     }
 
     /// Reads one tag (`None`: absent).
-    fn get_tag<'py>(&self, py: Python<'py>, workbench_id: &str, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    fn get_tag<'py>(
+        &self,
+        py: Python<'py>,
+        workbench_id: &str,
+        name: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let inner = self.inner(py)?;
         let tag = py
             .detach(|| inner.client.get_tag(workbench_id, name))
@@ -831,8 +878,10 @@ impl Core {
     ) -> PyResult<ChangeIter> {
         let inner = self.inner(py)?;
         // Validate the cursor and scope now, so a bad cursor fails at the call.
-        py.detach(|| open_changes(&inner.client, workbench_id.as_deref(), after.as_deref()).map(drop))
-            .map_err(|e| errors::sdk(py, &inner.client, workbench_id.as_deref().unwrap_or(""), e))?;
+        py.detach(|| {
+            open_changes(&inner.client, workbench_id.as_deref(), after.as_deref()).map(drop)
+        })
+        .map_err(|e| errors::sdk(py, &inner.client, workbench_id.as_deref().unwrap_or(""), e))?;
         Ok(ChangeIter {
             shared: Arc::clone(&self.shared),
             state: Mutex::new(ChangeState {
@@ -856,7 +905,12 @@ impl Core {
         let inner = self.inner(py)?;
         let files = py
             .detach(|| {
-                nokv::materialize::materialize(&inner.client, workbench_id, prefix.as_deref(), &directory)
+                nokv::materialize::materialize(
+                    &inner.client,
+                    workbench_id,
+                    prefix.as_deref(),
+                    &directory,
+                )
             })
             .map_err(|e| local_or_sdk(py, &inner.client, workbench_id, e))?;
         let list = PyList::empty(py);
@@ -888,10 +942,14 @@ impl Core {
     ) -> PyResult<Bound<'py, PyAny>> {
         let inner = self.inner(py)?;
         let index = nokv::materialize::CollectIndex {
-            fields: fields.map(|f| index_fields(py, f)).transpose()?.unwrap_or_default(),
+            fields: fields
+                .map(|f| index_fields(py, f))
+                .transpose()?
+                .unwrap_or_default(),
             index_json,
         };
-        let ct = content_type.unwrap_or_else(|| nokv::materialize::guess_content_type(key).to_string());
+        let ct =
+            content_type.unwrap_or_else(|| nokv::materialize::guess_content_type(key).to_string());
         let c = py
             .detach(|| {
                 nokv::materialize::collect_indexed(
@@ -939,7 +997,11 @@ fn local_or_sdk(py: Python<'_>, client: &Client, workbench_id: &str, e: nokv::Er
     }
 }
 
-fn tag_condition(py: Python<'_>, expected: Option<u64>, create_only: bool) -> PyResult<TagCondition> {
+fn tag_condition(
+    py: Python<'_>,
+    expected: Option<u64>,
+    create_only: bool,
+) -> PyResult<TagCondition> {
     match (expected, create_only) {
         (Some(_), true) => Err(errors::invalid(
             py,
@@ -1008,22 +1070,28 @@ impl ChangeIter {
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Change>> {
         let inner = self.shared.get(py)?;
-        let fetched = py.detach(|| -> Result<Option<nokv::changes::ChangeItem>, nokv::Error> {
-            let mut st = self.state.lock();
-            if st.buffer.is_empty() {
-                let changes = open_changes(&inner.client, st.workbench_id.as_deref(), st.cursor.as_deref())?;
-                let mut page = VecDeque::new();
-                for item in changes.take(CHANGE_PAGE) {
-                    page.push_back(item?);
+        let fetched = py.detach(
+            || -> Result<Option<nokv::changes::ChangeItem>, nokv::Error> {
+                let mut st = self.state.lock();
+                if st.buffer.is_empty() {
+                    let changes = open_changes(
+                        &inner.client,
+                        st.workbench_id.as_deref(),
+                        st.cursor.as_deref(),
+                    )?;
+                    let mut page = VecDeque::new();
+                    for item in changes.take(CHANGE_PAGE) {
+                        page.push_back(item?);
+                    }
+                    st.buffer = page;
                 }
-                st.buffer = page;
-            }
-            let next = st.buffer.pop_front();
-            if let Some(item) = &next {
-                st.cursor = Some(item.cursor.clone());
-            }
-            Ok(next)
-        });
+                let next = st.buffer.pop_front();
+                if let Some(item) = &next {
+                    st.cursor = Some(item.cursor.clone());
+                }
+                Ok(next)
+            },
+        );
         let wb = self.state.lock().workbench_id.clone().unwrap_or_default();
         fetched
             .map(|o| o.map(Change::from))

@@ -67,14 +67,26 @@ pub fn closed(py: Python<'_>) -> PyErr {
     )
 }
 
-/// Maps an SDK error concerning `workbench_id` through the facade's mapping.
+/// Maps an SDK error concerning `workbench_id` through the facade's mapping (snapshot codes
+/// first, then the shared one).
 pub fn sdk(py: Python<'_>, client: &nokv::Client, workbench_id: &str, err: nokv::Error) -> PyErr {
-    to_pyerr(py, &nokv::workbench::tool_error(client, workbench_id, err))
+    to_pyerr(
+        py,
+        &nokv::workbench::snapshot_error(client, workbench_id, err),
+    )
 }
 
 /// Maps an SDK error of the commit/tag path through the facade's commit mapping.
-pub fn commit(py: Python<'_>, client: &nokv::Client, workbench_id: &str, err: nokv::Error) -> PyErr {
-    to_pyerr(py, &nokv::workbench::commit_error(client, workbench_id, err))
+pub fn commit(
+    py: Python<'_>,
+    client: &nokv::Client,
+    workbench_id: &str,
+    err: nokv::Error,
+) -> PyErr {
+    to_pyerr(
+        py,
+        &nokv::workbench::commit_error(client, workbench_id, err),
+    )
 }
 
 /// Maps an error about the store as a whole (opening it, its configuration).

@@ -110,10 +110,9 @@ impl RangeReader {
                 return Ok(Arc::clone(b));
             }
         }
-        let row = self
-            .rows
-            .get(index)
-            .ok_or_else(|| nokv::Error::ObjectUnavailable("a block index is out of range".into()))?;
+        let row = self.rows.get(index).ok_or_else(|| {
+            nokv::Error::ObjectUnavailable("a block index is out of range".into())
+        })?;
         let block = Arc::new(objstore::get_verified(
             inner.client.objects().as_ref(),
             &row.object_key,
@@ -219,7 +218,12 @@ impl RangeReader {
     }
 
     /// Bytes `[offset, offset + length)`, clamped to the body (empty at or past the end).
-    fn read_at<'py>(&self, py: Python<'py>, offset: u64, length: u64) -> PyResult<Bound<'py, PyBytes>> {
+    fn read_at<'py>(
+        &self,
+        py: Python<'py>,
+        offset: u64,
+        length: u64,
+    ) -> PyResult<Bound<'py, PyBytes>> {
         self.read_bytes(py, offset, length)
     }
 

@@ -186,7 +186,7 @@ def test_stat_file_directory_and_root(wb: nokv.Workbench) -> None:
     assert f.generation == put.generation and f.digest_uri == put.digest_uri
     assert f.producer == "nokv python" and f.name == "x.txt"
     d = wb.stat("outputs/deep")
-    assert d.is_dir and d.size_bytes is None and d.generation is None
+    assert d.is_dir and not d.is_file and d.size_bytes is None and d.digest_uri is None
     root = wb.stat()
     assert root.is_dir
     with pytest.raises(nokv.NotFound):

