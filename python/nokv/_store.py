@@ -653,9 +653,9 @@ class Workbench:
 
         Raises:
             NotFound: no file; NotArtifact: a directory; InvalidArguments: a mode other than
-            ``"rb"``/``"r"``.
+            ``"rb"`` (wrap the file in ``io.TextIOWrapper`` for text).
         """
-        if mode not in ("rb", "r", "br"):
+        if mode not in ("rb", "br"):
             raise InvalidArguments(
                 f"mode {mode!r} is not supported: NoKV files are immutable; open them with 'rb' "
                 "and publish new bodies with put()"

@@ -211,9 +211,10 @@ class NoKVFileSystem(AbstractFileSystem):
         **kwargs: Any,
     ) -> Any:
         key = self._strip_protocol(path)
-        if mode in ("rb", "r"):
+        # fsspec turns text modes into binary ones (and wraps the result) before calling _open.
+        if mode == "rb":
             return self.workbench.open(key)
-        if mode in ("wb", "xb", "w", "x"):
+        if mode in ("wb", "xb"):
             return NoKVWriteFile(
                 self.workbench,
                 key,
