@@ -13,6 +13,9 @@ use pyo3::types::PyBytes;
 use crate::core::Shared;
 use crate::errors;
 
+/// A verified block and the `[from, to)` byte range of it that a read needs.
+type Piece = (Arc<Vec<u8>>, usize, usize);
+
 /// Most bytes requested from a Python file object per `read` call (1 MiB).
 const PY_READ_CHUNK: usize = 1 << 20;
 
@@ -129,7 +132,7 @@ impl RangeReader {
         inner: &crate::core::Inner,
         offset: u64,
         len: u64,
-    ) -> Result<Vec<(Arc<Vec<u8>>, usize, usize)>, nokv::Error> {
+    ) -> Result<Vec<Piece>, nokv::Error> {
         let end = offset.saturating_add(len);
         let first = self
             .rows
