@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Per-call overhead of the Python SDK over the Rust SDK on the same store.
 
-    python python/bench/overhead.py [--stats N] [--puts N] [--rounds R]
+    python python/bench/overhead.py [--stats N] [--puts N] [--rounds R] [--profile P]
 
 Builds nothing itself: it runs `cargo bench -p nokv-python --bench sdk_call -- STORE …` (release
 profile) for the Rust side, then the same calls from Python (`Workbench.stat` of the same 4 KiB
@@ -27,9 +27,10 @@ import nokv
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
-def rust_side(store: str, stats: int, puts: int) -> dict:
+def rust_side(store: str, stats: int, puts: int, profile: str) -> dict:
     out = subprocess.run(
-        ["cargo", "bench", "-q", "-p", "nokv-python", "--bench", "sdk_call", "--", store, str(stats), str(puts)],
+        ["cargo", "bench", "-q", "--profile", profile, "-p", "nokv-python", "--bench", "sdk_call",
+         "--", store, str(stats), str(puts)],
         cwd=REPO,
         check=True,
         capture_output=True,
@@ -60,13 +61,18 @@ def main() -> None:
     p.add_argument("--stats", type=int, default=20000)
     p.add_argument("--puts", type=int, default=1000)
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument(
+        "--profile",
+        default="bench",
+        help="cargo profile of the Rust side; build the wheel with the same one (default: bench)",
+    )
     a = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="nokv-overhead-") as d:
         store = os.path.join(d, "store")
-        rust_side(store, 100, 10)  # creates the store, warms the build
+        rust_side(store, 100, 10, a.profile)  # creates the store, warms the build
         rs, py = [], []
         for r in range(a.rounds):
-            rs.append(rust_side(store, a.stats, a.puts))
+            rs.append(rust_side(store, a.stats, a.puts, a.profile))
             py.append(python_side(store, a.stats, a.puts, r))
         for op in ("stat_ns", "put_ns"):
             r_med = statistics.median(x[op] for x in rs)

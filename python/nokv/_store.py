@@ -148,10 +148,18 @@ class Store:
         ``workbench_`` prefix."""
         return self._core.tool(name, {} if args is None else args)
 
-    def call_tool(self, name: str, args: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    def call_tool(
+        self,
+        name: str,
+        args: Optional[Mapping[str, Any]] = None,
+        *,
+        parse_float: Optional[Callable[[str], Any]] = None,
+    ) -> Dict[str, Any]:
         """Runs one of the 18 Workbench tools like :meth:`tool`, but returns only the result
-        fields (no ``status``) and raises the :mod:`nokv.errors` class of a tool error's code."""
-        return self._core.call(name, {} if args is None else args)
+        fields (no ``status``) and raises the :mod:`nokv.errors` class of a tool error's code.
+        ``parse_float`` (e.g. ``decimal.Decimal``) receives the JSON text of every non-integer
+        number instead of it becoming a ``float``."""
+        return self._core.call(name, {} if args is None else args, parse_float=parse_float)
 
     # -- queries ---------------------------------------------------------------------------
 

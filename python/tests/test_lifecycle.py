@@ -3,6 +3,7 @@ materialize/collect, the store's lifecycle."""
 
 from __future__ import annotations
 
+import decimal
 import pathlib
 import threading
 
@@ -87,6 +88,9 @@ def test_tool_envelopes_and_call_tool(store: nokv.Store) -> None:
         store.call_tool("read", {"id": "t", "section": "input", "path": "x"})
     res = store.call_tool("stat", {"id": "t"})
     assert "status" not in res and res["card"]["kind"] == "directory"
+    store.workbench("t").put("outputs/d.json", '{"x": 0.5, "n": 3}')
+    read = store.call_tool("read", {"id": "t", "section": "outputs", "path": "d.json"}, parse_float=decimal.Decimal)
+    assert read["items"][0]["value"] == {"x": decimal.Decimal("0.5"), "n": 3}
 
 
 def test_tool_and_structured_reads_keep_64_bit_integers_exact(store: nokv.Store) -> None:
