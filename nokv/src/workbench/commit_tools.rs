@@ -24,9 +24,10 @@ const FIND_SCAN_BUDGET: usize = 1000;
 /// every committed manifest is read; larger files are reported unmatched.
 const MAX_FIND_MANIFEST_BYTES: u64 = crate::workbench::payload::MAX_PAYLOAD_BYTES + 64 * 1024;
 
-/// Maps commit-path errors to the contract's codes; everything else goes through
-/// [`tool_error`].
-pub(crate) fn commit_error(client: &Client, workbench_id: &str, err: crate::Error) -> ToolError {
+/// Maps commit- and tag-path errors to the contract's codes (`WorkbenchCommitConflict`,
+/// `WorkbenchCommitProtocolMismatch`, `NotFound`, `InvalidState`, `Conflict/CommitHead`, …);
+/// everything else goes through [`tool_error`].
+pub fn commit_error(client: &Client, workbench_id: &str, err: crate::Error) -> ToolError {
     use crate::Error as E;
     let wb_path = client.workbench_path(workbench_id);
     match err {

@@ -26,11 +26,13 @@ pub mod schema;
 pub mod shape;
 
 pub(crate) mod commit_tools;
+pub use commit_tools::commit_error;
+pub use snapshot_tools::snapshot_error;
 mod query_tools;
 mod read_tools;
 mod restore_tools;
 mod scope;
-mod snapshot_tools;
+pub(crate) mod snapshot_tools;
 mod write_tools;
 
 use serde_json::{Map, Value};
@@ -117,8 +119,9 @@ impl Workbench {
     }
 }
 
-/// Maps an SDK error to the facade's typed error. Messages never carry storage identities.
-pub(crate) fn tool_error(client: &Client, workbench_id: &str, err: crate::Error) -> ToolError {
+/// Maps an SDK error concerning `workbench_id` to the facade's typed error (the one mapping every
+/// front door uses: tools, CLI, Python SDK). Messages never carry storage identities.
+pub fn tool_error(client: &Client, workbench_id: &str, err: crate::Error) -> ToolError {
     use crate::Error as E;
     let wb_path = client.workbench_path(workbench_id);
     let presented = |rel: &str| format!("{wb_path}/{rel}");

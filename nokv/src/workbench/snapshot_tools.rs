@@ -32,9 +32,10 @@ fn depth(v: &Value) -> usize {
     }
 }
 
-/// Maps SDK errors of snapshot operations to tool errors (snapshot codes first, then the shared
-/// mapping). Messages carry no storage identities.
-pub(crate) fn snapshot_error(client: &Client, workbench_id: &str, err: crate::Error) -> ToolError {
+/// Maps SDK errors of snapshot operations and snapshot reads to tool errors (snapshot codes
+/// first — `SnapshotNotFound`, `SnapshotExpired`, `ForkRetentionActive`, … — then the shared
+/// mapping of [`super::tool_error`]). Messages carry no storage identities.
+pub fn snapshot_error(client: &Client, workbench_id: &str, err: crate::Error) -> ToolError {
     match err {
         crate::Error::Meta(meta::Error::SnapshotNotFound) => ToolError::new(
             ErrorCode::SnapshotNotFound,
