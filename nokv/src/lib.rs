@@ -21,6 +21,8 @@
 //! * [`commit`], [`snapshot`], [`restore`], [`changes`] — the lifecycle as [`Client`] methods:
 //!   durable commits with lineage and tags, leased snapshots, restore without copying bytes, and
 //!   the change feed.
+//! * [`mcp`] — `nokv mcp`: the 18 tools as an MCP server over stdio, on the embedded store or
+//!   through a `nokv serve` process (`--server URL`).
 //! * [`demo`] — the reference research workflow of seed 001 on the Palmer penguins data, with
 //!   commits, a tag, a snapshot, a restore and `workbench_find`.
 //! * the `nokv` binary (`src/bin/nokv.rs`, [`cli`]) — `nokv workbench <tool> '<json>'`,
@@ -38,6 +40,7 @@ pub mod demo;
 pub mod error;
 pub mod index_fields;
 pub mod materialize;
+pub mod mcp;
 pub mod publication;
 pub mod restore;
 pub mod snapshot;
