@@ -84,7 +84,8 @@ impl Stub {
     }
 
     fn handle(&self, mut conn: TcpStream) {
-        conn.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
         let mut reader = BufReader::new(conn.try_clone().unwrap());
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
@@ -126,7 +127,12 @@ impl Stub {
                 return;
             }
         }
-        let action = self.script.lock().unwrap().pop_front().unwrap_or(Action::Serve);
+        let action = self
+            .script
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or(Action::Serve);
         let tool = path.strip_prefix("/v1/tools/").unwrap_or("");
         match action {
             Action::Reply(status, text) => {
@@ -178,7 +184,10 @@ fn remote_calls_post_the_input_and_return_the_server_envelope_unchanged() {
     let put = remote.call("workbench_put_file", &input);
     let seen = stub.seen();
     assert_eq!(seen.len(), 2);
-    assert_eq!(seen[0].path, "/v1/tools/workbench_create", "canonical names on the wire");
+    assert_eq!(
+        seen[0].path, "/v1/tools/workbench_create",
+        "canonical names on the wire"
+    );
     assert_eq!(seen[1].method, "POST");
     assert_eq!(seen[1].path, "/v1/tools/workbench_put_file");
     assert_eq!(seen[1].authorization.as_deref(), Some("Bearer s3cret"));
@@ -212,7 +221,10 @@ fn a_missing_or_wrong_token_is_an_unauthorized_tool_error() {
         assert!(env["message"].as_str().unwrap().contains("NOKV_TOKEN"));
     }
     assert_eq!(stub.seen().len(), 2, "refused calls are not re-sent");
-    assert!(stub.seen().iter().all(|s| s.answered.is_none()), "nothing ran");
+    assert!(
+        stub.seen().iter().all(|s| s.answered.is_none()),
+        "nothing ran"
+    );
 }
 
 #[test]
@@ -276,7 +288,10 @@ fn a_lost_response_to_an_idempotent_call_is_resent_and_converges() {
     assert_eq!(env["status"], "success", "{env}");
     let seen = stub.seen();
     assert_eq!(seen.len(), 2);
-    assert_eq!(seen[0].answered, seen[1].answered, "the exact retry replays the result");
+    assert_eq!(
+        seen[0].answered, seen[1].answered,
+        "the exact retry replays the result"
+    );
 }
 
 #[test]
@@ -292,7 +307,10 @@ fn responses_that_are_not_envelopes_become_typed_errors() {
     assert_eq!(env["code"], "ObjectUnavailable");
     assert_eq!(env["details"]["reason"], "server_unavailable");
     assert_eq!(env["details"]["http_status"], 503);
-    assert_eq!(env["details"]["attempts"], 3, "503 means not processed: re-sent");
+    assert_eq!(
+        env["details"]["attempts"], 3,
+        "503 means not processed: re-sent"
+    );
 
     stub.script(&[Action::Reply(200, "<html>hello</html>")]);
     let env = remote.call("workbench_list", &json!({"id": "wb"}));
@@ -304,13 +322,26 @@ fn responses_that_are_not_envelopes_become_typed_errors() {
 
 #[test]
 fn unusable_server_urls_and_tokens_are_refused() {
-    for url in ["ftp://127.0.0.1:1", "http://", "127.0.0.1:8080", "http://h:1/?q=1", "http://h:1/#f"] {
-        assert!(RemoteBackend::new(url, None, RemoteOptions::default()).is_err(), "{url}");
+    for url in [
+        "ftp://127.0.0.1:1",
+        "http://",
+        "127.0.0.1:8080",
+        "http://h:1/?q=1",
+        "http://h:1/#f",
+    ] {
+        assert!(
+            RemoteBackend::new(url, None, RemoteOptions::default()).is_err(),
+            "{url}"
+        );
     }
     let ok = RemoteBackend::new("http://127.0.0.1:1/prefix/", None, RemoteOptions::default());
     assert_eq!(ok.unwrap().base_url(), "http://127.0.0.1:1/prefix");
     for token in ["", "two words", "tab\t"] {
-        let r = RemoteBackend::new("http://127.0.0.1:1", Some(token.into()), RemoteOptions::default());
+        let r = RemoteBackend::new(
+            "http://127.0.0.1:1",
+            Some(token.into()),
+            RemoteOptions::default(),
+        );
         assert!(r.is_err(), "{token:?}");
     }
 }
@@ -318,7 +349,10 @@ fn unusable_server_urls_and_tokens_are_refused() {
 #[test]
 fn nokv_mcp_with_server_flag_serves_the_server_envelopes() {
     let stub = Stub::start(Some("tok-123"));
-    let mut mcp = McpChild::spawn(&["mcp", "--server", &stub.url], &[("NOKV_TOKEN", "tok-123")]);
+    let mut mcp = McpChild::spawn(
+        &["mcp", "--server", &stub.url],
+        &[("NOKV_TOKEN", "tok-123")],
+    );
     let init = mcp.initialize();
     assert_eq!(init["serverInfo"]["name"], "nokv");
     let listed = mcp.request("tools/list", json!({}));
@@ -336,7 +370,10 @@ fn nokv_mcp_with_server_flag_serves_the_server_envelopes() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, want);
-    assert!(stub.seen().is_empty(), "listing tools asks the server nothing");
+    assert!(
+        stub.seen().is_empty(),
+        "listing tools asks the server nothing"
+    );
 
     let calls = [
         ("workbench_create", json!({"id": "shared"})),
@@ -364,7 +401,11 @@ fn nokv_mcp_with_server_flag_serves_the_server_envelopes() {
         assert_eq!(seen.len(), i + 1);
         assert_eq!(seen[i].path, format!("/v1/tools/{tool}"));
         assert_eq!(&seen[i].input, args);
-        assert_eq!(seen[i].answered.as_ref(), Some(&env), "passed through unchanged");
+        assert_eq!(
+            seen[i].answered.as_ref(),
+            Some(&env),
+            "passed through unchanged"
+        );
     }
     let last = envelope_of(&mcp.call(
         "workbench_put_file",
@@ -380,7 +421,13 @@ fn server_and_store_flags_exclude_each_other() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s");
     let out = std::process::Command::new(mcp_support::nokv_bin())
-        .args(["--store", store.to_str().unwrap(), "mcp", "--server", "http://127.0.0.1:1"])
+        .args([
+            "--store",
+            store.to_str().unwrap(),
+            "mcp",
+            "--server",
+            "http://127.0.0.1:1",
+        ])
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();

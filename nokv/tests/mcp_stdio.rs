@@ -36,9 +36,14 @@ fn initialize_names_nokv_and_offers_tools() {
     let init = mcp.initialize();
     assert_eq!(init["serverInfo"]["name"], "nokv");
     assert_eq!(init["serverInfo"]["version"], env!("CARGO_PKG_VERSION"));
-    assert_eq!(init["protocolVersion"], "2025-06-18", "the client's version is accepted");
+    assert_eq!(
+        init["protocolVersion"], "2025-06-18",
+        "the client's version is accepted"
+    );
     assert!(init["capabilities"]["tools"].is_object(), "{init}");
-    assert!(init["instructions"].as_str().is_some_and(|s| s.contains("envelope")));
+    assert!(init["instructions"]
+        .as_str()
+        .is_some_and(|s| s.contains("envelope")));
     mcp.close_stdin();
     assert!(mcp.wait_exit().success());
 }
@@ -57,7 +62,11 @@ fn tools_list_is_exactly_the_18_tools_with_their_nokv_schema() {
     for (tool, want) in tools.iter().zip(expected) {
         assert_eq!(tool["name"], want["name"]);
         assert_eq!(tool["description"], want["description"]);
-        assert_eq!(tool["inputSchema"], want["input_schema"], "{}", want["name"]);
+        assert_eq!(
+            tool["inputSchema"], want["input_schema"],
+            "{}",
+            want["name"]
+        );
         let read_only = tool["annotations"]["readOnlyHint"].as_bool().expect("hint");
         let name = want["name"].as_str().unwrap();
         assert_eq!(read_only, nokv::mcp::tool_hints(name).unwrap().read_only);
@@ -114,7 +123,12 @@ fn put_read_grep_commit_round_trip_returns_the_facade_envelopes() {
     ));
     assert_eq!(commit["status"], "success", "{commit}");
     assert_eq!(commit["idempotent_replay"], false);
-    assert_eq!(commit["path"].as_str().map(|p| p.ends_with("/metadata/run_manifest.json")), Some(true));
+    assert_eq!(
+        commit["path"]
+            .as_str()
+            .map(|p| p.ends_with("/metadata/run_manifest.json")),
+        Some(true)
+    );
 
     mcp.close_stdin();
     assert!(mcp.wait_exit().success());
@@ -231,19 +245,32 @@ fn eof_before_any_message_exits_zero_without_opening_the_store() {
 }
 
 #[test]
-fn a_malformed_line_is_a_json_rpc_error_and_the_session_goes_on() {
+fn malformed_messages_never_end_the_session() {
     let dir = tempfile::tempdir().unwrap();
     let mut mcp = McpChild::embedded(&dir.path().join("store"));
     mcp.initialize();
+    // A line that is not JSON has no id to answer: it is ignored, as by the other MCP SDKs.
     mcp.send_line("{\"jsonrpc\":\"2.0\",\"id\":77,\"method\":\"tools/call\",\"params\":");
-    let err = mcp.next_message();
-    assert!(err["error"]["code"].as_i64().is_some(), "{err}");
-    let env = envelope_of(&mcp.call("workbench_create", json!({"id": "still-alive"})));
-    assert_eq!(env["status"], "success");
-    // Arguments that are not an object are not a valid tools/call: a JSON-RPC error.
-    let id = mcp.send_request("tools/call", json!({"name": "workbench_list", "arguments": [1]}));
-    let msg = mcp.response_to(id, &mut Vec::new());
+    let id = mcp.send_request(
+        "tools/call",
+        json!({"name": "workbench_create", "arguments": {"id": "alive"}}),
+    );
+    let msg = mcp.next_message();
+    assert_eq!(
+        msg["id"].as_u64(),
+        Some(id),
+        "the unparsable line got no answer: {msg}"
+    );
+    assert_eq!(envelope_of(&msg["result"])["status"], "success");
+    // JSON that is not a valid request (arguments must be an object) is a JSON-RPC error.
+    mcp.send_request(
+        "tools/call",
+        json!({"name": "workbench_list", "arguments": [1]}),
+    );
+    let msg = mcp.next_message();
     assert!(msg["error"]["code"].as_i64().is_some(), "{msg}");
+    let env = envelope_of(&mcp.call("workbench_stat", json!({"id": "alive"})));
+    assert_eq!(env["status"], "success", "{env}");
 }
 
 #[test]
@@ -281,10 +308,8 @@ fn pipelined_calls_all_answer_under_their_own_ids() {
         }
         answered += 1;
     }
-    let listed = envelope_of(&mcp.call(
-        "workbench_list",
-        json!({"id": "wb", "section": "outputs"}),
-    ));
+    let listed =
+        envelope_of(&mcp.call("workbench_list", json!({"id": "wb", "section": "outputs"})));
     assert_eq!(listed["entry_count"], 24, "no write was lost");
     mcp.close_stdin();
     assert!(mcp.wait_exit().success());

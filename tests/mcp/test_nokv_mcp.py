@@ -157,6 +157,7 @@ def test_modern_client_negotiates_and_calls_tools(store):
 
     async def main():
         async with Client(server(store)) as client:
+            assert client.protocol_version
             listed = await client.list_tools()
             assert len(listed.tools) == 18
             created = envelope(await client.call_tool("workbench_create", {"id": "modern"}))

@@ -28,8 +28,8 @@ const REAPER_EVERY: Duration = Duration::from_secs(60);
 /// → `InvalidState`) fails that call only; the next call tries again.
 ///
 /// Read tools run concurrently. Write tools of one process run one at a time, so that concurrent
-/// calls of one MCP client never fail against each other's read-version fence; they still batch
-/// with nothing else, because an embedded store has exactly this one writer process.
+/// calls of one MCP client never fail against each other's read-version fence (pipelining many
+/// writers into group commit is the job of the shard owner, `nokv serve`).
 #[derive(Debug)]
 pub struct EmbeddedBackend {
     dir: PathBuf,

@@ -88,8 +88,14 @@ pub fn tool_hints(tool: &str) -> Option<ToolHints> {
         idempotent,
     };
     Some(match name {
-        "workbench_list" | "workbench_stat" | "workbench_read" | "workbench_grep"
-        | "workbench_search" | "workbench_aggregate" | "workbench_catalog" | "workbench_find"
+        "workbench_list"
+        | "workbench_stat"
+        | "workbench_read"
+        | "workbench_grep"
+        | "workbench_search"
+        | "workbench_aggregate"
+        | "workbench_catalog"
+        | "workbench_find"
         | "workbench_snapshot_list" => read,
         "workbench_create" | "workbench_commit" | "workbench_restore" => write(false, true),
         "workbench_snapshot_retire" => write(true, true),

@@ -87,7 +87,11 @@ impl RemoteBackend {
     ///
     /// Errors (`InvalidArguments`): a URL that is not absolute `http`/`https` with a host, or
     /// that carries a query or fragment; a token that is empty or not visible ASCII.
-    pub fn new(url: &str, token: Option<String>, options: RemoteOptions) -> Result<Self, ToolError> {
+    pub fn new(
+        url: &str,
+        token: Option<String>,
+        options: RemoteOptions,
+    ) -> Result<Self, ToolError> {
         let base = validate_base_url(url)?;
         if let Some(t) = &token {
             if t.is_empty() || !t.bytes().all(|b| b.is_ascii_graphic()) {
@@ -169,8 +173,10 @@ impl ToolBackend for RemoteBackend {
         let body = match serde_json::to_vec(input) {
             Ok(b) => b,
             Err(e) => {
-                return ToolError::invalid_arguments(format!("the tool input cannot be encoded: {e}"))
-                    .envelope()
+                return ToolError::invalid_arguments(format!(
+                    "the tool input cannot be encoded: {e}"
+                ))
+                .envelope()
             }
         };
         let idempotent = tool_hints(name).is_some_and(|h| h.idempotent);
@@ -188,7 +194,9 @@ impl ToolBackend for RemoteBackend {
                 SendFailure::Status(status, _) => *status == 503,
             };
             if !may_resend || attempt >= self.options.max_attempts.max(1) {
-                return self.failure_envelope(failure, idempotent, attempt).envelope();
+                return self
+                    .failure_envelope(failure, idempotent, attempt)
+                    .envelope();
             }
             std::thread::sleep(backoff);
             backoff = backoff.saturating_mul(2);

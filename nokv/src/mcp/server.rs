@@ -30,7 +30,8 @@ pub struct McpOptions {
     pub max_concurrent_calls: usize,
     /// Largest accepted JSON-RPC message (one stdin line) in bytes (default 128 MiB: a 16 MiB
     /// payload survives base64 or worst-case JSON string escaping). A longer line is dropped
-    /// without being buffered and answered with a JSON-RPC error; the session goes on.
+    /// without being buffered and without an answer (it cannot be parsed for an id, as with
+    /// any unparsable line); the session goes on.
     pub max_message_bytes: usize,
 }
 
@@ -361,7 +362,10 @@ mod tests {
         calls: AtomicUsize,
         closed_after_calls: Mutex<Option<usize>>,
         /// When set, each call announces itself on `started` and waits for `release`.
-        hold: Option<(std::sync::mpsc::SyncSender<()>, Mutex<std::sync::mpsc::Receiver<()>>)>,
+        hold: Option<(
+            std::sync::mpsc::SyncSender<()>,
+            Mutex<std::sync::mpsc::Receiver<()>>,
+        )>,
         pause: Duration,
     }
 
@@ -417,10 +421,12 @@ mod tests {
         }
 
         async fn initialize(&mut self) {
-            self.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            self.send(
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
                 "protocolVersion": "2025-06-18", "capabilities": {},
-                "clientInfo": {"name": "t", "version": "0"}}}))
-                .await;
+                "clientInfo": {"name": "t", "version": "0"}}}),
+            )
+            .await;
             let init = self.next().await;
             assert_eq!(init["id"], 0, "{init}");
             self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
@@ -542,7 +548,7 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn an_oversized_message_is_refused_without_ending_the_session() {
+    async fn an_oversized_message_is_dropped_without_ending_the_session() {
         let backend = Arc::new(Scripted::default());
         let options = McpOptions {
             max_message_bytes: 4096,
@@ -554,13 +560,17 @@ mod tests {
         let big = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": "workbench_put_file", "arguments": {"text": "x".repeat(10_000)}}});
         peer.send(big).await;
-        let refused = peer.next().await;
-        assert!(refused["error"]["code"].as_i64().is_some(), "{refused}");
+        // The SDK drops a line over the limit without buffering it (there is no id to answer);
+        // the next message is served normally.
         peer.call(2, "workbench_stat").await;
         let ok = peer.next().await;
-        assert_eq!(ok["id"], 2);
+        assert_eq!(ok["id"], 2, "{ok}");
         assert_eq!(ok["result"]["isError"], false);
-        assert_eq!(backend.calls.load(Ordering::SeqCst), 1, "the oversized call never ran");
+        assert_eq!(
+            backend.calls.load(Ordering::SeqCst),
+            1,
+            "the oversized call never ran"
+        );
         drop(peer);
         task.await.unwrap().unwrap();
     }
@@ -588,7 +598,10 @@ mod tests {
                 Value::Object(tool.input_schema.as_ref().clone()),
                 *schema::input_schema(name)
             );
-            assert_eq!(tool.description.as_deref(), Some(schema::tool_description(name)));
+            assert_eq!(
+                tool.description.as_deref(),
+                Some(schema::tool_description(name))
+            );
         }
     }
 }

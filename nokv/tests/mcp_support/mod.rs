@@ -77,7 +77,10 @@ impl McpChild {
 
     /// Spawns `nokv --store DIR mcp`.
     pub fn embedded(store: &std::path::Path) -> McpChild {
-        McpChild::spawn(&["--store", store.to_str().expect("utf-8 path"), "mcp"], &[])
+        McpChild::spawn(
+            &["--store", store.to_str().expect("utf-8 path"), "mcp"],
+            &[],
+        )
     }
 
     /// The process id.
@@ -118,7 +121,8 @@ impl McpChild {
             }
         };
         self.seen.push(line.clone());
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"))
+        serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"))
     }
 
     /// Waits for the response with `id`, returning the whole JSON-RPC message. Other messages
@@ -230,8 +234,14 @@ pub fn envelope_of(result: &Value) -> Value {
     assert_eq!(content[0]["type"], "text");
     let text: Value =
         serde_json::from_str(content[0]["text"].as_str().expect("text")).expect("text is JSON");
-    assert_eq!(text, structured, "text and structuredContent carry one envelope");
-    let is_error = result.get("isError").and_then(Value::as_bool).unwrap_or(false);
+    assert_eq!(
+        text, structured,
+        "text and structuredContent carry one envelope"
+    );
+    let is_error = result
+        .get("isError")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     assert_eq!(
         is_error,
         structured["status"] != "success",
