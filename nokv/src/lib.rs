@@ -28,7 +28,7 @@
 //! * the `nokv` binary (`src/bin/nokv.rs`, [`cli`]) — `nokv workbench <tool> '<json>'`,
 //!   `nokv schema`, `nokv materialize`, `nokv collect`, `nokv append --operation-id`,
 //!   `nokv operation recover|list`, `nokv demo`, `nokv commit`, `nokv tag`, `nokv find`,
-//!   `nokv snapshot`, `nokv restore`, `nokv changes`.
+//!   `nokv snapshot`, `nokv restore`, `nokv changes`, `nokv mcp`.
 //!
 //! The store directory of the CLI is `--store DIR`, else `$NOKV_STORE`, else `./.nokv`.
 
