@@ -435,3 +435,44 @@ fn server_and_store_flags_exclude_each_other() {
     assert!(out.stdout.is_empty());
     assert!(String::from_utf8_lossy(&out.stderr).contains("exclude"));
 }
+
+#[test]
+fn two_mcp_servers_share_one_store_through_the_server() {
+    let stub = Stub::start(None);
+    let mut a = McpChild::spawn(&["mcp", "--server", &stub.url], &[]);
+    // NOKV_SERVER selects the server when neither --server nor --store is given.
+    let mut b = McpChild::spawn(&["mcp"], &[("NOKV_SERVER", stub.url.as_str())]);
+    a.initialize();
+    b.initialize();
+    assert_eq!(
+        envelope_of(&a.call("workbench_create", json!({"id": "team"})))["status"],
+        "success"
+    );
+    for i in 0..5 {
+        for (who, mcp) in [("a", &mut a), ("b", &mut b)] {
+            let env = envelope_of(&mcp.call(
+                "workbench_append",
+                json!({"id": "team", "section": "logs", "path": "shared.log", "text": format!("{who} {i}\n")}),
+            ));
+            assert_eq!(env["status"], "success", "{env}");
+        }
+    }
+    let read = envelope_of(&b.call(
+        "workbench_read",
+        json!({"id": "team", "section": "logs", "path": "shared.log"}),
+    ));
+    let lines: Vec<&str> = read["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["value"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        lines,
+        ["a 0", "b 0", "a 1", "b 1", "a 2", "b 2", "a 3", "b 3", "a 4", "b 4"]
+    );
+    a.close_stdin();
+    b.close_stdin();
+    assert!(a.wait_exit().success());
+    assert!(b.wait_exit().success());
+}
