@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 use serde_json::Value;
 
 mod commit_cmd;
+mod mcp_cmd;
 mod restore_cmd;
 mod snapshot_cmd;
 
@@ -53,6 +54,10 @@ pub enum Command {
     },
     /// Print every tool's name, description and input schema (JSON).
     Schema,
+    /// Serve the 18 Workbench tools over MCP (JSON-RPC on stdin/stdout) until stdin closes or
+    /// SIGTERM: on the embedded store (this process owns it while it runs) or, with `--server
+    /// URL`, through a `nokv serve` process shared by many clients.
+    Mcp(mcp_cmd::McpArgs),
     /// Copy a workbench (or one section/path prefix) into a local directory, verifying digests.
     Materialize {
         /// Workbench id.
@@ -248,6 +253,11 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
         Command::Schema => {
             print_json(&mut out, &schema::describe_all());
             EXIT_OK
+        }
+        // The MCP transport writes stdout from another thread: release this thread's lock first.
+        Command::Mcp(args) => {
+            drop(out);
+            mcp_cmd::run_mcp(cli.store.as_deref(), &args)
         }
         Command::Materialize {
             workbench,
