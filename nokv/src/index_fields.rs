@@ -31,6 +31,15 @@ fn invalid(msg: impl Into<String>) -> Error {
     Error::InvalidArgument(msg.into())
 }
 
+/// The bare message of an [`Error::InvalidArgument`] (other errors as displayed), for wrapping
+/// into a more specific one.
+fn reason(e: Error) -> String {
+    match e {
+        Error::InvalidArgument(msg) => msg,
+        other => other.to_string(),
+    }
+}
+
 /// Validates a field id. Errors: [`Error::InvalidArgument`] naming the rule.
 pub fn field_id(name: &str) -> Result<FieldId> {
     FieldId::new(name).map_err(|e| invalid(format!("index field `{name}`: {e}")))
@@ -137,7 +146,7 @@ pub fn parse_field_arg(spec: &str) -> Result<(FieldId, IndexValue)> {
                 )))
             }
             Ok(v) => json_scalar_to_index_value(&v)
-                .map_err(|e| invalid(format!("--field `{spec}`: {e}")))?
+                .map_err(|e| invalid(format!("--field `{spec}`: {}", reason(e))))?
                 .ok_or_else(|| bad("a scalar"))?,
             Err(_) => IndexValue::String(raw.to_owned()),
         },
@@ -162,7 +171,7 @@ pub fn json_object_fields(body: &[u8]) -> Result<IndexFields> {
     let mut out = IndexFields::new();
     for (name, value) in &members {
         let Some(v) = json_scalar_to_index_value(value)
-            .map_err(|e| invalid(format!("index_json: member `{name}`: {e}")))?
+            .map_err(|e| invalid(format!("index_json: member `{name}`: {}", reason(e))))?
         else {
             continue;
         };

@@ -7,17 +7,11 @@
 
 use std::sync::{Arc, Barrier};
 
-use meta::codec::{
-    artifact_revision, path_current, revision_ref, ArtifactRevision, CommandResult, RefOwner,
-    RevisionRef,
-};
-use meta::command::{Mutation, Predicate};
-use meta::schema::Family;
-use meta::{NormPath, RequestId};
+use meta::NormPath;
 use nokv::commit::CommitRequest;
 use nokv::workbench::Workbench;
 use nokv::{Client, PutOptions, WriteCondition};
-use nokv_tests::{err, fresh_store, ok};
+use nokv_tests::{err, fabricate_clash, fresh_store, ok};
 use serde_json::{json, Value};
 
 fn setup() -> (tempfile::TempDir, Workbench) {
@@ -40,7 +34,7 @@ fn put(wb: &Workbench, path: &str) -> Value {
 
 /// Walks the whole live namespace of `id` through metadata listings; panics on a name that is
 /// both a file and a directory.
-pub fn assert_no_file_and_directory(client: &Client, id: &str) {
+fn assert_no_file_and_directory(client: &Client, id: &str) {
     let read = client.meta().read();
     let ws = read.visible_workspace(id).unwrap();
     let mut dirs: Vec<Option<NormPath>> = vec![None];
@@ -283,69 +277,6 @@ fn racing_writers_of_a_path_and_its_child_never_both_win() {
     assert_no_file_and_directory(wb.client(), "wb");
     let dest = tempfile::tempdir().unwrap();
     nokv::materialize::materialize(wb.client(), "wb", None, dest.path()).unwrap();
-}
-
-/// Writes a PathCurrent row for `file` that shares the revision of the existing file `from`, with
-/// its reference bookkeeping — what an older NoKV could publish next to `file/…` descendants.
-fn fabricate_clash(client: &Client, id: &str, file: &str, from: &str) {
-    let shard = client.meta();
-    let read = shard.read();
-    let ws = read.visible_workspace(id).unwrap();
-    let root = shard.root_id();
-    let (file, from) = (
-        meta::normalize(file).unwrap(),
-        meta::normalize(from).unwrap(),
-    );
-    let mut entry = read.path_entry(&ws.incarnation, &from).unwrap().unwrap();
-    let rev = entry.artifact_revision_id;
-    let rev_key = artifact_revision::key(&root, &rev);
-    let rev_bytes = shard
-        .db()
-        .tree("artifact_revision")
-        .unwrap()
-        .get(&rev_key)
-        .unwrap()
-        .unwrap();
-    let mut row = ArtifactRevision::decode(&rev_bytes).unwrap();
-    row.strong_reference_count += 1;
-    row.reference_epoch += 1;
-    let cv = read.version() + 1;
-    entry.generation = cv;
-    entry.created_version = cv;
-    entry.modified_version = cv;
-    let mut cmd = shard.command_header(
-        RequestId::random().unwrap(),
-        [9; 32],
-        read.version(),
-        CommandResult::Applied { value: 0 },
-    );
-    let path_key = path_current::key(&root, &ws.incarnation, &file);
-    cmd.predicates = vec![
-        Predicate::absent(Family::PathCurrent, path_key.clone()),
-        Predicate::equals(Family::ArtifactRevision, rev_key.clone(), rev_bytes),
-    ];
-    cmd.mutations = vec![
-        Mutation::put(Family::PathCurrent, path_key, entry.encode()),
-        Mutation::put(
-            Family::RevisionRef,
-            revision_ref::key(
-                &root,
-                &RefOwner::Path {
-                    incarnation: ws.incarnation,
-                    path: file,
-                },
-                &rev,
-            ),
-            RevisionRef {
-                reference_epoch_at_add: row.reference_epoch,
-                created_version: cv,
-            }
-            .encode(),
-        ),
-        Mutation::put(Family::ArtifactRevision, rev_key, row.encode()),
-    ];
-    drop(read);
-    shard.execute(cmd).unwrap();
 }
 
 #[test]

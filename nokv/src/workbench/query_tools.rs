@@ -95,7 +95,11 @@ fn field_list(args: &Map<String, Value>, key: &str) -> ToolResult<Option<Vec<Fie
 fn operands(value: &Value, op: Op, field_name: &str) -> ToolResult<Vec<IndexValue>> {
     let typed = json_scalar_to_index_value(value)
         .map_err(|e| {
-            ToolError::invalid_arguments(format!("predicate on `{field_name}`: {e}"))
+            let reason = match e {
+                crate::Error::InvalidArgument(msg) => msg,
+                other => other.to_string(),
+            };
+            ToolError::invalid_arguments(format!("predicate on `{field_name}`: {reason}"))
                 .with_detail("field", "predicates")
         })?
         .ok_or_else(|| {
