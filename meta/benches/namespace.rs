@@ -86,7 +86,10 @@ fn bench_namespace(c: &mut Criterion) {
     let read = shard.read();
     let inc = read.visible_workspace("wb").unwrap().incarnation;
     let existing = normalize("outputs/d07/f0007").unwrap();
-    let deep = (0..15).map(|i| format!("c{i}")).collect::<Vec<_>>().join("/");
+    let deep = (0..15)
+        .map(|i| format!("c{i}"))
+        .collect::<Vec<_>>()
+        .join("/");
     let mut group = c.benchmark_group("namespace");
     group.bench_function("path_entry", |b| {
         b.iter(|| black_box(read.path_entry(&inc, &existing).unwrap()))
