@@ -40,9 +40,11 @@ pub fn require_utf8(bytes: &[u8]) -> ToolResult<&str> {
 /// and `\` are ordinary characters).
 ///
 /// Errors: `InvalidArguments` when `old` is empty; `NoMatch` when `old` does not occur —
-/// `details.hints` lists near misses (see [`near_miss_hints`]: where `old` would match once line
+/// `details.hints` lists near misses (where `old` would match once line
 /// endings, tabs vs spaces, indentation, blank widths, trailing whitespace, Unicode
-/// normalization or letter case are ignored, each with the difference(s) and 1-based lines);
+/// normalization or letter case are ignored; at most [`MAX_HINTS`], each
+/// `{kind, differences, line_number, end_line_number, message, text?}` naming the difference(s)
+/// (see [`Difference`]), the 1-based lines of the candidate and its exact text);
 /// `AmbiguousEdit` with `details.matches` (the count) when `old` occurs more than once and
 /// `replace_all` is false.
 pub fn apply_edit(text: &str, old: &str, new: &str, replace_all: bool) -> ToolResult<EditOutcome> {
