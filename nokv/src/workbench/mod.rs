@@ -21,6 +21,7 @@ pub mod cursor;
 pub mod edit;
 pub mod errors;
 pub mod grep;
+pub mod numbers;
 pub mod payload;
 pub mod schema;
 pub mod shape;
@@ -138,6 +139,27 @@ pub fn tool_error(client: &Client, workbench_id: &str, err: crate::Error) -> Too
         .with_detail("path", Value::from(wb_path)),
         E::NotFound { path } => ToolError::not_found(&presented(&path)),
         E::AlreadyExists { path } => ToolError::already_exists(&presented(&path)),
+        // A path is a file or a directory, never both (WORKBENCH.md, "Files and directories").
+        E::DirectoryExists { path } => ToolError::new(
+            ErrorCode::AlreadyExists,
+            format!(
+                "{} is a directory (files exist below it), so a file cannot be created there; choose another name",
+                presented(&path)
+            ),
+        )
+        .with_detail("path", Value::from(presented(&path)))
+        .with_detail("kind", Value::from("directory")),
+        E::NotArtifact { path } => ToolError::not_artifact(&presented(&path)),
+        E::NotDirectory { path, file } => ToolError::new(
+            ErrorCode::NotDirectory,
+            format!(
+                "{} is a file, so nothing can be written below it at {}; choose a path outside it",
+                presented(&file),
+                presented(&path)
+            ),
+        )
+        .with_detail("path", Value::from(presented(&path)))
+        .with_detail("file", Value::from(presented(&file))),
         E::GenerationConflict {
             path,
             expected,
