@@ -21,12 +21,16 @@
 //! * [`commit`], [`snapshot`], [`restore`], [`changes`] — the lifecycle as [`Client`] methods:
 //!   durable commits with lineage and tags, leased snapshots, restore without copying bytes, and
 //!   the change feed.
+//! * [`lifetime`] — object lifetime: [`Client::remove`] / [`Client::remove_prefix`],
+//!   [`Client::gc`] (and `--explain`), [`Client::fsck`] / [`Client::repair_index`], durable
+//!   settings ([`Client::config_set`]) and [`Client::start_background_maintenance`].
 //! * [`demo`] — the reference research workflow of seed 001 on the Palmer penguins data, with
 //!   commits, a tag, a snapshot, a restore and `workbench_find`.
 //! * the `nokv` binary (`src/bin/nokv.rs`, [`cli`]) — `nokv workbench <tool> '<json>'`,
 //!   `nokv schema`, `nokv materialize`, `nokv collect`, `nokv append --operation-id`,
 //!   `nokv operation recover|list`, `nokv demo`, `nokv commit`, `nokv tag`, `nokv find`,
-//!   `nokv snapshot`, `nokv restore`, `nokv changes`.
+//!   `nokv snapshot`, `nokv restore`, `nokv changes`, `nokv rm`, `nokv gc`, `nokv fsck`,
+//!   `nokv config`.
 //!
 //! The store directory of the CLI is `--store DIR`, else `$NOKV_STORE`, else `./.nokv`.
 
@@ -37,6 +41,7 @@ pub mod commit;
 pub mod demo;
 pub mod error;
 pub mod index_fields;
+pub mod lifetime;
 pub mod materialize;
 pub mod publication;
 pub mod restore;

@@ -1068,7 +1068,9 @@ fn drive(
             }
             (RevisionState::Deleting, Some(GcPhase::Claimed)) => {
                 drop(snap);
-                transition(shard, key, &id, Transition::StartDeleting)?;
+                if !transition(shard, key, &id, Transition::StartDeleting)? {
+                    return Ok(Driven::Skipped);
+                }
                 observe(Boundary::Deleting);
             }
             (RevisionState::Deleting, Some(GcPhase::Deleting)) => {
@@ -1099,7 +1101,9 @@ fn drive(
                     })
                     .collect();
                 if own.is_empty() {
-                    let c = finish(shard, key, &id)?;
+                    let Some(c) = finish(shard, key, &id)? else {
+                        return Ok(Driven::Skipped);
+                    };
                     observe(Boundary::Deleted);
                     return Ok(Driven::Collected(CollectedRevision {
                         objects: objects_deleted,
@@ -1137,12 +1141,16 @@ fn drive(
                 }
                 match stop {
                     None => {
-                        transition(shard, key, &id, Transition::Progress { next, done })?;
+                        if !transition(shard, key, &id, Transition::Progress { next, done })? {
+                            return Ok(Driven::Skipped);
+                        }
                         observe(Boundary::Batch);
                     }
                     Some(DeleteOutcome::Quarantined(evidence)) => {
-                        if done > 0 {
-                            transition(shard, key, &id, Transition::Progress { next, done })?;
+                        if done > 0
+                            && !transition(shard, key, &id, Transition::Progress { next, done })?
+                        {
+                            return Ok(Driven::Skipped);
                         }
                         let evidence = format!(
                             "object {} ({}): {evidence}",
@@ -1151,7 +1159,9 @@ fn drive(
                                 .map_or(0, |(_, o)| o.physical_object_index),
                             key.revision
                         );
-                        transition(shard, key, &id, Transition::Quarantine(evidence.clone()))?;
+                        if !transition(shard, key, &id, Transition::Quarantine(evidence.clone()))? {
+                            return Ok(Driven::Skipped);
+                        }
                         observe(Boundary::Quarantined);
                         return Ok(Driven::Quarantined(QuarantinedRevision {
                             revision: key.revision,
@@ -1159,8 +1169,10 @@ fn drive(
                         }));
                     }
                     Some(DeleteOutcome::Failed(reason)) => {
-                        if done > 0 {
-                            transition(shard, key, &id, Transition::Progress { next, done })?;
+                        if done > 0
+                            && !transition(shard, key, &id, Transition::Progress { next, done })?
+                        {
+                            return Ok(Driven::Skipped);
                         }
                         return Ok(Driven::Interrupted(InterruptedRevision {
                             revision: key.revision,
@@ -1206,7 +1218,9 @@ fn drive(
                 reconciled = true;
                 match first_present {
                     None => {
-                        let c = finish(shard, key, &id)?;
+                        let Some(c) = finish(shard, key, &id)? else {
+                            return Ok(Driven::Skipped);
+                        };
                         observe(Boundary::Deleted);
                         return Ok(Driven::Collected(CollectedRevision {
                             objects: objects_deleted,
@@ -1216,7 +1230,9 @@ fn drive(
                         }));
                     }
                     Some(index) => {
-                        transition(shard, key, &id, Transition::Reopen(index))?;
+                        if !transition(shard, key, &id, Transition::Reopen(index))? {
+                            return Ok(Driven::Skipped);
+                        }
                         observe(Boundary::Reopened);
                     }
                 }
@@ -1310,22 +1326,24 @@ enum Transition {
     Reopen(u64),
 }
 
+/// Runs one transition; `Ok(false)` when another collector moved the rows first (the caller
+/// skips the revision).
 fn transition(
     shard: &MetaShard,
     key: &GcCandidateKey,
     id: &OperationId,
     t: Transition,
-) -> Result<()> {
+) -> Result<bool> {
     let root = key.root;
     let okey = op_key(&root, id);
     let rkey = artifact_revision::key(&root, &key.revision);
     let ckey = key.encode();
     run_step(shard, |snap| {
         let Some(rows) = read_rows(snap, key, id)? else {
-            return Err(Error::codec("gc_candidate", "claimed candidate vanished"));
+            return Ok(Step::Done(false));
         };
         let Some((op_bytes, op)) = rows.op else {
-            return Err(Error::codec("operation", "Gc operation vanished"));
+            return Ok(Step::Done(false));
         };
         let mut next_op = op.clone();
         let mut next_rev = rows.rev.clone();
@@ -1362,11 +1380,7 @@ fn transition(
             }
         };
         if op.phase != wanted_phase || rows.rev.state != wanted_state {
-            return Err(Error::OperationState {
-                operation_id: id.to_hex(),
-                phase: format!("{:?}", op.phase),
-                wanted: format!("a Gc step expecting {wanted_phase:?}"),
-            });
+            return Ok(Step::Done(false));
         }
         let mut cmd = shard.command_header(
             RequestId::random()?,
@@ -1405,7 +1419,7 @@ fn transition(
                 next_cand.encode(),
             ));
         }
-        Ok(Step::Command(Box::new(cmd), ()))
+        Ok(Step::Command(Box::new(cmd), true))
     })
 }
 
@@ -1417,17 +1431,21 @@ fn append_evidence(before: Option<&str>, more: &str) -> String {
 }
 
 /// The final command: Deleted, dependency set released, manifest and candidate pruned.
-fn finish(shard: &MetaShard, key: &GcCandidateKey, id: &OperationId) -> Result<CollectedRevision> {
+fn finish(
+    shard: &MetaShard,
+    key: &GcCandidateKey,
+    id: &OperationId,
+) -> Result<Option<CollectedRevision>> {
     let root = key.root;
     let okey = op_key(&root, id);
     let rkey = artifact_revision::key(&root, &key.revision);
     let ckey = key.encode();
     run_step(shard, |snap| {
         let Some(rows) = read_rows(snap, key, id)? else {
-            return Err(Error::codec("gc_candidate", "claimed candidate vanished"));
+            return Ok(Step::Done(None));
         };
         let Some((op_bytes, op)) = rows.op else {
-            return Err(Error::codec("operation", "Gc operation vanished"));
+            return Ok(Step::Done(None));
         };
         let ok = matches!(
             (rows.rev.state, op.phase),
@@ -1435,11 +1453,7 @@ fn finish(shard: &MetaShard, key: &GcCandidateKey, id: &OperationId) -> Result<C
                 | (RevisionState::Quarantined, GcPhase::Quarantined)
         );
         if !ok {
-            return Err(Error::OperationState {
-                operation_id: id.to_hex(),
-                phase: format!("{:?}", op.phase),
-                wanted: "Deleting or Quarantined before Deleted".into(),
-            });
+            return Ok(Step::Done(None));
         }
         let cv = snap
             .version()
@@ -1555,7 +1569,7 @@ fn finish(shard: &MetaShard, key: &GcCandidateKey, id: &OperationId) -> Result<C
             commit_version: Some(cv),
             reconciled: false,
         };
-        Ok(Step::Command(Box::new(cmd), collected))
+        Ok(Step::Command(Box::new(cmd), Some(collected)))
     })
 }
 

@@ -305,48 +305,15 @@ pub fn remove(shard: &MetaShard, req: &RemoveRequest) -> Result<RemoveReceipt> {
         )));
     }
     let digest = command_digest(req);
-    let root = shard.root_id();
     let store = &shard.inner.store;
     for _ in 0..MAX_ATTEMPTS {
         let snap = store.snapshot();
-        check_handle_fences(&snap, &shard.inner.fence)?;
-        if let Some(out) = replay_lookup(&snap, &root, &req.request_id, &digest)? {
-            return receipt(out);
-        }
-        let (ws_key, ws_bytes, ws) = visible_marker(&snap, &root, &req.workbench_id)?;
-        let pkey = path_current::key(&root, &ws.incarnation, &req.path);
-        let Some(bytes) = snap.get(Family::PathCurrent, &pkey)? else {
-            return Err(Error::PathNotFound);
-        };
-        let entry = PathEntry::decode(&bytes)?;
-        if let Some(expected) = req.expected_generation {
-            if expected != entry.generation {
-                return Err(Error::GenerationConflict {
-                    expected,
-                    actual: entry.generation,
-                });
-            }
-        }
-        let read_version = snap.version();
-        let cv = read_version
-            .checked_add(1)
-            .ok_or_else(|| Error::invalid("commit version exhausted"))?;
-        let mut removal = Removal::new(root, &ws, &req.workbench_id, cv);
-        let index = removal.index_rows(&req.path, &entry)?;
-        removal.add(&snap, &req.path, bytes, &entry, index)?;
-        removal.finish(ws_key, ws_bytes)?;
-        let mut cmd = shard.command_header(
-            req.request_id,
-            digest,
-            read_version,
-            CommandResult::Removed {
-                entry: entry.clone(),
-            },
-        );
-        cmd.predicates = removal.predicates;
-        cmd.mutations = removal.mutations;
-        cmd.event_projection = removal.events;
+        let planned = plan(shard, &snap, req, digest)?;
         drop(snap);
+        let cmd = match planned {
+            Planned::Replay(out) => return receipt(*out),
+            Planned::Command(cmd) => *cmd,
+        };
         match execute(store, &shard.inner.fence, cmd) {
             Ok(out) => return receipt(out),
             Err(Error::ReadVersionConflict { .. }) | Err(Error::CommandPredicateFailed) => continue,
@@ -356,6 +323,62 @@ pub fn remove(shard: &MetaShard, req: &RemoveRequest) -> Result<RemoveReceipt> {
     Err(Error::ReadVersionConflict {
         attempts: MAX_ATTEMPTS,
     })
+}
+
+/// What one removal attempt turns into at a snapshot.
+pub(crate) enum Planned {
+    /// The stored result of an earlier identical request.
+    Replay(Box<crate::command::CommandOutcome>),
+    /// The command to execute.
+    Command(Box<crate::command::MetadataCommand>),
+}
+
+/// Builds the removal command of `req` at `snap` with point reads only (no prefix scan): the
+/// fence rows, the CommandDedupe row, WorkspaceCurrent, PathCurrent and the referenced
+/// ArtifactRevision.
+pub(crate) fn plan<S: Snapshot>(
+    shard: &MetaShard,
+    snap: &S,
+    req: &RemoveRequest,
+    digest: [u8; 32],
+) -> Result<Planned> {
+    let root = shard.root_id();
+    check_handle_fences(snap, &shard.inner.fence)?;
+    if let Some(out) = replay_lookup(snap, &root, &req.request_id, &digest)? {
+        return Ok(Planned::Replay(Box::new(out)));
+    }
+    let (ws_key, ws_bytes, ws) = visible_marker(snap, &root, &req.workbench_id)?;
+    let pkey = path_current::key(&root, &ws.incarnation, &req.path);
+    let Some(bytes) = snap.get(Family::PathCurrent, &pkey)? else {
+        return Err(Error::PathNotFound);
+    };
+    let entry = PathEntry::decode(&bytes)?;
+    if let Some(expected) = req.expected_generation {
+        if expected != entry.generation {
+            return Err(Error::GenerationConflict {
+                expected,
+                actual: entry.generation,
+            });
+        }
+    }
+    let read_version = snap.version();
+    let cv = read_version
+        .checked_add(1)
+        .ok_or_else(|| Error::invalid("commit version exhausted"))?;
+    let mut removal = Removal::new(root, &ws, &req.workbench_id, cv);
+    let index = removal.index_rows(&req.path, &entry)?;
+    removal.add(snap, &req.path, bytes, &entry, index)?;
+    removal.finish(ws_key, ws_bytes)?;
+    let mut cmd = shard.command_header(
+        req.request_id,
+        digest,
+        read_version,
+        CommandResult::Removed { entry },
+    );
+    cmd.predicates = removal.predicates;
+    cmd.mutations = removal.mutations;
+    cmd.event_projection = removal.events;
+    Ok(Planned::Command(Box::new(cmd)))
 }
 
 /// The published files the next batch considers: the file at exactly `prefix`, then those
