@@ -673,8 +673,10 @@ impl S3 {
                         .await
                     {
                         Ok(_) => Ok(()),
-                        Err(e) => absent_or_failure::<(), _>(&e, "abort_multipart_upload", key)
-                            .map(|_| ()),
+                        Err(e) => {
+                            absent_or_failure::<(), _>(&e, "abort_multipart_upload", key, false)
+                                .map(|_| ())
+                        }
                     }
                 }
             });
@@ -916,7 +918,7 @@ impl ObjectStore for S3 {
                     Ok(out) => Ok(Some(ObjectMeta::new(
                         u64::try_from(out.content_length().unwrap_or(0)).unwrap_or(0),
                     ))),
-                    Err(e) => absent_or_failure(&e, "head", key),
+                    Err(e) => absent_or_failure(&e, "head", key, false),
                 }
             }
         })?;
@@ -941,7 +943,7 @@ impl ObjectStore for S3 {
                     .await
                 {
                     Ok(_) => Ok(()),
-                    Err(e) => absent_or_failure::<(), _>(&e, "delete", key).map(|_| ()),
+                    Err(e) => absent_or_failure::<(), _>(&e, "delete", key, true).map(|_| ()),
                 }
             }
         })
@@ -1043,9 +1045,8 @@ impl ObjectStore for S3 {
                     .await
                 {
                     Ok(_) => Ok(()),
-                    Err(e) => {
-                        absent_or_failure::<(), _>(&e, "abort_multipart_upload", key).map(|_| ())
-                    }
+                    Err(e) => absent_or_failure::<(), _>(&e, "abort_multipart_upload", key, true)
+                        .map(|_| ()),
                 }
             }
         })
@@ -1236,17 +1237,19 @@ fn failed_before_send(err: &(dyn std::error::Error + 'static)) -> bool {
 }
 
 /// For a read-only or idempotent request on which "no such key / upload" means done (HEAD,
-/// DELETE, multipart abort): a 404 answer is `Ok(None)`; any other failure is [`classify`]d.
+/// DELETE, multipart abort): a 404 answer is `Ok(None)`; any other failure is [`classify`]d
+/// (`write`: the request changes state, so a sent-but-unanswered attempt may have applied).
 fn absent_or_failure<T, E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static>(
     err: &SdkError<E, aws_sdk_s3::config::http::HttpResponse>,
     op: &'static str,
     key: &str,
+    write: bool,
 ) -> Result<Option<T>, Failure> {
     let answer = answer_of(err);
     if answer.status == Some(404) {
         return Ok(None);
     }
-    Err(classify(err, answer, op, key, false))
+    Err(classify(err, answer, op, key, write))
 }
 
 /// Maps a failed request to a retry decision. `write`: the request may change state, so a
@@ -1301,13 +1304,15 @@ fn classify<E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static>
                     "SlowDown" | "Throttling" | "ThrottlingException" | "RequestLimitExceeded"
                 );
             let reason = format!("HTTP {status} {code}: {}", answer.message);
+            // 501 Not Implemented is the one 5xx that is permanent: the service lacks the
+            // operation (it falls through to `Refused`).
             if throttled {
                 // Throttling rejects the request before it is applied.
                 Failure::Transient {
                     reason,
                     maybe_applied: false,
                 }
-            } else if status >= 500
+            } else if (status >= 500 && status != 501)
                 || matches!(
                     code,
                     "RequestTimeout"

@@ -13,12 +13,11 @@ use std::sync::Arc;
 use gc_support::{
     assert_fsck_clean, body, create, provider_bytes, provider_keys, referenced_keys, replace,
 };
+use meta::ops::snapshot::SnapshotSelector;
 use nokv::commit::CommitRequest;
 use nokv::lifetime::{GcOptions, RemoveOptions};
 use nokv::restore::{FaultPoint, RestoreFrom, RestoreOptions, RestoreRequest};
-use nokv::snapshot::{
-    ManualClock, SnapshotOptions, SnapshotPolicy, SnapshotSelector, SnapshotStatus,
-};
+use nokv::snapshot::{ManualClock, SnapshotOptions, SnapshotPolicy, SnapshotStatus};
 use nokv::{Client, ClientOptions};
 
 const PATHS: usize = 100;

@@ -10,11 +10,12 @@ mod gc_support;
 use std::collections::BTreeSet;
 
 use gc_support::{body, create, open_gc, own_keys, provider_keys, replace, revision_of};
+use meta::ops::snapshot::SnapshotSelector;
 use meta::ops::tag::TagCondition;
 use nokv::commit::CommitRequest;
 use nokv::lifetime::{GcOptions, Holder, RemoveOptions, Verdict, WaitReason};
 use nokv::restore::{FaultPoint, RestoreFrom, RestoreOptions, RestoreRequest};
-use nokv::snapshot::{SnapshotOptions, SnapshotSelector};
+use nokv::snapshot::SnapshotOptions;
 
 fn store() -> (tempfile::TempDir, nokv::Client) {
     let tmp = tempfile::tempdir().unwrap();

@@ -13,11 +13,12 @@ use std::thread;
 
 use gc_support::{assert_fsck_clean, body, create, open_gc, own_keys, provider_keys};
 use meta::codec::{ManifestRow, RevisionState};
+use meta::ops::snapshot::SnapshotSelector;
 use meta::{ArtifactRevisionId, PathCondition, PublishRequest, RequestId};
 use nokv::commit::CommitRequest;
 use nokv::lifetime::{GcOptions, RemoveOptions};
 use nokv::restore::{RestoreFrom, RestoreRequest};
-use nokv::snapshot::{SnapshotOptions, SnapshotSelector};
+use nokv::snapshot::SnapshotOptions;
 
 const ROUNDS: usize = 8;
 

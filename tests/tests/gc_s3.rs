@@ -7,7 +7,9 @@
 //! - a process killed (SIGKILL) during a multipart `collect` leaves its upload open with the id
 //!   recorded in the StagedObject ledger; recovery aborts it, so no multipart upload stays open
 //!   (checked through ListMultipartUploads where the service implements it, and through the
-//!   s3s-fs data directory `NOKV_TEST_S3_DIR` otherwise).
+//!   s3s-fs data directory `NOKV_TEST_S3_DIR` otherwise). The multipart test stores blocks under
+//!   short names ([`nokv_tests::ShortKeys`]): s3s-fs names its multipart files after the base64
+//!   object key, which exceeds the file-name limit for full block keys.
 #![cfg(feature = "s3-tests")]
 
 mod s3_support;
@@ -244,7 +246,9 @@ fn a_process_killed_during_a_multipart_collect_leaves_no_upload_open_after_recov
         let client = Client::open_with(
             &store,
             ClientOptions {
-                objects: Some(Arc::new(S3::open(config.clone()).unwrap())),
+                objects: Some(Arc::new(nokv_tests::ShortKeys {
+                    inner: S3::open(config.clone()).unwrap(),
+                })),
                 recover_at_open: false,
                 block_size: 12 * 1024 * 1024,
                 ..ClientOptions::default()
@@ -266,7 +270,9 @@ fn a_process_killed_during_a_multipart_collect_leaves_no_upload_open_after_recov
     let client = Client::open_with(
         &store,
         ClientOptions {
-            objects: Some(Arc::new(S3::open(config).unwrap())),
+            objects: Some(Arc::new(nokv_tests::ShortKeys {
+                inner: S3::open(config).unwrap(),
+            })),
             block_size: 12 * 1024 * 1024,
             ..ClientOptions::default()
         },
