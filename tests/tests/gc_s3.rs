@@ -24,8 +24,7 @@ use meta::codec::{RevisionState, StagedObject};
 use nokv::lifetime::{GcOptions, RemoveOptions};
 use nokv::{Client, ClientOptions, PutOptions};
 use objstore::{
-    ConditionalPut, Error as ObjError, ObjectMeta, ObjectStore, PutOutcome, RetryPolicy, S3Config,
-    S3,
+    ConditionalPut, Error as ObjError, ObjectMeta, ObjectStore, PutOutcome, RetryPolicy, S3,
 };
 
 /// A TCP proxy in front of `upstream` (`http://host:port`): requests are always forwarded; while

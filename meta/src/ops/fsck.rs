@@ -1028,12 +1028,12 @@ pub fn repair_index(shard: &MetaShard) -> Result<RepairReport> {
     Ok(report)
 }
 
-/// The projected index rows of the PathCurrent row `key` at `snap`, or `None` when it is gone.
-fn projected<S: Snapshot>(
-    snap: &S,
-    root: &RootId,
-    key: &[u8],
-) -> Result<Option<(Vec<u8>, Vec<(Vec<u8>, Vec<u8>)>)>> {
+/// `(key, value)` rows.
+type Rows = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// The projected index rows of the PathCurrent row `key` at `snap` (with the PathCurrent bytes
+/// they derive from), or `None` when it is gone.
+fn projected<S: Snapshot>(snap: &S, root: &RootId, key: &[u8]) -> Result<Option<(Vec<u8>, Rows)>> {
     let Some(bytes) = snap.get(Family::PathCurrent, key)? else {
         return Ok(None);
     };

@@ -35,6 +35,9 @@ pub struct RemoveReceipt {
     pub idempotent_replay: bool,
 }
 
+/// Removed paths with the generation each had.
+pub type RemovedPaths = [(NormPath, u64)];
+
 /// What [`Client::remove_prefix`] returns.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PrefixRemoval {
@@ -128,7 +131,7 @@ impl Client {
         &self,
         workbench_id: &str,
         prefix: &str,
-        on_batch: &mut dyn FnMut(&[(NormPath, u64)]),
+        on_batch: &mut dyn FnMut(&RemovedPaths),
     ) -> Result<PrefixRemoval> {
         if prefix.trim_matches('/').is_empty() {
             return Err(Error::InvalidArgument(
