@@ -41,9 +41,14 @@ fn cli(store: &Path, args: &[&str], fault: Option<&str>) -> (Option<i32>, String
     )
 }
 
-/// A store with small blocks: a 100-block body (two delete batches), an appended log (a
-/// dependency release), all removed, and one kept file. Returns the kept body.
-fn prepare(store: &Path) -> Vec<u8> {
+/// A store with small blocks: a 100-block body (two delete batches; left out with `log_only`),
+/// an appended log (a dependency release), all removed, and one kept file. Returns the kept body.
+///
+/// With `log_only` the pass is deterministic about its barrier: the CLI's open writes a command,
+/// so the removals are behind the tip; the log's child is the only revision of the first round,
+/// and its Deleted command — the last commit — releases the base, which only the GcBarrier can
+/// then put behind the history floor.
+fn prepare(store: &Path, log_only: bool) -> Vec<u8> {
     let client = Client::open_with(
         store,
         ClientOptions {
@@ -56,9 +61,11 @@ fn prepare(store: &Path) -> Vec<u8> {
         .config_set("history_retention_versions", "0")
         .unwrap();
     client.create_workbench("wb").unwrap();
-    client
-        .put("wb", "outputs/big.bin", &body(1, 100 * 1024), &create())
-        .unwrap();
+    if !log_only {
+        client
+            .put("wb", "outputs/big.bin", &body(1, 100 * 1024), &create())
+            .unwrap();
+    }
     client
         .put("wb", "logs/run.log", &body(2, 3000), &create())
         .unwrap();
@@ -69,9 +76,11 @@ fn prepare(store: &Path) -> Vec<u8> {
     client
         .put("wb", "outputs/kept.bin", &kept, &create())
         .unwrap();
-    client
-        .remove("wb", "outputs/big.bin", &RemoveOptions::default())
-        .unwrap();
+    if !log_only {
+        client
+            .remove("wb", "outputs/big.bin", &RemoveOptions::default())
+            .unwrap();
+    }
     client
         .remove("wb", "logs/run.log", &RemoveOptions::default())
         .unwrap();
@@ -83,7 +92,7 @@ fn gc_converges_after_sigkill_at_every_phase_boundary() {
     for boundary in BOUNDARIES {
         let tmp = tempfile::tempdir().unwrap();
         let store = tmp.path().join("store");
-        let kept = prepare(&store);
+        let kept = prepare(&store, boundary == "gc-after-barrier");
         let before = {
             let c = reopen(&store);
             provider_keys(&c).len()

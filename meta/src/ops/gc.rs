@@ -114,8 +114,10 @@ pub const OPERATION_DOMAIN: &[u8] = b"nokv.gc.operation.v1\0";
 /// Own objects deleted between two progress commands.
 pub const DELETE_BATCH: usize = 64;
 /// Most rounds of one pass (a round collects what is eligible; the next one sees candidates the
-/// previous round created by releasing dependency sets).
-pub const MAX_ROUNDS: usize = 16;
+/// previous round created by releasing dependency sets). A sealed dependency graph is at most
+/// eight revisions deep, so a chain unravels in at most nine collecting rounds, each followed by
+/// at most one barrier round: 32 leaves room.
+pub const MAX_ROUNDS: usize = 32;
 /// Stale candidates pruned by one command.
 pub const PRUNE_BATCH: usize = 128;
 
