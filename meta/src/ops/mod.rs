@@ -8,10 +8,14 @@
 pub mod changes;
 pub mod commit;
 pub mod find;
+pub mod fsck;
+pub mod gc;
 pub mod lease_clock;
 pub mod publish;
 pub mod publish_operation;
+pub mod remove;
 pub mod restore;
+pub mod settings;
 pub mod snapshot;
 pub mod tag;
 pub mod workspace;

@@ -1001,14 +1001,18 @@ pub fn min_hold_version(shard: &MetaShard) -> Result<Option<u64>> {
 
 /// Raises the holt history floor to `min(lowest hold read version, version -
 /// history_retention_versions)` when that is above the current floor, and returns the floor.
-/// The floor never passes a hold (see the module docs).
+/// The floor never passes a hold (see the module docs). The durable store setting
+/// `history_retention_versions` ([`crate::ops::settings`]) wins over
+/// `policy.history_retention_versions` once it is set.
 ///
 /// Errors: codec and storage errors.
 pub fn maintain_history_floor(shard: &MetaShard, policy: &SnapshotPolicy) -> Result<u64> {
     let db = shard.db();
     // Read the tip first: every hold committed after this point has read_version >= tip.
     let tip = db.version();
-    let mut target = tip.saturating_sub(policy.history_retention_versions);
+    let retention =
+        super::settings::history_retention_versions(shard, policy.history_retention_versions)?;
+    let mut target = tip.saturating_sub(retention);
     if let Some(min) = min_hold_version(shard)? {
         target = target.min(min);
     }

@@ -13,7 +13,11 @@ use serde_json::Value;
 
 mod commit_cmd;
 mod mcp_cmd;
+mod config_cmd;
+mod fsck_cmd;
+mod gc_cmd;
 mod restore_cmd;
+mod rm_cmd;
 mod snapshot_cmd;
 
 use crate::client::Client;
@@ -164,6 +168,21 @@ pub enum Command {
         /// Poll interval of `--follow` in milliseconds (default 500).
         #[arg(long, default_value_t = 500)]
         poll_ms: u64,
+    },
+    /// Remove an artifact (`nokv rm WB PATH [--expected-generation G] [--request-id HEX32]`) or
+    /// everything under a prefix (`nokv rm -r WB PREFIX`); prints one JSON envelope.
+    Rm(rm_cmd::RmArgs),
+    /// Garbage collection: one pass (`--dry-run`, `--max-revisions N`), or `--explain WB PATH |
+    /// REVISION` to say why a revision is kept.
+    Gc(gc_cmd::GcArgs),
+    /// Check every count, seal, index row and the recovery chain from authoritative rows; exit 1
+    /// on findings. `--repair-index` rebuilds the SecondaryIndex rows first.
+    Fsck(fsck_cmd::FsckArgs),
+    /// Durable store settings: `get NAME`, `set NAME VALUE`, `list`.
+    Config {
+        /// The config action.
+        #[command(subcommand)]
+        action: config_cmd::ConfigCommand,
     },
     /// Create a new store and persist where its objects live (default: the local directory
     /// `<store>/objects`). With `--objects s3://bucket/prefix` the store keeps its blocks in an
@@ -478,6 +497,10 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
             },
             &mut out,
         ),
+        Command::Rm(args) => rm_cmd::run_rm(&dir, args, &mut out),
+        Command::Gc(args) => gc_cmd::run_gc(&dir, args, &mut out),
+        Command::Fsck(args) => fsck_cmd::run_fsck(&dir, args, &mut out),
+        Command::Config { action } => config_cmd::run_config(&dir, action, &mut out),
         Command::Demo => with_client(&dir, |client| {
             crate::demo::run_demo(client, &mut out)?;
             Ok(())
