@@ -12,10 +12,10 @@ use clap::{Parser, Subcommand};
 use serde_json::Value;
 
 mod commit_cmd;
-mod mcp_cmd;
 mod config_cmd;
 mod fsck_cmd;
 mod gc_cmd;
+mod mcp_cmd;
 mod restore_cmd;
 mod rm_cmd;
 mod snapshot_cmd;
