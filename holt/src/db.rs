@@ -172,6 +172,8 @@ pub(crate) struct Inner {
     visible: Visibility,
     /// Holds the advisory lock on `dir/LOCK` for the lifetime of the engine.
     _lock: Option<File>,
+    /// Opened with `Db::open_read_only` (see `read_only.rs`): every write is refused.
+    read_only: bool,
 }
 
 fn check_wal_io(opts: &Options) -> Result<IoEngine> {
@@ -228,7 +230,16 @@ impl Inner {
             ckpt_hook: Mutex::new(None),
             visible: Visibility::default(),
             _lock: lock,
+            read_only: false,
         }
+    }
+
+    /// `Err(ReadOnly { op })` for a database opened read-only.
+    fn refuse_if_read_only(&self, op: &'static str) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly { op });
+        }
+        Ok(())
     }
 
     pub(crate) fn current(&self) -> Arc<State> {
@@ -713,6 +724,22 @@ impl Db {
         })
     }
 
+    /// Wraps a state recovered by `Db::open_read_only` (see `read_only.rs`): no WAL, no lock, no
+    /// background thread, every write refused with `Error::ReadOnly`.
+    pub(crate) fn from_read_only_state(
+        opts: Options,
+        dir: PathBuf,
+        state: State,
+        replayed_bytes: u64,
+    ) -> Db {
+        let mut inner = Inner::new(opts, Some(dir), state, None, replayed_bytes, None, None);
+        inner.read_only = true;
+        Db {
+            inner: Arc::new(inner),
+            _bg: None,
+        }
+    }
+
     fn handle(&self, meta: Arc<TreeMeta>) -> Tree {
         Tree {
             db: Arc::downgrade(&self.inner),
@@ -725,8 +752,9 @@ impl Db {
     /// version) and returns its handle. A versioned tree keeps MVCC history in the `history`
     /// tree. Errors: `InvalidArgument` for a name outside 1..=64 bytes of `[a-z0-9_]`;
     /// `TreeExists` for a taken name (including `history`); `TagInUse` for a taken tag
-    /// (including 0x00); `Io`/`Poisoned` on WAL failure.
+    /// (including 0x00); `Io`/`Poisoned` on WAL failure; `ReadOnly` on a read-only database.
     pub fn create_tree(&self, name: &str, tag: u8, versioned: bool) -> Result<Tree> {
+        self.inner.refuse_if_read_only("create_tree")?;
         let st = self.inner.submit(|tip| {
             tip.registry.check_new(name, tag)?;
             let rec = Record::CreateTree {
@@ -781,8 +809,10 @@ impl Db {
     ///
     /// Errors: `InvalidArgument` (empty batch, key > 64 KiB, value > 16 MiB, write to the
     /// `history` tree), `UnknownTree` (handle from another database), `VersionMismatch`,
-    /// `PredicateFailed`, `Io` / `Poisoned` (WAL failure).
+    /// `PredicateFailed`, `Io` / `Poisoned` (WAL failure), `ReadOnly` (opened with
+    /// [`Db::open_read_only`]).
     pub fn commit(&self, batch: Batch) -> Result<u64> {
+        self.inner.refuse_if_read_only("commit")?;
         if batch.is_empty() {
             return Err(Error::InvalidArgument("empty batch".into()));
         }
@@ -835,8 +865,10 @@ impl Db {
     /// here (e.g. after a reopen) continues piggy-backed on later commits. The call returns once
     /// the sweep is complete. Pruning is not logged: it only drops rows no allowed read can
     /// reach. Views taken earlier keep their pinned snapshot and stay readable.
-    /// Errors: `InvalidArgument` if `version > version()`; `Io` / `Poisoned` on WAL failure.
+    /// Errors: `InvalidArgument` if `version > version()`; `Io` / `Poisoned` on WAL failure;
+    /// `ReadOnly` on a read-only database.
     pub fn set_history_floor(&self, version: u64) -> Result<()> {
+        self.inner.refuse_if_read_only("set_history_floor")?;
         self.inner.submit(|tip| {
             if version > tip.version {
                 return Err(Error::InvalidArgument(format!(
@@ -897,8 +929,9 @@ impl Db {
     /// (the WAL rolls to a fresh segment at the checkpoint LSN first). Waits for a background
     /// checkpoint in progress, then writes its own. A no-op for in-memory databases.
     /// Errors: `Io` on file-system failures (the WAL and the previous checkpoint stay, so
-    /// nothing is lost), `Poisoned` after a WAL failure.
+    /// nothing is lost), `Poisoned` after a WAL failure, `ReadOnly` on a read-only database.
     pub fn checkpoint(&self) -> Result<()> {
+        self.inner.refuse_if_read_only("checkpoint")?;
         let _guard = self.inner.ckpt.lock();
         self.inner.checkpoint_locked(&|| false)
     }
@@ -930,7 +963,8 @@ impl Db {
         Stats {
             wal_io: ws.map_or(WalIoPath::Blocking, |w| w.io),
             durability: inner.opts.durability,
-            in_memory: wal.is_none(),
+            in_memory: inner.dir.is_none(),
+            read_only: inner.read_only,
             commits: inner.commits.load(Ordering::Relaxed),
             wal_syncs: ws.map_or(0, |w| w.syncs),
             wal_writes: ws.map_or(0, |w| w.writes),

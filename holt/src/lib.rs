@@ -60,6 +60,14 @@
 //! checkpoint and replays the WAL after it; a torn final record is dropped, any other damage is
 //! reported as [`Error::Corrupt`]. `dir/LOCK` holds an exclusive advisory lock while open.
 //!
+//! ## Read-only opening
+//!
+//! [`Db::open_read_only`] opens the state of a directory as of the call — newest checkpoint
+//! plus the complete WAL records after it — without taking the lock and without writing
+//! anything (it works on a read-only file system and on another user's readable files); any
+//! number of read-only databases share a directory with its one writer. Every write answers
+//! [`Error::ReadOnly`].
+//!
 //! ```
 //! use holt::{Batch, Db, Expect, Options, RangeSpec, Entry};
 //! let db = Db::open_memory(Options::default())?;
@@ -89,6 +97,7 @@ mod mvcc;
 mod options;
 mod pipeline;
 mod range;
+mod read_only;
 mod registry;
 mod state;
 mod tree;

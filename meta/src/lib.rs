@@ -54,9 +54,13 @@
 //!   command that moves Finalizing -> Published, abort / fenced takeover, ledger-driven cleanup
 //!   and quarantine reconciliation.
 //!
-//! Not yet written by this version: the garbage collector (publication, commit and restore
-//! record GcCandidate rows when a revision's last reference goes; nothing consumes them yet, so no
-//! object is deleted).
+//! - Object lifetime: [`ops::remove`] (path removal: one bounded command per path, prefix
+//!   removal in batches), [`ops::gc`] (the GC state machine over GcCandidate rows: claim
+//!   `Available -> Deleting` under the reference epoch and the history floor, object deletion
+//!   through a caller-supplied provider, `Deleted` with dependency release, `Quarantined` and
+//!   reconciliation, the GcBarrier; [`ops::gc::explain`] names what keeps a revision),
+//!   [`ops::fsck`] (typed findings recomputed from authoritative rows; SecondaryIndex repair) and
+//!   [`ops::settings`] (the durable `history_retention_versions`).
 
 #![deny(missing_docs)]
 

@@ -22,7 +22,7 @@ fn start(store: &Path, token: Option<&str>) -> RunningServer {
         body_idle_timeout: Duration::from_millis(800),
         max_json_bytes: 64 * 1024,
         max_upload_bytes: 8 << 20,
-        reaper_interval: Duration::ZERO,
+        maintenance_interval: Duration::ZERO,
         recovery_interval: Duration::ZERO,
         ..ServerOptions::default()
     })

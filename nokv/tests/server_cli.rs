@@ -3,8 +3,9 @@
 //! `every_cli_command_prints_the_same_through_the_server` runs one script of CLI commands —
 //! all 18 Workbench tools (successes and tool errors), `commit`, `commit show`, `tag
 //! set|get|list|delete`, `find`, `snapshot create|renew|list|retire|reap`, `restore
-//! run|status|abort`, `append`, `operation list|recover`, `collect`, `materialize`, `changes` and
-//! `schema` — twice: with `--store A` (every call its own process on the embedded store) and with
+//! run|status|abort`, `append`, `operation list|recover`, `collect`, `materialize`, `changes`,
+//! `rm` (one path with a generation and a request id, prefix), `config list|get|set`, `gc` (dry
+//! run, pass, explain), `fsck` (and `--repair-index`) and `schema` — twice: with `--store A` (every call its own process on the embedded store) and with
 //! `--server URL` (a server owning store B). Exit codes must be equal and outputs equal after
 //! replacing only the fields that differ by design:
 //!
@@ -21,7 +22,9 @@
 //!   restore manifest); `tree_digest_uri`, sealed over the commit members' artifact revision ids
 //!   (random per publication) and path generations; publish operation ids and generations in the
 //!   human lines of `operation list` and `collect`;
-//! - the materialize destination directory in its summary line.
+//! - the materialize destination directory in its summary line;
+//! - in `gc --json`: revision ids (`revision`, `released_dependencies`; random per
+//!   publication) and the versions `tip` / `history_floor` (commit versions, as above).
 //!
 //! `reads_on_one_store_are_identical_through_the_server` then compares the read tools on ONE
 //! store, server first, then embedded after shutdown: byte-for-byte equal, nothing ignored.
@@ -69,7 +72,16 @@ const CLOCK_KEYS: [&str; 5] = [
     "committed_at_unix_seconds",
     "envelope_digest_uri",
 ];
-const IDENTITY_KEYS: [&str; 4] = ["cursor", "next_cursor", "operation_id", "tree_digest_uri"];
+const IDENTITY_KEYS: [&str; 8] = [
+    "cursor",
+    "next_cursor",
+    "operation_id",
+    "tree_digest_uri",
+    "revision",
+    "released_dependencies",
+    "tip",
+    "history_floor",
+];
 
 fn normalize(v: &mut Value) {
     match v {
@@ -297,6 +309,21 @@ fn script(local: &Path) -> Vec<Step> {
         step(&["snapshot", "retire", "wb", "s1", "--reason", "done"]),
         step(&["snapshot", "reap"]),
         tool("list", r#"{"id":"wb-copy"}"#),
+        step(&["rm", "wb", "input/notes.txt", "--expected-generation", "999"]),
+        step(&["rm", "wb", "input/notes.txt", "--request-id", &"cd".repeat(16)]),
+        step(&["rm", "wb", "input/notes.txt", "--request-id", &"cd".repeat(16)]),
+        step(&["rm", "wb", "input/absent.txt"]),
+        step(&["rm", "-r", "wb", "logs", "--request-id", &"cd".repeat(16)]),
+        step(&["rm", "-r", "wb", "logs"]),
+        step(&["config", "list"]),
+        step(&["config", "set", "history_retention_versions", "0"]),
+        step(&["config", "get", "history_retention_versions"]),
+        step(&["config", "get", "bogus"]),
+        step(&["gc", "--dry-run", "--json"]),
+        step(&["gc", "--json"]),
+        step(&["gc", "--explain", "not-a-revision"]),
+        step(&["fsck", "--json"]),
+        step(&["fsck", "--repair-index", "--json"]),
         step(&["operation", "list"]),
         step(&["operation", "recover"]),
         step(&["changes", "--workbench", "wb", "--limit", "5"]),
@@ -318,7 +345,7 @@ fn every_cli_command_prints_the_same_through_the_server() {
     let server = server::start(ServerOptions {
         store: b.clone(),
         listen: "127.0.0.1:0".into(),
-        reaper_interval: std::time::Duration::ZERO,
+        maintenance_interval: std::time::Duration::ZERO,
         recovery_interval: std::time::Duration::ZERO,
         ..ServerOptions::default()
     })
@@ -418,7 +445,7 @@ fn reads_on_one_store_are_identical_through_the_server() {
     let server = server::start(ServerOptions {
         store: store.clone(),
         listen: "127.0.0.1:0".into(),
-        reaper_interval: std::time::Duration::ZERO,
+        maintenance_interval: std::time::Duration::ZERO,
         recovery_interval: std::time::Duration::ZERO,
         ..ServerOptions::default()
     })

@@ -237,7 +237,7 @@ fn mixed_load_from_64_clients_has_no_unexpected_errors_and_leaves_the_store_cons
     let srv = server::start(ServerOptions {
         store: store.clone(),
         listen: "127.0.0.1:0".into(),
-        reaper_interval: Duration::from_secs(1),
+        maintenance_interval: Duration::from_secs(1),
         recovery_interval: Duration::from_secs(2),
         ..ServerOptions::default()
     })

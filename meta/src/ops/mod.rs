@@ -12,10 +12,14 @@
 pub mod changes;
 pub mod commit;
 pub mod find;
+pub mod fsck;
+pub mod gc;
 pub mod lease_clock;
 pub mod publish;
 pub mod publish_operation;
+pub mod remove;
 pub mod restore;
+pub mod settings;
 pub mod snapshot;
 pub mod tag;
 pub mod workspace;
@@ -88,5 +92,7 @@ pub(crate) fn sequenced_retrying<T>(
 
 #[cfg(test)]
 mod bounded_tests;
+#[cfg(test)]
+mod publish_namespace_tests;
 #[cfg(test)]
 mod publish_operation_tests;

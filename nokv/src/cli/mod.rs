@@ -12,8 +12,13 @@ use clap::{Parser, Subcommand};
 use serde_json::Value;
 
 pub(crate) mod commit_cmd;
+mod config_cmd;
+pub(crate) mod fsck_cmd;
+pub(crate) mod gc_cmd;
+mod mcp_cmd;
 pub(crate) mod remote_cmd;
 pub(crate) mod restore_cmd;
+mod rm_cmd;
 mod serve_cmd;
 pub(crate) mod snapshot_cmd;
 
@@ -59,6 +64,10 @@ pub enum Command {
     },
     /// Print every tool's name, description and input schema (JSON).
     Schema,
+    /// Serve the 18 Workbench tools over MCP (JSON-RPC on stdin/stdout) until stdin closes or
+    /// SIGTERM: on the embedded store (this process owns it while it runs) or, with `--server
+    /// URL`, through a `nokv serve` process shared by many clients.
+    Mcp(mcp_cmd::McpArgs),
     /// Copy a workbench (or one section/path prefix) into a local directory, verifying digests.
     Materialize {
         /// Workbench id.
@@ -170,6 +179,21 @@ pub enum Command {
     /// `nokv serve --store DIR --listen ADDR [--token-file F]`. Runs until SIGTERM/SIGINT, then
     /// drains in-flight requests and closes the store.
     Serve(serve_cmd::ServeArgs),
+    /// Remove an artifact (`nokv rm WB PATH [--expected-generation G] [--request-id HEX32]`) or
+    /// everything under a prefix (`nokv rm -r WB PREFIX`); prints one JSON envelope.
+    Rm(rm_cmd::RmArgs),
+    /// Garbage collection: one pass (`--dry-run`, `--max-revisions N`), or `--explain WB PATH |
+    /// REVISION` to say why a revision is kept.
+    Gc(gc_cmd::GcArgs),
+    /// Check every count, seal, index row and the recovery chain from authoritative rows; exit 1
+    /// on findings. `--repair-index` rebuilds the SecondaryIndex rows first.
+    Fsck(fsck_cmd::FsckArgs),
+    /// Durable store settings: `get NAME`, `set NAME VALUE`, `list`.
+    Config {
+        /// The config action.
+        #[command(subcommand)]
+        action: config_cmd::ConfigCommand,
+    },
     /// Create a new store and persist where its objects live (default: the local directory
     /// `<store>/objects`). With `--objects s3://bucket/prefix` the store keeps its blocks in an
     /// S3-compatible bucket (credentials from the standard AWS environment/profile chain) behind
@@ -247,13 +271,8 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
                 return ExitCode::from(EXIT_OK); // --help / --version
             }
             // `nokv workbench …` promises one JSON envelope on stdout, even for usage errors.
-            if args.iter().skip(1).any(|a| a == "workbench") {
-                let env = ToolError::invalid_arguments(format!(
-                    "usage: nokv [--store DIR] workbench <tool> ['<json>' | -] ({})",
-                    err.kind()
-                ))
-                .envelope();
-                print_json(&mut std::io::stdout().lock(), &env);
+            if is_workbench_call(&args) {
+                print_json(&mut std::io::stdout().lock(), &usage_envelope(&err));
             }
             return ExitCode::from(EXIT_USAGE);
         }
@@ -262,8 +281,8 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if let Some(url) = server_url(cli.server.as_deref()) {
-        if !matches!(cli.command, Command::Serve(_) | Command::Init { .. }) || cli.server.is_some()
-        {
+        let local = matches!(cli.command, Command::Serve(_) | Command::Init { .. });
+        if !matches!(cli.command, Command::Mcp(_)) && (!local || cli.server.is_some()) {
             return ExitCode::from(remote_cmd::run(&url, cli.quiet, cli.command, &mut out));
         }
     }
@@ -275,6 +294,11 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
         Command::Schema => {
             print_json(&mut out, &schema::describe_all());
             EXIT_OK
+        }
+        // The MCP transport writes stdout from another thread: release this thread's lock first.
+        Command::Mcp(args) => {
+            drop(out);
+            mcp_cmd::run_mcp(cli.store.as_deref(), cli.server.as_deref(), &args)
         }
         Command::Materialize {
             workbench,
@@ -374,6 +398,10 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
             },
             &mut out,
         ),
+        Command::Rm(args) => rm_cmd::run_rm(&dir, args, &mut out),
+        Command::Gc(args) => gc_cmd::run_gc(&dir, args, &mut out),
+        Command::Fsck(args) => fsck_cmd::run_fsck(&dir, args, &mut out),
+        Command::Config { action } => config_cmd::run_config(&dir, action, &mut out),
         Command::Demo => with_client(&dir, |client| {
             crate::demo::run_demo(client, &mut out)?;
             Ok(())
@@ -876,6 +904,42 @@ pub(crate) fn workbench_input(
         return Err((err.envelope(), EXIT_TOOL_ERROR));
     }
     Ok((name, input))
+}
+
+/// Whether the command line names the `workbench` subcommand: the first argument that is
+/// neither a flag nor the value of `--store` / `--server`.
+fn is_workbench_call(args: &[std::ffi::OsString]) -> bool {
+    let mut rest = args.iter().skip(1);
+    while let Some(a) = rest.next() {
+        if a == "--store" || a == "--server" {
+            rest.next();
+        } else if !a.to_string_lossy().starts_with('-') {
+            return a == "workbench";
+        }
+    }
+    false
+}
+
+/// The `InvalidArguments` envelope of a command-line usage error under `nokv workbench`: clap's
+/// message (plain text) plus `details {usage, reason}`.
+fn usage_envelope(err: &clap::Error) -> Value {
+    let rendered = err.render().to_string();
+    let first = rendered
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default()
+        .trim_start_matches("error: ")
+        .trim()
+        .to_string();
+    ToolError::invalid_arguments(format!(
+        "{first}; usage: nokv [--store DIR] workbench <tool> ['<json>' | -]"
+    ))
+    .with_detail(
+        "usage",
+        "nokv [--store DIR] workbench <tool> ['<json>' | -]",
+    )
+    .with_detail("reason", format!("{:?}", err.kind()))
+    .envelope()
 }
 
 pub(crate) fn print_json(out: &mut dyn Write, value: &Value) {

@@ -27,7 +27,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::commit_cmd::{CommitArgs, FindArgs, TagCommand};
+use super::config_cmd::ConfigCommand;
+use super::fsck_cmd::FsckArgs;
+use super::gc_cmd::GcArgs;
 use super::restore_cmd::RestoreCommand;
+use super::rm_cmd::RmArgs;
 use super::snapshot_cmd::SnapshotCommand;
 use super::{print_json, Bar, Command, OperationAction, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
 use crate::client::Client;
@@ -54,6 +58,14 @@ pub enum CommandRequest {
     Operation(OperationAction),
     /// `nokv demo` (runs on the server's store; its sandboxes live there).
     Demo,
+    /// `nokv rm …`.
+    Rm(RmArgs),
+    /// `nokv gc …`.
+    Gc(GcArgs),
+    /// `nokv fsck …`.
+    Fsck(FsckArgs),
+    /// `nokv config …`.
+    Config(ConfigCommand),
 }
 
 impl CommandRequest {
@@ -96,6 +108,14 @@ impl CommandRequest {
             CommandRequest::Restore(a) => super::restore_cmd::run_restore_with(client, a, &mut out),
             CommandRequest::Operation(a) => {
                 super::run_operation_with(Ok(client.clone()), a, &mut out, &mut err)
+            }
+            CommandRequest::Rm(a) => super::rm_cmd::run_rm_with(client, a, &mut out),
+            CommandRequest::Gc(a) => super::gc_cmd::run_gc_with(client, a, &mut out, &mut err),
+            CommandRequest::Fsck(a) => {
+                super::fsck_cmd::run_fsck_with(client, a, &mut out, &mut err)
+            }
+            CommandRequest::Config(a) => {
+                super::config_cmd::run_config_with(client, a, &mut out, &mut err)
             }
             CommandRequest::Demo => match crate::demo::run_demo(client, &mut out) {
                 Ok(_) => EXIT_OK,
@@ -189,6 +209,10 @@ pub(crate) fn run(url: &str, quiet: bool, command: Command, out: &mut dyn Write)
             command_call(&remote, CommandRequest::Operation(action), out)
         }
         Command::Demo => command_call(&remote, CommandRequest::Demo, out),
+        Command::Rm(a) => command_call(&remote, CommandRequest::Rm(a), out),
+        Command::Gc(a) => command_call(&remote, CommandRequest::Gc(a), out),
+        Command::Fsck(a) => command_call(&remote, CommandRequest::Fsck(a), out),
+        Command::Config { action } => command_call(&remote, CommandRequest::Config(action), out),
         Command::Append {
             workbench,
             path,
@@ -305,7 +329,8 @@ pub(crate) fn run(url: &str, quiet: bool, command: Command, out: &mut dyn Write)
                 Err(e) => text_failure(&e),
             }
         }
-        Command::Init { .. } | Command::Serve(_) => {
+        // `nokv mcp` picks its remote backend itself (see `main_with_args`).
+        Command::Mcp(_) | Command::Init { .. } | Command::Serve(_) => {
             eprintln!(
                 "nokv: `init` and `serve` act on a local store directory; run them without \
                  --server / NOKV_SERVER"
@@ -333,7 +358,7 @@ fn command_call(remote: &RemoteClient, request: CommandRequest, out: &mut dyn Wr
 
 /// Whether a command prints JSON envelopes (else human text).
 fn request_is_json(name: &str) -> bool {
-    !matches!(name, "operation" | "demo")
+    !matches!(name, "operation" | "demo" | "gc" | "fsck" | "config")
 }
 
 /// Copies the change-feed stream to stdout line by line; the exit code is 1 when the feed ended

@@ -33,9 +33,10 @@ pub struct ServeArgs {
     /// Seconds SIGTERM waits for in-flight requests (default 30).
     #[arg(long, value_name = "SECS")]
     pub drain_timeout: Option<u64>,
-    /// Seconds between snapshot reaper passes (default 60; 0 disables).
-    #[arg(long, value_name = "SECS")]
-    pub reaper_interval: Option<u64>,
+    /// Seconds between background maintenance passes — the snapshot reaper, then one GC pass
+    /// (default 60; 0 disables).
+    #[arg(long, value_name = "SECS", alias = "reaper-interval")]
+    pub maintenance_interval: Option<u64>,
     /// Seconds between publish-operation recovery passes (default 300; 0 disables).
     #[arg(long, value_name = "SECS")]
     pub recovery_interval: Option<u64>,
@@ -85,8 +86,8 @@ pub fn run_serve(dir: &Path, args: ServeArgs) -> u8 {
     if let Some(s) = args.drain_timeout {
         opts.drain_timeout = Duration::from_secs(s);
     }
-    if let Some(s) = args.reaper_interval {
-        opts.reaper_interval = Duration::from_secs(s);
+    if let Some(s) = args.maintenance_interval {
+        opts.maintenance_interval = Duration::from_secs(s);
     }
     if let Some(s) = args.recovery_interval {
         opts.recovery_interval = Duration::from_secs(s);

@@ -3,7 +3,10 @@
 //! The remote client mirrors [`crate::Client`]'s data-path operations with the same names and
 //! types — [`RemoteClient::create_workbench`], [`RemoteClient::put`],
 //! [`RemoteClient::put_reader`], [`RemoteClient::read_all`], [`RemoteClient::read_range`],
-//! [`RemoteClient::stat`], [`RemoteClient::append_idempotent`] — and reaches every other
+//! [`RemoteClient::stat`], [`RemoteClient::append_idempotent`], and object lifetime:
+//! [`RemoteClient::remove`], [`RemoteClient::remove_prefix`], [`RemoteClient::gc`],
+//! [`RemoteClient::gc_explain`], [`RemoteClient::fsck`], [`RemoteClient::repair_index`],
+//! [`RemoteClient::config_get`] / `config_set` / `config_list` — and reaches every other
 //! operation through the two protocol-level calls the CLI uses:
 //! [`RemoteClient::call_tool`] (the 18 Workbench tools, exactly the envelopes of
 //! [`crate::workbench::Workbench::call`]) and [`RemoteClient::command`] (the CLI's commit, tag,
@@ -25,6 +28,8 @@
 
 use std::io::Read;
 use std::time::Duration;
+
+mod lifetime;
 
 use serde_json::Value;
 

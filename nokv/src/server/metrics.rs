@@ -11,7 +11,7 @@
 //!   `nokv_checkpoints_total`, `nokv_checkpoint_failures_total` — engine counters;
 //! - `nokv_open_operations{kind="publish"}` — non-terminal Publish operations (the ledger's
 //!   pending-operation registry);
-//! - `nokv_background_runs_total{task,outcome}` — reaper and recovery passes.
+//! - `nokv_background_runs_total{task,outcome}` — reaper, GC and recovery passes.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -78,7 +78,7 @@ impl Metrics {
         h.sum_seconds += secs;
     }
 
-    /// Records one background pass (`task`: `reaper` | `recovery`; `outcome`: `ok` | `error`).
+    /// Records one background pass (`task`: `reaper` | `gc` | `recovery`; `outcome`: `ok` | `error`).
     pub(crate) fn background(&self, task: &'static str, outcome: &'static str) {
         let mut b = self.background.lock().unwrap_or_else(|p| p.into_inner());
         *b.entry((task, outcome)).or_default() += 1;

@@ -24,6 +24,7 @@ mod body;
 pub mod error;
 mod feed;
 pub mod journal;
+mod lifetime;
 pub mod metrics;
 mod routes;
 
@@ -61,8 +62,10 @@ pub struct ServerOptions {
     pub body_idle_timeout: Duration,
     /// How long SIGTERM waits for in-flight requests before closing anyway (default 30 s).
     pub drain_timeout: Duration,
-    /// Snapshot reaper interval (default 60 s; zero disables).
-    pub reaper_interval: Duration,
+    /// Background maintenance interval (default 60 s; zero disables): each pass runs the
+    /// snapshot reaper, then one GC pass ([`crate::Client::start_background_maintenance`]);
+    /// the request-journal compaction runs on the same interval.
+    pub maintenance_interval: Duration,
     /// Publish-operation recovery interval (default 300 s; zero disables). One pass also runs
     /// when the store is opened.
     pub recovery_interval: Duration,
@@ -82,7 +85,7 @@ impl Default for ServerOptions {
             header_timeout: Duration::from_secs(10),
             body_idle_timeout: Duration::from_secs(30),
             drain_timeout: Duration::from_secs(30),
-            reaper_interval: Duration::from_secs(60),
+            maintenance_interval: Duration::from_secs(60),
             recovery_interval: Duration::from_secs(300),
             replay_retention: Duration::from_secs(24 * 3600),
         }

@@ -25,7 +25,7 @@ use crate::client::{Client, PutOptions, WriteCondition};
 use crate::workbench::errors::ToolError;
 use crate::workbench::schema;
 
-type Shared = Arc<AppState>;
+pub(crate) type Shared = Arc<AppState>;
 
 /// The header carrying a write's request id.
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -52,6 +52,7 @@ pub(crate) fn router(state: Shared) -> Router {
         .route("/v1/workbenches/{id}/append/{*path}", post(append))
         .route("/v1/commands/{command}", post(command))
         .route("/v1/changes", get(super::feed::changes))
+        .merge(super::lifetime::routes())
         .fallback(no_route)
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .with_state(state)
@@ -144,7 +145,7 @@ pub(crate) async fn blocking<T: Send + 'static>(
 }
 
 /// The request id of a write, if the client sent one. Errors: 400 for a malformed key.
-fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     match headers.get(IDEMPOTENCY_KEY) {
         None => Ok(None),
         Some(v) => match v.to_str() {
@@ -156,7 +157,7 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     }
 }
 
-fn json_response(status: StatusCode, body: Vec<u8>, replayed: bool) -> Response {
+pub(crate) fn json_response(status: StatusCode, body: Vec<u8>, replayed: bool) -> Response {
     let mut r = (
         status,
         [(
@@ -204,7 +205,7 @@ pub(crate) fn journaled(
     }
 }
 
-async fn read_json(state: &AppState, body: Body) -> Result<(Vec<u8>, Value), ApiError> {
+pub(crate) async fn read_json(state: &AppState, body: Body) -> Result<(Vec<u8>, Value), ApiError> {
     let bytes = body::read_all(
         body,
         state.opts.max_json_bytes,
@@ -785,44 +786,51 @@ async fn command(
     Ok(json_response(status, body, replayed))
 }
 
-/// The background passes: snapshot reaper and publish-operation recovery on their intervals,
-/// journal compaction with the reaper. Each pass runs on the blocking pool; errors are counted
-/// in the metrics and the next pass retries.
+/// The background passes: maintenance (snapshot reaper + GC, on its own thread, see
+/// [`Client::start_background_maintenance`]) with the request-journal compaction on its
+/// interval, and publish-operation recovery on its interval. Each pass of this loop runs on the
+/// blocking pool; outcomes are counted in the metrics and the next pass retries.
 pub(crate) fn spawn_background(
     state: Shared,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let reaper = state.opts.reaper_interval;
+        let maintenance = state.opts.maintenance_interval;
         let recovery = state.opts.recovery_interval;
-        let tick = [reaper, recovery]
+        let tick = [maintenance, recovery]
             .into_iter()
             .filter(|d| !d.is_zero())
             .min()
             .unwrap_or(Duration::from_secs(3600))
             .min(Duration::from_secs(1));
-        let mut last_reap = Instant::now();
+        let handle = (!maintenance.is_zero())
+            .then(|| state.client.start_background_maintenance(maintenance));
+        let mut seen_passes = 0u64;
+        let mut last_compaction = Instant::now();
         let mut last_recovery = Instant::now();
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(tick) => {}
-                _ = stop.changed() => return,
+                _ = stop.changed() => break,
             }
             if *stop.borrow() {
-                return;
+                break;
             }
-            if !reaper.is_zero() && last_reap.elapsed() >= reaper {
-                last_reap = Instant::now();
+            if let Some(h) = &handle {
+                let passes = h.passes();
+                if passes > seen_passes {
+                    seen_passes = passes;
+                    if let Some(r) = h.last() {
+                        let label = |ok: bool| if ok { "ok" } else { "error" };
+                        state.metrics.background("reaper", label(r.reap.is_ok()));
+                        state.metrics.background("gc", label(r.gc.is_ok()));
+                    }
+                }
+            }
+            if !maintenance.is_zero() && last_compaction.elapsed() >= maintenance {
+                last_compaction = Instant::now();
                 let s = state.clone();
-                let ok = blocking(move || {
-                    let _ = s.journal.compact_if_needed();
-                    s.client.reap_snapshots().is_ok()
-                })
-                .await
-                .unwrap_or(false);
-                state
-                    .metrics
-                    .background("reaper", if ok { "ok" } else { "error" });
+                let _ = blocking(move || s.journal.compact_if_needed()).await;
             }
             if !recovery.is_zero() && last_recovery.elapsed() >= recovery {
                 last_recovery = Instant::now();
@@ -838,6 +846,10 @@ pub(crate) fn spawn_background(
                     .metrics
                     .background("recovery", if ok { "ok" } else { "error" });
             }
+        }
+        // A maintenance pass in progress completes (it holds the store), then the thread stops.
+        if let Some(h) = handle {
+            let _ = blocking(move || h.stop()).await;
         }
     })
 }
