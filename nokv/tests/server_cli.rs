@@ -24,7 +24,10 @@
 //!   human lines of `operation list` and `collect`;
 //! - the materialize destination directory in its summary line;
 //! - in `gc --json`: revision ids (`revision`, `released_dependencies`; random per
-//!   publication) and the versions `tip` / `history_floor` (commit versions, as above).
+//!   publication) and the versions `tip` / `history_floor` (commit versions, as above); its
+//!   lists (`deleted`, `waiting`, …) are compared as sets, since they come in revision-id order;
+//! - `outbox_records` in `fsck --json`: every embedded CLI process's open writes RecoveryOutbox
+//!   records (the owner-epoch advance, as above), a server's one open writes them once.
 //!
 //! `reads_on_one_store_are_identical_through_the_server` then compares the read tools on ONE
 //! store, server first, then embedded after shutdown: byte-for-byte equal, nothing ignored.
@@ -72,7 +75,9 @@ const CLOCK_KEYS: [&str; 5] = [
     "committed_at_unix_seconds",
     "envelope_digest_uri",
 ];
-const IDENTITY_KEYS: [&str; 8] = [
+const GC_LISTS: [&str; 4] = ["deleted", "waiting", "quarantined", "interrupted"];
+const IDENTITY_KEYS: [&str; 9] = [
+    "outbox_records",
     "cursor",
     "next_cursor",
     "operation_id",
@@ -107,6 +112,10 @@ fn normalize(v: &mut Value) {
                     *val = Value::from("<by design>");
                 } else {
                     normalize(val);
+                    // GC lists come in revision-id order, and revision ids are random.
+                    if let (true, Value::Array(items)) = (GC_LISTS.contains(&k.as_str()), val) {
+                        items.sort_by_key(|i| i.to_string());
+                    }
                 }
             }
         }

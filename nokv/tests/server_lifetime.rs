@@ -34,7 +34,16 @@ fn remove_and_prefix_removal_through_the_server() {
     let srv = start(&dir.path().join("s"), Duration::ZERO);
     let remote = RemoteClient::connect(&srv.url(), None).unwrap();
     remote.create_workbench("wb").unwrap();
-    let put = |p: &str, b: &[u8]| remote.put("wb", p, b, &PutOptions::default()).unwrap();
+    let put = |p: &str, b: &[u8]| {
+        remote
+            .put(
+                "wb",
+                p,
+                b,
+                &PutOptions::create("application/octet-stream", "test"),
+            )
+            .unwrap()
+    };
     let a = put("outputs/a.txt", b"alpha");
     put("outputs/deep/b.txt", b"beta");
     put("notes.txt", b"keep");
@@ -123,10 +132,20 @@ fn gc_explain_fsck_repair_and_settings_through_the_server() {
 
     remote.create_workbench("wb").unwrap();
     remote
-        .put("wb", "tmp.bin", &[1u8; 4096], &PutOptions::default())
+        .put(
+            "wb",
+            "tmp.bin",
+            &[1u8; 4096],
+            &PutOptions::create("application/octet-stream", "test"),
+        )
         .unwrap();
     let kept = remote
-        .put("wb", "kept.bin", b"kept", &PutOptions::default())
+        .put(
+            "wb",
+            "kept.bin",
+            b"kept",
+            &PutOptions::create("application/octet-stream", "test"),
+        )
         .unwrap();
     remote
         .remove("wb", "tmp.bin", &RemoveOptions::default())
@@ -192,14 +211,24 @@ fn the_server_runs_background_gc_that_collects_a_removed_revision() {
         .unwrap();
     remote.create_workbench("wb").unwrap();
     remote
-        .put("wb", "tmp.bin", &[9u8; 8192], &PutOptions::default())
+        .put(
+            "wb",
+            "tmp.bin",
+            &[9u8; 8192],
+            &PutOptions::create("application/octet-stream", "test"),
+        )
         .unwrap();
     remote
         .remove("wb", "tmp.bin", &RemoveOptions::default())
         .unwrap();
     // Later commits move the tip past the removal so the floor (retention 0) passes it.
     remote
-        .put("wb", "after.txt", b"x", &PutOptions::default())
+        .put(
+            "wb",
+            "after.txt",
+            b"x",
+            &PutOptions::create("application/octet-stream", "test"),
+        )
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
