@@ -40,8 +40,13 @@ impl Served {
             Some(t) => cmd.env("NOKV_TOKEN", t),
             None => cmd.env_remove("NOKV_TOKEN"),
         };
-        let mut child = cmd.spawn().expect("spawn nokv serve");
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let child = cmd.spawn().expect("spawn nokv serve");
+        // Owned by `Served` from here on, so a failed start still kills and reaps the child.
+        let mut served = Served {
+            child,
+            url: String::new(),
+        };
+        let mut stderr = BufReader::new(served.child.stderr.take().unwrap());
         let mut line = String::new();
         loop {
             line.clear();
@@ -50,13 +55,13 @@ impl Served {
                 "nokv serve exited before listening"
             );
             if let Some(url) = line.trim().strip_prefix("nokv serve: listening on ") {
-                let url = url.to_string();
+                served.url = url.to_string();
                 // Keep draining stderr so the child never blocks on a full pipe.
                 std::thread::spawn(move || {
                     let mut sink = Vec::new();
                     let _ = stderr.read_to_end(&mut sink);
                 });
-                return Served { child, url };
+                return served;
             }
         }
     }
