@@ -543,6 +543,7 @@ pub fn create(
     let root = shard.root_id();
     retrying(|| {
         let lease = lease_clock::observe(shard, wall_unix_ms, policy.skew_grace_ms)?;
+        shard.prepare_write()?;
         let snap = shard.inner.store.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         if let Some(out) = replay_lookup(&snap, &root, &req.request_id, &digest)? {
@@ -684,6 +685,7 @@ pub fn renew(
     let root = shard.root_id();
     retrying(|| {
         let lease = lease_clock::observe(shard, wall_unix_ms, policy.skew_grace_ms)?;
+        shard.prepare_write()?;
         let snap = shard.inner.store.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         if let Some(out) = replay_lookup(&snap, &root, &req.request_id, &digest)? {
@@ -782,6 +784,7 @@ pub fn retire(
     );
     let root = shard.root_id();
     retrying(|| {
+        shard.prepare_write()?;
         let snap = shard.inner.store.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         if let Some(out) = replay_lookup(&snap, &root, &req.request_id, &digest)? {
@@ -1080,6 +1083,7 @@ fn workbench_of<S: Snapshot>(
 fn claim(shard: &MetaShard, k: &SnapshotRefKey, lease: &LeaseReading) -> Result<Option<String>> {
     let root = shard.root_id();
     retrying(|| {
+        shard.prepare_write()?;
         let snap = shard.inner.store.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         let key = k.encode();
@@ -1145,6 +1149,7 @@ fn claim(shard: &MetaShard, k: &SnapshotRefKey, lease: &LeaseReading) -> Result<
 fn finalize(shard: &MetaShard, k: &SnapshotRefKey) -> Result<bool> {
     let root = shard.root_id();
     retrying(|| {
+        shard.prepare_write()?;
         let snap = shard.inner.store.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         let key = k.encode();
@@ -1316,6 +1321,7 @@ fn consumer_command(
     let root = shard.root_id();
     retrying(|| {
         let lease = lease_clock::observe(shard, wall_unix_ms, policy.skew_grace_ms)?;
+        shard.prepare_write()?;
         let snap = shard.inner.store.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         let (_, ws) = visible_marker(&snap, &root, workbench_id)?;
