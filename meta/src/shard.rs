@@ -27,6 +27,13 @@ pub struct OpenOptions {
     /// How many RecoveryOutbox records a writer handle keeps below the applied recovery LSN
     /// (see [`crate::outbox`], "Retention"); unused by read-only handles.
     pub outbox_retention: RetentionPolicy,
+    /// When set, every periodic maintenance step of a writer handle (every
+    /// [`RetentionPolicy::maintenance_interval`] commit versions) also raises the MVCC history
+    /// floor per this policy ([`crate::ops::snapshot::maintain_history_floor`]: never past a
+    /// live HistoryHold, keeping `history_retention_versions` versions), so a long-running
+    /// writer's MVCC history stays bounded like the reaper keeps it at every writer open.
+    /// `None` (default): only explicit calls and the reaper move the floor.
+    pub history_policy: Option<crate::ops::snapshot::SnapshotPolicy>,
 }
 
 pub(crate) struct Inner {
@@ -45,6 +52,7 @@ pub(crate) struct Inner {
 pub(crate) struct Owner {
     state: Mutex<OwnerState>,
     retention: RetentionPolicy,
+    history_policy: Option<crate::ops::snapshot::SnapshotPolicy>,
 }
 
 struct OwnerState {
@@ -142,6 +150,7 @@ impl MetaShard {
                         last_step_version: version,
                     }),
                     retention: opts.outbox_retention,
+                    history_policy: opts.history_policy,
                 }),
             }),
         })
@@ -193,6 +202,17 @@ impl MetaShard {
     /// ([`crate::Error::Fenced`] when another owner advanced the epoch); a maintenance step that
     /// finds a corrupt record ([`crate::Error::RecoveryOutboxCorrupt`]) refuses the write.
     pub fn prepare_write(&self) -> Result<()> {
+        self.owner_step(true)
+    }
+
+    /// [`MetaShard::prepare_write`] without the maintenance step (used by the raw
+    /// [`MetaShard::execute`], whose caller planned its command at a version a maintenance
+    /// commit would make stale).
+    fn ensure_owner(&self) -> Result<()> {
+        self.owner_step(false)
+    }
+
+    fn owner_step(&self, maintain: bool) -> Result<()> {
         let Some(owner) = &self.inner.owner else {
             return Err(crate::Error::ReadOnly);
         };
@@ -210,13 +230,17 @@ impl MetaShard {
             return Ok(());
         }
         let interval = owner.retention.maintenance_interval.max(1);
-        if db.version() >= st.last_step_version.saturating_add(interval) {
+        if maintain && db.version() >= st.last_step_version.saturating_add(interval) {
             st.last_step_version = db.version();
             match self.maintenance_step(&owner.retention) {
                 Ok(_) => {}
                 Err(e @ crate::Error::RecoveryOutboxCorrupt { .. }) => return Err(e),
                 // A lost race or a transient failure leaves the step to the next interval.
                 Err(_) => {}
+            }
+            if let Some(policy) = &owner.history_policy {
+                // Best effort like the reaper's: a failure leaves the floor for the next step.
+                let _ = crate::ops::snapshot::maintain_history_floor(self, policy);
             }
             st.last_step_version = db.version();
         }
@@ -398,13 +422,17 @@ impl MetaShard {
     /// [`crate::command::executor`] for the validation order). The workspace operations above
     /// are built on this; it is public for diagnostics and fault-injection tests.
     ///
+    /// A writer handle that has not written yet advances its owner epoch first (a commit): plan
+    /// raw commands after [`MetaShard::prepare_write`], or the first one meets a stale read
+    /// version. `execute` itself never runs an outbox maintenance step.
+    ///
     /// Errors: [`crate::Error::ReadOnly`] on a read-only handle; those of the owner-epoch
     /// advance before a writer handle's first write; those of [`crate::command::execute`].
     pub fn execute(
         &self,
         cmd: crate::command::MetadataCommand,
     ) -> Result<crate::command::CommandOutcome> {
-        self.prepare_write()?;
+        self.ensure_owner()?;
         crate::command::execute(&self.inner.store, &self.inner.fence, cmd)
     }
 

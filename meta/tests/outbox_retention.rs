@@ -402,3 +402,22 @@ fn a_sigkilled_pruning_writer_leaves_a_verifiable_store() {
         acked.len()
     );
 }
+
+#[test]
+fn a_long_running_writer_keeps_its_mvcc_history_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = opts(u64::MAX, 16);
+    o.history_policy = Some(meta::ops::snapshot::SnapshotPolicy {
+        history_retention_versions: 64,
+        ..Default::default()
+    });
+    let s = write_commands(dir.path(), &o, 0, 400);
+    let (version, floor) = (s.db().version(), s.db().history_floor());
+    // The floor trails the tip by the retention plus at most one maintenance interval.
+    assert!(floor + 64 <= version && version - floor <= 64 + 16 + 2, "{floor} {version}");
+    // Without the policy the floor stays where it was.
+    let o = opts(u64::MAX, 16);
+    let dir2 = tempfile::tempdir().unwrap();
+    let s2 = write_commands(dir2.path(), &o, 0, 100);
+    assert_eq!(s2.db().history_floor(), 0);
+}

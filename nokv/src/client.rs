@@ -296,6 +296,8 @@ impl Client {
                 dir.join("meta"),
                 meta::OpenOptions {
                     presentation_root: options.presentation_root.clone(),
+                    // Long-running writers keep their MVCC history bounded between reaper runs.
+                    history_policy: Some(options.snapshot_policy),
                     ..Default::default()
                 },
             );
@@ -346,7 +348,7 @@ impl Client {
                 inner.open_recovery = Some(outcome);
             }
         }
-        // The snapshot reaper runs at every open (best effort; see crate::snapshot).
+        // The snapshot reaper runs at every writer open (best effort; see crate::snapshot).
         let _ = client.reap_snapshots();
         Ok(client)
     }

@@ -7,7 +7,7 @@
 //! | `schema`             | [`SchemaMarker`]: u16 value_format_version=1, u32 len + `nokv_workspace`, u32 format_version=8 |
 //! | `root_placement`     | [`RootPlacement`]: u16 1, root_id 16, logical_shard_id 16, u64 placement_generation, u8 RootPlacementLifecycle |
 //! | `presentation_root`  | u16 1, u32 len + UTF-8 absolute presentation root                     |
-//! | `owner_epoch`        | u16 1, u64 owner epoch (advanced by one commit at every open)         |
+//! | `owner_epoch`        | u16 1, u64 owner epoch (advanced by one commit before a writer handle's first write) |
 //! | `recovery_tail`      | [`RecoveryTail`]: u16 1, u64 applied recovery LSN, 32-byte chain digest |
 //! | `recovery_pruned`    | [`RecoveryTail`] shape: the last RecoveryOutbox LSN removed by retention and the chain digest after it (absent: nothing pruned, LSN 0 and the genesis digest) |
 //! | `recovery_verified`  | [`RecoveryTail`] shape: the RecoveryOutbox LSN up to which the chain was read back and verified, and the chain digest after it (absent: the `recovery_pruned` point) |

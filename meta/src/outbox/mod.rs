@@ -7,7 +7,8 @@
 //! under an Equals predicate on its previous bytes. The entrypoints are:
 //!
 //! - store initialization (LSN 1: marker, placement, presentation root, owner epoch 1, RootFence);
-//! - physical-owner epoch advancement at every open ([`RecoveryEntry::OwnerEpochAdvance`]);
+//! - physical-owner epoch advancement before a writer handle's first write
+//!   ([`RecoveryEntry::OwnerEpochAdvance`]);
 //! - every [`crate::command::MetadataCommand`];
 //! - every monotonic lease-clock observation that changes the persisted lease clock
 //!   ([`RecoveryEntry::LeaseClockObservation`], see [`crate::ops::lease_clock`]).
@@ -48,7 +49,9 @@
 //!
 //! The mutation list is the exact ordered list of authoritative puts/deletes the batch applied
 //! (command mutations, ChangeEvent rows and the CommandDedupe row for a command), excluding the
-//! outbox rows themselves and the System recovery tail, which are derived. The typed result
+//! outbox rows themselves, the System recovery tail and the retention bookkeeping of a
+//! maintenance step carried by the same batch (removed outbox rows, the `recovery_pruned` and
+//! `recovery_verified` points), which are derived. The typed result
 //! evidence is the kind body: the encoded [`CommandResult`] (the same bytes CommandDedupe
 //! stores) for a command, the new epoch for an epoch advance.
 //!
