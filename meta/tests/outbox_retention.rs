@@ -414,7 +414,10 @@ fn a_long_running_writer_keeps_its_mvcc_history_bounded() {
     let s = write_commands(dir.path(), &o, 0, 400);
     let (version, floor) = (s.db().version(), s.db().history_floor());
     // The floor trails the tip by the retention plus at most one maintenance interval.
-    assert!(floor + 64 <= version && version - floor <= 64 + 16 + 2, "{floor} {version}");
+    assert!(
+        floor + 64 <= version && version - floor <= 64 + 16 + 2,
+        "{floor} {version}"
+    );
     // Without the policy the floor stays where it was.
     let o = opts(u64::MAX, 16);
     let dir2 = tempfile::tempdir().unwrap();
