@@ -23,7 +23,8 @@
 //! ```
 //!
 //! A store whose directory already holds `N` publications (marker file `filled` written after
-//! a complete fill) is reused, so a re-run with `--work` on the same directory only times; the
+//! a complete fill) is reused, so a re-run with `--work` on the same directory only times; a
+//! store without the marker (an interrupted fill) is topped up to `N`; the
 //! stores are deleted at the end unless `--keep` is given. Results go to stdout as Markdown.
 
 use std::collections::BTreeMap;
@@ -139,12 +140,20 @@ fn fill(store: &Path, n: u64, threads: usize) -> Result<Duration, String> {
                     return Ok(());
                 }
                 let path = file_path(i);
-                let mut attempts = 0;
+                let mut attempts = 0u32;
                 loop {
                     match client.put(WORKBENCH, &path, &body(i), &opts) {
                         Ok(_) => break,
-                        // Concurrent fillers race on the shard's read-version fence.
-                        Err(nokv::Error::Busy) if attempts < 100 => attempts += 1,
+                        // Topping up an interrupted fill: this publication is already there.
+                        Err(nokv::Error::AlreadyExists { .. }) => break,
+                        // Concurrent fillers race on the shard's read-version fence; back off.
+                        Err(
+                            nokv::Error::Busy
+                            | nokv::Error::Meta(meta::Error::ReadVersionConflict { .. }),
+                        ) if attempts < 1_000 => {
+                            attempts += 1;
+                            std::thread::sleep(Duration::from_millis(u64::from(attempts % 20)));
+                        }
                         Err(e) => return Err(format!("put {path}: {e}")),
                     }
                 }
@@ -255,14 +264,11 @@ struct Tally {
 }
 
 /// Logical bytes per holt tree of the store's metadata database (History split by source
-/// family tag, RecoveryOutbox by header/chunk rows). Opens the database exclusively.
+/// family tag, RecoveryOutbox by header/chunk rows). Opens the database read-only: nothing is
+/// written (the on-disk bytes it reports stay as measured), and a store a writer holds works.
 fn census(meta_dir: &Path) -> Result<BTreeMap<String, Tally>, String> {
-    let opts = holt::Options {
-        checkpoint_wal_bytes: 0,
-        ..Default::default()
-    };
-    let db =
-        holt::Db::open(meta_dir, opts).map_err(|e| format!("open {}: {e}", meta_dir.display()))?;
+    let db = holt::Db::open_read_only(meta_dir, holt::Options::default())
+        .map_err(|e| format!("open {}: {e}", meta_dir.display()))?;
     let mut out: BTreeMap<String, Tally> = BTreeMap::new();
     let names: BTreeMap<u8, String> = db.trees().into_iter().map(|t| (t.tag, t.name)).collect();
     for info in db.trees() {
@@ -392,7 +398,8 @@ fn run(args: &Args) -> Result<(), String> {
         {
             eprintln!("reusing {}", store.display());
         } else {
-            let _ = std::fs::remove_dir_all(&store);
+            // A store without the marker is an interrupted fill of this size: it is topped up
+            // (create-only puts of publications already present count as done).
             eprintln!("filling {} with {n} publications", store.display());
             let took = fill(&store, n, args.fill_threads)?;
             std::fs::write(&marker, n.to_string()).map_err(|e| format!("marker: {e}"))?;
