@@ -45,6 +45,7 @@ pub(crate) fn run_step<T>(
     use crate::store::TxnStore;
     let store = &shard.inner.store;
     for _ in 0..MAX_ATTEMPTS {
+        shard.prepare_write()?;
         let snap = store.snapshot();
         crate::command::executor::check_handle_fences(&snap, &shard.inner.fence)?;
         let step = plan(&snap)?;

@@ -426,6 +426,7 @@ pub(crate) enum Planned {
 }
 
 fn attempt(shard: &MetaShard, req: &PublishRequest, digest: [u8; 32]) -> Result<PublishReceipt> {
+    shard.prepare_write()?;
     let store = &shard.inner.store;
     let snap = store.snapshot();
     match plan(shard, &snap, req, digest)? {

@@ -1034,6 +1034,7 @@ pub fn own_objects(shard: &MetaShard, id: &OperationId) -> Result<Vec<(String, u
 pub fn publish_operation(shard: &MetaShard, id: &OperationId) -> Result<PublishReceipt> {
     let key = op_key(shard, id);
     for _ in 0..MAX_ATTEMPTS {
+        shard.prepare_write()?;
         let snap = shard.inner.store.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         let Some((bytes, op)) = read_op(&snap, &key)? else {

@@ -307,6 +307,7 @@ pub fn remove(shard: &MetaShard, req: &RemoveRequest) -> Result<RemoveReceipt> {
     let digest = command_digest(req);
     let store = &shard.inner.store;
     for _ in 0..MAX_ATTEMPTS {
+        shard.prepare_write()?;
         let snap = store.snapshot();
         let planned = plan(shard, &snap, req, digest)?;
         drop(snap);

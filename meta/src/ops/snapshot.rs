@@ -547,6 +547,7 @@ pub fn create(
     let root = shard.root_id();
     retrying(|| {
         let lease = lease_clock::observe(shard, wall_unix_ms, policy.skew_grace_ms)?;
+        shard.prepare_write()?;
         let snap = shard.inner.store.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         if let Some(out) = replay_lookup(&snap, &root, &req.request_id, &digest)? {
@@ -689,6 +690,7 @@ pub fn renew(
     let root = shard.root_id();
     retrying(|| {
         let lease = lease_clock::observe(shard, wall_unix_ms, policy.skew_grace_ms)?;
+        shard.prepare_write()?;
         let snap = shard.inner.store.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         if let Some(out) = replay_lookup(&snap, &root, &req.request_id, &digest)? {
@@ -802,6 +804,7 @@ pub fn retire(
     let digest = digest(b"nokv.snapshot.retire.v1\0", &parts);
     let root = shard.root_id();
     retrying(|| {
+        shard.prepare_write()?;
         let snap = shard.inner.store.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         if let Some(out) = replay_lookup(&snap, &root, &req.request_id, &digest)? {
@@ -1105,6 +1108,7 @@ fn workbench_of<S: Snapshot>(
 fn claim(shard: &MetaShard, k: &SnapshotRefKey, lease: &LeaseReading) -> Result<Option<String>> {
     let root = shard.root_id();
     retrying(|| {
+        shard.prepare_write()?;
         let snap = shard.inner.store.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         let key = k.encode();
@@ -1170,6 +1174,7 @@ fn claim(shard: &MetaShard, k: &SnapshotRefKey, lease: &LeaseReading) -> Result<
 fn finalize(shard: &MetaShard, k: &SnapshotRefKey) -> Result<bool> {
     let root = shard.root_id();
     retrying(|| {
+        shard.prepare_write()?;
         let snap = shard.inner.store.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         let key = k.encode();
@@ -1341,6 +1346,7 @@ fn consumer_command(
     let root = shard.root_id();
     retrying(|| {
         let lease = lease_clock::observe(shard, wall_unix_ms, policy.skew_grace_ms)?;
+        shard.prepare_write()?;
         let snap = shard.inner.store.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         let (_, ws) = visible_marker(&snap, &root, workbench_id)?;
