@@ -820,7 +820,9 @@ pub fn run_pass(
     let mut budget = opts.max_revisions.unwrap_or(usize::MAX);
     let mut barrier_this_round = false;
     for _round in 0..MAX_ROUNDS {
-        {
+        if !opts.dry_run {
+            // A pass writes: the owner epoch advances before its first check (lazy epoch).
+            shard.prepare_write()?;
             let snap = shard.inner.store.snapshot();
             crate::command::executor::check_handle_fences(&snap, &shard.inner.fence)?;
         }
