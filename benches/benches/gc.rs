@@ -77,7 +77,10 @@ impl Store {
             started.elapsed()
         );
         let settle = client.gc(&GcOptions::default()).expect("settle pass");
-        assert!(settle.collected.is_empty(), "nothing collectable after load");
+        assert!(
+            settle.collected.is_empty(),
+            "nothing collectable after load"
+        );
         Store {
             label,
             _dir: dir,
