@@ -72,6 +72,22 @@ impl Owner {
         // the durable commit it describes), so a poisoned lock is taken over.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Persists this handle's owner epoch if it is not yet (the lazy advance before the first
+    /// write); `true` when this call advanced it.
+    fn advance_once(&self, db: &holt::Db, st: &mut OwnerState) -> Result<bool> {
+        if st.advanced {
+            return Ok(false);
+        }
+        crate::schema::advance_owner_epoch(
+            db,
+            st.epoch_at_open,
+            st.verified_at_open,
+            &self.retention,
+        )?;
+        st.advanced = true;
+        Ok(true)
+    }
 }
 
 /// One opened logical-shard metadata store (cheap to clone; `Send + Sync`): a **writer** handle
@@ -218,14 +234,7 @@ impl MetaShard {
         };
         let db = self.db();
         let mut st = owner.state();
-        if !st.advanced {
-            crate::schema::advance_owner_epoch(
-                db,
-                st.epoch_at_open,
-                st.verified_at_open,
-                &owner.retention,
-            )?;
-            st.advanced = true;
+        if owner.advance_once(db, &mut st)? {
             st.last_step_version = db.version();
             return Ok(());
         }
@@ -300,15 +309,7 @@ impl MetaShard {
         };
         let db = self.db();
         let mut st = owner.state();
-        if !st.advanced {
-            crate::schema::advance_owner_epoch(
-                db,
-                st.epoch_at_open,
-                st.verified_at_open,
-                &owner.retention,
-            )?;
-            st.advanced = true;
-        }
+        owner.advance_once(db, &mut st)?;
         let report = self.maintenance_step(&owner.retention)?;
         st.last_step_version = db.version();
         Ok(report)

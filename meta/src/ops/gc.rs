@@ -629,38 +629,21 @@ pub(crate) fn holds_at(snap: &HoltSnapshot, root: &RootId) -> Result<Vec<HoldInf
                 }
             }
             HoldId::Restore(op) => {
-                let key = OperationKey {
-                    root: *root,
-                    kind: OperationKind::Restore,
-                    operation_id: op,
-                }
-                .encode();
-                let destination_workbench_id = match snap.get(Family::Operation, &key)? {
-                    Some(b) => match Operation::decode_for_kind(OperationKind::Restore, &b) {
-                        Ok(Operation::Restore(r)) => Some(r.destination_workbench_id),
-                        _ => None,
-                    },
-                    None => None,
-                };
+                // Diagnostic naming only: an undecodable row names no workbench.
+                let destination_workbench_id = super::restore::read_op(snap, root, &op)
+                    .ok()
+                    .flatten()
+                    .map(|(_, r)| r.destination_workbench_id);
                 HoldHolder::Restore {
                     operation_id: op,
                     destination_workbench_id,
                 }
             }
             HoldId::BuildCommit(op) => {
-                let key = OperationKey {
-                    root: *root,
-                    kind: OperationKind::BuildCommit,
-                    operation_id: op,
-                }
-                .encode();
-                let workbench_id = match snap.get(Family::Operation, &key)? {
-                    Some(b) => match Operation::decode_for_kind(OperationKind::BuildCommit, &b) {
-                        Ok(Operation::BuildCommit(o)) => Some(o.workbench_id),
-                        _ => None,
-                    },
-                    None => None,
-                };
+                let workbench_id = super::commit::read_build(snap, root, &op)
+                    .ok()
+                    .flatten()
+                    .map(|(_, o)| o.workbench_id);
                 HoldHolder::BuildCommit {
                     operation_id: op,
                     workbench_id,

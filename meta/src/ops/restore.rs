@@ -406,7 +406,7 @@ fn op_key(root: &RootId, id: &OperationId) -> Vec<u8> {
 }
 
 /// Reads the restore operation `id` at `snap`: `(bytes, decoded)`.
-fn read_op<S: Snapshot>(
+pub(crate) fn read_op<S: Snapshot>(
     snap: &S,
     root: &RootId,
     id: &OperationId,
