@@ -12,7 +12,6 @@ use clap::Args;
 use serde_json::json;
 
 use super::{print_json, EXIT_OK, EXIT_TOOL_ERROR};
-use crate::client::{Client, ClientOptions};
 
 /// `nokv fsck` arguments.
 #[derive(Debug, Args)]
@@ -28,11 +27,7 @@ pub struct FsckArgs {
 
 /// Runs `nokv fsck`; returns the exit code.
 pub fn run_fsck(dir: &Path, args: FsckArgs, out: &mut dyn Write) -> u8 {
-    let options = ClientOptions {
-        create_if_missing: false,
-        ..Default::default()
-    };
-    let client = match Client::open_with(dir, options) {
+    let client = match super::read_only::open_existing(dir, false) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("nokv: {e}");

@@ -11,7 +11,6 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use super::{parse_operation_id, print_json, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
-use crate::client::{Client, ClientOptions};
 use crate::lifetime::RemoveOptions;
 use crate::workbench::errors::ToolError;
 use crate::workbench::{store_error, tool_error};
@@ -62,11 +61,7 @@ pub fn run_rm(dir: &Path, args: RmArgs, out: &mut dyn Write) -> u8 {
             )
         }
     };
-    let options = ClientOptions {
-        create_if_missing: false,
-        ..Default::default()
-    };
-    let client = match Client::open_with(dir, options) {
+    let client = match super::read_only::open_existing(dir, false) {
         Ok(c) => c,
         Err(e) => return fail(out, store_error(e), EXIT_TOOL_ERROR),
     };
