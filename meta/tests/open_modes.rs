@@ -5,7 +5,6 @@
 //! - a read-only handle takes no lock, reads the state as of its open, and refuses every write
 //!   with `Error::ReadOnly`, writing nothing.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use meta::outbox::{chunk_key, decode_chunk, decode_record, RecoveryEntry};
@@ -14,24 +13,9 @@ use meta::{
     RequestId,
 };
 
-fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.insert(
-                    p.strip_prefix(dir).unwrap().display().to_string(),
-                    std::fs::read(&p).unwrap(),
-                );
-            }
-        }
-    }
-    out
-}
+#[path = "fixtures/files.rs"]
+mod files;
+use files::files;
 
 fn open(dir: &Path) -> MetaShard {
     MetaShard::open(dir, OpenOptions::default()).unwrap()

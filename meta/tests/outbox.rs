@@ -3,7 +3,6 @@
 //! whose outbox has a gap, a broken chain, a missing/orphan/truncated chunk, a foreign row or a
 //! tail that disagrees with System.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use meta::codec::system::{RecoveryTail, KEY_RECOVERY_TAIL};
@@ -18,24 +17,9 @@ use meta::{
     PublishRequest, RequestId,
 };
 
-fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.insert(
-                    p.strip_prefix(dir).unwrap().display().to_string(),
-                    std::fs::read(&p).unwrap(),
-                );
-            }
-        }
-    }
-    out
-}
+#[path = "fixtures/files.rs"]
+mod files;
+use files::files;
 
 fn open(dir: &Path) -> MetaShard {
     MetaShard::open(dir, OpenOptions::default()).unwrap()
