@@ -19,11 +19,12 @@ fn segments(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// The image files (`image-<first>-<last>.holt`) the store is served from.
 fn checkpoints(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "ckpt"))
+        .filter(|p| p.extension().is_some_and(|e| e == "holt"))
         .collect();
     v.sort();
     v

@@ -89,7 +89,7 @@ pub(crate) fn recover(fs: &dyn WalFs, wal_dir: &Path, mut state: State) -> Resul
                     return Ok(());
                 }
                 state
-                    .apply_record(rec, lsn)
+                    .apply_record(rec, lsn)?
                     .map_err(|reason| Error::corrupt(path, off, reason))?;
                 expected = lsn + 1;
                 replayed_bytes += len;

@@ -404,13 +404,15 @@ fn commits_are_acknowledged_while_a_background_checkpoint_is_being_written() {
         .unwrap()
         .filter_map(|e| {
             let name = e.unwrap().file_name().into_string().unwrap();
-            name.strip_prefix("checkpoint-")?
-                .strip_suffix(".ckpt")?
+            name.strip_prefix("image-")?
+                .strip_suffix(".holt")?
+                .split_once('-')?
+                .1
                 .parse()
                 .ok()
         })
         .max()
-        .expect("an installed checkpoint");
+        .expect("an installed image");
     for e in std::fs::read_dir(dir.path().join("wal")).unwrap() {
         let name = e.unwrap().file_name().into_string().unwrap();
         let start: u64 = name.trim_end_matches(".wal").parse().unwrap();
