@@ -1149,6 +1149,12 @@ impl Db {
         }
     }
 
+    /// The newest published state (tests).
+    #[cfg(test)]
+    pub(crate) fn current_state(&self) -> Arc<State> {
+        self.inner.current()
+    }
+
     /// Installs (or clears) the checkpoint test hook.
     #[cfg(test)]
     pub(crate) fn set_checkpoint_hook(&self, hook: Option<CkptHook>) {
