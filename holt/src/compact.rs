@@ -76,7 +76,7 @@ pub(crate) fn write(
             .map(|l| l.list(&[], None, None, None))
             .collect::<Result<Vec<_>>>()?;
         let mut merged = Merged::new(cursors)?;
-        let mut builder = TrieBuilder::new(versioned || tag == HISTORY_TAG);
+        let mut builder = TrieBuilder::new(versioned || tag == HISTORY_TAG, !bottom);
         while let Some(head) = merged.head() {
             if let Head::Key { key, slot, .. } = head {
                 if !mvcc::drop_in_image(tag, versioned, slot, job.drop_floor, bottom) {

@@ -103,8 +103,8 @@ impl<'s> Layer<'s> {
     /// subtrees by summary. Positioned before the first item. Errors: `Corrupt` (images).
     pub(crate) fn list<'f>(
         &self,
-        prefix: &[u8],
-        start_after: Option<&[u8]>,
+        prefix: &'f [u8],
+        start_after: Option<&'f [u8]>,
         delimiter: Option<u8>,
         skip: Option<&'f SkipAll<'f>>,
     ) -> Result<LayerCursor<'f>>
@@ -217,6 +217,8 @@ pub(crate) struct Merged<'f> {
     cursors: Vec<LayerCursor<'f>>,
     /// Bit `i`: cursor `i`'s current item has the bytes of the head.
     head: u64,
+    /// The head is a common prefix (in at least one layer).
+    group: bool,
 }
 
 /// The head of a [`Merged`] stream.
@@ -235,7 +237,11 @@ impl<'f> Merged<'f> {
         for c in &mut cursors {
             c.advance()?;
         }
-        let mut m = Merged { cursors, head: 0 };
+        let mut m = Merged {
+            cursors,
+            head: 0,
+            group: false,
+        };
         m.find_head();
         Ok(m)
     }
@@ -243,38 +249,37 @@ impl<'f> Merged<'f> {
     fn find_head(&mut self) {
         let mut best: Option<&[u8]> = None;
         let mut mask = 0u64;
+        let mut group = false;
         for (i, c) in self.cursors.iter().enumerate() {
             let Some(item) = c.current() else { continue };
             let b = item.bytes();
+            let is_group = matches!(item, Item::Group(_));
             match best {
                 Some(cur) if b > cur => {}
-                Some(cur) if b == cur => mask |= 1 << i,
+                Some(cur) if b == cur => {
+                    mask |= 1 << i;
+                    group |= is_group;
+                }
                 _ => {
                     best = Some(b);
                     mask = 1 << i;
+                    group = is_group;
                 }
             }
         }
         self.head = mask;
+        self.group = group;
     }
 
     /// The head item (`None` at the end).
+    #[inline]
     pub(crate) fn head(&self) -> Option<Head<'_>> {
         if self.head == 0 {
             return None;
         }
         let first = self.head.trailing_zeros() as usize;
-        let mut group = false;
-        let mut bits = self.head;
-        while bits != 0 {
-            let i = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            if matches!(self.cursors.get(i)?.current(), Some(Item::Group(_))) {
-                group = true;
-            }
-        }
         match self.cursors.get(first)?.current()? {
-            Item::Key(key, slot) if !group => Some(Head::Key { key, slot }),
+            Item::Key(key, slot) if !self.group => Some(Head::Key { key, slot }),
             item => Some(Head::Group {
                 prefix: item.bytes(),
                 layers: self.head,

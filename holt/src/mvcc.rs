@@ -142,21 +142,26 @@ pub(crate) fn write(
     version: u64,
     out: &mut Vec<PhysOp>,
 ) -> Result<()> {
-    let (prev, first_write) = match st.slot(meta.tag, &key)? {
-        Some(s) => (s.value.map(Arc::<[u8]>::from), s.version != version),
-        None => (None, true),
-    };
-    if value.is_none() && prev.is_none() {
-        return Ok(());
-    }
-    if meta.versioned && first_write {
-        let row = PhysOp {
-            tag: history.tag,
-            key: history_key(meta.tag, &key, version),
-            value: Some(encode_history_value(prev.as_deref())),
+    // A put into an unversioned tree needs nothing from the current slot: skip the lookup
+    // (which may probe every image for a new key).
+    if meta.versioned || value.is_none() {
+        let row = {
+            let cur = st.slot(meta.tag, &key)?;
+            let prev = cur.and_then(|s| s.value);
+            if value.is_none() && prev.is_none() {
+                return Ok(());
+            }
+            let first_write = cur.is_none_or(|s| s.version != version);
+            (meta.versioned && first_write).then(|| PhysOp {
+                tag: history.tag,
+                key: history_key(meta.tag, &key, version),
+                value: Some(encode_history_value(prev)),
+            })
         };
-        st.apply(history, row.clone(), version)?;
-        out.push(row);
+        if let Some(row) = row {
+            st.apply(history, row.clone(), version)?;
+            out.push(row);
+        }
     }
     let op = PhysOp {
         tag: meta.tag,

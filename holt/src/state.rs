@@ -265,6 +265,10 @@ impl State {
         }
         for img in self.images.iter() {
             if let Some(root) = img.root(tag) {
+                // Images above the base carry a bloom filter: skip those that lack the key.
+                if !image::may_contain(img, &root, key)? {
+                    continue;
+                }
                 if let Some(l) = image::get(img, root.off, key)? {
                     return Ok(Some(SlotRef::of_leaf(l)));
                 }

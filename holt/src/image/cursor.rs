@@ -27,7 +27,10 @@ enum Frame<'a> {
         /// Key offset of the node's edge bytes (`path[..edge_depth]` leads to them).
         edge_depth: usize,
         terminal_pending: bool,
+        /// The next child to visit: the first with an edge byte `>= next`, at child index
+        /// `index`.
         next: u16,
+        index: u16,
     },
 }
 
@@ -53,12 +56,27 @@ pub(crate) struct ImgList<'a, 's> {
     img: &'a Image,
     stack: Vec<Frame<'a>>,
     path: Vec<u8>,
-    prefix: Vec<u8>,
-    start_after: Option<Vec<u8>>,
+    prefix: &'s [u8],
+    start_after: Option<&'s [u8]>,
     delimiter: Option<u8>,
     skip: Option<&'s SkipFn<'s>>,
     done: bool,
     cur: Cur<'a>,
+}
+
+/// How many children of a node [`warm`] touches ahead of the walk.
+const WARM_CHILDREN: usize = 16;
+
+/// Reads the first byte of each of the first [`WARM_CHILDREN`] children of `node`. The loads
+/// do not depend on each other, so the CPU overlaps their cache (and TLB) misses instead of
+/// taking them one after another as the walk reaches each child. A pure read of mapped bytes:
+/// no effect on results, and nothing is trusted from blocks not yet checked.
+fn warm(img: &Image, node: &Inner<'_>) {
+    let mut acc = 0u8;
+    for off in node.first_children(WARM_CHILDREN) {
+        acc = acc.wrapping_add(img.peek(off));
+    }
+    std::hint::black_box(acc);
 }
 
 fn lcp(a: &[u8], b: &[u8]) -> usize {
@@ -73,17 +91,17 @@ impl<'a, 's> ImgList<'a, 's> {
     pub(crate) fn new(
         img: &'a Image,
         root: u64,
-        prefix: &[u8],
-        start_after: Option<&[u8]>,
+        prefix: &'s [u8],
+        start_after: Option<&'s [u8]>,
         delimiter: Option<u8>,
         skip: Option<&'s SkipFn<'s>>,
     ) -> Result<Self> {
         let mut c = ImgList {
             img,
-            stack: Vec::new(),
-            path: Vec::new(),
-            prefix: prefix.to_vec(),
-            start_after: start_after.map(<[u8]>::to_vec),
+            stack: Vec::with_capacity(16),
+            path: Vec::with_capacity(128),
+            prefix,
+            start_after,
             delimiter,
             skip,
             done: false,
@@ -114,8 +132,8 @@ impl<'a, 's> ImgList<'a, 's> {
 
     #[inline]
     fn skips_node(&self, n: &Inner<'_>) -> bool {
-        match (self.skip, &n.summary) {
-            (Some(f), Some(s)) => f(s),
+        match (self.skip, n.summary()) {
+            (Some(f), Some(s)) => f(&s),
             _ => false,
         }
     }
@@ -125,12 +143,13 @@ impl<'a, 's> ImgList<'a, 's> {
             return;
         }
         self.path.truncate(depth);
-        self.path.extend_from_slice(n.prefix);
+        self.path.extend_from_slice(n.prefix());
         self.stack.push(Frame::Inner {
             node: n,
             edge_depth: self.path.len(),
             terminal_pending: true,
             next: 0,
+            index: 0,
         });
     }
 
@@ -155,17 +174,17 @@ impl<'a, 's> ImgList<'a, 's> {
                 }
                 Rec::Inner(n) => {
                     let rest = target.get(depth..).unwrap_or_default();
-                    let m = lcp(n.prefix, rest);
-                    if m < n.prefix.len() {
+                    let m = lcp(n.prefix(), rest);
+                    if m < n.prefix().len() {
                         // The subtree lies wholly above the target (the target ran out, or a
                         // larger byte) or wholly below it.
-                        if m == rest.len() || n.prefix[m] > rest[m] {
+                        if m == rest.len() || n.prefix()[m] > rest[m] {
                             self.push_node(n, depth);
                         }
                         return Ok(());
                     }
                     self.path.truncate(depth);
-                    self.path.extend_from_slice(n.prefix);
+                    self.path.extend_from_slice(n.prefix());
                     let edge_depth = self.path.len();
                     match target.get(edge_depth) {
                         None => {
@@ -175,15 +194,18 @@ impl<'a, 's> ImgList<'a, 's> {
                                 edge_depth,
                                 terminal_pending: inclusive,
                                 next: 0,
+                                index: 0,
                             });
                             return Ok(());
                         }
                         Some(&b) => {
+                            let next = u16::from(b) + 1;
                             self.stack.push(Frame::Inner {
                                 node: n,
                                 edge_depth,
                                 terminal_pending: false,
-                                next: u16::from(b) + 1,
+                                next,
+                                index: n.count_below(next),
                             });
                             match n.find(b) {
                                 Some(c) => {
@@ -214,7 +236,7 @@ impl<'a, 's> ImgList<'a, 's> {
     /// Classifies the key in `path` (slot `leaf`): sets the current item and returns true, or
     /// returns false to go on (a group at or before `start_after`, or the end of the prefix).
     fn on_key(&mut self, leaf: Leaf<'a>) -> bool {
-        if !self.path.starts_with(&self.prefix) {
+        if !self.path.starts_with(self.prefix) {
             self.done = true;
             return false;
         }
@@ -228,11 +250,7 @@ impl<'a, 's> ImgList<'a, 's> {
             return true;
         };
         self.skip_group(pos);
-        if self
-            .start_after
-            .as_deref()
-            .is_none_or(|sa| &self.path[..=pos] > sa)
-        {
+        if self.start_after.is_none_or(|sa| &self.path[..=pos] > sa) {
             self.cur = Cur::Group(pos + 1);
             return true;
         }
@@ -274,12 +292,16 @@ impl<'a, 's> ImgList<'a, 's> {
                     edge_depth,
                     terminal_pending,
                     next,
+                    index,
                 } => {
                     let node = *node;
                     let edge_depth = *edge_depth;
                     if *terminal_pending {
                         *terminal_pending = false;
-                        if let Some(t) = node.terminal {
+                        if *next == 0 {
+                            warm(self.img, &node);
+                        }
+                        if let Some(t) = node.terminal() {
                             let leaf = terminal_leaf(self.img, t)?;
                             self.path.truncate(edge_depth);
                             if !self.skips_leaf(&leaf) && self.on_key(leaf) {
@@ -288,9 +310,10 @@ impl<'a, 's> ImgList<'a, 's> {
                             continue;
                         }
                     }
-                    match node.next_from(*next) {
+                    match node.child_at(*next, *index) {
                         Some((b, c)) => {
                             *next = u16::from(b) + 1;
+                            *index += 1;
                             (b, c, edge_depth)
                         }
                         None => {
@@ -313,7 +336,7 @@ impl<'a, 's> ImgList<'a, 's> {
                     if self.skips_node(&n) {
                         continue;
                     }
-                    self.path.extend_from_slice(n.prefix);
+                    self.path.extend_from_slice(n.prefix());
                     if self.path.len() > MAX_PATH {
                         return Err(self
                             .img
@@ -335,11 +358,7 @@ impl<'a, 's> ImgList<'a, 's> {
                         {
                             let pos = plen + i;
                             self.skip_group(pos);
-                            if self
-                                .start_after
-                                .as_deref()
-                                .is_none_or(|sa| &self.path[..=pos] > sa)
-                            {
+                            if self.start_after.is_none_or(|sa| &self.path[..=pos] > sa) {
                                 self.cur = Cur::Group(pos + 1);
                                 return Ok(());
                             }
@@ -351,6 +370,7 @@ impl<'a, 's> ImgList<'a, 's> {
                         edge_depth: self.path.len(),
                         terminal_pending: true,
                         next: 0,
+                        index: 0,
                     });
                 }
             }

@@ -27,6 +27,8 @@ use super::writer::{Meta, RootEntry, TreeEntry};
 pub(crate) struct Root {
     pub(crate) off: u64,
     pub(crate) summary: Summary,
+    /// The tree's bloom filter `(offset, bytes)`, if the image has one.
+    pub(crate) bloom: Option<(u64, u64)>,
 }
 
 /// One immutable, mapped image file (see the module docs).
@@ -173,9 +175,19 @@ impl Image {
             if r.off >= nblocks << BLOCK_SHIFT {
                 return Err(bad(meta_off, "a root lies outside the data blocks"));
             }
+            let bloom = (r.bloom.1 > 0).then_some(r.bloom);
+            if let Some((boff, blen)) = bloom {
+                let fits = boff
+                    .checked_add(blen)
+                    .is_some_and(|e| e <= nblocks << BLOCK_SHIFT);
+                if !fits || blen % super::format::BLOOM_BLOCK as u64 != 0 {
+                    return Err(bad(meta_off, "a bloom filter lies outside the data blocks"));
+                }
+            }
             roots[usize::from(r.tag)] = Some(Root {
                 off: r.off,
                 summary: r.summary,
+                bloom,
             });
         }
         img.roots = roots.into_boxed_slice();
@@ -272,6 +284,13 @@ impl Image {
         Ok(&self.map[off as usize..end as usize])
     }
 
+    /// The first byte at data offset `off`, read without any check: a cache warm-up hint only
+    /// (the value must not be used; 0 past the end).
+    #[inline]
+    pub(crate) fn peek(&self, off: u64) -> u8 {
+        self.map.get(off as usize).copied().unwrap_or(0)
+    }
+
     /// The record (leaf or inner node) at data offset `off`.
     /// Errors: `Corrupt` for a bad block or bytes that are not a valid record.
     #[inline]
@@ -350,6 +369,7 @@ fn parse_meta(rec: &[u8]) -> std::result::Result<Meta, &'static str> {
             dead: v(&mut pos)?,
             max_stamp: v(&mut pos)?,
         };
+        let bloom = (v(&mut pos)?, v(&mut pos)?);
         if tag != HISTORY_TAG && !trees.iter().any(|t| t.tag == tag) {
             return Err("root of an unregistered tree");
         }
@@ -361,6 +381,7 @@ fn parse_meta(rec: &[u8]) -> std::result::Result<Meta, &'static str> {
             off,
             count,
             summary,
+            bloom,
         });
     }
     if pos != rec.len() {

@@ -125,6 +125,55 @@ pub(crate) fn u64_at(b: &[u8], off: usize) -> Option<u64> {
     Some(u64::from_le_bytes(a))
 }
 
+/// Bloom filter bits per key (blocked filter: one 512-bit block per key, [`BLOOM_PROBES`] bits
+/// set in it; about 1% false positives).
+pub(crate) const BLOOM_BITS_PER_KEY: u64 = 10;
+/// Bits set per key in its bloom block.
+pub(crate) const BLOOM_PROBES: u32 = 7;
+/// Bytes per bloom block (one cache line).
+pub(crate) const BLOOM_BLOCK: usize = 64;
+
+/// A stable 64-bit hash of a key (the image format depends on it: bloom filters).
+pub(crate) fn key_hash(key: &[u8]) -> u64 {
+    const M: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut h = (key.len() as u64).wrapping_mul(M) ^ 0x243F_6A88_85A3_08D3;
+    let mut chunks = key.chunks_exact(8);
+    for c in &mut chunks {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(c);
+        h = (h ^ u64::from_le_bytes(a)).wrapping_mul(M);
+        h ^= h >> 29;
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut a = [0u8; 8];
+        a[..rest.len()].copy_from_slice(rest);
+        h = (h ^ u64::from_le_bytes(a)).wrapping_mul(M);
+        h ^= h >> 29;
+    }
+    mix(h)
+}
+
+/// splitmix64's finalizer.
+#[inline]
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The bloom block of hash `h` among `blocks`, and the bit positions (0..512) it sets there.
+#[inline]
+pub(crate) fn bloom_probe(h: u64, blocks: u64) -> (u64, [u16; BLOOM_PROBES as usize]) {
+    let block = ((h >> 32) * blocks) >> 32;
+    let g = mix(h);
+    let mut bits = [0u16; BLOOM_PROBES as usize];
+    for (i, b) in bits.iter_mut().enumerate() {
+        *b = ((g >> (i * 9)) & 511) as u16;
+    }
+    (block, bits)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,7 +21,7 @@ mod writer;
 pub(crate) use cursor::{ImgItem, ImgList};
 pub(crate) use file::{Image, Root};
 pub(crate) use node::Leaf;
-pub(crate) use read::{any_in_prefix, get, last_below};
+pub(crate) use read::{any_in_prefix, get, last_below, may_contain};
 pub(crate) use writer::{BlockSink, Meta, Progress, ProgressFn, TreeEntry, TrieBuilder};
 
 #[cfg(test)]

@@ -43,24 +43,25 @@ impl Leaf<'_> {
     }
 }
 
-/// An inner node.
+/// An inner node: a view of its record, kept small (it is copied into every cursor frame).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Inner<'a> {
-    /// Compressed path: the key bytes between the parent's edge byte and this node's edges.
-    pub(crate) prefix: &'a [u8],
-    /// Subtree summary (stored for versioned trees and the history tree only).
-    pub(crate) summary: Option<Summary>,
-    /// File offset of the terminal leaf.
-    pub(crate) terminal: Option<u64>,
+    /// The whole record.
+    rec: &'a [u8],
+    /// File offset of the terminal leaf (`NONE`: no terminal).
+    terminal: u64,
+    prefix_at: u32,
+    edges_at: u32,
+    refs_at: u32,
+    /// Where the summary varints start (0: no summary).
+    summary_at: u32,
+    count: u16,
+    width: u8,
     bitmap: bool,
-    #[cfg_attr(not(test), allow(dead_code))]
-    count: usize,
-    width: usize,
-    /// Sorted edge bytes (`count` of them) or the 32-byte edge bitmap.
-    edges: &'a [u8],
-    /// `count` child references, `width` bytes each.
-    refs: &'a [u8],
 }
+
+/// `Inner::terminal` when the node has none.
+const NONE: u64 = u64::MAX;
 
 /// A decoded record.
 #[derive(Clone, Copy, Debug)]
@@ -145,23 +146,23 @@ pub(crate) fn parse(b: &[u8]) -> Result<Rec<'_>, ParseError> {
                 return Err(ParseError::Bad("sorted node with too many children"));
             }
             let prefix_len = len_of(varint(b, &mut pos)?)?;
-            let summary = if tag & F_SUMMARY != 0 {
-                Some(Summary {
-                    live: varint(b, &mut pos)?,
-                    dead: varint(b, &mut pos)?,
-                    max_stamp: varint(b, &mut pos)?,
-                })
+            let summary_at = if tag & F_SUMMARY != 0 {
+                let at = pos;
+                for _ in 0..3 {
+                    varint(b, &mut pos)?;
+                }
+                at
             } else {
-                None
+                0
             };
             let terminal = if tag & F_TERMINAL != 0 {
                 let s = b
                     .get(pos..pos + width)
                     .ok_or(ParseError::Bad("truncated node"))?;
                 pos += width;
-                Some(read_ref(s))
+                read_ref(s)
             } else {
-                None
+                NONE
             };
             let edges_len = if bitmap { BITMAP_BYTES } else { count };
             let total = pos
@@ -172,29 +173,31 @@ pub(crate) fn parse(b: &[u8]) -> Result<Rec<'_>, ParseError> {
             if total > b.len() {
                 return Err(ParseError::Short(total));
             }
-            let prefix = &b[pos..pos + prefix_len];
-            let edges = &b[pos + prefix_len..pos + prefix_len + edges_len];
-            let refs = &b[pos + prefix_len + edges_len..total];
+            let small = |v: usize| u32::try_from(v).map_err(|_| ParseError::Bad("node too large"));
+            let node = Inner {
+                rec: &b[..total],
+                terminal,
+                prefix_at: small(pos)?,
+                edges_at: small(pos + prefix_len)?,
+                refs_at: small(pos + prefix_len + edges_len)?,
+                summary_at: small(summary_at)?,
+                count: count as u16,
+                width: width as u8,
+                bitmap,
+            };
+            // Every read below is bounds-checked, so a bitmap that disagrees with the count can
+            // only make a lookup miss; it is refused here because that is cheap to check. (The
+            // order of sorted edge bytes is not re-checked on every read.)
             if bitmap {
+                let edges = node.edges();
                 let ones: u32 = (0..4).map(|i| word(edges, i).count_ones()).sum();
                 if ones as usize != count {
                     return Err(ParseError::Bad(
                         "edge bitmap does not match the child count",
                     ));
                 }
-            } else if edges.windows(2).any(|w| w[0] >= w[1]) {
-                return Err(ParseError::Bad("edge bytes are not strictly ascending"));
             }
-            Ok(Rec::Inner(Inner {
-                prefix,
-                summary,
-                terminal,
-                bitmap,
-                count,
-                width,
-                edges,
-                refs,
-            }))
+            Ok(Rec::Inner(node))
         }
         _ => Err(ParseError::Bad("not a node or leaf record")),
     }
@@ -204,13 +207,49 @@ impl<'a> Inner<'a> {
     /// Number of children (the terminal not counted; at least 1).
     #[cfg(test)]
     pub(crate) fn count(&self) -> usize {
-        self.count
+        usize::from(self.count)
+    }
+
+    /// Compressed path: the key bytes between the parent's edge byte and this node's edges.
+    #[inline]
+    pub(crate) fn prefix(&self) -> &'a [u8] {
+        self.rec
+            .get(self.prefix_at as usize..self.edges_at as usize)
+            .unwrap_or_default()
+    }
+
+    /// File offset of the terminal leaf.
+    #[inline]
+    pub(crate) fn terminal(&self) -> Option<u64> {
+        (self.terminal != NONE).then_some(self.terminal)
+    }
+
+    /// Subtree summary (stored for versioned trees and the history tree only).
+    #[inline]
+    pub(crate) fn summary(&self) -> Option<Summary> {
+        if self.summary_at == 0 {
+            return None;
+        }
+        let mut pos = self.summary_at as usize;
+        Some(Summary {
+            live: get_varint(self.rec, &mut pos)?,
+            dead: get_varint(self.rec, &mut pos)?,
+            max_stamp: get_varint(self.rec, &mut pos)?,
+        })
+    }
+
+    #[inline]
+    fn edges(&self) -> &'a [u8] {
+        self.rec
+            .get(self.edges_at as usize..self.refs_at as usize)
+            .unwrap_or_default()
     }
 
     #[inline]
     fn ref_at(&self, i: usize) -> Option<u64> {
-        let w = self.width;
-        self.refs.get(i * w..i * w + w).map(read_ref)
+        let w = usize::from(self.width);
+        let at = self.refs_at as usize + i * w;
+        self.rec.get(at..at + w).map(read_ref)
     }
 
     /// Rank of edge `b` in a bitmap node (number of set bits below it).
@@ -218,16 +257,17 @@ impl<'a> Inner<'a> {
     fn rank(&self, b: u8) -> usize {
         let wi = usize::from(b >> 6);
         let bit = u32::from(b & 63);
-        let mut r = (word(self.edges, wi) & ((1u64 << bit) - 1)).count_ones() as usize;
+        let edges = self.edges();
+        let mut r = (word(edges, wi) & ((1u64 << bit) - 1)).count_ones() as usize;
         for j in 0..wi {
-            r += word(self.edges, j).count_ones() as usize;
+            r += word(edges, j).count_ones() as usize;
         }
         r
     }
 
     #[inline]
     fn has_bit(&self, b: u8) -> bool {
-        word(self.edges, usize::from(b >> 6)) >> (b & 63) & 1 == 1
+        word(self.edges(), usize::from(b >> 6)) >> (b & 63) & 1 == 1
     }
 
     /// The offset of the child under edge byte `b`.
@@ -239,18 +279,61 @@ impl<'a> Inner<'a> {
             }
             self.ref_at(self.rank(b))
         } else {
-            let i = self.edges.iter().position(|&e| e == b)?;
+            let i = self.edges().iter().position(|&e| e == b)?;
             self.ref_at(i)
         }
     }
 
-    /// The child with the smallest edge byte `>= from` (`from` in `0..=256`).
+    /// Number of children with an edge byte `< from` (`from` in `0..=256`): the index of the
+    /// first child at or after `from`.
     #[inline]
+    pub(crate) fn count_below(&self, from: u16) -> u16 {
+        if self.bitmap {
+            if from >= 256 {
+                return self.count;
+            }
+            self.rank(from as u8) as u16
+        } else {
+            self.edges().partition_point(|&e| u16::from(e) < from) as u16
+        }
+    }
+
+    /// The child at position (`from`, `index`) of an in-order walk: the child with the
+    /// smallest edge byte `>= from`, whose index among the children is `index` (the walk keeps
+    /// both: after child `(b, i)` comes `(b + 1, i + 1)`). No search: sorted nodes read entry
+    /// `index`, bitmap nodes scan the bitmap from `from` and read reference `index`.
+    #[inline]
+    pub(crate) fn child_at(&self, from: u16, index: u16) -> Option<(u8, u64)> {
+        if self.bitmap {
+            let mut i = usize::from(from);
+            while i < 256 {
+                let w = word(self.edges(), i >> 6) >> (i & 63);
+                if w != 0 {
+                    let b = (i + w.trailing_zeros() as usize) as u8;
+                    return self.ref_at(usize::from(index)).map(|r| (b, r));
+                }
+                i = ((i >> 6) + 1) << 6;
+            }
+            None
+        } else {
+            let b = *self.edges().get(usize::from(index))?;
+            self.ref_at(usize::from(index)).map(|r| (b, r))
+        }
+    }
+
+    /// Offsets of the first `n` children, in edge order.
+    #[inline]
+    pub(crate) fn first_children(&self, n: usize) -> impl Iterator<Item = u64> + '_ {
+        (0..n.min(usize::from(self.count))).filter_map(|i| self.ref_at(i))
+    }
+
+    /// The child with the smallest edge byte `>= from` (`from` in `0..=256`).
+    #[cfg(test)]
     pub(crate) fn next_from(&self, from: u16) -> Option<(u8, u64)> {
         if self.bitmap {
             let mut i = usize::from(from);
             while i < 256 {
-                let w = word(self.edges, i >> 6) >> (i & 63);
+                let w = word(self.edges(), i >> 6) >> (i & 63);
                 if w != 0 {
                     let b = (i + w.trailing_zeros() as usize) as u8;
                     return self.ref_at(self.rank(b)).map(|r| (b, r));
@@ -259,8 +342,9 @@ impl<'a> Inner<'a> {
             }
             None
         } else {
-            let i = self.edges.partition_point(|&e| u16::from(e) < from);
-            let b = *self.edges.get(i)?;
+            let edges = self.edges();
+            let i = edges.partition_point(|&e| u16::from(e) < from);
+            let b = *edges.get(i)?;
             self.ref_at(i).map(|r| (b, r))
         }
     }
@@ -274,7 +358,7 @@ impl<'a> Inner<'a> {
                 let top = i - 1; // highest candidate bit
                 let wi = top >> 6;
                 let shift = 63 - (top & 63);
-                let w = word(self.edges, wi) << shift;
+                let w = word(self.edges(), wi) << shift;
                 if w != 0 {
                     let b = (top - w.leading_zeros() as usize) as u8;
                     return self.ref_at(self.rank(b)).map(|r| (b, r));
@@ -283,9 +367,10 @@ impl<'a> Inner<'a> {
             }
             None
         } else {
-            let i = self.edges.partition_point(|&e| u16::from(e) < below);
+            let edges = self.edges();
+            let i = edges.partition_point(|&e| u16::from(e) < below);
             let i = i.checked_sub(1)?;
-            let b = *self.edges.get(i)?;
+            let b = *edges.get(i)?;
             self.ref_at(i).map(|r| (b, r))
         }
     }
@@ -325,13 +410,35 @@ mod tests {
             let Ok(Rec::Inner(n)) = parse(&buf) else {
                 panic!("not an inner node");
             };
-            assert_eq!(n.prefix, b"pre");
-            assert_eq!(n.terminal, Some(7));
+            assert_eq!(n.prefix(), b"pre");
+            assert_eq!(n.terminal(), Some(7));
+            assert_eq!(
+                n.summary(),
+                Some(Summary {
+                    live: 3,
+                    dead: 1,
+                    max_stamp: 9
+                })
+            );
             assert_eq!(n.count(), edges.len());
             for b in 0..=255u8 {
                 let want = edges.contains(&b).then(|| 1000 + u64::from(b));
                 assert_eq!(n.find(b), want, "find {b}");
             }
+            let mut walked = Vec::new();
+            let (mut from, mut index) = (0u16, 0u16);
+            while let Some((b, off)) = n.child_at(from, index) {
+                walked.push((b, off));
+                from = u16::from(b) + 1;
+                index += 1;
+                assert_eq!(n.count_below(from), index);
+            }
+            let want: Vec<(u8, u64)> = edges.iter().map(|&e| (e, 1000 + u64::from(e))).collect();
+            assert_eq!(walked, want);
+            assert_eq!(
+                n.first_children(3).collect::<Vec<_>>(),
+                want.iter().take(3).map(|w| w.1).collect::<Vec<_>>()
+            );
             for from in 0..=256u16 {
                 let want = edges.iter().find(|&&e| u16::from(e) >= from);
                 assert_eq!(

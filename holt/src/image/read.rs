@@ -9,7 +9,8 @@ use crate::art::{Summary, Verdict};
 use crate::batch::MAX_KEY_LEN;
 use crate::error::Result;
 
-use super::file::Image;
+use super::file::{Image, Root};
+use super::format::{bloom_probe, key_hash, BLOOM_BLOCK};
 use super::node::{Inner, Leaf, Rec};
 
 /// Longest key path a walk accepts before it reports a reference cycle.
@@ -17,6 +18,25 @@ pub(crate) const MAX_PATH: usize = MAX_KEY_LEN + 1;
 
 fn lcp(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// Whether tree `root`'s bloom filter may hold `key` (`true` when the image has no filter): one
+/// 64-byte block read. Errors: `Corrupt` for a bad block.
+#[inline]
+pub(crate) fn may_contain(img: &Image, root: &Root, key: &[u8]) -> Result<bool> {
+    let Some((off, len)) = root.bloom else {
+        return Ok(true);
+    };
+    let blocks = len / BLOOM_BLOCK as u64;
+    if blocks == 0 {
+        return Ok(true);
+    }
+    let (block, probes) = bloom_probe(key_hash(key), blocks);
+    let bits = img.bytes_at(off + block * BLOOM_BLOCK as u64, BLOOM_BLOCK)?;
+    Ok(probes.iter().all(|&p| {
+        bits.get(usize::from(p >> 3))
+            .is_some_and(|b| b >> (p & 7) & 1 == 1)
+    }))
 }
 
 /// The terminal leaf at `off` (a leaf with an empty suffix).
@@ -38,13 +58,13 @@ pub(crate) fn get<'a>(img: &'a Image, root: u64, key: &[u8]) -> Result<Option<Le
             Rec::Leaf(l) => return Ok((key.get(depth..) == Some(l.suffix)).then_some(l)),
             Rec::Inner(n) => {
                 let rest = key.get(depth..).unwrap_or_default();
-                if !rest.starts_with(n.prefix) {
+                if !rest.starts_with(n.prefix()) {
                     return Ok(None);
                 }
-                depth += n.prefix.len();
+                depth += n.prefix().len();
                 match key.get(depth) {
                     None => {
-                        return match n.terminal {
+                        return match n.terminal() {
                             Some(t) => terminal_leaf(img, t).map(Some),
                             None => Ok(None),
                         }
@@ -92,14 +112,14 @@ pub(crate) fn last_below<'a>(
             }
             Rec::Inner(n) => {
                 let rest = bound.get(depth..).unwrap_or_default();
-                let m = lcp(n.prefix, rest);
-                if m < n.prefix.len() {
-                    if m < rest.len() && n.prefix[m] < rest[m] {
+                let m = lcp(n.prefix(), rest);
+                if m < n.prefix().len() {
+                    if m < rest.len() && n.prefix()[m] < rest[m] {
                         best = Best::Subtree(off, bound[..depth].to_vec());
                     }
                     break;
                 }
-                let edge_depth = depth + n.prefix.len();
+                let edge_depth = depth + n.prefix().len();
                 let Some(&b) = bound.get(edge_depth) else {
                     break;
                 };
@@ -107,7 +127,7 @@ pub(crate) fn last_below<'a>(
                     let mut key = bound[..edge_depth].to_vec();
                     key.push(eb);
                     best = Best::Subtree(c, key);
-                } else if let Some(t) = n.terminal {
+                } else if let Some(t) = n.terminal() {
                     best = Best::Leaf(bound[..edge_depth].to_vec(), terminal_leaf(img, t)?);
                 }
                 match n.find(b) {
@@ -136,13 +156,13 @@ pub(crate) fn last_below<'a>(
                 return Ok(Some((key, l)));
             }
             Rec::Inner(n) => {
-                key.extend_from_slice(n.prefix);
+                key.extend_from_slice(n.prefix());
                 match n.prev_before(256) {
                     Some((eb, c)) => {
                         key.push(eb);
                         off = c;
                     }
-                    None => match n.terminal {
+                    None => match n.terminal() {
                         Some(t) => return Ok(Some((key, terminal_leaf(img, t)?))),
                         None => return Err(img.corrupt(off, "inner node without entries")),
                     },
@@ -166,14 +186,14 @@ pub(crate) fn prefix_root(img: &Image, root: u64, prefix: &[u8]) -> Result<Optio
                 return Ok((m == rest.len()).then(|| (off, prefix[..depth].to_vec())));
             }
             Rec::Inner(n) => {
-                let m = lcp(n.prefix, rest);
+                let m = lcp(n.prefix(), rest);
                 if m == rest.len() {
                     return Ok(Some((off, prefix[..depth].to_vec())));
                 }
-                if m < n.prefix.len() {
+                if m < n.prefix().len() {
                     return Ok(None);
                 }
-                let edge_depth = depth + n.prefix.len();
+                let edge_depth = depth + n.prefix().len();
                 match prefix.get(edge_depth).and_then(|&b| n.find(b)) {
                     Some(c) => {
                         off = c;
@@ -203,8 +223,8 @@ pub(crate) fn any_in_prefix<'a>(
     let Some((start, mut path)) = prefix_root(img, root, prefix)? else {
         return Ok(false);
     };
-    // (node, key offset of its edge bytes, next edge to visit)
-    let mut stack: Vec<(Inner<'a>, usize, u16)> = Vec::new();
+    // (node, key offset of its edge bytes, next edge to visit, its child index)
+    let mut stack: Vec<(Inner<'a>, usize, u16, u16)> = Vec::new();
     let mut pending = Some(start);
     loop {
         if let Some(off) = pending.take() {
@@ -222,16 +242,16 @@ pub(crate) fn any_in_prefix<'a>(
                     }
                 },
                 Rec::Inner(n) => {
-                    let verdict = n.summary.as_ref().map_or(Verdict::Open, classify);
+                    let verdict = n.summary().as_ref().map_or(Verdict::Open, classify);
                     match verdict {
                         Verdict::Skip => {}
                         Verdict::Hit => return Ok(true),
                         Verdict::Open => {
-                            path.extend_from_slice(n.prefix);
+                            path.extend_from_slice(n.prefix());
                             if path.len() > MAX_PATH {
                                 return Err(img.corrupt(off, "reference cycle (key path too long)"));
                             }
-                            if let Some(t) = n.terminal {
+                            if let Some(t) = n.terminal() {
                                 let l = terminal_leaf(img, t)?;
                                 let hit = match classify(&l.summary()) {
                                     Verdict::Skip => false,
@@ -242,18 +262,19 @@ pub(crate) fn any_in_prefix<'a>(
                                     return Ok(true);
                                 }
                             }
-                            stack.push((n, path.len(), 0));
+                            stack.push((n, path.len(), 0, 0));
                         }
                     }
                 }
             }
         }
-        let Some((node, edge_depth, next)) = stack.last_mut() else {
+        let Some((node, edge_depth, next, index)) = stack.last_mut() else {
             return Ok(false);
         };
-        match node.next_from(*next) {
+        match node.child_at(*next, *index) {
             Some((b, c)) => {
                 *next = u16::from(b) + 1;
+                *index += 1;
                 path.truncate(*edge_depth);
                 path.push(b);
                 pending = Some(c);

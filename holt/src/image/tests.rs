@@ -13,6 +13,7 @@ use crate::wal::fs::OsFs;
 use crate::wal::sim::Rng;
 
 use super::format::{BLOCK, FOOTER_LEN};
+use super::may_contain;
 use super::node::Leaf;
 use super::{
     any_in_prefix, get, last_below, BlockSink, Image, ImgItem, ImgList, Meta, TreeEntry,
@@ -30,7 +31,7 @@ fn build(dir: &Path, model: &Model, versions: bool) -> PathBuf {
     let _ = std::fs::remove_file(&path);
     let mut progress = |_| Ok(());
     let mut sink = BlockSink::create(&OsFs, &path, &mut progress).unwrap();
-    let mut b = TrieBuilder::new(versions);
+    let mut b = TrieBuilder::new(versions, true);
     for (k, (v, ver)) in model {
         b.push(&mut sink, k, v.as_deref(), *ver).unwrap();
     }
@@ -163,6 +164,23 @@ fn check_against_model(img: &Image, m: &Model, r: &mut Rng, versions: bool) {
                 .unwrap()
                 .map(|l: Leaf<'_>| l.value.map(<[u8]>::to_vec));
             assert_eq!(got, want, "probe {probe:?}");
+        }
+    }
+    // The bloom filter holds every key and rejects most others.
+    if let Some(root) = img.root(TAG) {
+        assert!(root.bloom.is_some());
+        for k in m.keys() {
+            assert!(may_contain(img, &root, k).unwrap(), "bloom lost {k:?}");
+        }
+        let absent: Vec<Vec<u8>> = (0..2000u32)
+            .map(|i| format!("absent/{i}").into_bytes())
+            .collect();
+        let hits = absent
+            .iter()
+            .filter(|k| may_contain(img, &root, k).unwrap())
+            .count();
+        if m.len() >= 60 {
+            assert!(hits < 100, "{hits} false positives of 2000");
         }
     }
     // Full ordered iteration.

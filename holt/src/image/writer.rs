@@ -3,14 +3,15 @@
 //! [`WalFs`] layer (so the power-loss simulation covers image writes), then the tail: the CRC
 //! table, its directory and the footer.
 //!
-//! **Layout.** Records are appended to one of two streams: inner nodes to the *node* stream,
-//! leaves to the *leaf* stream. Each stream fills one block at a time; a record that does not fit
-//! in the rest of the stream's block goes to a fresh block (the rest is zero padding), so a
+//! **Layout.** Records are appended to one of two streams: inner nodes with an inner child to
+//! the *node* stream, leaves — and, right after them, the inner nodes whose children are all
+//! leaves — to the *leaf* stream. Each stream fills one block at a time; a record that does not
+//! fit in the rest of the stream's block goes to a fresh block (the rest is zero padding), so a
 //! record never straddles blocks unless it is larger than a block, in which case it gets its own
-//! contiguous run of blocks. Node blocks thus hold only inner nodes (written in post-order: a
-//! node after its children), which keeps the paths of lookups and the groups of delimiter
-//! listings dense in a small part of the file, while leaves (key suffix, version, value) sit in
-//! key order in the leaf blocks.
+//! contiguous run of blocks. Node blocks thus hold only the upper levels of the tree (written
+//! in post-order: a node after its children), which keeps the paths of lookups and the groups
+//! of delimiter listings dense in a small part of the file, while the leaves (key suffix,
+//! version, value) sit in key order in the leaf blocks next to their parent node.
 //!
 //! **Building.** [`TrieBuilder::push`] takes keys in strictly ascending order. A key's leaf can
 //! be written once the next key is known: its parent is the node at the deeper of the two
@@ -27,9 +28,9 @@ use crate::error::{Error, Result};
 use crate::wal::fs::{self as wfs, WalFile, WalFs};
 
 use super::format::{
-    put_ref, put_varint, ref_width, BITMAP_BYTES, BLOCK, CRCS_PER_PAGE, FOOTER_LEN, FORMAT,
-    F_SUMMARY, F_TERMINAL, F_TOMBSTONE, F_VERSION, MAGIC, SORTED_MAX, T_BITMAP, T_LEAF, T_META,
-    T_SORTED, WIDTH_SHIFT,
+    bloom_probe, key_hash, put_ref, put_varint, ref_width, BITMAP_BYTES, BLOCK, BLOOM_BITS_PER_KEY,
+    BLOOM_BLOCK, CRCS_PER_PAGE, FOOTER_LEN, FORMAT, F_SUMMARY, F_TERMINAL, F_TOMBSTONE, F_VERSION,
+    MAGIC, SORTED_MAX, T_BITMAP, T_LEAF, T_META, T_SORTED, WIDTH_SHIFT,
 };
 
 /// The inner-node stream.
@@ -346,6 +347,8 @@ pub(crate) struct RootEntry {
     pub(crate) count: u64,
     /// Live and dead slots and the largest commit version (0 for trees that keep no versions).
     pub(crate) summary: Summary,
+    /// The tree's bloom filter `(offset, bytes)` — `(0, 0)`: none (base images have none).
+    pub(crate) bloom: (u64, u64),
 }
 
 /// The meta record: what an image holds and as of which WAL position.
@@ -386,6 +389,8 @@ impl Meta {
             put_varint(&mut body, r.summary.live);
             put_varint(&mut body, r.summary.dead);
             put_varint(&mut body, r.summary.max_stamp);
+            put_varint(&mut body, r.bloom.0);
+            put_varint(&mut body, r.bloom.1);
         }
         out.push(T_META);
         put_varint(out, body.len() as u64);
@@ -398,6 +403,8 @@ struct Open {
     /// Key offset of the node's edge byte (all its keys share `key[..edge]`).
     edge: usize,
     children: Vec<(u8, u64)>,
+    /// Some child is an inner node (not only leaves).
+    inner_children: bool,
     terminal: Option<u64>,
     summary: Summary,
 }
@@ -418,6 +425,8 @@ pub(crate) struct TrieBuilder {
     spare: Vec<Vec<(u8, u64)>>,
     count: u64,
     rec: Vec<u8>,
+    /// Key hashes for the bloom filter (`None`: no filter).
+    hashes: Option<Vec<u64>>,
 }
 
 fn lcp(a: &[u8], b: &[u8]) -> usize {
@@ -426,8 +435,8 @@ fn lcp(a: &[u8], b: &[u8]) -> usize {
 
 impl TrieBuilder {
     /// A builder for a tree whose leaves carry commit versions (and nodes summaries) when
-    /// `versions` is set.
-    pub(crate) fn new(versions: bool) -> Self {
+    /// `versions` is set, with a bloom filter of its keys when `bloom` is set.
+    pub(crate) fn new(versions: bool, bloom: bool) -> Self {
         TrieBuilder {
             versions,
             prev: Vec::new(),
@@ -440,6 +449,7 @@ impl TrieBuilder {
             spare: Vec::new(),
             count: 0,
             rec: Vec::new(),
+            hashes: bloom.then(Vec::new),
         }
     }
 
@@ -475,6 +485,9 @@ impl TrieBuilder {
         self.pend_version = version;
         self.has_pending = true;
         self.count += 1;
+        if let Some(h) = &mut self.hashes {
+            h.push(key_hash(key));
+        }
         Ok(())
     }
 
@@ -505,6 +518,7 @@ impl TrieBuilder {
         self.stack.push(Open {
             edge,
             children,
+            inner_children: false,
             terminal: None,
             summary: Summary::default(),
         });
@@ -552,7 +566,11 @@ impl TrieBuilder {
             node.terminal,
             self.versions.then_some(node.summary),
         );
-        sink.append(NODE, &self.rec)
+        // A node whose children are all leaves goes right after them, into the leaf stream:
+        // a lookup's last node and its leaf then share a block (one page, one TLB entry), and
+        // the node stream keeps only the upper levels, which stay dense.
+        let stream = if node.inner_children { NODE } else { LEAF };
+        sink.append(stream, &self.rec)
     }
 
     /// Writes every open node deeper than `l` and attaches it to its parent (creating the
@@ -571,11 +589,31 @@ impl TrieBuilder {
             let edge = self.prev[parent_edge];
             if let Some(parent) = self.stack.last_mut() {
                 parent.children.push((edge, off));
+                parent.inner_children = true;
                 parent.summary.add(node.summary);
             }
             self.spare.push(node.children);
         }
         Ok(())
+    }
+
+    /// Writes the bloom filter of the keys pushed (if enabled): `(offset, bytes)`.
+    fn write_bloom(&mut self, sink: &mut BlockSink<'_>) -> Result<(u64, u64)> {
+        let Some(hashes) = self.hashes.take() else {
+            return Ok((0, 0));
+        };
+        let bits = (hashes.len() as u64 * BLOOM_BITS_PER_KEY).max(1);
+        let blocks = bits.div_ceil((BLOOM_BLOCK * 8) as u64);
+        let mut filter = vec![0u8; blocks as usize * BLOOM_BLOCK];
+        for h in hashes {
+            let (block, probes) = bloom_probe(h, blocks);
+            let base = block as usize * BLOOM_BLOCK;
+            for p in probes {
+                filter[base + usize::from(p >> 3)] |= 1 << (p & 7);
+            }
+        }
+        let off = sink.append(NODE, &filter)?;
+        Ok((off, filter.len() as u64))
     }
 
     /// Writes what is left; returns the tree's root (`None` for an empty tree).
@@ -587,11 +625,13 @@ impl TrieBuilder {
         if self.stack.is_empty() {
             let summary = self.leaf_summary();
             let off = self.write_pending_leaf(sink, 0)?;
+            let bloom = self.write_bloom(sink)?;
             return Ok(Some(RootEntry {
                 tag,
                 off,
                 count: self.count,
                 summary,
+                bloom,
             }));
         }
         self.place_pending(sink, 0)?;
@@ -602,6 +642,7 @@ impl TrieBuilder {
             let edge = self.prev[parent_edge];
             if let Some(parent) = self.stack.last_mut() {
                 parent.children.push((edge, off));
+                parent.inner_children = true;
                 parent.summary.add(node.summary);
             }
         }
@@ -609,11 +650,13 @@ impl TrieBuilder {
             return Ok(None);
         };
         let off = self.write_node(sink, &root, 0)?;
+        let bloom = self.write_bloom(sink)?;
         Ok(Some(RootEntry {
             tag,
             off,
             count: self.count,
             summary: root.summary,
+            bloom,
         }))
     }
 }
