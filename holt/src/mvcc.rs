@@ -64,7 +64,7 @@ use crate::art::Summary;
 use crate::error::{Error, Result};
 use crate::layers::SlotRef;
 use crate::registry::TreeMeta;
-use crate::state::{PhysOp, State};
+use crate::state::{PhysOp, State, Value};
 
 /// Tag of the engine-owned `history` tree.
 pub const HISTORY_TAG: u8 = 0x00;
@@ -159,17 +159,16 @@ pub(crate) fn write(
             })
         };
         if let Some(row) = row {
-            st.apply(history, row.clone(), version)?;
+            st.apply(history, &row.key, Value::from_arc(row.value.clone()), version)?;
             out.push(row);
         }
     }
-    let op = PhysOp {
+    st.apply(meta, &key, Value::from_arc(value.clone()), version)?;
+    out.push(PhysOp {
         tag: meta.tag,
         key,
         value,
-    };
-    st.apply(meta, op.clone(), version)?;
-    out.push(op);
+    });
     Ok(())
 }
 

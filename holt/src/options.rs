@@ -80,9 +80,9 @@ impl WalGroupStats {
     }
 }
 
-/// Default automatic-flush threshold: 2 MiB of WAL since the last flush. This bounds what an
+/// Default automatic-flush threshold: 1 MiB of WAL since the last flush. This bounds what an
 /// open replays (see [`Options::checkpoint_wal_bytes`]).
-pub const DEFAULT_CHECKPOINT_WAL_BYTES: u64 = 2 * 1024 * 1024;
+pub const DEFAULT_CHECKPOINT_WAL_BYTES: u64 = 1024 * 1024;
 
 /// Options for `Db::open` / `Db::open_memory`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,7 +93,7 @@ pub struct Options {
     pub wal_io: WalIo,
     /// Flush the in-memory delta to a new image automatically once this many WAL bytes (record
     /// headers included) have been written since the last flush, then run the merges the merge
-    /// policy calls for ([`crate::Db::flush`]). Default 2 MiB
+    /// policy calls for ([`crate::Db::flush`]). Default 1 MiB
     /// ([`DEFAULT_CHECKPOINT_WAL_BYTES`]); `0` disables automatic flushes and merges (and the
     /// background thread). This threshold bounds the WAL an open replays and the memory the
     /// delta takes: a flush that is due when the last `Db` clone is dropped is finished before

@@ -18,7 +18,7 @@ use crate::image::{self, Image};
 use crate::layers::{Layer, SlotRef};
 use crate::mvcc::{self, PruneCursor, HISTORY_TAG};
 use crate::registry::{Registry, TreeMeta};
-use crate::wal::record::Record;
+use crate::wal::record::{Record, RecordRef, HEADER_LEN};
 
 /// The adaptive radix tree backing one named tree.
 pub(crate) type TreeMap = Art<Slot>;
@@ -306,34 +306,32 @@ impl State {
         Ok(best)
     }
 
-    /// Applies one physical op at commit `version` to the active delta. Deletes leave a
-    /// tombstone in versioned trees; elsewhere they remove the key from the delta, leaving a
-    /// tombstone only when an older layer holds the key. Errors: `Corrupt` (reading images).
-    pub(crate) fn apply(&mut self, meta: &TreeMeta, op: PhysOp, version: u64) -> Result<()> {
-        let tombstone = match op.value {
-            Some(v) => {
-                self.tree_mut(op.tag).insert(
-                    &op.key,
-                    Slot {
-                        value: Value::from_arc(Some(v)),
-                        version,
-                    },
-                );
-                return Ok(());
-            }
-            None => meta.versioned || self.lower_has(op.tag, &op.key)?,
-        };
-        let map = self.tree_mut(op.tag);
-        if tombstone {
-            map.insert(
-                &op.key,
+    /// Applies one physical write at commit `version` to the active delta: a put of `value`
+    /// under `key` in `meta`'s tree, or a delete (`Value::Tombstone`). Deletes leave a tombstone
+    /// in versioned trees; elsewhere they remove the key from the delta, leaving a tombstone
+    /// only when an older layer holds the key. Errors: `Corrupt` (reading images).
+    pub(crate) fn apply(
+        &mut self,
+        meta: &TreeMeta,
+        key: &[u8],
+        value: Value,
+        version: u64,
+    ) -> Result<()> {
+        let tag = meta.tag;
+        if value.is_some() {
+            self.tree_mut(tag).insert(key, Slot { value, version });
+            return Ok(());
+        }
+        if meta.versioned || self.lower_has(tag, key)? {
+            self.tree_mut(tag).insert(
+                key,
                 Slot {
                     value: Value::Tombstone,
                     version,
                 },
             );
         } else {
-            map.remove(&op.key);
+            self.tree_mut(tag).remove(key);
         }
         Ok(())
     }
@@ -344,44 +342,59 @@ impl State {
         mvcc::schedule_prune(self);
     }
 
-    /// Applies a logged record at `lsn` (replay, and the live path for registry and floor
-    /// changes). The inner error describes a record that does not fit this state — a sign of a
-    /// corrupt or foreign log; the outer one a failed read of an image.
+    /// Applies a logged record at `lsn` (the live path for registry and floor changes). The
+    /// inner error describes a record that does not fit this state — a sign of a corrupt or
+    /// foreign log; the outer one a failed read of an image.
     pub(crate) fn apply_record(&mut self, rec: Record, lsn: u64) -> Applied {
+        let payload = match rec.frame(lsn) {
+            Ok(framed) => framed,
+            Err(e) => return Ok(Err(e.to_string())),
+        };
+        match RecordRef::parse(&payload[HEADER_LEN..]) {
+            Ok(r) => self.apply_record_ref(r, lsn),
+            Err(e) => Ok(Err(e)),
+        }
+    }
+
+    /// Applies a record borrowed from the log (replay): nothing is copied but the keys and
+    /// values that end up in the delta. Errors as [`State::apply_record`].
+    pub(crate) fn apply_record_ref(&mut self, rec: RecordRef<'_>, lsn: u64) -> Applied {
         match rec {
-            Record::Commit { version, ops } => {
+            RecordRef::Commit { version, ops } => {
                 if version != self.version + 1 {
                     return Ok(Err(format!(
                         "commit version {version} does not follow version {}",
                         self.version
                     )));
                 }
+                let registry = self.registry.clone();
                 for op in ops {
-                    let Some(meta) = self.registry.get(op.tag).cloned() else {
-                        return Ok(Err(format!(
-                            "write to unregistered tree tag {:#04x}",
-                            op.tag
-                        )));
+                    let (tag, key, value) = match op {
+                        Ok(op) => op,
+                        Err(e) => return Ok(Err(e)),
                     };
-                    self.apply(&meta, op, version)?;
+                    let Some(meta) = registry.get(tag) else {
+                        return Ok(Err(format!("write to unregistered tree tag {tag:#04x}")));
+                    };
+                    self.apply(meta, key, Value::from_bytes(value), version)?;
                 }
                 self.version = version;
             }
-            Record::CreateTree {
+            RecordRef::CreateTree {
                 tag,
                 versioned,
                 name,
             } => {
-                if let Err(e) = self.registry.check_new(&name, tag) {
+                if let Err(e) = self.registry.check_new(name, tag) {
                     return Ok(Err(format!("cannot register tree {name:?}: {e}")));
                 }
                 self.registry = self.registry.with(TreeMeta {
-                    name,
+                    name: name.to_string(),
                     tag,
                     versioned,
                 });
             }
-            Record::SetFloor { floor } => {
+            RecordRef::SetFloor { floor } => {
                 if floor <= self.floor || floor > self.version {
                     return Ok(Err(format!(
                         "history floor {floor} outside ({}, {}]",

@@ -135,3 +135,50 @@ fn timing_reads_from_one_image_and_from_several_layers() {
     db.wait_checkpointer_idle();
     report("image + newer layers", &db, &t, n);
 }
+
+#[test]
+#[ignore = "timing report, not a correctness test"]
+fn timing_open_with_a_full_wal_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        durability: Durability::Buffered,
+        ..Options::default()
+    };
+    {
+        let db = Db::open(dir.path(), opts).unwrap();
+        let t = db.create_tree("main", 1, false).unwrap();
+        let v = vec![7u8; 64];
+        let mut b = Batch::new();
+        for i in 0..200_000 {
+            b.put(&t, path_key(i), v.clone());
+        }
+        db.commit(b).unwrap();
+        db.checkpoint().unwrap();
+        // Just under one flush threshold of single-put commits: the WAL an open replays.
+        let mut i = 0;
+        let base = db.stats().wal_bytes;
+        while db.stats().wal_bytes - base < opts.checkpoint_wal_bytes - 4096 {
+            let mut b = Batch::new();
+            b.put(&t, new_key(i), v.clone());
+            db.commit(b).unwrap();
+            i += 1;
+        }
+        println!(
+            "{i} single-put commits in the WAL tail ({} bytes)",
+            db.stats().wal_bytes - base
+        );
+    }
+    for _ in 0..5 {
+        let t0 = Instant::now();
+        let db = Db::open(dir.path(), Options { checkpoint_wal_bytes: 0, ..opts }).unwrap();
+        let opened = t0.elapsed();
+        let got = db.tree("main").unwrap().get(&path_key(77)).unwrap();
+        println!(
+            "open {:?}, open + first get {:?} ({} keys in memory)",
+            opened,
+            t0.elapsed(),
+            db.stats().delta_keys
+        );
+        assert!(got.is_some());
+    }
+}
