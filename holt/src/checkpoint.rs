@@ -271,9 +271,11 @@ pub(crate) fn load(path: &Path) -> Result<State> {
     if len == 0 {
         return Err(Error::corrupt(path, 0, "empty checkpoint file"));
     }
-    // SAFETY: the mapping is read-only and the file is private to this database: checkpoints are
-    // immutable after their rename and the directory is held under the exclusive LOCK, so no one
-    // truncates or rewrites it while it is mapped. All reads are bounds-checked.
+    // SAFETY: the mapping is read-only and nothing modifies an installed checkpoint in place:
+    // checkpoints are immutable after their rename, the one writer (under the exclusive LOCK)
+    // only unlinks them (a read-only process's mapping keeps the unlinked inode alive) or renames
+    // a new file over the same name (a new inode), and no one truncates or rewrites one. All
+    // reads are bounds-checked.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io("mmap", path, e))?;
     parse(path, &map)
 }

@@ -31,7 +31,7 @@ static NEXT_DB_ID: AtomicU64 = AtomicU64::new(1);
 /// released when the last clone is dropped (`Tree` handles do not keep the database open).
 #[derive(Clone)]
 pub struct Db {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
     /// The background checkpointer of a file-backed database; the last clone's drop stops and
     /// joins it (declared after `inner` so the engine is released first, then the thread).
     _bg: Option<Arc<BgGuard>>,
@@ -138,6 +138,14 @@ impl std::fmt::Debug for Db {
     }
 }
 
+/// What [`Inner::accept`] produced: the new tip and the LSN whose durability is pending.
+pub(crate) struct Accepted {
+    /// The accepted state (the unchanged tip when `build` produced nothing).
+    pub(crate) state: Arc<State>,
+    /// The queued record's LSN; `None` when nothing waits for durability.
+    pub(crate) pending_lsn: Option<u64>,
+}
+
 pub(crate) struct Inner {
     id: u64,
     opts: Options,
@@ -169,6 +177,8 @@ pub(crate) struct Inner {
     visible: Visibility,
     /// Holds the advisory lock on `dir/LOCK` for the lifetime of the engine.
     _lock: Option<File>,
+    /// Opened with `Db::open_read_only` (see `read_only.rs`): every write is refused.
+    read_only: bool,
 }
 
 fn check_wal_io(opts: &Options) -> Result<IoEngine> {
@@ -245,7 +255,16 @@ impl Inner {
             ckpt_hook: Mutex::new(None),
             visible: Visibility::default(),
             _lock: lock,
+            read_only: false,
         }
+    }
+
+    /// `Err(ReadOnly { op })` for a database opened read-only.
+    fn refuse_if_read_only(&self, op: &'static str) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly { op });
+        }
+        Ok(())
     }
 
     pub(crate) fn current(&self) -> Arc<State> {
@@ -267,12 +286,32 @@ impl Inner {
         &self,
         build: impl FnOnce(&State) -> Result<Option<(State, Record)>>,
     ) -> Result<Arc<State>> {
+        let accepted = self.accept(build)?;
+        if let Some(lsn) = accepted.pending_lsn {
+            self.await_durable(lsn)?;
+        }
+        Ok(accepted.state)
+    }
+
+    /// The first half of [`Inner::submit`]: runs `build` against the tip under the commit lock
+    /// and, if it yields a new state and record, makes that state the new tip (the newest
+    /// *accepted* state, which later batches are validated against) and queues the record for
+    /// group commit. Returns without waiting for durability; `pending_lsn` is the LSN to hand to
+    /// [`Inner::await_durable`] (`None`: nothing to wait for — no change, or an in-memory
+    /// database, which publishes at once).
+    pub(crate) fn accept(
+        &self,
+        build: impl FnOnce(&State) -> Result<Option<(State, Record)>>,
+    ) -> Result<Accepted> {
         let mut tip = self.tip.lock();
         if let Some(wal) = &self.wal {
             wal.check_poison()?;
         }
         let Some((mut st, rec)) = build(&tip)? else {
-            return Ok(tip.clone());
+            return Ok(Accepted {
+                state: tip.clone(),
+                pending_lsn: None,
+            });
         };
         let lsn = tip.lsn + 1;
         st.lsn = lsn;
@@ -283,20 +322,52 @@ impl Inner {
                 *self.published.write() = st.clone();
                 drop(tip);
                 self.visible.notify();
+                Ok(Accepted {
+                    state: st,
+                    pending_lsn: None,
+                })
             }
             Some(wal) => {
                 let bytes = rec.frame(lsn)?;
                 wal.enqueue(lsn, &bytes, st.clone())?;
                 *tip = st.clone();
-                drop(tip);
-                let durable = wal.wait_durable(lsn, &self.published);
-                // Engine-core hook for `Db::wait_visible`: the state with `lsn` (or a newer
-                // one) is published now — or the log failed, which waiters must learn too.
-                self.visible.notify();
-                durable?;
+                Ok(Accepted {
+                    state: st,
+                    pending_lsn: Some(lsn),
+                })
             }
         }
-        Ok(st)
+    }
+
+    /// The second half of [`Inner::submit`]: returns once the record with `lsn` is durable and
+    /// the state it produced (or a newer one) is published, writing a group as leader if no
+    /// writer is active. Errors: the group's I/O error, or `Poisoned` when an earlier group
+    /// failed (the record was never written).
+    pub(crate) fn await_durable(&self, lsn: u64) -> Result<()> {
+        let Some(wal) = &self.wal else {
+            return Ok(());
+        };
+        let durable = wal.wait_durable(lsn, &self.published);
+        // Engine-core hook for `Db::wait_visible`: the state with `lsn` (or a newer one) is
+        // published now — or the log failed, which waiters must learn too.
+        self.visible.notify();
+        durable
+    }
+
+    /// The newest accepted state (the tip), possibly ahead of the published one.
+    pub(crate) fn accepted(&self) -> Arc<State> {
+        self.tip.lock().clone()
+    }
+
+    /// The engine id that views and tree handles are bound to.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Counts one acknowledged commit and wakes the checkpointer if one is due.
+    pub(crate) fn commit_acknowledged(&self) {
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        self.maybe_auto_checkpoint();
     }
 
     /// Runs one bounded step of the pending MVCC prune sweep on the tip, under the commit lock
@@ -660,7 +731,11 @@ impl Inner {
     }
 
     /// Validates `batch` against `tip` and plans its writes (history rows included).
-    fn build_commit(&self, tip: &State, batch: Batch) -> Result<Option<(State, Record)>> {
+    pub(crate) fn build_commit(
+        &self,
+        tip: &State,
+        batch: Batch,
+    ) -> Result<Option<(State, Record)>> {
         for op in &batch.ops {
             let (tree, key) = match op {
                 BatchOp::Put { tree, key, value } => {
@@ -755,6 +830,54 @@ fn load_legacy_checkpoint(fs: &dyn WalFs, dir: &Path) -> Result<Option<State>> {
     }
 }
 
+/// Recovers the state of the store in `dir` without modifying any file: chooses the image
+/// tiling (or loads a checkpoint of the format before images), replays the WAL after it, and
+/// checks that nothing an installed image holds is missing. Returns the recovered state and
+/// whether it came from a legacy checkpoint (the first flush converts it). Shared by
+/// [`Db::open`] and [`Db::open_read_only`]: images and leftovers the tiling does not use, and
+/// WAL segments it covers, are removed by a writer's next flush or merge.
+/// Errors: as [`Db::open`] (`Corrupt` naming the image or segment, `Io`).
+pub(crate) fn recover_store(
+    fs: &dyn WalFs,
+    dir: &Path,
+) -> Result<(crate::wal::reader::Recovered, bool)> {
+    let wal_dir = dir.join("wal");
+    let listing = set::list(fs, dir)?;
+    let tiling = set::open_tiling(&listing);
+    let mut legacy = false;
+    let base = if tiling.images.is_empty() {
+        // A store written before images existed: load its newest valid checkpoint into the
+        // in-memory delta once; the first flush writes it as the base image.
+        let loaded = load_legacy_checkpoint(fs, dir)?;
+        legacy = loaded.is_some();
+        loaded.unwrap_or_else(State::new)
+    } else {
+        State::from_images(tiling.images)?
+    };
+    let recovered = match recover(fs, &wal_dir, base) {
+        Ok(r) => r,
+        // The WAL cannot make up for images that failed their checks: report those.
+        Err(e) => return Err(tiling.failure.unwrap_or(e)),
+    };
+    // Every installed image holds records the store acknowledged: if the chosen images and the
+    // WAL end before one of them, that image (or one it depends on) is unusable.
+    let listed = listing.images.iter().map(|i| i.1).max().unwrap_or(0);
+    if recovered.state.lsn < listed {
+        return Err(tiling.failure.unwrap_or_else(|| {
+            Error::corrupt(
+                dir,
+                0,
+                format!(
+                    "an image holds records up to LSN {listed}, but the images and WAL found \
+                     reach only LSN {}",
+                    recovered.state.lsn
+                ),
+            )
+        }));
+    }
+    Ok((recovered, legacy))
+}
+
 impl Db {
     /// Opens (or creates) the database in directory `dir`.
     ///
@@ -827,41 +950,7 @@ impl Db {
             Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("flock", &lock_path, e)),
         }
 
-        // Nothing is modified here: images and leftovers the chosen tiling does not use, and
-        // WAL segments it covers, are removed by the next flush or merge.
-        let listing = set::list(&*wal_fs, &dir)?;
-        let tiling = set::open_tiling(&listing);
-        let mut legacy = false;
-        let base = if tiling.images.is_empty() {
-            // A store written before images existed: load its newest valid checkpoint into the
-            // in-memory delta once; the first flush writes it as the base image.
-            let loaded = load_legacy_checkpoint(&*wal_fs, &dir)?;
-            legacy = loaded.is_some();
-            loaded.unwrap_or_else(State::new)
-        } else {
-            State::from_images(tiling.images)?
-        };
-        let recovered = match recover(&*wal_fs, &wal_dir, base) {
-            Ok(r) => r,
-            // The WAL cannot make up for images that failed their checks: report those.
-            Err(e) => return Err(tiling.failure.unwrap_or(e)),
-        };
-        // Every installed image holds records the store acknowledged: if the chosen images
-        // and the WAL end before one of them, that image (or one it depends on) is unusable.
-        let listed = listing.images.iter().map(|i| i.1).max().unwrap_or(0);
-        if recovered.state.lsn < listed {
-            return Err(tiling.failure.unwrap_or_else(|| {
-                Error::corrupt(
-                    &dir,
-                    0,
-                    format!(
-                        "an image holds records up to LSN {listed}, but the images and WAL \
-                         found reach only LSN {}",
-                        recovered.state.lsn
-                    ),
-                )
-            }));
-        }
+        let (recovered, legacy) = recover_store(&*wal_fs, &dir)?;
         let wal = Wal::new(
             wal_fs,
             wal_dir,
@@ -927,6 +1016,22 @@ impl Db {
         })
     }
 
+    /// Wraps a state recovered by `Db::open_read_only` (see `read_only.rs`): no WAL, no lock, no
+    /// background thread, every write refused with `Error::ReadOnly`.
+    pub(crate) fn from_read_only_state(
+        opts: Options,
+        dir: PathBuf,
+        state: State,
+        replayed_bytes: u64,
+    ) -> Db {
+        let mut inner = Inner::new(opts, Some(dir), state, None, replayed_bytes, None, None);
+        inner.read_only = true;
+        Db {
+            inner: Arc::new(inner),
+            _bg: None,
+        }
+    }
+
     fn handle(&self, meta: Arc<TreeMeta>) -> Tree {
         Tree {
             db: Arc::downgrade(&self.inner),
@@ -939,8 +1044,9 @@ impl Db {
     /// version) and returns its handle. A versioned tree keeps MVCC history in the `history`
     /// tree. Errors: `InvalidArgument` for a name outside 1..=64 bytes of `[a-z0-9_]`;
     /// `TreeExists` for a taken name (including `history`); `TagInUse` for a taken tag
-    /// (including 0x00); `Io`/`Poisoned` on WAL failure.
+    /// (including 0x00); `Io`/`Poisoned` on WAL failure; `ReadOnly` on a read-only database.
     pub fn create_tree(&self, name: &str, tag: u8, versioned: bool) -> Result<Tree> {
+        self.inner.refuse_if_read_only("create_tree")?;
         let st = self.inner.submit(|tip| {
             tip.registry.check_new(name, tag)?;
             let rec = Record::CreateTree {
@@ -995,16 +1101,17 @@ impl Db {
     ///
     /// Errors: `InvalidArgument` (empty batch, key > 64 KiB, value > 16 MiB, write to the
     /// `history` tree), `UnknownTree` (handle from another database), `VersionMismatch`,
-    /// `PredicateFailed`, `Io` / `Poisoned` (WAL failure).
+    /// `PredicateFailed`, `Io` / `Poisoned` (WAL failure), `ReadOnly` (opened with
+    /// [`Db::open_read_only`]).
     pub fn commit(&self, batch: Batch) -> Result<u64> {
+        self.inner.refuse_if_read_only("commit")?;
         if batch.is_empty() {
             return Err(Error::InvalidArgument("empty batch".into()));
         }
         let st = self
             .inner
             .submit(|tip| self.inner.build_commit(tip, batch))?;
-        self.inner.commits.fetch_add(1, Ordering::Relaxed);
-        self.inner.maybe_auto_checkpoint();
+        self.inner.commit_acknowledged();
         Ok(st.version)
     }
 
@@ -1050,8 +1157,10 @@ impl Db {
     /// here (e.g. after a reopen) continues piggy-backed on later commits. The call returns once
     /// the sweep is complete. Pruning is not logged: it only drops rows no allowed read can
     /// reach. Views taken earlier keep their pinned snapshot and stay readable.
-    /// Errors: `InvalidArgument` if `version > version()`; `Io` / `Poisoned` on WAL failure.
+    /// Errors: `InvalidArgument` if `version > version()`; `Io` / `Poisoned` on WAL failure;
+    /// `ReadOnly` on a read-only database.
     pub fn set_history_floor(&self, version: u64) -> Result<()> {
+        self.inner.refuse_if_read_only("set_history_floor")?;
         self.inner.submit(|tip| {
             if version > tip.version {
                 return Err(Error::InvalidArgument(format!(
@@ -1116,8 +1225,9 @@ impl Db {
     /// when the store already is one image with nothing newer.
     /// Errors: `Io` on file-system failures and `Corrupt` for a bad block of an image being
     /// merged (the WAL and the previous images stay, so nothing is lost), `Poisoned` after a
-    /// WAL failure.
+    /// WAL failure, `ReadOnly` on a read-only database.
     pub fn checkpoint(&self) -> Result<()> {
+        self.inner.refuse_if_read_only("checkpoint")?;
         let _guard = self.inner.ckpt.lock();
         self.inner.checkpoint_locked(&|| false)
     }
@@ -1131,6 +1241,7 @@ impl Db {
     /// newest image.
     /// Errors: as [`Db::checkpoint`].
     pub fn flush(&self) -> Result<()> {
+        self.inner.refuse_if_read_only("flush")?;
         let _guard = self.inner.ckpt.lock();
         self.inner.flush_locked(&|| false)?;
         while self.inner.merge_step(&|| false)? {}
@@ -1170,7 +1281,8 @@ impl Db {
         Stats {
             wal_io: ws.map_or(WalIoPath::Blocking, |w| w.io),
             durability: inner.opts.durability,
-            in_memory: wal.is_none(),
+            in_memory: inner.dir.is_none(),
+            read_only: inner.read_only,
             commits: inner.commits.load(Ordering::Relaxed),
             wal_syncs: ws.map_or(0, |w| w.syncs),
             wal_writes: ws.map_or(0, |w| w.writes),

@@ -159,7 +159,12 @@ pub(crate) fn write(
             })
         };
         if let Some(row) = row {
-            st.apply(history, &row.key, Value::from_arc(row.value.clone()), version)?;
+            st.apply(
+                history,
+                &row.key,
+                Value::from_arc(row.value.clone()),
+                version,
+            )?;
             out.push(row);
         }
     }

@@ -129,6 +129,9 @@ pub struct Stats {
     pub durability: Durability,
     /// True for `Db::open_memory` instances (no WAL, no files).
     pub in_memory: bool,
+    /// True for databases opened with `Db::open_read_only` (no WAL writer, no lock; every write
+    /// is refused with `Error::ReadOnly`).
+    pub read_only: bool,
     /// Batches committed since open (each got a commit version).
     pub commits: u64,
     /// WAL `fdatasync` calls since open. With group commit this can be lower than the number of

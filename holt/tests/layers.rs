@@ -229,3 +229,79 @@ fn reads_across_the_delta_and_several_images_match_the_model() {
     );
     assert!(most_images >= 3, "the run should build up several images");
 }
+
+/// A read-only database maps the writer's images at its open; the writer then flushes more
+/// images and merges everything into a new base, deleting the files the reader mapped. The
+/// reader keeps serving its state as of its open (point reads, a delimiter listing, `view_at`),
+/// and a read-only open after the merge sees the writer's newest state from the new image.
+#[test]
+fn a_read_only_database_keeps_reading_images_the_writer_merged_away() {
+    let tmp = tempfile::tempdir().unwrap();
+    let opts = Options {
+        checkpoint_wal_bytes: 0,
+        durability: Durability::Buffered,
+        ..Options::default()
+    };
+    let writer = Db::open(tmp.path(), opts.clone()).unwrap();
+    let files = writer.create_tree("files", 0x01, true).unwrap();
+    let put = |k: String, v: &str| {
+        let mut b = Batch::new();
+        b.put(&files, k.into_bytes(), v.as_bytes().to_vec());
+        writer.commit(b).unwrap()
+    };
+    for round in 0..3 {
+        for i in 0..200 {
+            put(format!("d{}/k{i:03}", i % 4), &format!("r{round}"));
+        }
+        writer.flush().unwrap();
+    }
+    let v_old = put("d0/k000".into(), "delta");
+    let images_before: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("image-"))
+        .collect();
+    assert!(!images_before.is_empty(), "{images_before:?}");
+
+    let reader = Db::open_read_only(tmp.path(), opts.clone()).unwrap();
+    for i in 0..200 {
+        put(format!("d{}/k{i:03}", i % 4), "after");
+    }
+    writer.checkpoint().unwrap();
+    for name in &images_before {
+        assert!(
+            !tmp.path().join(name).exists(),
+            "{name} survived the checkpoint"
+        );
+    }
+
+    let rt = reader.tree("files").unwrap();
+    assert_eq!(rt.get(b"d0/k000").unwrap().as_deref(), Some(&b"delta"[..]));
+    for i in 1..200 {
+        let k = format!("d{}/k{i:03}", i % 4);
+        assert_eq!(
+            rt.get(k.as_bytes()).unwrap().as_deref(),
+            Some(&b"r2"[..]),
+            "{k}"
+        );
+    }
+    let spec = RangeSpec {
+        delimiter: Some(b'/'),
+        ..RangeSpec::all()
+    };
+    let groups: Vec<Entry> = rt.range(&spec).unwrap().map(|e| e.unwrap()).collect();
+    let want: Vec<Entry> = (0..4)
+        .map(|d| Entry::CommonPrefix(format!("d{d}/").into_bytes()))
+        .collect();
+    assert_eq!(groups, want);
+    let old = reader.view_at(v_old - 1).unwrap();
+    assert_eq!(
+        old.get(&rt, b"d0/k000").unwrap().as_deref(),
+        Some(&b"r2"[..])
+    );
+
+    let fresh = Db::open_read_only(tmp.path(), opts).unwrap();
+    let ft = fresh.tree("files").unwrap();
+    assert_eq!(ft.get(b"d0/k000").unwrap().as_deref(), Some(&b"after"[..]));
+    assert_eq!(fresh.version(), writer.version());
+}

@@ -170,7 +170,14 @@ fn timing_open_with_a_full_wal_tail() {
     }
     for _ in 0..5 {
         let t0 = Instant::now();
-        let db = Db::open(dir.path(), Options { checkpoint_wal_bytes: 0, ..opts }).unwrap();
+        let db = Db::open(
+            dir.path(),
+            Options {
+                checkpoint_wal_bytes: 0,
+                ..opts
+            },
+        )
+        .unwrap();
         let opened = t0.elapsed();
         let got = db.tree("main").unwrap().get(&path_key(77)).unwrap();
         println!(

@@ -65,6 +65,19 @@ pub enum Error {
     /// A replace publication found no PathCurrent entry.
     #[error("path not found")]
     PathNotFound,
+    /// The path to be created is an implicit directory: published paths lie below it. A path is
+    /// a file or a directory, never both (WORKBENCH.md, "Files and directories"); the
+    /// publishing command refuses it (facade: `AlreadyExists` with `details.kind =
+    /// "directory"` for a create, `NotArtifact` for a replace or append).
+    #[error("path is a directory: published paths lie below it")]
+    PathIsDirectory,
+    /// A proper prefix of the path to be created is a published file, so nothing can be written
+    /// below it (facade `NotDirectory`). `file` is that prefix, workbench-relative.
+    #[error("{file} is a file; nothing can be written below it")]
+    AncestorIsFile {
+        /// The workbench-relative path of the file that is a proper prefix of the target.
+        file: String,
+    },
     /// The path generation differs from the expected one. `0` stands for "absent".
     #[error("generation conflict: expected {expected}, actual {actual}")]
     GenerationConflict {

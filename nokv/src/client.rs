@@ -411,8 +411,11 @@ impl Client {
     /// The precondition and the index fields are checked before any byte is uploaded and again,
     /// atomically, by the publishing metadata command, which also writes the artifact's
     /// SecondaryIndex rows. Errors: [`Error::WorkbenchNotFound`], [`Error::AlreadyExists`],
-    /// [`Error::NotFound`], [`Error::GenerationConflict`], [`Error::InvalidPath`] (also for the
-    /// reserved run/restore manifests and paths that would shadow a section),
+    /// [`Error::NotFound`], [`Error::GenerationConflict`], [`Error::DirectoryExists`] (create)
+    /// or [`Error::NotArtifact`] (replace) when the path is an implicit directory,
+    /// [`Error::NotDirectory`] when a proper prefix of the path is a file (a path is a file or a
+    /// directory, never both), [`Error::InvalidPath`] (also for the
+    /// reserved run/restore manifests, paths below them, and paths that would shadow a section),
     /// [`Error::InvalidArgument`] for invalid index fields or an `index_json` body that is not a
     /// JSON object (or is larger than 16 MiB), [`Error::ObjectUnavailable`], [`Error::LocalIo`]
     /// when the reader fails.
@@ -464,6 +467,18 @@ impl Client {
             .visible_workspace(workbench_id)
             .map_err(|e| map_workspace_error(e, workbench_id))?;
         let current = read.path_entry(&ws.incarnation, &path)?;
+        if current.is_none() {
+            // The namespace rule, checked before any byte is uploaded (the publishing command
+            // repeats it atomically).
+            let wanted = match options.condition {
+                WriteCondition::Create => PathCondition::Create,
+                WriteCondition::Replace { .. } => PathCondition::Replace {
+                    expected_generation: 0,
+                },
+            };
+            read.check_creatable(&ws.incarnation, &path)
+                .map_err(|e| map_publish_error(e, &path, workbench_id, wanted))?;
+        }
         let condition = match (options.condition, &current) {
             (WriteCondition::Create, Some(_)) => {
                 return Err(Error::AlreadyExists {
@@ -535,6 +550,11 @@ impl Client {
     /// revision with zero dependencies (seed 000, "Upload And Append").
     ///
     /// `content_type`: `None` keeps the existing type (or `text/plain; charset=utf-8` on create).
+    ///
+    /// Errors: [`Error::WorkbenchNotFound`], [`Error::NotArtifact`] when the path is an implicit
+    /// directory, [`Error::NotDirectory`] when a proper prefix of it is a file,
+    /// [`Error::GenerationConflict`] after the bounded retries, [`Error::InvalidPath`],
+    /// [`Error::InvalidArgument`], [`Error::ObjectUnavailable`].
     pub fn append(
         &self,
         workbench_id: &str,
@@ -612,6 +632,15 @@ impl Client {
             .visible_workspace(workbench_id)
             .map_err(|e| map_workspace_error(e, workbench_id))?;
         let base = read.path_entry(&ws.incarnation, path)?;
+        if base.is_none() {
+            // The namespace rule, checked before any byte is uploaded (the publishing command
+            // repeats it atomically).
+            let append = PathCondition::Append {
+                expected_generation: None,
+            };
+            read.check_creatable(&ws.incarnation, path)
+                .map_err(|e| map_publish_error(e, path, workbench_id, append))?;
+        }
         let revision_id = ArtifactRevisionId::random()?;
         // An append extends the same artifact: its custom index fields carry over.
         let index_fields = match &base {
@@ -811,10 +840,10 @@ impl Client {
 
     pub(crate) fn publishable_path(&self, path: &str) -> Result<NormPath> {
         let norm = Self::normalize(path)?;
-        if RESERVED_PATHS.contains(&norm.as_str()) {
+        if meta::ops::publish::is_reserved(&norm) {
             return Err(Error::InvalidPath {
                 path: path.to_string(),
-                reason: "this path is owned by commit/restore and cannot be written directly"
+                reason: "this path is owned by commit/restore (or lies below a path that is) and cannot be written directly"
                     .into(),
             });
         }
@@ -897,8 +926,37 @@ pub(crate) fn map_workspace_error(err: meta::Error, workbench_id: &str) -> Error
     }
 }
 
+/// Maps a refusal of the namespace rule (a path is a file or a directory, never both) to the
+/// SDK's typed errors: a create over a directory is [`Error::DirectoryExists`], a replace or
+/// append of one [`Error::NotArtifact`], any write below a file [`Error::NotDirectory`].
+/// Other errors are returned unchanged.
+pub(crate) fn map_namespace_error(
+    err: meta::Error,
+    path: &NormPath,
+    condition: PathCondition,
+) -> std::result::Result<Error, meta::Error> {
+    let path = path.as_str().to_string();
+    match err {
+        meta::Error::PathIsDirectory if condition == PathCondition::Create => {
+            Ok(Error::DirectoryExists { path })
+        }
+        meta::Error::PathIsDirectory => Ok(Error::NotArtifact { path }),
+        meta::Error::AncestorIsFile { file } => Ok(Error::NotDirectory { path, file }),
+        other => Err(other),
+    }
+}
+
 /// Maps a publication refusal of the metadata layer to the SDK's typed errors.
-pub(crate) fn map_publish_error(err: meta::Error, path: &NormPath, workbench_id: &str) -> Error {
+pub(crate) fn map_publish_error(
+    err: meta::Error,
+    path: &NormPath,
+    workbench_id: &str,
+    condition: PathCondition,
+) -> Error {
+    let err = match map_namespace_error(err, path, condition) {
+        Ok(mapped) => return mapped,
+        Err(other) => other,
+    };
     match err {
         meta::Error::WorkspaceNotFound { .. } => Error::WorkbenchNotFound {
             workbench_id: workbench_id.to_string(),

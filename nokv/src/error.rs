@@ -40,6 +40,30 @@ pub enum Error {
         /// Workbench-relative path.
         path: String,
     },
+    /// A create-only publication named a path that is an implicit directory (published paths
+    /// lie below it). A path is a file or a directory, never both (WORKBENCH.md, "Files and
+    /// directories"); the Workbench facade answers `AlreadyExists` with `details.kind =
+    /// "directory"`.
+    #[error("`{path}` is a directory (paths exist below it); a file cannot be created there")]
+    DirectoryExists {
+        /// Workbench-relative path.
+        path: String,
+    },
+    /// A replace or append named an implicit directory, not a file (facade `NotArtifact`).
+    #[error("`{path}` is a directory, not a file")]
+    NotArtifact {
+        /// Workbench-relative path.
+        path: String,
+    },
+    /// A write named a path below a file (facade `NotDirectory`): `file` is a published file and
+    /// a proper prefix of `path`.
+    #[error("`{file}` is a file, so `{path}` cannot be written below it")]
+    NotDirectory {
+        /// Workbench-relative path that was to be written.
+        path: String,
+        /// Workbench-relative path of the file that is a proper prefix of `path`.
+        file: String,
+    },
     /// A conditional write lost its compare-and-swap on the path generation.
     #[error("`{path}` changed concurrently: expected generation {expected:?}, found {actual:?}")]
     GenerationConflict {

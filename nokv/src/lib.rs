@@ -21,12 +21,14 @@
 //! * [`commit`], [`snapshot`], [`restore`], [`changes`] — the lifecycle as [`Client`] methods:
 //!   durable commits with lineage and tags, leased snapshots, restore without copying bytes, and
 //!   the change feed.
+//! * [`mcp`] — `nokv mcp`: the 18 tools as an MCP server over stdio, on the embedded store or
+//!   through a `nokv serve` process (`--server URL`).
 //! * [`demo`] — the reference research workflow of seed 001 on the Palmer penguins data, with
 //!   commits, a tag, a snapshot, a restore and `workbench_find`.
 //! * the `nokv` binary (`src/bin/nokv.rs`, [`cli`]) — `nokv workbench <tool> '<json>'`,
 //!   `nokv schema`, `nokv materialize`, `nokv collect`, `nokv append --operation-id`,
 //!   `nokv operation recover|list`, `nokv demo`, `nokv commit`, `nokv tag`, `nokv find`,
-//!   `nokv snapshot`, `nokv restore`, `nokv changes`.
+//!   `nokv snapshot`, `nokv restore`, `nokv changes`, `nokv mcp`.
 //!
 //! The store directory of the CLI is `--store DIR`, else `$NOKV_STORE`, else `./.nokv`.
 
@@ -38,6 +40,7 @@ pub mod demo;
 pub mod error;
 pub mod index_fields;
 pub mod materialize;
+pub mod mcp;
 pub mod publication;
 pub mod restore;
 pub mod snapshot;

@@ -497,6 +497,7 @@ impl Client {
                     e,
                     &plan.path,
                     &plan.workbench_id,
+                    plan.condition,
                 ))
             }
         }
@@ -863,6 +864,8 @@ pub(crate) fn is_definite_refusal(e: &meta::Error) -> bool {
         e,
         meta::Error::PathAlreadyExists
             | meta::Error::PathNotFound
+            | meta::Error::PathIsDirectory
+            | meta::Error::AncestorIsFile { .. }
             | meta::Error::GenerationConflict { .. }
             | meta::Error::WorkspaceNotFound { .. }
             | meta::Error::WorkspaceUnavailable { .. }

@@ -410,14 +410,21 @@ impl Client {
                 Ok(_) => {}
                 Err(
                     e @ (ops::RestoreError::SourceClosureMismatch { .. }
+                    | ops::RestoreError::SourceNamespaceClash { .. }
                     | ops::RestoreError::Meta(meta::Error::RevisionUnavailable { .. })),
                 ) => {
-                    // A definite source failure: abort and clean up, then report it.
+                    // A definite source failure: abort and clean up, then report it. A source
+                    // path that is both a file and a directory is the namespace rule's
+                    // `NotDirectory`; the rest are lifecycle failures.
+                    let code = match &e {
+                        ops::RestoreError::SourceNamespaceClash { .. } => "NotDirectory",
+                        _ => "InvalidState",
+                    };
                     ops::abort(
                         meta,
                         &id,
                         TerminalError {
-                            code: "InvalidState".into(),
+                            code: code.into(),
                             message: e.to_string(),
                         },
                     )?;

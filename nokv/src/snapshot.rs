@@ -166,10 +166,27 @@ impl Client {
         workbench_id: &str,
         selector: &SnapshotSelector,
     ) -> Result<(SnapshotInfo, bool)> {
+        self.retire_snapshot_annotated(workbench_id, selector, None)
+    }
+
+    /// [`Client::retire_snapshot`] with a retire annotation (canonical JSON bytes, ≤ 4096; the
+    /// facade stores `{metadata, reason}`). The first retirement's annotation is durable: a
+    /// later call on a retired snapshot returns `false` and the stored record — the first
+    /// annotation (or none), never this call's.
+    ///
+    /// Errors: those of [`Client::retire_snapshot`]; [`Error::InvalidArgument`] for an
+    /// annotation over 4096 bytes.
+    pub fn retire_snapshot_annotated(
+        &self,
+        workbench_id: &str,
+        selector: &SnapshotSelector,
+        annotation: Option<Vec<u8>>,
+    ) -> Result<(SnapshotInfo, bool)> {
         let req = RetireSnapshotRequest {
             request_id: RequestId::random()?,
             workbench_id: workbench_id.to_string(),
             selector: selector.clone(),
+            annotation,
         };
         let receipt = ops::retire(self.meta(), &req, self.now_unix_ms(), &self.policy())
             .map_err(invalid_to_sdk)?;

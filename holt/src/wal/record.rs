@@ -158,13 +158,18 @@ impl Record {
 /// A record borrowed from its payload (replay): the ops of a commit are decoded one at a time,
 /// so replay copies only what ends up in the in-memory delta.
 pub(crate) enum RecordRef<'a> {
-    Commit { version: u64, ops: OpsRef<'a> },
+    Commit {
+        version: u64,
+        ops: OpsRef<'a>,
+    },
     CreateTree {
         tag: u8,
         versioned: bool,
         name: &'a str,
     },
-    SetFloor { floor: u64 },
+    SetFloor {
+        floor: u64,
+    },
 }
 
 /// The ops of a borrowed commit record: `(tag, key, value)` (`None`: a delete). The last item
@@ -195,7 +200,11 @@ impl<'a> Iterator for OpsRef<'a> {
                 other => return Err(format!("bad op flag {other}")),
             };
             let key = self.d.bytes()?;
-            let value = if has_value { Some(self.d.bytes()?) } else { None };
+            let value = if has_value {
+                Some(self.d.bytes()?)
+            } else {
+                None
+            };
             Ok((tag, key, value))
         })();
         if op.is_err() {

@@ -64,4 +64,6 @@ pub(crate) fn run_step<T>(
 #[cfg(test)]
 mod bounded_tests;
 #[cfg(test)]
+mod publish_namespace_tests;
+#[cfg(test)]
 mod publish_operation_tests;

@@ -432,9 +432,9 @@ fn validate_block(b: &StagedBlock) -> Result<()> {
 
 fn validate_intent(intent: &PublishIntent) -> Result<()> {
     crate::ids::validate_workbench_id(&intent.workbench_id)?;
-    if publish::RESERVED_PATHS.contains(&intent.path.as_str()) {
+    if publish::is_reserved(&intent.path) {
         return Err(Error::invalid(format!(
-            "{} is reserved for commit/restore and cannot be published directly",
+            "{} is reserved for commit/restore (or lies below a reserved path) and cannot be published directly",
             intent.path
         )));
     }

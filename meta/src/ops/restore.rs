@@ -63,6 +63,11 @@
 //! `source_read_version + 1` (greater than every copied generation, deterministic across retries).
 //! A source `metadata/restore_manifest.json` (a source that was itself restored) is not copied:
 //! the destination holds its own.
+//!
+//! A restore never publishes a path that is both a file and a directory: a source that holds
+//! such a clash (written before the rule was enforced) fails its copy step with
+//! [`RestoreError::SourceNamespaceClash`] and is aborted and cleaned up, so no destination
+//! becomes visible that listings and materialization could not walk.
 
 use std::collections::BTreeMap;
 
@@ -174,6 +179,15 @@ pub enum RestoreError {
     SourceClosureMismatch {
         /// What differed.
         reason: String,
+    },
+    /// The source holds `path` both as a file and as an implicit directory (a namespace written
+    /// before the file-or-directory rule was enforced). A restore never publishes such a
+    /// namespace: the copy step refuses it and the caller aborts and cleans up the operation.
+    /// `path` is workbench-relative.
+    #[error("the restore source holds {path} both as a file and as a directory")]
+    SourceNamespaceClash {
+        /// The path that is both a file and a directory in the source.
+        path: String,
     },
     /// The operation ended in cleanup with this terminal error.
     #[error("restore aborted: {}", .0.message)]
@@ -1166,6 +1180,21 @@ fn copy_batch<S: Snapshot>(
     let mut touched = Touched::new();
     let mut consumed = 0usize;
     for (path, entry) in &page {
+        // The namespace rule (a path is a file or a directory, never both). Seed 000's key order
+        // puts a path's whole subtree immediately before its exact row, so the source holds
+        // `path` as both exactly when the entry copied just before it lies below it; a source
+        // path below the restore manifest would clash with the destination's own manifest.
+        let below_previous = op
+            .cursor
+            .after_path
+            .as_ref()
+            .is_some_and(|prev| prev.starts_with_dir(path));
+        if below_previous || path.starts_with_dir(&mpath) {
+            let clash = if below_previous { path } else { &mpath };
+            return Err(RestoreError::SourceNamespaceClash {
+                path: clash.as_str().to_owned(),
+            });
+        }
         if *path != mpath {
             let index = index_projection::index_mutations(
                 &root,

@@ -209,6 +209,10 @@ pub struct RetireSnapshotRequest {
     pub workbench_id: String,
     /// Which snapshot.
     pub selector: SnapshotSelector,
+    /// Canonical `{metadata, reason}` retire annotation bytes (≤ [`MAX_ANNOTATION_BYTES`]),
+    /// stored with the first retirement and never replaced (`None`: the retirement carries
+    /// none).
+    pub annotation: Option<Vec<u8>>,
 }
 
 /// What one reaper pass did.
@@ -591,6 +595,7 @@ pub fn create(
             consumer_count: 0,
             consumer_epoch: 0,
             annotation: req.annotation.clone(),
+            retire_annotation: None,
         };
         let rkey = ref_key(&root, &inc, id);
         let hkey = hold_key(&root, HoldId::Snapshot(id));
@@ -761,11 +766,13 @@ pub fn renew(
 
 /// Retires the selected snapshot (retirement does not depend on the lease clock; `wall_unix_ms`
 /// and `policy` keep the lifecycle calls uniform): `Active -> Retired` with zero consumers at the
-/// expected epoch,
-/// its hold released. Retiring an already retired snapshot writes nothing and returns
-/// `changed = false`.
+/// expected epoch, its hold released, and the request's retire annotation stored in the same
+/// SnapshotRef row (value version 2). Retiring an already retired snapshot writes nothing and
+/// returns `changed = false` with the stored record — the *first* retirement's annotation, never
+/// the retry's.
 ///
-/// Errors: [`Error::WorkspaceNotFound`]; [`Error::SnapshotNotFound`];
+/// Errors: [`Error::InvalidArgument`] for an annotation over [`MAX_ANNOTATION_BYTES`];
+/// [`Error::WorkspaceNotFound`]; [`Error::SnapshotNotFound`];
 /// [`Error::ForkRetentionActive`] while restore/fork consumers hold it;
 /// [`Error::SnapshotExpired`] (`reaped`) after the reaper's claim; [`Error::ReadVersionConflict`];
 /// [`Error::Fenced`]; codec and storage errors.
@@ -776,10 +783,23 @@ pub fn retire(
     policy: &SnapshotPolicy,
 ) -> Result<SnapshotReceipt> {
     let _ = (wall_unix_ms, policy);
-    let digest = digest(
-        b"nokv.snapshot.retire.v1\0",
-        &[req.workbench_id.as_bytes(), &selector_bytes(&req.selector)],
-    );
+    if req
+        .annotation
+        .as_ref()
+        .is_some_and(|a| a.len() > MAX_ANNOTATION_BYTES)
+    {
+        return Err(Error::invalid(format!(
+            "retire annotation is longer than {MAX_ANNOTATION_BYTES} bytes"
+        )));
+    }
+    // A request without an annotation keeps its original digest.
+    let selector = selector_bytes(&req.selector);
+    let mut parts: Vec<&[u8]> = vec![req.workbench_id.as_bytes(), &selector];
+    if let Some(a) = &req.annotation {
+        parts.push(b"retire_annotation");
+        parts.push(a);
+    }
+    let digest = digest(b"nokv.snapshot.retire.v1\0", &parts);
     let root = shard.root_id();
     retrying(|| {
         let snap = shard.inner.store.snapshot();
@@ -815,6 +835,7 @@ pub fn retire(
         }
         let record = SnapshotRef {
             state: SnapshotState::Retired,
+            retire_annotation: req.annotation.clone(),
             ..r.record.clone()
         };
         let (mut predicates, mut mutations) = alias_rows(&r, Some(SnapshotState::Retired));

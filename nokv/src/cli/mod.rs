@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 use serde_json::Value;
 
 mod commit_cmd;
+mod mcp_cmd;
 mod restore_cmd;
 mod snapshot_cmd;
 
@@ -53,6 +54,10 @@ pub enum Command {
     },
     /// Print every tool's name, description and input schema (JSON).
     Schema,
+    /// Serve the 18 Workbench tools over MCP (JSON-RPC on stdin/stdout) until stdin closes or
+    /// SIGTERM: on the embedded store (this process owns it while it runs) or, with `--server
+    /// URL`, through a `nokv serve` process shared by many clients.
+    Mcp(mcp_cmd::McpArgs),
     /// Copy a workbench (or one section/path prefix) into a local directory, verifying digests.
     Materialize {
         /// Workbench id.
@@ -227,13 +232,8 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
                 return ExitCode::from(EXIT_OK); // --help / --version
             }
             // `nokv workbench …` promises one JSON envelope on stdout, even for usage errors.
-            if args.iter().skip(1).any(|a| a == "workbench") {
-                let env = ToolError::invalid_arguments(format!(
-                    "usage: nokv [--store DIR] workbench <tool> ['<json>' | -] ({})",
-                    err.kind()
-                ))
-                .envelope();
-                print_json(&mut std::io::stdout().lock(), &env);
+            if is_workbench_call(&args) {
+                print_json(&mut std::io::stdout().lock(), &usage_envelope(&err));
             }
             return ExitCode::from(EXIT_USAGE);
         }
@@ -248,6 +248,11 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
         Command::Schema => {
             print_json(&mut out, &schema::describe_all());
             EXIT_OK
+        }
+        // The MCP transport writes stdout from another thread: release this thread's lock first.
+        Command::Mcp(args) => {
+            drop(out);
+            mcp_cmd::run_mcp(cli.store.as_deref(), &args)
         }
         Command::Materialize {
             workbench,
@@ -772,6 +777,42 @@ fn run_workbench(dir: &Path, tool: &str, input: Option<&str>, out: &mut dyn Writ
     } else {
         EXIT_TOOL_ERROR
     }
+}
+
+/// Whether the command line names the `workbench` subcommand: the first argument that is
+/// neither a flag nor the value of `--store`.
+fn is_workbench_call(args: &[std::ffi::OsString]) -> bool {
+    let mut rest = args.iter().skip(1);
+    while let Some(a) = rest.next() {
+        if a == "--store" {
+            rest.next();
+        } else if !a.to_string_lossy().starts_with('-') {
+            return a == "workbench";
+        }
+    }
+    false
+}
+
+/// The `InvalidArguments` envelope of a command-line usage error under `nokv workbench`: clap's
+/// message (plain text) plus `details {usage, reason}`.
+fn usage_envelope(err: &clap::Error) -> Value {
+    let rendered = err.render().to_string();
+    let first = rendered
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default()
+        .trim_start_matches("error: ")
+        .trim()
+        .to_string();
+    ToolError::invalid_arguments(format!(
+        "{first}; usage: nokv [--store DIR] workbench <tool> ['<json>' | -]"
+    ))
+    .with_detail(
+        "usage",
+        "nokv [--store DIR] workbench <tool> ['<json>' | -]",
+    )
+    .with_detail("reason", format!("{:?}", err.kind()))
+    .envelope()
 }
 
 fn print_json(out: &mut dyn Write, value: &Value) {
