@@ -242,7 +242,7 @@ fn a_read_only_database_keeps_reading_images_the_writer_merged_away() {
         durability: Durability::Buffered,
         ..Options::default()
     };
-    let writer = Db::open(tmp.path(), opts.clone()).unwrap();
+    let writer = Db::open(tmp.path(), opts).unwrap();
     let files = writer.create_tree("files", 0x01, true).unwrap();
     let put = |k: String, v: &str| {
         let mut b = Batch::new();
@@ -263,7 +263,7 @@ fn a_read_only_database_keeps_reading_images_the_writer_merged_away() {
         .collect();
     assert!(!images_before.is_empty(), "{images_before:?}");
 
-    let reader = Db::open_read_only(tmp.path(), opts.clone()).unwrap();
+    let reader = Db::open_read_only(tmp.path(), opts).unwrap();
     for i in 0..200 {
         put(format!("d{}/k{i:03}", i % 4), "after");
     }

@@ -95,7 +95,7 @@ pub(crate) fn open_tiling(listing: &Listing) -> Tiling {
             .iter()
             .filter(|(f, _, _)| *f == next)
             .collect();
-        candidates.sort_by(|a, b| b.1.cmp(&a.1));
+        candidates.sort_by_key(|c| std::cmp::Reverse(c.1));
         let mut opened = None;
         for (_, last, path) in candidates {
             match Image::open(path) {

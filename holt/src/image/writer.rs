@@ -583,7 +583,7 @@ impl TrieBuilder {
                 _ => l,
             };
             let off = self.write_node(sink, &node, parent_edge + 1)?;
-            if !self.stack.last().is_some_and(|t| t.edge >= l) {
+            if self.stack.last().is_none_or(|t| t.edge < l) {
                 self.push_open(l);
             }
             let edge = self.prev[parent_edge];
