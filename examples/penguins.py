@@ -243,7 +243,7 @@ def lifecycle_step(store: nokv.Store) -> List[str]:
         info = store.commit_info(commit)
         parent = info["parents"][0] if info and info["parents"] else "-"
         print(
-            f"  {m['workbench_id']:<14} {m['manifest']['species']:<10} {short(commit):<12}  "
+            f"  {m['workbench_id']:<14} {m['manifest']['manifest']['species']:<10} {short(commit):<12}  "
             f"{short(parent):<12}  {m['manifest_generation']:>10}  "
             f"{'true' if m['commit_identity_verified'] else 'false'}"
         )

@@ -324,7 +324,7 @@ impl TxnStore for HoltStore {
             Err(holt::Error::VersionMismatch { expected, actual }) => {
                 Err(WriteFailure::ReadVersion { expected, actual })
             }
-            Err(e) => Err(WriteFailure::Other(Error::Storage(e))),
+            Err(e) => Err(WriteFailure::Other(Error::from(e))),
         }
     }
 }

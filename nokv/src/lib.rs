@@ -23,12 +23,16 @@
 //!   the change feed.
 //! * [`mcp`] — `nokv mcp`: the 18 tools as an MCP server over stdio, on the embedded store or
 //!   through a `nokv serve` process (`--server URL`).
+//! * [`lifetime`] — object lifetime: [`Client::remove`] / [`Client::remove_prefix`],
+//!   [`Client::gc`] (and `--explain`), [`Client::fsck`] / [`Client::repair_index`], durable
+//!   settings ([`Client::config_set`]) and [`Client::start_background_maintenance`].
 //! * [`demo`] — the reference research workflow of seed 001 on the Palmer penguins data, with
 //!   commits, a tag, a snapshot, a restore and `workbench_find`.
 //! * the `nokv` binary (`src/bin/nokv.rs`, [`cli`]) — `nokv workbench <tool> '<json>'`,
 //!   `nokv schema`, `nokv materialize`, `nokv collect`, `nokv append --operation-id`,
 //!   `nokv operation recover|list`, `nokv demo`, `nokv commit`, `nokv tag`, `nokv find`,
-//!   `nokv snapshot`, `nokv restore`, `nokv changes`, `nokv mcp`.
+//!   `nokv snapshot`, `nokv restore`, `nokv changes`, `nokv rm`, `nokv gc`, `nokv fsck`,
+//!   `nokv config`, `nokv mcp`.
 //!
 //! The store directory of the CLI is `--store DIR`, else `$NOKV_STORE`, else `./.nokv`.
 
@@ -39,6 +43,7 @@ pub mod commit;
 pub mod demo;
 pub mod error;
 pub mod index_fields;
+pub mod lifetime;
 pub mod materialize;
 pub mod mcp;
 pub mod publication;

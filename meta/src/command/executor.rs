@@ -5,7 +5,8 @@
 //! holt commit boundary:
 //! 0. shape: the command's predicate / mutation / event counts are within their fixed bounds
 //!    ([`Error::InvalidArgument`] otherwise; nothing is read), and it writes no reserved tree
-//!    except the System pending-operation registry rows ([`crate::codec::system`]);
+//!    except the System pending-operation registry rows ([`crate::codec::system`]) and setting
+//!    rows ([`crate::codec::setting`]);
 //! 1. schema marker and RootFence: `schema_id` is `nokv_workspace`, `System("schema")` holds the
 //!    exact marker, the command's root/logical shard/placement generation equal this handle's,
 //!    and `RootFence(root)` is `Active` with that logical shard and placement generation —
@@ -141,7 +142,7 @@ fn check_bounds(cmd: &MetadataCommand) -> Result<()> {
         | Mutation::Delete {
             family: Family::System,
             key,
-        } => !is_pending_operation_key(key),
+        } => !is_pending_operation_key(key) && !crate::codec::setting::is_setting_key(key),
         m => m.family() == Family::RecoveryOutbox,
     }) {
         return Err(Error::invalid(format!(

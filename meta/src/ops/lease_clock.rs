@@ -231,6 +231,7 @@ pub fn observe(shard: &MetaShard, wall_unix_ms: u64, skew_grace_ms: u64) -> Resu
     let store = &shard.inner.store;
     let fence = &shard.inner.fence;
     for _ in 0..MAX_ATTEMPTS {
+        shard.prepare_write()?;
         let snap = store.snapshot();
         check_handle_fences(&snap, fence)?;
         let reading = peek(&snap, wall_unix_ms, skew_grace_ms)?;

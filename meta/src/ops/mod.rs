@@ -8,10 +8,14 @@
 pub mod changes;
 pub mod commit;
 pub mod find;
+pub mod fsck;
+pub mod gc;
 pub mod lease_clock;
 pub mod publish;
 pub mod publish_operation;
+pub mod remove;
 pub mod restore;
+pub mod settings;
 pub mod snapshot;
 pub mod tag;
 pub mod workspace;
@@ -41,6 +45,7 @@ pub(crate) fn run_step<T>(
     use crate::store::TxnStore;
     let store = &shard.inner.store;
     for _ in 0..MAX_ATTEMPTS {
+        shard.prepare_write()?;
         let snap = store.snapshot();
         crate::command::executor::check_handle_fences(&snap, &shard.inner.fence)?;
         let step = plan(&snap)?;

@@ -294,7 +294,7 @@ fn dependency_owners(req: &PublishRequest) -> BTreeSet<ArtifactRevisionId> {
 }
 
 /// SHA-256 over the sorted, concatenated 16-byte owner ids.
-fn dependency_digest(owners: &BTreeSet<ArtifactRevisionId>) -> [u8; 32] {
+pub(crate) fn dependency_digest(owners: &BTreeSet<ArtifactRevisionId>) -> [u8; 32] {
     let mut h = Sha256::new();
     for o in owners {
         h.update(o.as_bytes());
@@ -426,6 +426,7 @@ pub(crate) enum Planned {
 }
 
 fn attempt(shard: &MetaShard, req: &PublishRequest, digest: [u8; 32]) -> Result<PublishReceipt> {
+    shard.prepare_write()?;
     let store = &shard.inner.store;
     let snap = store.snapshot();
     match plan(shard, &snap, req, digest)? {

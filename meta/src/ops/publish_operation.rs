@@ -767,6 +767,86 @@ pub fn stage(
     })
 }
 
+/// Records the provider's multipart upload id on StagedObject row `sequence` of an Uploading
+/// operation, in one command predicating the operation row — called by the uploader after the
+/// provider created the upload and before its first part is sent, so a process killed mid-upload
+/// leaves the upload owned by the ledger and cleanup can abort it (seed 000, "Upload And
+/// Append": the ledger owns "all object keys, multipart ids, lengths, and digests").
+///
+/// Errors: [`Error::OperationState`] when the operation is not Uploading (cleanup won: the caller
+/// must not send the parts); [`Error::InvalidArgument`] for an unknown sequence, a row of an
+/// earlier attempt, an empty or over-long id (> 1024 bytes) or a row that already records
+/// another id; codec and storage errors.
+pub fn record_upload_id(
+    shard: &MetaShard,
+    id: &OperationId,
+    sequence: u64,
+    upload_id: &str,
+) -> Result<()> {
+    if upload_id.is_empty() || upload_id.len() > publish::MAX_OBJECT_KEY_BYTES {
+        return Err(Error::invalid(
+            "a multipart upload id must be 1..=1024 bytes",
+        ));
+    }
+    let key = op_key(shard, id);
+    run(shard, |snap, version| {
+        let Some((bytes, op)) = read_op(snap, &key)? else {
+            return Err(state_error(
+                id,
+                None,
+                "an upload id needs an Uploading operation",
+            ));
+        };
+        if op.phase != PublishPhase::Uploading {
+            return Err(state_error(
+                id,
+                Some(op.phase),
+                "an upload id needs an Uploading operation",
+            ));
+        }
+        let k = staged_key(shard, id, sequence);
+        let Some(row_bytes) = snap.get(Family::StagedObject, &k)? else {
+            return Err(Error::invalid(format!(
+                "no staged object at sequence {sequence}"
+            )));
+        };
+        let mut row = StagedObject::decode(&row_bytes)?;
+        if row.artifact_revision_id != op.artifact_revision_id {
+            return Err(Error::invalid(format!(
+                "staged object {sequence} belongs to an earlier attempt"
+            )));
+        }
+        match row.upload_id.as_deref() {
+            Some(existing) if existing == upload_id => return Ok(Step::Done(())),
+            Some(_) => {
+                return Err(Error::invalid(format!(
+                    "staged object {sequence} already records another upload id"
+                )))
+            }
+            None => {}
+        }
+        row.upload_id = Some(upload_id.to_owned());
+        row.provider_state = StagedProviderState::Uploading;
+        let mut cmd = command(
+            shard,
+            version,
+            ledger_digest(b"upload-id", id, &sequence.to_be_bytes()),
+            id,
+            PublishPhase::Uploading,
+        )?;
+        cmd.predicates
+            .push(Predicate::equals(Family::Operation, key.clone(), bytes));
+        cmd.predicates.push(Predicate::equals(
+            Family::StagedObject,
+            k.clone(),
+            row_bytes,
+        ));
+        cmd.mutations
+            .push(Mutation::put(Family::StagedObject, k, row.encode()));
+        Ok(Step::Command(Box::new(cmd), ()))
+    })
+}
+
 /// Finalize CAS: Uploading -> Finalizing in one command that seals the body length (bytes) and
 /// `sha256:` digest and records the provider states `marks` (at most
 /// [`MAX_LEDGER_ROWS_PER_COMMAND`]; mark earlier ones with [`stage`] and no new blocks).
@@ -954,6 +1034,7 @@ pub fn own_objects(shard: &MetaShard, id: &OperationId) -> Result<Vec<(String, u
 pub fn publish_operation(shard: &MetaShard, id: &OperationId) -> Result<PublishReceipt> {
     let key = op_key(shard, id);
     for _ in 0..MAX_ATTEMPTS {
+        shard.prepare_write()?;
         let snap = shard.inner.store.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         let Some((bytes, op)) = read_op(&snap, &key)? else {

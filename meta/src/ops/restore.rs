@@ -907,6 +907,9 @@ fn run(
     mutations: Vec<Mutation>,
     events: Vec<ChangeEvent>,
 ) -> Result<()> {
+    // A writer's first write advances its owner epoch (a commit) first; the command then meets a
+    // stale read version and every caller's retry loop re-plans it.
+    shard.prepare_write()?;
     cmd.predicates = predicates;
     cmd.mutations = mutations;
     cmd.event_projection = events;

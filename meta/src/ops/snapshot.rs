@@ -547,6 +547,7 @@ pub fn create(
     let root = shard.root_id();
     retrying(|| {
         let lease = lease_clock::observe(shard, wall_unix_ms, policy.skew_grace_ms)?;
+        shard.prepare_write()?;
         let snap = shard.inner.store.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         if let Some(out) = replay_lookup(&snap, &root, &req.request_id, &digest)? {
@@ -689,6 +690,7 @@ pub fn renew(
     let root = shard.root_id();
     retrying(|| {
         let lease = lease_clock::observe(shard, wall_unix_ms, policy.skew_grace_ms)?;
+        shard.prepare_write()?;
         let snap = shard.inner.store.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         if let Some(out) = replay_lookup(&snap, &root, &req.request_id, &digest)? {
@@ -802,6 +804,7 @@ pub fn retire(
     let digest = digest(b"nokv.snapshot.retire.v1\0", &parts);
     let root = shard.root_id();
     retrying(|| {
+        shard.prepare_write()?;
         let snap = shard.inner.store.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         if let Some(out) = replay_lookup(&snap, &root, &req.request_id, &digest)? {
@@ -1001,14 +1004,18 @@ pub fn min_hold_version(shard: &MetaShard) -> Result<Option<u64>> {
 
 /// Raises the holt history floor to `min(lowest hold read version, version -
 /// history_retention_versions)` when that is above the current floor, and returns the floor.
-/// The floor never passes a hold (see the module docs).
+/// The floor never passes a hold (see the module docs). The durable store setting
+/// `history_retention_versions` ([`crate::ops::settings`]) wins over
+/// `policy.history_retention_versions` once it is set.
 ///
 /// Errors: codec and storage errors.
 pub fn maintain_history_floor(shard: &MetaShard, policy: &SnapshotPolicy) -> Result<u64> {
     let db = shard.db();
     // Read the tip first: every hold committed after this point has read_version >= tip.
     let tip = db.version();
-    let mut target = tip.saturating_sub(policy.history_retention_versions);
+    let retention =
+        super::settings::history_retention_versions(shard, policy.history_retention_versions)?;
+    let mut target = tip.saturating_sub(retention);
     if let Some(min) = min_hold_version(shard)? {
         target = target.min(min);
     }
@@ -1101,6 +1108,7 @@ fn workbench_of<S: Snapshot>(
 fn claim(shard: &MetaShard, k: &SnapshotRefKey, lease: &LeaseReading) -> Result<Option<String>> {
     let root = shard.root_id();
     retrying(|| {
+        shard.prepare_write()?;
         let snap = shard.inner.store.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         let key = k.encode();
@@ -1166,6 +1174,7 @@ fn claim(shard: &MetaShard, k: &SnapshotRefKey, lease: &LeaseReading) -> Result<
 fn finalize(shard: &MetaShard, k: &SnapshotRefKey) -> Result<bool> {
     let root = shard.root_id();
     retrying(|| {
+        shard.prepare_write()?;
         let snap = shard.inner.store.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         let key = k.encode();
@@ -1337,6 +1346,7 @@ fn consumer_command(
     let root = shard.root_id();
     retrying(|| {
         let lease = lease_clock::observe(shard, wall_unix_ms, policy.skew_grace_ms)?;
+        shard.prepare_write()?;
         let snap = shard.inner.store.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         let (_, ws) = visible_marker(&snap, &root, workbench_id)?;

@@ -12,9 +12,15 @@ use clap::{Parser, Subcommand};
 use serde_json::Value;
 
 mod commit_cmd;
+mod config_cmd;
+mod fsck_cmd;
+mod gc_cmd;
 mod mcp_cmd;
+pub mod read_only;
 mod restore_cmd;
+mod rm_cmd;
 mod snapshot_cmd;
+mod verify_cmd;
 
 use crate::client::Client;
 use crate::workbench::errors::ToolError;
@@ -147,7 +153,8 @@ pub enum Command {
         action: snapshot_cmd::SnapshotCommand,
     },
     /// Print visible change events (one JSON object per line, each with its resume `cursor`).
-    /// The process owns the store while it runs (embedded store: one process at a time).
+    /// Opens the store read-only (never waits for or blocks a writer); `--follow` reopens it at
+    /// every poll.
     Changes {
         /// Resume strictly after this cursor (from an earlier line's `cursor`).
         #[arg(long, value_name = "CURSOR")]
@@ -165,6 +172,25 @@ pub enum Command {
         #[arg(long, default_value_t = 500)]
         poll_ms: u64,
     },
+    /// Remove an artifact (`nokv rm WB PATH [--expected-generation G] [--request-id HEX32]`) or
+    /// everything under a prefix (`nokv rm -r WB PREFIX`); prints one JSON envelope.
+    Rm(rm_cmd::RmArgs),
+    /// Garbage collection: one pass (`--dry-run`, `--max-revisions N`), or `--explain WB PATH |
+    /// REVISION` to say why a revision is kept.
+    Gc(gc_cmd::GcArgs),
+    /// Check every count, seal, index row and the recovery chain from authoritative rows; exit 1
+    /// on findings. `--repair-index` rebuilds the SecondaryIndex rows first.
+    Fsck(fsck_cmd::FsckArgs),
+    /// Durable store settings: `get NAME`, `set NAME VALUE`, `list`.
+    Config {
+        /// The config action.
+        #[command(subcommand)]
+        action: config_cmd::ConfigCommand,
+    },
+    /// Verify the store's RecoveryOutbox chain in full (every retained record, from the pruned
+    /// point to the tail), read-only and without the lock; `--maintain` also runs outbox
+    /// maintenance steps as the writer until retention holds. Prints one JSON envelope.
+    Verify(verify_cmd::VerifyArgs),
     /// Create a new store and persist where its objects live (default: the local directory
     /// `<store>/objects`). With `--objects s3://bucket/prefix` the store keeps its blocks in an
     /// S3-compatible bucket (credentials from the standard AWS environment/profile chain) behind
@@ -258,7 +284,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
             workbench,
             dest,
             prefix,
-        } => with_client(&dir, |client| {
+        } => with_read_only_client(&dir, |client| {
             let mut bar = Bar::new(cli.quiet);
             let files = crate::materialize::materialize_with_progress(
                 client,
@@ -478,6 +504,11 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
             },
             &mut out,
         ),
+        Command::Rm(args) => rm_cmd::run_rm(&dir, args, &mut out),
+        Command::Gc(args) => gc_cmd::run_gc(&dir, args, &mut out),
+        Command::Fsck(args) => fsck_cmd::run_fsck(&dir, args, &mut out),
+        Command::Config { action } => config_cmd::run_config(&dir, action, &mut out),
+        Command::Verify(args) => verify_cmd::run_verify(&dir, &args, &mut out),
         Command::Demo => with_client(&dir, |client| {
             crate::demo::run_demo(client, &mut out)?;
             Ok(())
@@ -574,7 +605,15 @@ impl Bar {
 }
 
 fn with_client(dir: &Path, f: impl FnOnce(&Client) -> crate::Result<()>) -> u8 {
-    let result = Client::open(dir).and_then(|client| f(&client));
+    report(Client::open(dir).and_then(|client| f(&client)))
+}
+
+/// [`with_client`] on the existing store opened read-only (see [`read_only`]).
+fn with_read_only_client(dir: &Path, f: impl FnOnce(&Client) -> crate::Result<()>) -> u8 {
+    report(read_only::open_existing(dir, true).and_then(|client| f(&client)))
+}
+
+fn report(result: crate::Result<()>) -> u8 {
     match result {
         Ok(()) => EXIT_OK,
         Err(err) => {
@@ -758,9 +797,10 @@ fn run_workbench(dir: &Path, tool: &str, input: Option<&str>, out: &mut dyn Writ
         return EXIT_TOOL_ERROR;
     }
     // Only `create` may bring a new store into existence; every other tool on a missing store is
-    // NotFound instead of silently creating an empty one.
+    // NotFound instead of silently creating an empty one. Reading tools open read-only.
     let options = crate::client::ClientOptions {
         create_if_missing: name == "workbench_create",
+        read_only: read_only::tool_reads_only(name),
         ..Default::default()
     };
     let client = match Client::open_with(dir, options) {

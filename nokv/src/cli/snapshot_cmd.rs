@@ -14,7 +14,6 @@ use clap::Subcommand;
 use serde_json::{json, Map, Value};
 
 use super::{print_json, EXIT_OK, EXIT_TOOL_ERROR};
-use crate::client::Client;
 use crate::workbench::{store_error, tool_error, Workbench};
 
 /// `nokv snapshot` actions.
@@ -76,13 +75,8 @@ fn selector_args(snapshot: &str, args: &mut Map<String, Value>) {
 
 /// Runs one `nokv snapshot` action; returns the exit code.
 pub fn run_snapshot(dir: &Path, cmd: SnapshotCommand, out: &mut dyn Write) -> u8 {
-    let client = match Client::open_with(
-        dir,
-        crate::client::ClientOptions {
-            create_if_missing: false,
-            ..Default::default()
-        },
-    ) {
+    let reads_only = matches!(cmd, SnapshotCommand::List { .. });
+    let client = match super::read_only::open_existing(dir, reads_only) {
         Ok(c) => c,
         Err(e) => {
             print_json(out, &store_error(e).envelope());
@@ -190,14 +184,11 @@ pub struct ChangesArgs {
 /// Runs `nokv changes`; prints one compact JSON object per event. A failure (store missing,
 /// malformed or foreign `--after` cursor, …) ends the output with one standard error envelope
 /// `{"status":"error","code":…,"message":…,"retryable":…,"details":{…}}` on stdout, exit 1.
+///
+/// The store is opened read-only (no lock, nothing written); with `--follow` every poll reopens
+/// it read-only and resumes after the last printed cursor, so a follower never blocks writers.
 pub fn run_changes(dir: &Path, args: &ChangesArgs, out: &mut dyn Write) -> u8 {
-    let client = match Client::open_with(
-        dir,
-        crate::client::ClientOptions {
-            create_if_missing: false,
-            ..Default::default()
-        },
-    ) {
+    let mut client = match super::read_only::open_existing(dir, true) {
         Ok(c) => c,
         Err(e) => {
             print_json(out, &store_error(e).envelope());
@@ -205,16 +196,14 @@ pub fn run_changes(dir: &Path, args: &ChangesArgs, out: &mut dyn Write) -> u8 {
         }
     };
     let result = (|| -> crate::Result<()> {
-        let mut feed = match &args.workbench {
-            Some(wb) => client.workbench_changes(wb, args.after.as_deref())?,
-            None => client.changes(args.after.as_deref())?,
-        };
-        let _reaper = args
-            .follow
-            .then(|| client.start_reaper(Duration::from_secs(60)));
+        let mut after = args.after.clone();
         let mut printed = 0u64;
         loop {
-            for item in feed.by_ref() {
+            let feed = match &args.workbench {
+                Some(wb) => client.workbench_changes(wb, after.as_deref())?,
+                None => client.changes(after.as_deref())?,
+            };
+            for item in feed {
                 let item = item?;
                 let line = json!({
                     "cursor": item.cursor,
@@ -230,6 +219,7 @@ pub fn run_changes(dir: &Path, args: &ChangesArgs, out: &mut dyn Write) -> u8 {
                 let text = serde_json::to_string(&line).unwrap_or_default();
                 let _ = writeln!(out, "{text}");
                 let _ = out.flush();
+                after = Some(item.cursor);
                 printed += 1;
                 if args.limit.is_some_and(|l| printed >= l) {
                     return Ok(());
@@ -239,6 +229,7 @@ pub fn run_changes(dir: &Path, args: &ChangesArgs, out: &mut dyn Write) -> u8 {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(args.poll_ms.max(10)));
+            client = super::read_only::open_existing(dir, true)?;
         }
     })();
     match result {
