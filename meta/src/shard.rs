@@ -174,7 +174,7 @@ impl MetaShard {
 
     /// Opens the existing store in `dir` **read-only**: no lock (any number of read-only
     /// handles share the store with its one writer), the state as of this call
-    /// (`holt::Db::open_read_only`: newest checkpoint plus the complete WAL records after it),
+    /// (`holt::Db::open_read_only`: the mapped images plus the complete WAL records after them),
     /// the same schema gate as [`MetaShard::open`] and the same verification of the
     /// RecoveryOutbox records after the verified head — and nothing is ever written: no owner
     /// epoch advance, no outbox maintenance, no fdatasync. Works on a read-only file system and
