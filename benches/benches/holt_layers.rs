@@ -1,7 +1,6 @@
-//! Timing report (not a correctness test; ignored by default): point reads and delimiter
-//! listings served from one image versus from an image plus newer layers (a flushed image and
-//! the in-memory delta). Run in release:
-//! `cargo test --release -p holt --test timing_layers -- --ignored --nocapture`
+//! Bench binary: holt point reads and delimiter listings served from one image versus from an
+//! image plus newer layers (a flushed image and the in-memory delta), and an open that replays a
+//! full WAL tail. `cargo bench -p nokv-benches --bench holt_layers`
 //! (`HOLT_TIMING_KEYS` sets the number of path keys, default 200,000).
 
 use std::hint::black_box;
@@ -90,9 +89,12 @@ fn report(label: &str, db: &Db, t: &Tree, n: usize) {
     });
 }
 
-#[test]
-#[ignore = "timing report, not a correctness test"]
-fn timing_reads_from_one_image_and_from_several_layers() {
+fn main() {
+    reads_from_one_image_and_from_several_layers();
+    open_with_a_full_wal_tail();
+}
+
+fn reads_from_one_image_and_from_several_layers() {
     let n: usize = std::env::var("HOLT_TIMING_KEYS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -136,9 +138,7 @@ fn timing_reads_from_one_image_and_from_several_layers() {
     report("image + newer layers", &db, &t, n);
 }
 
-#[test]
-#[ignore = "timing report, not a correctness test"]
-fn timing_open_with_a_full_wal_tail() {
+fn open_with_a_full_wal_tail() {
     let dir = tempfile::tempdir().unwrap();
     let opts = Options {
         durability: Durability::Buffered,
