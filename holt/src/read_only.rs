@@ -16,9 +16,12 @@
 //! A writer may append to the WAL, install a new image (a flush, a merge or a checkpoint) and
 //! unlink the images and WAL segments it covers while a read-only open lists and reads the
 //! files. Each attempt lists the images, maps the tiling [`Db::open`] would choose and replays
-//! the WAL after it; when a file vanished between listing and opening (`NotFound`), or the replay
-//! found a gap or damage while the set of image and segment files changed under it, the attempt
-//! is discarded and the open lists again (bounded: 32 attempts). Once mapped, an image stays
+//! the WAL after it, then lists again: only a load during which no image or segment was installed
+//! or dropped is kept, so its images and WAL belong to one moment (a load that decoded cleanly
+//! while the files changed under it was observed to return a state older than an earlier open's,
+//! in `tests/read_only.rs` with a writer checkpointing every 16 commits). When a file vanished between listing and opening (`NotFound`), the
+//! replay found a gap or damage while the files changed, or the second listing differs, the
+//! attempt is discarded and the open lists again (bounded: 32 attempts). Once mapped, an image stays
 //! readable after the writer unlinks it (the mapping keeps the inode), so a read-only database
 //! keeps serving its state for as long as it lives. Damage that stays when nothing changed is reported as
 //! [`Error::Corrupt`], like [`Db::open`] reports it.
@@ -143,6 +146,13 @@ fn attempt_once(fs: &dyn WalFs, dir: &Path, wal_dir: &Path) -> Result<Attempt> {
     let before = fingerprint(fs, dir, wal_dir)?;
     let outcome = load(fs, dir);
     match outcome {
+        // The load read the files of one listing only if no image or segment was installed or
+        // dropped meanwhile; otherwise its images and WAL may come from different moments.
+        Ok(_) if fingerprint(fs, dir, wal_dir)? != before => Ok(Attempt::Retry(Error::corrupt(
+            dir,
+            0,
+            "the store's files changed during the read-only open",
+        ))),
         Ok((state, replayed)) => Ok(Attempt::Loaded(state, replayed)),
         Err(e) if vanished(&e) => Ok(Attempt::Retry(e)),
         Err(e @ Error::Corrupt { .. }) => {
