@@ -95,7 +95,7 @@ pub enum Error {
     Closed,
     /// The database was opened with [`crate::Db::open_read_only`]: it serves reads of the state
     /// as of its open and refuses every write. `op` names the refused call (`"commit"`,
-    /// `"create_tree"`, `"set_history_floor"`, `"checkpoint"`). Nothing was written.
+    /// `"create_tree"`, `"set_history_floor"`, `"checkpoint"`, `"flush"`). Nothing was written.
     #[error("database is open read-only: {op} refused")]
     ReadOnly {
         /// The refused call.

@@ -230,9 +230,25 @@ pub enum Error {
         /// Live consumers at the read version.
         consumer_count: u64,
     },
+    /// The handle was opened read-only ([`crate::MetaShard::open_read_only`]): it serves reads
+    /// and refuses every write; nothing was written. Open the store for writing (a writer
+    /// handle) to change it. Not retryable through the same handle.
+    #[error("the store is open read-only; writes are refused and nothing was written")]
+    ReadOnly,
     /// The engine reported an error (I/O, corruption, lock, pruned history, …).
     #[error("storage: {0}")]
-    Storage(#[from] holt::Error),
+    Storage(holt::Error),
+}
+
+/// Engine errors pass through as [`Error::Storage`], except a write refused by a read-only holt
+/// database, which is [`Error::ReadOnly`] like every other write through a read-only handle.
+impl From<holt::Error> for Error {
+    fn from(e: holt::Error) -> Self {
+        match e {
+            holt::Error::ReadOnly { .. } => Error::ReadOnly,
+            e => Error::Storage(e),
+        }
+    }
 }
 
 impl Error {

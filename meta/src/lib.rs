@@ -44,7 +44,9 @@
 //!     rules.
 //!
 //! - [`outbox`] is the RecoveryOutbox: one hash-chained record per command, owner-epoch advance
-//!   and initialization, appended in the same holt batch and verified at every open.
+//!   and initialization, appended in the same holt batch; opens verify the records after the
+//!   verified chain head, and old records are removed per a retention policy (see
+//!   [`outbox`], "Verification" and "Retention").
 //!
 //! - [`index`] is the typed secondary index: the value codec, the projection every publication
 //!   writes, and the search / aggregate / catalog executors.

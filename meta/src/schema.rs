@@ -15,14 +15,18 @@
 //!   version 0. A version-0 store with a foreign, mis-tagged or mis-flagged tree is refused;
 //! - a nonempty store opens only when, in this order: the registry (names, tags, versioned flags)
 //!   matches exactly; the marker exists, has value_format_version 1, decodes exactly, names
-//!   `nokv_workspace` and format_version 8; the placement, presentation root, owner epoch and
-//!   recovery tail records decode; the RootFence row matches the placement and both are Active;
-//!   and the RecoveryOutbox verifies against the tail ([`crate::outbox`]). Otherwise
+//!   `nokv_workspace` and format_version 8; the placement, presentation root, owner epoch,
+//!   recovery tail and recovery chain point records decode; the RootFence row matches the
+//!   placement and both are Active; and the RecoveryOutbox records after the verified chain head
+//!   verify against the tail ([`crate::outbox`], "Verification"). Otherwise
 //!   [`Error::SchemaMismatch`] (with a [`SchemaMismatchKind`]) or
 //!   [`Error::RecoveryOutboxCorrupt`] names the difference, and nothing is written — the store's
 //!   files stay byte-identical (holt's open modifies no file);
-//! - a successful open of an existing store advances the owner epoch by one commit that also
-//!   appends an `OwnerEpochAdvance` RecoveryOutbox record.
+//! - opening an existing store writes nothing at all, for a writer as for a read-only handle
+//!   (`holt::Db::open_read_only`; [`crate::MetaShard::open_read_only`]). A writer handle
+//!   advances the owner epoch by one commit — which also appends an `OwnerEpochAdvance`
+//!   RecoveryOutbox record and carries one outbox maintenance step — right before its first
+//!   write; a handle that only reads never advances it.
 
 use crate::codec::system::{
     decode_owner_epoch, decode_presentation_root, encode_owner_epoch, encode_presentation_root,
@@ -226,7 +230,12 @@ pub enum SchemaMismatchKind {
 pub(crate) struct GateOutcome {
     pub(crate) placement: RootPlacement,
     pub(crate) presentation_root: String,
+    /// The persisted owner epoch at open (1 after initialization).
     pub(crate) owner_epoch: u64,
+    /// This open initialized the store: the handle already owns epoch 1.
+    pub(crate) initialized: bool,
+    /// The recovery tail whose chain this open verified (after the verified head).
+    pub(crate) verified_tail: RecoveryTail,
 }
 
 fn tree(db: &holt::Db, f: Family) -> Result<holt::Tree> {
@@ -364,8 +373,9 @@ fn malformed(what: &str, e: Error) -> Error {
     )
 }
 
-/// Opens or initializes the shard. Writes nothing unless the store is empty (initialization) or
-/// passes every check (owner-epoch advance, through the RecoveryOutbox).
+/// Opens or initializes the shard for a writer handle. Writes nothing unless the store is empty
+/// (initialization); the owner epoch of an existing store is advanced later, by
+/// [`advance_owner_epoch`] before the handle's first write.
 pub(crate) fn open_gate(db: &holt::Db, requested_root: Option<&str>) -> Result<GateOutcome> {
     if let Some(r) = requested_root {
         validate_presentation_root(r)?;
@@ -374,6 +384,27 @@ pub(crate) fn open_gate(db: &holt::Db, requested_root: Option<&str>) -> Result<G
         registry_error(registry_differences(db, true))?;
         return initialize(db, requested_root.unwrap_or(DEFAULT_PRESENTATION_ROOT));
     }
+    check_existing(db, requested_root)
+}
+
+/// The checks of [`open_gate`] for a read-only handle: the store must already be initialized
+/// (an empty store is [`SchemaMismatchKind::MissingMarker`]); nothing is ever written.
+pub(crate) fn read_only_gate(db: &holt::Db, requested_root: Option<&str>) -> Result<GateOutcome> {
+    if let Some(r) = requested_root {
+        validate_presentation_root(r)?;
+    }
+    if db.version() == 0 {
+        return Err(Error::schema(
+            SchemaMismatchKind::MissingMarker,
+            "the store was never initialized (no schema marker); open it for writing once",
+        ));
+    }
+    check_existing(db, requested_root)
+}
+
+/// Every check of a nonempty store, in the documented order, ending with the RecoveryOutbox
+/// records after the verified head. Writes nothing.
+fn check_existing(db: &holt::Db, requested_root: Option<&str>) -> Result<GateOutcome> {
     registry_error(registry_differences(db, false))?;
     let sys = tree(db, Family::System)?;
     let view = db.view();
@@ -400,7 +431,11 @@ pub(crate) fn open_gate(db: &holt::Db, requested_root: Option<&str>) -> Result<G
     let epoch_bytes = read(KEY_OWNER_EPOCH, "owner epoch")?;
     let epoch = decode_owner_epoch(&epoch_bytes).map_err(|e| malformed("owner epoch", e))?;
     let tail_bytes = read(KEY_RECOVERY_TAIL, "recovery tail")?;
-    let tail = RecoveryTail::decode(&tail_bytes).map_err(|e| malformed("recovery tail", e))?;
+    RecoveryTail::decode(&tail_bytes).map_err(|e| malformed("recovery tail", e))?;
+    let points = crate::outbox::read_points(&view, &sys).map_err(|e| match e {
+        Error::Codec { .. } => malformed("recovery chain point", e),
+        other => other,
+    })?;
     let fence_tree = tree(db, Family::RootFence)?;
     let fence_bytes = view
         .get(&fence_tree, &root_fence::key(&placement.root_id))?
@@ -431,7 +466,7 @@ pub(crate) fn open_gate(db: &holt::Db, requested_root: Option<&str>) -> Result<G
         ));
     }
     let outbox_tree = tree(db, Family::RecoveryOutbox)?;
-    crate::outbox::verify(&view, &outbox_tree, &tail)?;
+    crate::outbox::verify_after_head(&view, &outbox_tree, &points)?;
     if let Some(r) = requested_root {
         if r != presentation_root {
             return Err(Error::PresentationRootMismatch {
@@ -440,39 +475,128 @@ pub(crate) fn open_gate(db: &holt::Db, requested_root: Option<&str>) -> Result<G
             });
         }
     }
-    let read_version = view.version();
-    drop(view);
-    let next = epoch
-        .checked_add(1)
-        .ok_or_else(|| Error::invalid("owner epoch exhausted"))?;
-    let commit_version = read_version
-        .checked_add(1)
-        .ok_or_else(|| Error::invalid("commit version exhausted"))?;
-    let mutations = vec![Mutation::put(
-        Family::System,
-        KEY_OWNER_EPOCH.to_vec(),
-        encode_owner_epoch(next),
-    )];
-    let appended = crate::outbox::append(
-        &tail,
-        commit_version,
-        &RecoveryEntry::OwnerEpochAdvance {
-            previous_epoch: epoch,
-            owner_epoch: next,
-        },
-        &mutations,
-    )?;
-    let mut batch = holt::Batch::new();
-    batch.expect_version(read_version);
-    batch.expect(&sys, KEY_OWNER_EPOCH, holt::Expect::Equals(epoch_bytes));
-    batch.expect(&sys, KEY_RECOVERY_TAIL, holt::Expect::Equals(tail_bytes));
-    add_rows(db, &mut batch, mutations.into_iter().chain(appended.rows))?;
-    db.commit(batch)?;
     Ok(GateOutcome {
         placement,
         presentation_root,
-        owner_epoch: next,
+        owner_epoch: epoch,
+        initialized: false,
+        verified_tail: points.tail,
     })
+}
+
+/// Advances the persisted owner epoch from `from_epoch` to `from_epoch + 1` in one commit that
+/// also appends an `OwnerEpochAdvance` RecoveryOutbox record and carries one RecoveryOutbox
+/// maintenance step (the verified head moves to `verified_at_open`, the tail the handle verified
+/// at its open, and at most [`crate::outbox::MAX_PRUNE_STEP`] old records are removed per
+/// `retention`). Returns the new epoch.
+///
+/// Errors: [`Error::Fenced`] when the persisted epoch is no longer `from_epoch` (another owner
+/// advanced it since this handle opened) or the tail is missing; [`Error::InvalidArgument`] when
+/// the epoch or the commit version is exhausted; [`Error::ReadVersionConflict`] when other
+/// commits kept racing with it; codec and storage errors.
+pub(crate) fn advance_owner_epoch(
+    db: &holt::Db,
+    from_epoch: u64,
+    verified_at_open: RecoveryTail,
+    retention: &crate::outbox::RetentionPolicy,
+) -> Result<u64> {
+    let sys = tree(db, Family::System)?;
+    let outbox_tree = tree(db, Family::RecoveryOutbox)?;
+    for _ in 0..crate::ops::MAX_ATTEMPTS {
+        let view = db.view();
+        let epoch_bytes = view
+            .get(&sys, KEY_OWNER_EPOCH)?
+            .ok_or_else(|| Error::Fenced {
+                reason: "no owner epoch is recorded".into(),
+            })?;
+        let epoch = decode_owner_epoch(&epoch_bytes)?;
+        if epoch != from_epoch {
+            return Err(Error::Fenced {
+                reason: format!(
+                    "another owner advanced the owner epoch to {epoch} since this handle opened                      at {from_epoch}; reopen the store"
+                ),
+            });
+        }
+        let tail_bytes = view
+            .get(&sys, KEY_RECOVERY_TAIL)?
+            .ok_or_else(|| Error::Fenced {
+                reason: "no System recovery tail is recorded".into(),
+            })?;
+        let tail = RecoveryTail::decode(&tail_bytes)?;
+        let step = crate::outbox::plan_step(
+            &view,
+            &sys,
+            &outbox_tree,
+            retention,
+            Some(verified_at_open),
+            false,
+        )?;
+        let read_version = view.version();
+        drop(view);
+        let next = epoch
+            .checked_add(1)
+            .ok_or_else(|| Error::invalid("owner epoch exhausted"))?;
+        let commit_version = read_version
+            .checked_add(1)
+            .ok_or_else(|| Error::invalid("commit version exhausted"))?;
+        let mutations = vec![Mutation::put(
+            Family::System,
+            KEY_OWNER_EPOCH.to_vec(),
+            encode_owner_epoch(next),
+        )];
+        let appended = crate::outbox::append(
+            &tail,
+            commit_version,
+            &RecoveryEntry::OwnerEpochAdvance {
+                previous_epoch: epoch,
+                owner_epoch: next,
+            },
+            &mutations,
+        )?;
+        let mut batch = holt::Batch::new();
+        batch.expect_version(read_version);
+        batch.expect(&sys, KEY_OWNER_EPOCH, holt::Expect::Equals(epoch_bytes));
+        batch.expect(&sys, KEY_RECOVERY_TAIL, holt::Expect::Equals(tail_bytes));
+        add_predicates(db, &mut batch, step.predicates)?;
+        add_rows(
+            db,
+            &mut batch,
+            mutations
+                .into_iter()
+                .chain(appended.rows)
+                .chain(step.mutations),
+        )?;
+        match db.commit(batch) {
+            Ok(_) => return Ok(next),
+            Err(holt::Error::VersionMismatch { actual, .. }) => {
+                // Another commit landed since the view; wait until it is readable and re-plan.
+                let _ = db.wait_visible(actual, crate::store::VISIBILITY_WAIT);
+            }
+            Err(holt::Error::PredicateFailed { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(Error::ReadVersionConflict {
+        attempts: crate::ops::MAX_ATTEMPTS,
+    })
+}
+
+/// Adds predicates to a raw holt batch.
+fn add_predicates(
+    db: &holt::Db,
+    batch: &mut holt::Batch,
+    predicates: impl IntoIterator<Item = crate::command::Predicate>,
+) -> Result<()> {
+    use crate::command::predicate::Expectation;
+    for p in predicates {
+        let expect = match p.expect {
+            Expectation::Absent => holt::Expect::Absent,
+            Expectation::Present => holt::Expect::Present,
+            Expectation::Equals(v) => holt::Expect::Equals(v),
+        };
+        batch.expect(&tree(db, p.family)?, p.key, expect);
+    }
+    Ok(())
 }
 
 /// Adds puts/deletes to a raw holt batch.
@@ -558,6 +682,9 @@ fn initialize(db: &holt::Db, presentation_root: &str) -> Result<GateOutcome> {
         placement,
         presentation_root: presentation_root.to_owned(),
         owner_epoch: 1,
+        initialized: true,
+        // The initializing record was written, not read back: nothing is verified yet.
+        verified_tail: RecoveryTail::GENESIS,
     })
 }
 

@@ -459,6 +459,6 @@ fn write_failure(e: holt::Error) -> WriteFailure {
         holt::Error::VersionMismatch { expected, actual } => {
             WriteFailure::ReadVersion { expected, actual }
         }
-        e => WriteFailure::Other(Error::Storage(e)),
+        e => WriteFailure::Other(Error::from(e)),
     }
 }

@@ -244,7 +244,7 @@ fn fresh_store_gets_the_exact_registry_marker_and_placement() {
 }
 
 #[test]
-fn reopen_keeps_identity_and_advances_owner_epoch_by_one_commit() {
+fn reopen_keeps_identity_and_advances_owner_epoch_by_one_commit_before_the_first_write() {
     let dir = tempfile::tempdir().unwrap();
     let (root, shard_id, v) = {
         let s = open(dir.path());
@@ -255,8 +255,16 @@ fn reopen_keeps_identity_and_advances_owner_epoch_by_one_commit() {
         assert_eq!(s.root_id(), root);
         assert_eq!(s.logical_shard_id(), shard_id);
         assert_eq!(s.owner_epoch(), expected_epoch);
+        // Opening writes nothing; the first write persists the epoch in one commit.
+        assert_eq!(s.db().version(), v + expected_epoch - 2);
+        s.prepare_write().unwrap();
         assert_eq!(s.db().version(), v + expected_epoch - 1);
     }
+    // A handle that only reads leaves the epoch where it was.
+    let s = open(dir.path());
+    assert_eq!(s.owner_epoch(), 5);
+    drop(s);
+    assert_eq!(open(dir.path()).owner_epoch(), 5);
 }
 
 // The refusal cases of the schema gate live in tests/gate.rs (one test per case).

@@ -74,6 +74,13 @@ pub struct ClientOptions {
     /// Wall clock of lease deadlines and the reaper (injectable in tests; default the system
     /// clock).
     pub clock: Arc<dyn meta::ops::lease_clock::WallClock>,
+    /// Open the store **read-only** (default false; see [`Client::open_read_only`]): no lock
+    /// (the handle shares the store with one writer and any number of other readers), the
+    /// state as of the open, nothing written — no owner-epoch advance, no recovery pass, no
+    /// reaper, no fdatasync — so it works on a read-only file system and on another user's
+    /// readable files. Every write answers [`Error::ReadOnlyStore`]. `create_if_missing`,
+    /// `lock_wait`, `recover_at_open` are ignored.
+    pub read_only: bool,
 }
 
 impl Default for ClientOptions {
@@ -87,6 +94,7 @@ impl Default for ClientOptions {
             recover_at_open: true,
             snapshot_policy: meta::ops::snapshot::SnapshotPolicy::default(),
             clock: Arc::new(meta::ops::lease_clock::SystemWallClock),
+            read_only: false,
         }
     }
 }
@@ -230,7 +238,33 @@ impl Client {
         Self::open_with(dir, ClientOptions::default())
     }
 
+    /// Opens the existing embedded store in `dir` read-only with default options (see
+    /// [`ClientOptions::read_only`]): the metadata as of this call through
+    /// `meta::MetaShard::open_read_only`, the object provider opened without creating or syncing
+    /// anything (an S3 store is read without its local block cache). Reads work exactly as on a
+    /// writer handle; every write answers [`Error::ReadOnlyStore`] and writes nothing.
+    ///
+    /// Errors: [`Error::StoreNotFound`] when `dir` holds no store (nothing is created);
+    /// [`Error::Meta`] when the schema gate refuses the store or its files are damaged or
+    /// unreadable; [`Error::StoreConfig`] / [`Error::NamespaceMismatch`] for the object
+    /// configuration.
+    pub fn open_read_only(dir: impl AsRef<Path>) -> Result<Client> {
+        Self::open_with(
+            dir,
+            ClientOptions {
+                read_only: true,
+                ..ClientOptions::default()
+            },
+        )
+    }
+
     /// Opens the embedded store in `dir` with explicit options.
+    ///
+    /// A writer open (the default) takes the store's lock; an existing store is not written by
+    /// the open itself — the owner epoch advances right before the first write of this handle —
+    /// except by the recovery pass and the snapshot reaper, which write only when they find
+    /// work. A store whose files cannot be written (read-only file system, another user's files)
+    /// answers [`Error::ReadOnlyStore`]; open it with [`ClientOptions::read_only`] to read it.
     pub fn open_with(dir: impl AsRef<Path>, options: ClientOptions) -> Result<Client> {
         let dir = dir.as_ref().to_path_buf();
         if !(1024..=64 * 1024 * 1024).contains(&options.block_size) {
@@ -239,13 +273,21 @@ impl Client {
                 options.block_size
             )));
         }
+        if options.read_only {
+            return Self::open_read_only_with(dir, options);
+        }
         if !options.create_if_missing && !dir.join("meta").is_dir() {
             return Err(Error::StoreNotFound);
         }
-        std::fs::create_dir_all(&dir).map_err(|source| Error::LocalIo {
-            op: "create store directory",
-            path: dir.clone(),
-            source,
+        std::fs::create_dir_all(&dir).map_err(|source| match not_writable(&source) {
+            Some(reason) => Error::ReadOnlyStore {
+                reason: reason.into(),
+            },
+            None => Error::LocalIo {
+                op: "create store directory",
+                path: dir.clone(),
+                source,
+            },
         })?;
         let deadline = std::time::Instant::now() + options.lock_wait;
         let mut backoff = std::time::Duration::from_millis(2);
@@ -254,6 +296,8 @@ impl Client {
                 dir.join("meta"),
                 meta::OpenOptions {
                     presentation_root: options.presentation_root.clone(),
+                    // Long-running writers keep their MVCC history bounded between reaper runs.
+                    history_policy: Some(options.snapshot_policy),
                     ..Default::default()
                 },
             );
@@ -264,6 +308,13 @@ impl Client {
                     }
                     std::thread::sleep(backoff);
                     backoff = (backoff * 2).min(std::time::Duration::from_millis(100));
+                }
+                Err(meta::Error::Storage(holt::Error::Io { source, .. }))
+                    if not_writable(&source).is_some() =>
+                {
+                    return Err(Error::ReadOnlyStore {
+                        reason: not_writable(&source).unwrap_or_default().into(),
+                    });
                 }
                 other => break other?,
             }
@@ -297,13 +348,52 @@ impl Client {
                 inner.open_recovery = Some(outcome);
             }
         }
-        // The snapshot reaper runs at every open (best effort; see crate::snapshot).
+        // The snapshot reaper runs at every writer open (best effort; see crate::snapshot).
         let _ = client.reap_snapshots();
         Ok(client)
     }
 
+    /// [`Client::open_with`] for [`ClientOptions::read_only`].
+    fn open_read_only_with(dir: PathBuf, options: ClientOptions) -> Result<Client> {
+        if !dir.join("meta").is_dir() {
+            return Err(Error::StoreNotFound);
+        }
+        let meta = MetaShard::open_read_only(
+            dir.join("meta"),
+            meta::OpenOptions {
+                presentation_root: options.presentation_root.clone(),
+                ..Default::default()
+            },
+        )?;
+        let objects: Arc<dyn ObjectStore> = match &options.objects {
+            Some(objects) => objects.clone(),
+            None => {
+                let store_config = crate::store_config::StoreConfig::load(&dir)?;
+                crate::store_config::open_objects_read_only(&dir, store_config.as_ref())?
+            }
+        };
+        Ok(Client {
+            inner: Arc::new(Inner {
+                dir,
+                meta,
+                objects,
+                block_size: options.block_size,
+                in_flight: Mutex::new(HashSet::new()),
+                open_recovery: None,
+                snapshot_policy: options.snapshot_policy,
+                clock: options.clock,
+            }),
+        })
+    }
+
+    /// True for a client opened read-only ([`ClientOptions::read_only`]).
+    pub fn is_read_only(&self) -> bool {
+        self.inner.meta.is_read_only()
+    }
+
     /// What the recovery pass at open did (`None` when [`ClientOptions::recover_at_open`] was
-    /// false); `Err` carries the message of a pass that could not read the operation list.
+    /// false or the client is read-only); `Err` carries the message of a pass that could not
+    /// read the operation list.
     pub fn open_recovery(&self) -> Option<&std::result::Result<RecoverySummary, String>> {
         self.inner.open_recovery.as_ref()
     }
@@ -372,7 +462,7 @@ impl Client {
                 meta::Error::WorkspaceUnavailable { .. } => Error::WorkbenchUnavailable {
                     workbench_id: workbench_id.to_string(),
                 },
-                other => Error::Meta(other),
+                other => Error::from(other),
             })?;
         Ok(WorkbenchInfo {
             workbench_id: workbench_id.to_string(),
@@ -888,6 +978,16 @@ impl Client {
     }
 }
 
+/// Why an I/O error means the store cannot be written by this process: `Some("read-only file
+/// system")` for `EROFS`, `Some("no write permission")` for `EACCES`/`EPERM`, `None` otherwise.
+pub(crate) fn not_writable(e: &std::io::Error) -> Option<&'static str> {
+    match e.kind() {
+        std::io::ErrorKind::ReadOnlyFilesystem => Some("read-only file system"),
+        std::io::ErrorKind::PermissionDenied => Some("no write permission"),
+        _ => None,
+    }
+}
+
 /// A content type is 1..=255 bytes of printable ASCII (no control characters such as CR/LF).
 fn validate_content_type(ct: &str) -> Result<()> {
     if ct.is_empty() || ct.len() > 255 || !ct.bytes().all(|b| (0x20..0x7f).contains(&b)) {
@@ -922,7 +1022,7 @@ pub(crate) fn map_workspace_error(err: meta::Error, workbench_id: &str) -> Error
         meta::Error::WorkspaceNotFound { .. } => Error::WorkbenchNotFound {
             workbench_id: workbench_id.to_string(),
         },
-        other => Error::Meta(other),
+        other => Error::from(other),
     }
 }
 
@@ -973,6 +1073,6 @@ pub(crate) fn map_publish_error(
             actual: (actual != 0).then_some(actual),
         },
         meta::Error::ReadVersionConflict { .. } => Error::Busy,
-        other => Error::Meta(other),
+        other => Error::from(other),
     }
 }

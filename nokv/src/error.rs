@@ -102,6 +102,15 @@ pub enum Error {
     /// A concurrent writer kept moving the read version; retries were exhausted.
     #[error("the store was busy with concurrent writers; retry")]
     Busy,
+    /// The store cannot be written through this handle: the client was opened read-only
+    /// ([`crate::ClientOptions::read_only`]), or the store's files are on a read-only file system
+    /// or belong to another user without write permission. Nothing was written; retrying the
+    /// same write does not help. `reason` says which (no host paths).
+    #[error("the store is read-only ({reason}); nothing was written")]
+    ReadOnlyStore {
+        /// `opened read-only`, `read-only file system` or `no write permission`.
+        reason: String,
+    },
     /// The metadata layer refused or failed the operation.
     #[error(transparent)]
     Meta(meta::Error),
@@ -205,6 +214,9 @@ impl From<meta::Error> for Error {
             meta::Error::WorkspaceNotFound { workbench_id } => {
                 Error::WorkbenchNotFound { workbench_id }
             }
+            meta::Error::ReadOnly => Error::ReadOnlyStore {
+                reason: "opened read-only".into(),
+            },
             other => Error::Meta(other),
         }
     }

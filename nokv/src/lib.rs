@@ -51,6 +51,7 @@ pub mod index_fields;
 pub mod lifetime;
 pub mod materialize;
 pub mod mcp;
+mod periodic;
 pub mod publication;
 pub mod remote;
 pub mod restore;

@@ -14,8 +14,6 @@
 //! `SnapshotNotFound`, `SnapshotExpired` (expired, retired or reaped), `SnapshotLifecycle`
 //! (extend-only renewal, renewing a retired snapshot, no commit head), `ForkRetentionActive`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use meta::ops::snapshot::{
@@ -77,27 +75,13 @@ pub fn name_selector(name: &str) -> Result<SnapshotSelector> {
 /// Stops and joins the background reaper thread when dropped (see [`Client::start_reaper`]).
 #[derive(Debug)]
 pub struct ReaperHandle {
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    task: crate::periodic::Periodic,
 }
 
 impl ReaperHandle {
     /// Stops the reaper and waits for its thread (at most one pass plus one poll interval).
     pub fn stop(mut self) {
-        self.shutdown();
-    }
-
-    fn shutdown(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for ReaperHandle {
-    fn drop(&mut self) {
-        self.shutdown();
+        self.task.shutdown();
     }
 }
 
@@ -253,25 +237,17 @@ impl Client {
     /// long-running processes). Errors of a pass are ignored; the next pass retries. Dropping
     /// or [`ReaperHandle::stop`]ping the handle stops it.
     pub fn start_reaper(&self, every: Duration) -> ReaperHandle {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
         let client = self.clone();
-        let poll = Duration::from_millis(50).min(every);
-        let thread = std::thread::Builder::new()
-            .name("nokv-snapshot-reaper".into())
-            .spawn(move || {
-                let mut waited = Duration::ZERO;
-                while !flag.load(Ordering::SeqCst) {
-                    if waited >= every {
-                        let _ = client.reap_snapshots();
-                        waited = Duration::ZERO;
-                    }
-                    std::thread::sleep(poll);
-                    waited += poll;
-                }
-            })
-            .ok();
-        ReaperHandle { stop, thread }
+        ReaperHandle {
+            task: crate::periodic::Periodic::spawn(
+                "nokv-snapshot-reaper",
+                every,
+                false,
+                move || {
+                    let _ = client.reap_snapshots();
+                },
+            ),
+        }
     }
 }
 

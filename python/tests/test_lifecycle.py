@@ -107,7 +107,7 @@ def test_integers_beyond_64_bits_are_exact_or_refused_never_rounded(store: nokv.
     store.create_workbench("n")
     huge = 2**80 + 1
     env = store.tool("commit", {"id": "n", "manifest": {"v": huge}, "content_digest_uri": "sha256:" + "00" * 32})
-    assert env["status"] == "ok", env
+    assert env["status"] == "success", env
     found = store.find(include_manifest=True)["matches"]
     assert found[0]["manifest"]["manifest"] == {"v": huge}
     assert type(found[0]["manifest"]["manifest"]["v"]) is int

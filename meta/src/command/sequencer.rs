@@ -103,13 +103,29 @@ impl Sequenced<'_> {
         snap
     }
 
+    /// [`MetaShard::prepare_write`] inside this section: a read-only handle answers
+    /// [`Error::ReadOnly`]; a writer handle advances its owner epoch before its first write and
+    /// runs the periodic RecoveryOutbox maintenance step. Both are durable commits, so a section
+    /// that writes calls this before it takes its [`Sequenced::snapshot`]; called after, a commit
+    /// it makes leaves the planned command stale ([`Error::ReadVersionConflict`], the caller
+    /// re-plans).
+    ///
+    /// Errors: those of [`MetaShard::prepare_write`].
+    pub fn prepare_write(&mut self) -> Result<()> {
+        self.shard.owner_step(true)
+    }
+
     /// Executes `cmd` (built on [`Sequenced::snapshot`]) through the executor's checks (see
     /// [`super::executor`]) against the newest accepted state and submits its batch to group
     /// commit. Returns the outcome at once; it is durable when the section ends without error.
-    /// An exact request-id replay returns the stored result and submits nothing.
+    /// An exact request-id replay returns the stored result and submits nothing. A writer handle
+    /// whose owner epoch is not persisted yet advances it first (then `cmd`, planned before that
+    /// commit, meets a stale read version).
     ///
-    /// Errors: those of [`super::execute`]; nothing is submitted on any error.
+    /// Errors: [`Error::ReadOnly`] on a read-only handle; those of the owner-epoch advance;
+    /// those of [`super::execute`]; nothing is submitted on any error.
     pub fn execute(&mut self, cmd: MetadataCommand) -> Result<CommandOutcome> {
+        self.shard.owner_step(false)?;
         let snap = self.snapshot();
         match executor::submit(&self.shard.inner.store, &self.shard.inner.fence, &snap, cmd)? {
             Submitted::Replay(out) => Ok(out),
@@ -124,8 +140,10 @@ impl Sequenced<'_> {
     /// MetadataCommand) to group commit; returns its commit version (durable when the section
     /// ends without error).
     ///
-    /// Errors: the write's failure (nothing submitted).
+    /// Errors: the write's failure (nothing submitted); [`Error::ReadOnly`] on a read-only
+    /// handle and the owner-epoch advance's errors as [`WriteFailure::Other`].
     pub(crate) fn write(&mut self, write: CheckedWrite) -> std::result::Result<u64, WriteFailure> {
+        self.shard.owner_step(false).map_err(WriteFailure::Other)?;
         let pending = self.shard.inner.store.write_pipelined(write)?;
         let version = pending.version();
         self.read = self.read.max(version);

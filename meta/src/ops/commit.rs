@@ -494,7 +494,8 @@ fn read_commit(
     }
 }
 
-fn read_build(
+/// Reads the BuildCommit operation `op_id` at `snap`: `(bytes, decoded)`.
+pub(crate) fn read_build(
     snap: &impl Snapshot,
     root: &RootId,
     op_id: &OperationId,

@@ -948,6 +948,31 @@ const REPAIR_PATHS_PER_COMMAND: usize = 16;
 /// itself and at most one on its PathCurrent row: within the command's predicate bound).
 const REPAIR_DELETES_PER_COMMAND: usize = 64;
 
+/// One page of at most `limit` row keys of `family` under the root, after `after` (key order).
+fn key_page(
+    shard: &MetaShard,
+    family: Family,
+    root: &RootId,
+    after: Option<&[u8]>,
+    limit: usize,
+) -> Result<Vec<Vec<u8>>> {
+    let snap = shard.inner.store.snapshot();
+    let spec = ScanSpec {
+        prefix: root.as_bytes().to_vec(),
+        start_after: after.map(<[u8]>::to_vec),
+        delimiter: None,
+        limit,
+    };
+    Ok(snap
+        .scan(family, &spec)?
+        .into_iter()
+        .filter_map(|i| match i {
+            ScanItem::Row { key, .. } => Some(key),
+            ScanItem::Prefix(_) => None,
+        })
+        .collect())
+}
+
 /// Rebuilds the SecondaryIndex rows from PathCurrent (see the module docs): pass 1 walks
 /// PathCurrent in bounded pages and, per page, puts every projected row that is missing or
 /// differs (one command per ≤ 16 paths and ≤ [`MAX_INDEX_MUTATIONS`] puts, predicating those
@@ -962,28 +987,18 @@ pub fn repair_index(shard: &MetaShard) -> Result<RepairReport> {
     // Pass 1: puts.
     let mut after: Option<Vec<u8>> = None;
     loop {
-        let page = {
-            let snap = shard.inner.store.snapshot();
-            let spec = ScanSpec {
-                prefix: root.as_bytes().to_vec(),
-                start_after: after.clone(),
-                delimiter: None,
-                limit: REPAIR_PATHS_PER_COMMAND,
-            };
-            snap.scan(Family::PathCurrent, &spec)?
-        };
-        if page.is_empty() {
+        let keys = key_page(
+            shard,
+            Family::PathCurrent,
+            &root,
+            after.as_deref(),
+            REPAIR_PATHS_PER_COMMAND,
+        )?;
+        if keys.is_empty() {
             break;
         }
-        let keys: Vec<Vec<u8>> = page
-            .iter()
-            .filter_map(|i| match i {
-                ScanItem::Row { key, .. } => Some(key.clone()),
-                ScanItem::Prefix(_) => None,
-            })
-            .collect();
         after = keys.last().cloned();
-        let exhausted = page.len() < REPAIR_PATHS_PER_COMMAND;
+        let exhausted = keys.len() < REPAIR_PATHS_PER_COMMAND;
         let (puts, commands) = repair_puts(shard, &keys)?;
         report.rows_put += puts;
         report.commands += commands;
@@ -994,28 +1009,18 @@ pub fn repair_index(shard: &MetaShard) -> Result<RepairReport> {
     // Pass 2: deletes.
     let mut after: Option<Vec<u8>> = None;
     loop {
-        let page = {
-            let snap = shard.inner.store.snapshot();
-            let spec = ScanSpec {
-                prefix: root.as_bytes().to_vec(),
-                start_after: after.clone(),
-                delimiter: None,
-                limit: REPAIR_DELETES_PER_COMMAND,
-            };
-            snap.scan(Family::SecondaryIndex, &spec)?
-        };
-        if page.is_empty() {
+        let keys = key_page(
+            shard,
+            Family::SecondaryIndex,
+            &root,
+            after.as_deref(),
+            REPAIR_DELETES_PER_COMMAND,
+        )?;
+        if keys.is_empty() {
             break;
         }
-        let keys: Vec<Vec<u8>> = page
-            .iter()
-            .filter_map(|i| match i {
-                ScanItem::Row { key, .. } => Some(key.clone()),
-                ScanItem::Prefix(_) => None,
-            })
-            .collect();
         after = keys.last().cloned();
-        let exhausted = page.len() < REPAIR_DELETES_PER_COMMAND;
+        let exhausted = keys.len() < REPAIR_DELETES_PER_COMMAND;
         let deleted = repair_deletes(shard, &keys)?;
         if deleted > 0 {
             report.rows_deleted += deleted;

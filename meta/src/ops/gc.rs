@@ -629,38 +629,21 @@ pub(crate) fn holds_at(snap: &HoltSnapshot, root: &RootId) -> Result<Vec<HoldInf
                 }
             }
             HoldId::Restore(op) => {
-                let key = OperationKey {
-                    root: *root,
-                    kind: OperationKind::Restore,
-                    operation_id: op,
-                }
-                .encode();
-                let destination_workbench_id = match snap.get(Family::Operation, &key)? {
-                    Some(b) => match Operation::decode_for_kind(OperationKind::Restore, &b) {
-                        Ok(Operation::Restore(r)) => Some(r.destination_workbench_id),
-                        _ => None,
-                    },
-                    None => None,
-                };
+                // Diagnostic naming only: an undecodable row names no workbench.
+                let destination_workbench_id = super::restore::read_op(snap, root, &op)
+                    .ok()
+                    .flatten()
+                    .map(|(_, r)| r.destination_workbench_id);
                 HoldHolder::Restore {
                     operation_id: op,
                     destination_workbench_id,
                 }
             }
             HoldId::BuildCommit(op) => {
-                let key = OperationKey {
-                    root: *root,
-                    kind: OperationKind::BuildCommit,
-                    operation_id: op,
-                }
-                .encode();
-                let workbench_id = match snap.get(Family::Operation, &key)? {
-                    Some(b) => match Operation::decode_for_kind(OperationKind::BuildCommit, &b) {
-                        Ok(Operation::BuildCommit(o)) => Some(o.workbench_id),
-                        _ => None,
-                    },
-                    None => None,
-                };
+                let workbench_id = super::commit::read_build(snap, root, &op)
+                    .ok()
+                    .flatten()
+                    .map(|(_, o)| o.workbench_id);
                 HoldHolder::BuildCommit {
                     operation_id: op,
                     workbench_id,
@@ -820,7 +803,9 @@ pub fn run_pass(
     let mut budget = opts.max_revisions.unwrap_or(usize::MAX);
     let mut barrier_this_round = false;
     for _round in 0..MAX_ROUNDS {
-        {
+        if !opts.dry_run {
+            // A pass writes: the owner epoch advances before its first check (lazy epoch).
+            shard.prepare_write()?;
             let snap = shard.inner.store.snapshot();
             crate::command::executor::check_handle_fences(&snap, &shard.inner.fence)?;
         }

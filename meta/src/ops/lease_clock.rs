@@ -243,6 +243,7 @@ pub(crate) fn observe_in(
     wall_unix_ms: u64,
     skew_grace_ms: u64,
 ) -> Result<LeaseReading> {
+    seq.prepare_write()?;
     let fence = &shard.inner.fence;
     let snap = seq.snapshot();
     check_handle_fences(&snap, fence)?;

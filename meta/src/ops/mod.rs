@@ -36,7 +36,8 @@ pub(crate) enum Step<T> {
     Command(Box<crate::command::MetadataCommand>, T),
 }
 
-/// Plans a step inside a command-sequencer section, at a snapshot of the newest accepted state
+/// Plans a step inside a command-sequencer section (after
+/// [`crate::command::Sequenced::prepare_write`]), at a snapshot of the newest accepted state
 /// (handle fences checked first), and submits its command; on a stale read version or a failed
 /// predicate it re-plans, so the re-read names the precise error, at most [`MAX_ATTEMPTS`] times.
 /// Returns once the command is durable. Shared by the publish ledger, commits and tags.
@@ -49,6 +50,7 @@ pub(crate) fn run_step<T>(
 ) -> crate::Result<T> {
     for _ in 0..MAX_ATTEMPTS {
         let attempt = shard.sequenced(|seq| {
+            seq.prepare_write()?;
             let snap = seq.snapshot();
             crate::command::executor::check_handle_fences(&snap, &shard.inner.fence)?;
             let step = plan(&snap)?;

@@ -420,6 +420,7 @@ fn attempt(
     req: &PublishRequest,
     digest: [u8; 32],
 ) -> Result<PublishReceipt> {
+    seq.prepare_write()?;
     let snap = seq.snapshot();
     match plan(shard, &snap, req, digest)? {
         Planned::Replay(out) => receipt(*out),

@@ -245,6 +245,21 @@ fn state_error(id: &OperationId, phase: Option<PublishPhase>, wanted: &str) -> E
     }
 }
 
+/// Reads the Publish operation row at `key` and requires it to be Uploading: `(bytes, record)`.
+/// Errors: [`Error::OperationState`] naming `wanted` when it is absent or in another phase.
+fn read_uploading<S: Snapshot>(
+    snap: &S,
+    key: &[u8],
+    id: &OperationId,
+    wanted: &str,
+) -> Result<(Vec<u8>, PublishOperation)> {
+    match read_op(snap, key)? {
+        Some((bytes, op)) if op.phase == PublishPhase::Uploading => Ok((bytes, op)),
+        Some((_, op)) => Err(state_error(id, Some(op.phase), wanted)),
+        None => Err(state_error(id, None, wanted)),
+    }
+}
+
 /// Reads and decodes one Publish operation row at `snap`: `(bytes, record)`.
 fn read_op<S: Snapshot>(snap: &S, key: &[u8]) -> Result<Option<(Vec<u8>, PublishOperation)>> {
     let Some(bytes) = snap.get(Family::Operation, key)? else {
@@ -732,20 +747,7 @@ pub fn stage(
     }
     let key = op_key(shard, id);
     run(shard, |snap, version| {
-        let Some((bytes, op)) = read_op(snap, &key)? else {
-            return Err(state_error(
-                id,
-                None,
-                "staging needs an Uploading operation",
-            ));
-        };
-        if op.phase != PublishPhase::Uploading {
-            return Err(state_error(
-                id,
-                Some(op.phase),
-                "staging needs an Uploading operation",
-            ));
-        }
+        let (bytes, op) = read_uploading(snap, &key, id, "staging needs an Uploading operation")?;
         let start = op.staged_object_count;
         let mut next = op.clone();
         next.staged_object_count = start.saturating_add(blocks.len() as u64);
@@ -798,20 +800,8 @@ pub fn record_upload_id(
     }
     let key = op_key(shard, id);
     run(shard, |snap, version| {
-        let Some((bytes, op)) = read_op(snap, &key)? else {
-            return Err(state_error(
-                id,
-                None,
-                "an upload id needs an Uploading operation",
-            ));
-        };
-        if op.phase != PublishPhase::Uploading {
-            return Err(state_error(
-                id,
-                Some(op.phase),
-                "an upload id needs an Uploading operation",
-            ));
-        }
+        let (bytes, op) =
+            read_uploading(snap, &key, id, "an upload id needs an Uploading operation")?;
         let k = staged_key(shard, id, sequence);
         let Some(row_bytes) = snap.get(Family::StagedObject, &k)? else {
             return Err(Error::invalid(format!(
@@ -876,20 +866,8 @@ pub fn finalize(
     }
     let key = op_key(shard, id);
     run(shard, |snap, version| {
-        let Some((bytes, op)) = read_op(snap, &key)? else {
-            return Err(state_error(
-                id,
-                None,
-                "finalization needs an Uploading operation",
-            ));
-        };
-        if op.phase != PublishPhase::Uploading {
-            return Err(state_error(
-                id,
-                Some(op.phase),
-                "finalization needs an Uploading operation",
-            ));
-        }
+        let (bytes, op) =
+            read_uploading(snap, &key, id, "finalization needs an Uploading operation")?;
         let mut next = op.clone();
         next.phase = PublishPhase::Finalizing;
         next.expected_length = expected_length;
@@ -1042,6 +1020,7 @@ pub fn own_objects(shard: &MetaShard, id: &OperationId) -> Result<Vec<(String, u
 pub fn publish_operation(shard: &MetaShard, id: &OperationId) -> Result<PublishReceipt> {
     let key = op_key(shard, id);
     super::sequenced_retrying(shard, |seq| {
+        seq.prepare_write()?;
         let snap = seq.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         let Some((bytes, op)) = read_op(&snap, &key)? else {

@@ -39,8 +39,8 @@ use std::collections::BTreeMap;
 use sha2::{Digest, Sha256};
 
 use crate::codec::{
-    artifact_revision, path_current, revision_ref, workspace_current, ArtifactRevision,
-    ChangeEvent, ChangeKind, CommandResult, PathEntry, RefOwner, WorkspaceCurrent, WorkspaceState,
+    artifact_revision, path_current, revision_ref, ArtifactRevision, ChangeEvent, ChangeKind,
+    CommandResult, PathEntry, RefOwner, WorkspaceCurrent,
 };
 use crate::command::executor::{check_handle_fences, replay_lookup};
 use crate::command::{Mutation, Predicate, MAX_COMMAND_EVENTS};
@@ -116,26 +116,6 @@ pub fn command_digest(req: &RemoveRequest) -> [u8; 32] {
         }
     }
     h.finalize().into()
-}
-
-/// Reads the Visible marker of `workbench_id`: `(key, bytes, value)`.
-fn visible_marker<S: Snapshot>(
-    snap: &S,
-    root: &RootId,
-    workbench_id: &str,
-) -> Result<(Vec<u8>, Vec<u8>, WorkspaceCurrent)> {
-    let key = workspace_current::key(root, workbench_id);
-    let not_found = || Error::WorkspaceNotFound {
-        workbench_id: workbench_id.to_owned(),
-    };
-    let bytes = snap
-        .get(Family::WorkspaceCurrent, &key)?
-        .ok_or_else(not_found)?;
-    let ws = WorkspaceCurrent::decode(&bytes)?;
-    if ws.state != WorkspaceState::Visible {
-        return Err(not_found());
-    }
-    Ok((key, bytes, ws))
 }
 
 /// Accumulates the predicates, mutations and events of removing several paths of one
@@ -305,6 +285,7 @@ pub fn remove(shard: &MetaShard, req: &RemoveRequest) -> Result<RemoveReceipt> {
     }
     let digest = command_digest(req);
     super::sequenced_retrying(shard, |seq| {
+        seq.prepare_write()?;
         let snap = seq.snapshot();
         let planned = plan(shard, &snap, req, digest)?;
         drop(snap);
@@ -337,7 +318,7 @@ pub(crate) fn plan<S: Snapshot>(
     if let Some(out) = replay_lookup(snap, &root, &req.request_id, &digest)? {
         return Ok(Planned::Replay(Box::new(out)));
     }
-    let (ws_key, ws_bytes, ws) = visible_marker(snap, &root, &req.workbench_id)?;
+    let (ws_key, ws_bytes, ws) = super::tag::visible_ws(snap, &root, &req.workbench_id)?;
     let pkey = path_current::key(&root, &ws.incarnation, &req.path);
     let Some(bytes) = snap.get(Family::PathCurrent, &pkey)? else {
         return Err(Error::PathNotFound);
@@ -447,7 +428,7 @@ pub fn remove_batch(
     digest_input.update(prefix.as_str().as_bytes());
     let digest: [u8; 32] = digest_input.finalize().into();
     super::run_step(shard, |snap| {
-        let (ws_key, ws_bytes, ws) = visible_marker(snap, &root, workbench_id)?;
+        let (ws_key, ws_bytes, ws) = super::tag::visible_ws(snap, &root, workbench_id)?;
         let (paths, kept_reserved) = next_paths(snap, &root, &ws, prefix, want)?;
         if paths.is_empty() {
             return Ok(super::Step::Done(BatchOutcome {

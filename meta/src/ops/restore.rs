@@ -406,7 +406,7 @@ fn op_key(root: &RootId, id: &OperationId) -> Vec<u8> {
 }
 
 /// Reads the restore operation `id` at `snap`: `(bytes, decoded)`.
-fn read_op<S: Snapshot>(
+pub(crate) fn read_op<S: Snapshot>(
     snap: &S,
     root: &RootId,
     id: &OperationId,
@@ -901,6 +901,9 @@ fn run(
     mutations: Vec<Mutation>,
     events: Vec<ChangeEvent>,
 ) -> Result<()> {
+    // A writer's first write advances its owner epoch (a commit) first; the command then meets a
+    // stale read version and every caller's retry loop re-plans it.
+    seq.prepare_write()?;
     cmd.predicates = predicates;
     cmd.mutations = mutations;
     cmd.event_projection = events;

@@ -787,6 +787,7 @@ pub fn retire(
     let digest = digest(b"nokv.snapshot.retire.v1\0", &parts);
     let root = shard.root_id();
     super::sequenced_retrying(shard, |seq| {
+        seq.prepare_write()?;
         let snap = seq.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         if let Some(out) = replay_lookup(&snap, &root, &req.request_id, &digest)? {
@@ -1090,6 +1091,7 @@ fn workbench_of<S: Snapshot>(
 fn claim(shard: &MetaShard, k: &SnapshotRefKey, lease: &LeaseReading) -> Result<Option<String>> {
     let root = shard.root_id();
     super::sequenced_retrying(shard, |seq| {
+        seq.prepare_write()?;
         let snap = seq.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         let key = k.encode();
@@ -1155,6 +1157,7 @@ fn claim(shard: &MetaShard, k: &SnapshotRefKey, lease: &LeaseReading) -> Result<
 fn finalize(shard: &MetaShard, k: &SnapshotRefKey) -> Result<bool> {
     let root = shard.root_id();
     super::sequenced_retrying(shard, |seq| {
+        seq.prepare_write()?;
         let snap = seq.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         let key = k.encode();

@@ -51,6 +51,9 @@ pub fn create_workspace(shard: &MetaShard, workbench_id: &str) -> Result<CreateW
                 state: ws.state,
             });
         }
+        // A write is due: a writer's first write advances its owner epoch (a commit), after
+        // which the command below meets a stale read version and the loop re-reads.
+        seq.prepare_write()?;
         let read_version = snap.version();
         let commit_version = read_version + 1;
         let incarnation = WorkspaceIncarnationId::random()?;

@@ -129,14 +129,9 @@ pub struct FindArgs {
     pub limit: Option<u64>,
 }
 
-fn open(dir: &Path, out: &mut dyn Write) -> Option<Client> {
-    match Client::open_with(
-        dir,
-        crate::client::ClientOptions {
-            create_if_missing: false,
-            ..Default::default()
-        },
-    ) {
+/// Opens the existing store (read-only for the reading actions, see [`super::read_only`]).
+fn open(dir: &Path, read_only: bool, out: &mut dyn Write) -> Option<Client> {
+    match super::read_only::open_existing(dir, read_only) {
         Ok(c) => Some(c),
         Err(e) => {
             print_json(out, &store_error(e).envelope());
@@ -171,7 +166,8 @@ fn obj(v: Value) -> Map<String, Value> {
 
 /// Runs `nokv commit …`; returns the exit code.
 pub fn run_commit(dir: &Path, args: CommitArgs, out: &mut dyn Write) -> u8 {
-    let Some(client) = open(dir, out) else {
+    let reads_only = matches!(args.action, Some(CommitAction::Show { .. }));
+    let Some(client) = open(dir, reads_only, out) else {
         return EXIT_TOOL_ERROR;
     };
     run_commit_with(&client, args, out)
@@ -292,7 +288,8 @@ pub fn run_commit_with(client: &Client, args: CommitArgs, out: &mut dyn Write) -
 
 /// Runs `nokv tag …`; returns the exit code.
 pub fn run_tag(dir: &Path, cmd: TagCommand, out: &mut dyn Write) -> u8 {
-    let Some(client) = open(dir, out) else {
+    let reads_only = matches!(cmd, TagCommand::Get { .. } | TagCommand::List { .. });
+    let Some(client) = open(dir, reads_only, out) else {
         return EXIT_TOOL_ERROR;
     };
     run_tag_with(&client, cmd, out)
@@ -357,7 +354,7 @@ pub fn run_tag_with(client: &Client, cmd: TagCommand, out: &mut dyn Write) -> u8
 
 /// Runs `nokv find …` through the `workbench_find` tool; returns the exit code.
 pub fn run_find(dir: &Path, args: FindArgs, out: &mut dyn Write) -> u8 {
-    let Some(client) = open(dir, out) else {
+    let Some(client) = open(dir, true, out) else {
         return EXIT_TOOL_ERROR;
     };
     run_find_with(&client, args, out)

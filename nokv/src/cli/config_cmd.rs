@@ -10,7 +10,7 @@ use std::path::Path;
 use clap::Subcommand;
 
 use super::{EXIT_OK, EXIT_TOOL_ERROR};
-use crate::client::{Client, ClientOptions};
+use crate::client::Client;
 use crate::lifetime::SettingValue;
 
 /// `nokv config` actions.
@@ -47,11 +47,7 @@ fn line(v: &SettingValue) -> String {
 
 /// Runs one `nokv config` action; returns the exit code.
 pub fn run_config(dir: &Path, cmd: ConfigCommand, out: &mut dyn Write) -> u8 {
-    let options = ClientOptions {
-        create_if_missing: false,
-        ..Default::default()
-    };
-    match Client::open_with(dir, options) {
+    match super::read_only::open_existing(dir, false) {
         Ok(client) => run_config_with(&client, cmd, out, &mut std::io::stderr()),
         Err(e) => {
             eprintln!("nokv: {e}");

@@ -13,7 +13,7 @@ use meta::ops::fsck::RepairReport;
 use serde_json::{json, Value};
 
 use super::{print_json, EXIT_OK, EXIT_TOOL_ERROR};
-use crate::client::{Client, ClientOptions};
+use crate::client::Client;
 use crate::lifetime::FsckOutcome;
 
 /// `nokv fsck` arguments.
@@ -30,11 +30,7 @@ pub struct FsckArgs {
 
 /// Runs `nokv fsck`; returns the exit code.
 pub fn run_fsck(dir: &Path, args: FsckArgs, out: &mut dyn Write) -> u8 {
-    let options = ClientOptions {
-        create_if_missing: false,
-        ..Default::default()
-    };
-    match Client::open_with(dir, options) {
+    match super::read_only::open_existing(dir, false) {
         Ok(client) => run_fsck_with(&client, args, out, &mut std::io::stderr()),
         Err(e) => {
             eprintln!("nokv: {e}");

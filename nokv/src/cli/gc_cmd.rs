@@ -12,7 +12,7 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use super::{EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
-use crate::client::{Client, ClientOptions};
+use crate::client::Client;
 use crate::lifetime::{
     CollectedRevision, Explanation, GcOptions, GcReport, HoldHolder, HoldInfo, Holder, Verdict,
     WaitReason,
@@ -356,11 +356,7 @@ fn print_explanation(e: &Explanation, out: &mut dyn Write) {
 
 /// Runs `nokv gc`; returns the exit code.
 pub fn run_gc(dir: &Path, args: GcArgs, out: &mut dyn Write) -> u8 {
-    let options = ClientOptions {
-        create_if_missing: false,
-        ..Default::default()
-    };
-    match Client::open_with(dir, options) {
+    match super::read_only::open_existing(dir, false) {
         Ok(client) => run_gc_with(&client, args, out, &mut std::io::stderr()),
         Err(e) => {
             eprintln!("nokv: {e}");

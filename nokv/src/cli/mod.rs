@@ -16,11 +16,13 @@ mod config_cmd;
 pub(crate) mod fsck_cmd;
 pub(crate) mod gc_cmd;
 mod mcp_cmd;
+pub mod read_only;
 pub(crate) mod remote_cmd;
 pub(crate) mod restore_cmd;
 mod rm_cmd;
 mod serve_cmd;
 pub(crate) mod snapshot_cmd;
+mod verify_cmd;
 
 use crate::client::Client;
 use crate::workbench::errors::ToolError;
@@ -157,7 +159,8 @@ pub enum Command {
         action: snapshot_cmd::SnapshotCommand,
     },
     /// Print visible change events (one JSON object per line, each with its resume `cursor`).
-    /// The process owns the store while it runs (embedded store: one process at a time).
+    /// Opens the store read-only (never waits for or blocks a writer); `--follow` reopens it at
+    /// every poll.
     Changes {
         /// Resume strictly after this cursor (from an earlier line's `cursor`).
         #[arg(long, value_name = "CURSOR")]
@@ -194,6 +197,10 @@ pub enum Command {
         #[command(subcommand)]
         action: config_cmd::ConfigCommand,
     },
+    /// Verify the store's RecoveryOutbox chain in full (every retained record, from the pruned
+    /// point to the tail), read-only and without the lock; `--maintain` also runs outbox
+    /// maintenance steps as the writer until retention holds. Prints one JSON envelope.
+    Verify(verify_cmd::VerifyArgs),
     /// Create a new store and persist where its objects live (default: the local directory
     /// `<store>/objects`). With `--objects s3://bucket/prefix` the store keeps its blocks in an
     /// S3-compatible bucket (credentials from the standard AWS environment/profile chain) behind
@@ -281,7 +288,10 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if let Some(url) = server_url(cli.server.as_deref()) {
-        let local = matches!(cli.command, Command::Serve(_) | Command::Init { .. });
+        let local = matches!(
+            cli.command,
+            Command::Serve(_) | Command::Init { .. } | Command::Verify(_)
+        );
         if !matches!(cli.command, Command::Mcp(_)) && (!local || cli.server.is_some()) {
             return ExitCode::from(remote_cmd::run(&url, cli.quiet, cli.command, &mut out));
         }
@@ -304,7 +314,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
             workbench,
             dest,
             prefix,
-        } => with_client(&dir, |client| {
+        } => with_read_only_client(&dir, |client| {
             let mut bar = Bar::new(cli.quiet);
             let files = crate::materialize::materialize_with_progress(
                 client,
@@ -402,6 +412,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
         Command::Gc(args) => gc_cmd::run_gc(&dir, args, &mut out),
         Command::Fsck(args) => fsck_cmd::run_fsck(&dir, args, &mut out),
         Command::Config { action } => config_cmd::run_config(&dir, action, &mut out),
+        Command::Verify(args) => verify_cmd::run_verify(&dir, &args, &mut out),
         Command::Demo => with_client(&dir, |client| {
             crate::demo::run_demo(client, &mut out)?;
             Ok(())
@@ -661,7 +672,15 @@ impl Bar {
 }
 
 fn with_client(dir: &Path, f: impl FnOnce(&Client) -> crate::Result<()>) -> u8 {
-    let result = Client::open(dir).and_then(|client| f(&client));
+    report(Client::open(dir).and_then(|client| f(&client)))
+}
+
+/// [`with_client`] on the existing store opened read-only (see [`read_only`]).
+fn with_read_only_client(dir: &Path, f: impl FnOnce(&Client) -> crate::Result<()>) -> u8 {
+    report(read_only::open_existing(dir, true).and_then(|client| f(&client)))
+}
+
+fn report(result: crate::Result<()>) -> u8 {
     match result {
         Ok(()) => EXIT_OK,
         Err(err) => {
@@ -843,9 +862,10 @@ fn run_workbench(dir: &Path, tool: &str, input: Option<&str>, out: &mut dyn Writ
         }
     };
     // Only `create` may bring a new store into existence; every other tool on a missing store is
-    // NotFound instead of silently creating an empty one.
+    // NotFound instead of silently creating an empty one. Reading tools open read-only.
     let options = crate::client::ClientOptions {
         create_if_missing: name == "workbench_create",
+        read_only: read_only::tool_reads_only(name),
         ..Default::default()
     };
     let client = match Client::open_with(dir, options) {

@@ -330,10 +330,11 @@ pub(crate) fn run(url: &str, quiet: bool, command: Command, out: &mut dyn Write)
             }
         }
         // `nokv mcp` picks its remote backend itself (see `main_with_args`).
-        Command::Mcp(_) | Command::Init { .. } | Command::Serve(_) => {
+        // `verify` opens the store read-only, so it runs next to the server's writer.
+        Command::Mcp(_) | Command::Init { .. } | Command::Serve(_) | Command::Verify(_) => {
             eprintln!(
-                "nokv: `init` and `serve` act on a local store directory; run them without \
-                 --server / NOKV_SERVER"
+                "nokv: `init`, `serve` and `verify` act on a local store directory; run them \
+                 without --server"
             );
             EXIT_USAGE
         }

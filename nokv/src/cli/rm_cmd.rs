@@ -11,7 +11,7 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use super::{parse_operation_id, print_json, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
-use crate::client::{Client, ClientOptions};
+use crate::client::Client;
 use crate::lifetime::RemoveOptions;
 use crate::workbench::errors::ToolError;
 use crate::workbench::{store_error, tool_error};
@@ -67,11 +67,7 @@ pub fn run_rm(dir: &Path, args: RmArgs, out: &mut dyn Write) -> u8 {
     if let Err((err, code)) = check(&args) {
         return fail(out, err, code);
     }
-    let options = ClientOptions {
-        create_if_missing: false,
-        ..Default::default()
-    };
-    match Client::open_with(dir, options) {
+    match super::read_only::open_existing(dir, false) {
         Ok(client) => run_rm_with(&client, args, out),
         Err(e) => fail(out, store_error(e), EXIT_TOOL_ERROR),
     }

@@ -76,13 +76,8 @@ fn selector_args(snapshot: &str, args: &mut Map<String, Value>) {
 
 /// Runs one `nokv snapshot` action; returns the exit code.
 pub fn run_snapshot(dir: &Path, cmd: SnapshotCommand, out: &mut dyn Write) -> u8 {
-    let client = match Client::open_with(
-        dir,
-        crate::client::ClientOptions {
-            create_if_missing: false,
-            ..Default::default()
-        },
-    ) {
+    let reads_only = matches!(cmd, SnapshotCommand::List { .. });
+    let client = match super::read_only::open_existing(dir, reads_only) {
         Ok(c) => c,
         Err(e) => {
             print_json(out, &store_error(e).envelope());
@@ -196,43 +191,41 @@ pub struct ChangesArgs {
 /// Runs `nokv changes`; prints one compact JSON object per event. A failure (store missing,
 /// malformed or foreign `--after` cursor, …) ends the output with one standard error envelope
 /// `{"status":"error","code":…,"message":…,"retryable":…,"details":{…}}` on stdout, exit 1.
+///
+/// The store is opened read-only (no lock, nothing written); with `--follow` every poll reopens
+/// it read-only and resumes after the last printed cursor, so a follower never blocks writers.
 pub fn run_changes(dir: &Path, args: &ChangesArgs, out: &mut dyn Write) -> u8 {
-    let client = match Client::open_with(
-        dir,
-        crate::client::ClientOptions {
-            create_if_missing: false,
-            ..Default::default()
-        },
-    ) {
+    let client = match super::read_only::open_existing(dir, true) {
         Ok(c) => c,
         Err(e) => {
             print_json(out, &store_error(e).envelope());
             return EXIT_TOOL_ERROR;
         }
     };
-    run_changes_with(&client, args, out, true, &|| false)
+    let reopen = || super::read_only::open_existing(dir, true);
+    run_changes_with(client, args, out, &reopen, &|| false)
 }
 
-/// [`run_changes`] on an open client. `reaper`: run the snapshot reaper while following (a
-/// server runs its own); `stop`: polled between follow rounds (a server stops when the client
-/// went away).
+/// [`run_changes`] on an open client. Every `--follow` round after the first reads through the
+/// client `next_round` returns (the CLI reopens its read-only handle; a server's writer client
+/// sees new commits as they land and returns itself) and resumes after the last printed cursor;
+/// `stop` is polled between rounds (a server stops when the client went away).
 pub fn run_changes_with(
-    client: &Client,
+    mut client: Client,
     args: &ChangesArgs,
     out: &mut dyn Write,
-    reaper: bool,
+    next_round: &dyn Fn() -> crate::Result<Client>,
     stop: &dyn Fn() -> bool,
 ) -> u8 {
-    let client = client.clone();
     let result = (|| -> crate::Result<()> {
-        let mut feed = match &args.workbench {
-            Some(wb) => client.workbench_changes(wb, args.after.as_deref())?,
-            None => client.changes(args.after.as_deref())?,
-        };
-        let _reaper = (args.follow && reaper).then(|| client.start_reaper(Duration::from_secs(60)));
+        let mut after = args.after.clone();
         let mut printed = 0u64;
         loop {
-            for item in feed.by_ref() {
+            let feed = match &args.workbench {
+                Some(wb) => client.workbench_changes(wb, after.as_deref())?,
+                None => client.changes(after.as_deref())?,
+            };
+            for item in feed {
                 let item = item?;
                 let line = json!({
                     "cursor": item.cursor,
@@ -248,6 +241,7 @@ pub fn run_changes_with(
                 let text = serde_json::to_string(&line).unwrap_or_default();
                 let _ = writeln!(out, "{text}");
                 let _ = out.flush();
+                after = Some(item.cursor);
                 printed += 1;
                 if args.limit.is_some_and(|l| printed >= l) {
                     return Ok(());
@@ -257,6 +251,7 @@ pub fn run_changes_with(
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(args.poll_ms.max(10)));
+            client = next_round()?;
         }
     })();
     match result {

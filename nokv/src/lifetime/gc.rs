@@ -8,7 +8,7 @@
 //! and any other failure is `Failed` (the revision stays Deleting; the next pass resumes).
 //! Reconciliation HEADs each object.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,6 +21,7 @@ use objstore::ObjectStore;
 
 use crate::client::Client;
 use crate::error::{Error, Result};
+use crate::periodic::Periodic;
 
 /// Deletes and probes through the store's object provider.
 struct ProviderRemover<'a> {
@@ -157,36 +158,17 @@ impl Client {
     /// retries. Dropping or [`MaintenanceHandle::stop`]ping the handle stops the thread after
     /// at most one pass plus one poll interval (≤ 50 ms).
     pub fn start_background_maintenance(&self, every: Duration) -> MaintenanceHandle {
-        let stop = Arc::new(AtomicBool::new(false));
         let last = Arc::new(Mutex::new(None));
-        let passes = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let (flag, slot, count) = (Arc::clone(&stop), Arc::clone(&last), Arc::clone(&passes));
+        let passes = Arc::new(AtomicU64::new(0));
+        let (slot, count) = (Arc::clone(&last), Arc::clone(&passes));
         let client = self.clone();
-        let poll = Duration::from_millis(50).min(every);
-        let thread = std::thread::Builder::new()
-            .name("nokv-maintenance".into())
-            .spawn(move || {
-                let mut waited = every;
-                while !flag.load(Ordering::SeqCst) {
-                    if waited >= every {
-                        let reap = client.reap_snapshots().map_err(|e| e.to_string());
-                        let gc = client.gc(&GcOptions::default()).map_err(|e| e.to_string());
-                        *slot.lock().unwrap_or_else(|p| p.into_inner()) =
-                            Some(MaintenanceReport { reap, gc });
-                        count.fetch_add(1, Ordering::SeqCst);
-                        waited = Duration::ZERO;
-                    }
-                    std::thread::sleep(poll);
-                    waited += poll;
-                }
-            })
-            .ok();
-        MaintenanceHandle {
-            stop,
-            last,
-            passes,
-            thread,
-        }
+        let task = Periodic::spawn("nokv-maintenance", every, true, move || {
+            let reap = client.reap_snapshots().map_err(|e| e.to_string());
+            let gc = client.gc(&GcOptions::default()).map_err(|e| e.to_string());
+            *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(MaintenanceReport { reap, gc });
+            count.fetch_add(1, Ordering::SeqCst);
+        });
+        MaintenanceHandle { last, passes, task }
     }
 }
 
@@ -203,10 +185,9 @@ pub struct MaintenanceReport {
 /// [`Client::start_background_maintenance`]).
 #[derive(Debug)]
 pub struct MaintenanceHandle {
-    stop: Arc<AtomicBool>,
     last: Arc<Mutex<Option<MaintenanceReport>>>,
-    passes: Arc<std::sync::atomic::AtomicU64>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    passes: Arc<AtomicU64>,
+    task: Periodic,
 }
 
 impl MaintenanceHandle {
@@ -222,19 +203,6 @@ impl MaintenanceHandle {
 
     /// Stops the thread and waits for it.
     pub fn stop(mut self) {
-        self.shutdown();
-    }
-
-    fn shutdown(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for MaintenanceHandle {
-    fn drop(&mut self) {
-        self.shutdown();
+        self.task.shutdown();
     }
 }

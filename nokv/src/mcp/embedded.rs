@@ -8,13 +8,13 @@ use serde_json::Value;
 
 use super::{tool_hints, ToolBackend};
 use crate::client::{Client, ClientOptions};
-use crate::snapshot::ReaperHandle;
+use crate::lifetime::MaintenanceHandle;
 use crate::workbench::errors::ToolError;
 use crate::workbench::{schema, store_error, Workbench};
 
-/// How often the background snapshot reaper of an open store runs (as in `nokv changes
-/// --follow`).
-const REAPER_EVERY: Duration = Duration::from_secs(60);
+/// How often the background maintenance of an open store (snapshot reaper, then one GC pass)
+/// runs.
+const MAINTENANCE_EVERY: Duration = Duration::from_secs(60);
 
 /// [`ToolBackend`] over an embedded store directory.
 ///
@@ -22,8 +22,8 @@ const REAPER_EVERY: Duration = Duration::from_secs(60);
 /// tool's JSON schema (`InvalidArguments`) — neither touches the store — then the store is
 /// opened if it is not open yet. Only `workbench_create` may create a missing store; any other
 /// tool on a missing store is `NotFound` and creates nothing. Once open, the store, its
-/// single-writer lock and a background snapshot reaper (every 60 s) stay with the process until
-/// [`ToolBackend::close`]. A store that cannot be opened (another process holds the lock for the
+/// single-writer lock and background maintenance (snapshot reaper + GC pass, every 60 s) stay
+/// with the process until [`ToolBackend::close`]. A store that cannot be opened (another process holds the lock for the
 /// whole 30 s wait → `Conflict` with `details.reason: "store_locked"`, a damaged or foreign store
 /// → `InvalidState`) fails that call only; the next call tries again.
 ///
@@ -41,8 +41,8 @@ pub struct EmbeddedBackend {
 #[derive(Debug)]
 struct OpenStore {
     workbench: Workbench,
-    /// Stops and joins the reaper thread when dropped.
-    _reaper: ReaperHandle,
+    /// Stops and joins the maintenance thread when dropped.
+    _maintenance: MaintenanceHandle,
 }
 
 impl EmbeddedBackend {
@@ -83,11 +83,11 @@ impl EmbeddedBackend {
             ..self.options.clone()
         };
         let client = Client::open_with(&self.dir, options).map_err(store_error)?;
-        let reaper = client.start_reaper(REAPER_EVERY);
+        let maintenance = client.start_background_maintenance(MAINTENANCE_EVERY);
         let workbench = Workbench::new(client);
         *open = Some(OpenStore {
             workbench: workbench.clone(),
-            _reaper: reaper,
+            _maintenance: maintenance,
         });
         Ok(workbench)
     }
@@ -118,7 +118,7 @@ impl ToolBackend for EmbeddedBackend {
     }
 
     fn close(&self) {
-        // Dropping the last handle stops the reaper and closes the store, releasing its lock.
+        // Dropping the last handle stops the maintenance thread and closes the store, releasing its lock.
         let store = lock(&self.open).take();
         drop(store);
     }

@@ -52,7 +52,7 @@ pub trait ToolBackend: Send + Sync {
     /// One line for the server's stderr log saying where calls go (never a secret).
     fn describe(&self) -> String;
 
-    /// Releases what the backend holds (the embedded store, its lock and its background reaper).
+    /// Releases what the backend holds (the embedded store, its lock and its background maintenance thread).
     /// Called once by the server after the last call returned; a later [`ToolBackend::call`]
     /// may reopen. The default does nothing.
     fn close(&self) {}

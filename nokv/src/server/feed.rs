@@ -43,7 +43,14 @@ pub(crate) async fn changes(
     let s = state.clone();
     tokio::task::spawn_blocking(move || {
         let stop = || closed.is_closed();
-        crate::cli::snapshot_cmd::run_changes_with(&s.client, &args, &mut writer, false, &stop);
+        let same = || Ok(s.client.clone());
+        crate::cli::snapshot_cmd::run_changes_with(
+            s.client.clone(),
+            &args,
+            &mut writer,
+            &same,
+            &stop,
+        );
     });
     (
         StatusCode::OK,

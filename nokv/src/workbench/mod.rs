@@ -204,8 +204,25 @@ pub fn store_error(err: crate::Error) -> ToolError {
             ToolError::internal(format!("{op} failed: {}", source.kind()))
         }
         E::InvalidArgument(msg) => ToolError::invalid_arguments(msg),
+        E::ReadOnlyStore { reason } => read_only_store(&reason),
         other => ToolError::internal(other.to_string()),
     }
+}
+
+/// The typed, non-retryable refusal of a write on a read-only store: `InvalidState` with
+/// `details.reason = "read_only_store"` and `details.cause` (`opened read-only`, `read-only file
+/// system` or `no write permission`). The Workbench code list is closed, so the existing code
+/// carries the reason.
+pub(crate) fn read_only_store(cause: &str) -> ToolError {
+    ToolError::new(
+        ErrorCode::InvalidState,
+        format!(
+            "the store is read-only ({cause}): this call writes, and nothing was written; \
+             read tools keep working — run writing calls where the store is writable"
+        ),
+    )
+    .with_detail("reason", Value::from("read_only_store"))
+    .with_detail("cause", Value::from(cause))
 }
 
 /// Maps a metadata-layer error to a typed, storage-neutral tool error (no keys, ids or host
@@ -228,6 +245,7 @@ pub(crate) fn meta_tool_error(err: &meta::Error) -> ToolError {
             ToolError::internal(format!("metadata {op} failed: {}", source.kind()))
         }
         meta::Error::ReadVersionConflict { .. } => ToolError::conflict("ReadVersion"),
+        meta::Error::ReadOnly => read_only_store("opened read-only"),
         meta::Error::Storage(_) => ToolError::internal("the metadata store failed; retry"),
         other => ToolError::internal(format!("metadata error: {other}")),
     }
