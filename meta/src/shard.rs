@@ -43,6 +43,8 @@ pub(crate) struct Inner {
     /// persisted at its open.
     pub(crate) fence: ShardFence,
     pub(crate) presentation_root: String,
+    /// The command sequencer of this shard owner (see [`crate::command::sequencer`]).
+    pub(crate) sequencer: crate::command::sequencer::Sequencer,
     /// Writer state; `None` for a read-only handle.
     pub(crate) owner: Option<Owner>,
 }
@@ -158,6 +160,7 @@ impl MetaShard {
                 store,
                 fence,
                 presentation_root: gate.presentation_root,
+                sequencer: Default::default(),
                 owner: Some(Owner {
                     state: Mutex::new(OwnerState {
                         epoch_at_open: gate.owner_epoch,
@@ -196,6 +199,7 @@ impl MetaShard {
                 store,
                 fence,
                 presentation_root: gate.presentation_root,
+                sequencer: Default::default(),
                 owner: None,
             }),
         })
@@ -206,29 +210,27 @@ impl MetaShard {
         self.inner.owner.is_none()
     }
 
-    /// Runs before every write of this handle (every operation calls it before it plans a
-    /// command): a read-only handle answers [`crate::Error::ReadOnly`]; a writer handle
-    /// advances the owner epoch at its first write, and afterwards runs one RecoveryOutbox
-    /// maintenance step whenever the commit version has advanced by
-    /// [`RetentionPolicy::maintenance_interval`] since the last one. Both are commits, so a
-    /// caller that plans raw commands for [`MetaShard::execute`] calls this first and plans at
-    /// the version after it.
+    /// Runs before every write of this handle: a read-only handle answers
+    /// [`crate::Error::ReadOnly`]; a writer handle advances the owner epoch at its first write,
+    /// and afterwards runs one RecoveryOutbox maintenance step whenever the commit version has
+    /// advanced by [`RetentionPolicy::maintenance_interval`] since the last one. Both are
+    /// commits, made under the command sequencer (see [`crate::command::sequencer`]); inside a
+    /// sequenced section the operations call [`crate::command::Sequenced::prepare_write`]
+    /// instead. A caller that plans raw commands for [`MetaShard::execute`] calls this first
+    /// and plans at the version after it.
     ///
     /// Errors: [`crate::Error::ReadOnly`]; those of the epoch advance
     /// ([`crate::Error::Fenced`] when another owner advanced the epoch); a maintenance step that
-    /// finds a corrupt record ([`crate::Error::RecoveryOutboxCorrupt`]) refuses the write.
+    /// finds a corrupt record ([`crate::Error::RecoveryOutboxCorrupt`]) refuses the write;
+    /// [`crate::Error::InvalidArgument`] when called inside a sequenced section of this shard.
     pub fn prepare_write(&self) -> Result<()> {
-        self.owner_step(true)
+        self.sequenced(|_| self.owner_step(true))
     }
 
-    /// [`MetaShard::prepare_write`] without the maintenance step (used by the raw
-    /// [`MetaShard::execute`], whose caller planned its command at a version a maintenance
-    /// commit would make stale).
-    fn ensure_owner(&self) -> Result<()> {
-        self.owner_step(false)
-    }
-
-    fn owner_step(&self, maintain: bool) -> Result<()> {
+    /// The owner side of [`MetaShard::prepare_write`], run with the sequencer held: with
+    /// `maintain` false only the lazy epoch advance (used by the raw [`MetaShard::execute`],
+    /// whose caller planned its command at a version a maintenance commit would make stale).
+    pub(crate) fn owner_step(&self, maintain: bool) -> Result<()> {
         let Some(owner) = &self.inner.owner else {
             return Err(crate::Error::ReadOnly);
         };
@@ -270,7 +272,9 @@ impl MetaShard {
         };
         let mut last = Ok(MaintenanceReport::default());
         for _ in 0..3 {
-            let view = db.view();
+            // The newest accepted state: commands of earlier sequenced sections may still be on
+            // their way to durability.
+            let view = db.accepted_view();
             let plan = crate::outbox::plan_step(&view, &sys, &tree, retention, None, true)?;
             drop(view);
             if plan.is_empty() {
@@ -307,12 +311,15 @@ impl MetaShard {
         let Some(owner) = &self.inner.owner else {
             return Err(crate::Error::ReadOnly);
         };
-        let db = self.db();
-        let mut st = owner.state();
-        owner.advance_once(db, &mut st)?;
-        let report = self.maintenance_step(&owner.retention)?;
-        st.last_step_version = db.version();
-        Ok(report)
+        // Under the command sequencer, like every other commit of the handle.
+        self.sequenced(|_| {
+            let db = self.db();
+            let mut st = owner.state();
+            owner.advance_once(db, &mut st)?;
+            let report = self.maintenance_step(&owner.retention)?;
+            st.last_step_version = db.version();
+            Ok(report)
+        })
     }
 
     /// The root this shard serves.
@@ -420,7 +427,9 @@ impl MetaShard {
     }
 
     /// Executes one raw [`crate::command::MetadataCommand`] under this handle's fence (see
-    /// [`crate::command::executor`] for the validation order). The workspace operations above
+    /// [`crate::command::executor`] for the validation order) through the command sequencer
+    /// (its `read_version` must be the newest accepted version, see
+    /// [`crate::command::sequencer`]); returns once it is durable. The workspace operations above
     /// are built on this; it is public for diagnostics and fault-injection tests.
     ///
     /// A writer handle that has not written yet advances its owner epoch first (a commit): plan
@@ -433,8 +442,7 @@ impl MetaShard {
         &self,
         cmd: crate::command::MetadataCommand,
     ) -> Result<crate::command::CommandOutcome> {
-        self.ensure_owner()?;
-        crate::command::execute(&self.inner.store, &self.inner.fence, cmd)
+        self.sequenced(|seq| seq.execute(cmd))
     }
 
     /// A command skeleton carrying this handle's identity and fence fields (schema id, root,

@@ -159,6 +159,50 @@ pub enum Error {
         /// Human-readable message without storage identities.
         message: String,
     },
+    /// The NoKV server could not be reached, or the connection broke before a complete response
+    /// arrived (remote client). Retryable: a write retried with the same request id is executed
+    /// at most once.
+    #[error("cannot reach the NoKV server at {url}: {reason}")]
+    Connection {
+        /// Server base URL.
+        url: String,
+        /// What failed (connect, timeout, reset …).
+        reason: String,
+    },
+    /// The NoKV server refused the request itself (authentication, a malformed request,
+    /// limits, shutdown) with this HTTP status and stable code (remote client).
+    #[error("the NoKV server refused the request ({status} {code}): {message}")]
+    Server {
+        /// HTTP status.
+        status: u16,
+        /// Stable code (`Unauthorized`, `InvalidArguments`, `PayloadTooLarge`, `Timeout`,
+        /// `Unavailable`, `RequestInFlight`, `RequestIdReused`, `OutcomeUnknown`, …).
+        code: String,
+        /// What was wrong.
+        message: String,
+        /// Whether repeating the request may succeed.
+        retryable: bool,
+    },
+}
+
+impl Error {
+    /// Whether repeating the same call may succeed: busy stores, connection failures, retryable
+    /// server refusals and retryable Workbench codes (`Conflict`, `ReadFenceChanged`,
+    /// `ObjectUnavailable`).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Busy | Error::StoreBusy | Error::Connection { .. } => true,
+            Error::ObjectUnavailable(_) | Error::GenerationConflict { .. } => true,
+            Error::Server { retryable, .. } => *retryable,
+            Error::OperationFailed { code, .. } => {
+                matches!(
+                    code.as_str(),
+                    "Conflict" | "ReadFenceChanged" | "ObjectUnavailable"
+                )
+            }
+            _ => false,
+        }
+    }
 }
 
 /// Result alias for the SDK.

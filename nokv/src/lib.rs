@@ -34,6 +34,11 @@
 //!   `nokv snapshot`, `nokv restore`, `nokv changes`, `nokv rm`, `nokv gc`, `nokv fsck`,
 //!   `nokv config`, `nokv mcp`.
 //!
+//! * [`server`] — `nokv serve`: one owner process serves many agents over the versioned `/v1/`
+//!   HTTP protocol (the 18 tools, streaming bodies, the CLI's commands, the change feed,
+//!   metrics); [`remote::RemoteClient`] — the Rust SDK against it, and the CLI's
+//!   `--server URL` / `NOKV_SERVER`.
+//!
 //! The store directory of the CLI is `--store DIR`, else `$NOKV_STORE`, else `./.nokv`.
 
 pub mod changes;
@@ -48,7 +53,9 @@ pub mod materialize;
 pub mod mcp;
 mod periodic;
 pub mod publication;
+pub mod remote;
 pub mod restore;
+pub mod server;
 pub mod snapshot;
 pub mod store_config;
 pub mod workbench;

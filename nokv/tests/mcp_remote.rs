@@ -3,8 +3,10 @@
 //!
 //! The stub answers with the real facade over a store in this test process, and records every
 //! request and the envelope it answered, so a test can check that envelopes pass through the
-//! MCP layer unchanged. Scripted faults (a response lost after the call ran, a 503, a body that
-//! is not an envelope) exercise the backend's resend rules.
+//! MCP layer unchanged. Like the server's request journal, the stub runs a write at most once
+//! per `Idempotency-Key` and answers a resend with the stored envelope. Scripted faults (a
+//! response lost after the call ran, a 503, a body that is not an envelope) exercise the
+//! backend's resend rules. `mcp_serve.rs` runs the same paths against a real `nokv serve`.
 
 mod mcp_support;
 
@@ -37,6 +39,7 @@ struct Seen {
     path: String,
     authorization: Option<String>,
     content_type: Option<String>,
+    idempotency_key: Option<String>,
     input: Value,
     answered: Option<Value>,
 }
@@ -47,6 +50,8 @@ struct Stub {
     token: Option<&'static str>,
     script: Mutex<VecDeque<Action>>,
     seen: Mutex<Vec<Seen>>,
+    /// Envelope answered per request id (the server's request journal, in memory).
+    replies: Mutex<std::collections::HashMap<String, Value>>,
     _store: tempfile::TempDir,
 }
 
@@ -62,6 +67,7 @@ impl Stub {
             token,
             script: Mutex::new(VecDeque::new()),
             seen: Mutex::new(Vec::new()),
+            replies: Mutex::new(std::collections::HashMap::new()),
             _store: store,
         });
         let server = Arc::clone(&stub);
@@ -94,7 +100,7 @@ impl Stub {
         let mut parts = line.split_whitespace();
         let method = parts.next().unwrap_or_default().to_string();
         let path = parts.next().unwrap_or_default().to_string();
-        let (mut len, mut authorization, mut content_type) = (0usize, None, None);
+        let (mut len, mut authorization, mut content_type, mut key) = (0usize, None, None, None);
         loop {
             let mut h = String::new();
             if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
@@ -106,6 +112,7 @@ impl Stub {
                 "content-length" => len = v.parse().unwrap_or(0),
                 "authorization" => authorization = Some(v),
                 "content-type" => content_type = Some(v),
+                "idempotency-key" => key = Some(v),
                 _ => {}
             }
         }
@@ -117,6 +124,7 @@ impl Stub {
             path: path.clone(),
             authorization: authorization.clone(),
             content_type,
+            idempotency_key: key.clone(),
             input: input.clone(),
             answered: None,
         };
@@ -140,7 +148,19 @@ impl Stub {
                 respond(&mut conn, status, text);
             }
             Action::Serve | Action::RunThenHangUp => {
-                let envelope = self.workbench.call(tool, &input);
+                let stored = key
+                    .as_ref()
+                    .and_then(|k| self.replies.lock().unwrap().get(k).cloned());
+                let envelope = match stored {
+                    Some(e) => e,
+                    None => {
+                        let e = self.workbench.call(tool, &input);
+                        if let Some(k) = &key {
+                            self.replies.lock().unwrap().insert(k.clone(), e.clone());
+                        }
+                        e
+                    }
+                };
                 seen.answered = Some(envelope.clone());
                 self.seen.lock().unwrap().push(seen);
                 if matches!(action, Action::Serve) {
@@ -256,23 +276,31 @@ fn an_unreachable_server_is_a_retryable_object_unavailable() {
 }
 
 #[test]
-fn a_lost_response_to_an_append_is_not_resent_and_appends_once() {
+fn a_lost_response_to_an_append_is_resent_with_its_request_id_and_appends_once() {
     let stub = Stub::start(None);
     let remote = backend(&stub, None);
     remote.call("workbench_create", &json!({"id": "wb"}));
     stub.script(&[Action::RunThenHangUp]);
     let input = json!({"id": "wb", "section": "logs", "path": "run.log", "text": "line\n"});
     let env = remote.call("workbench_append", &input);
-    assert_eq!(env["code"], "Internal", "{env}");
-    assert_eq!(env["retryable"], false);
-    assert_eq!(env["details"]["reason"], "outcome_unknown");
-    assert_eq!(env["details"]["attempts"], 1);
-    let appends = stub
+    assert_eq!(env["status"], "success", "{env}");
+    let appends: Vec<Seen> = stub
         .seen()
-        .iter()
+        .into_iter()
         .filter(|s| s.path.ends_with("workbench_append"))
-        .count();
-    assert_eq!(appends, 1, "the write reached the server once");
+        .collect();
+    assert_eq!(appends.len(), 2, "sent, lost, resent");
+    let key = appends[0]
+        .idempotency_key
+        .clone()
+        .expect("a write carries a request id");
+    assert_eq!(key.len(), 32);
+    assert_eq!(
+        appends[1].idempotency_key.as_ref(),
+        Some(&key),
+        "the resend reuses it"
+    );
+    assert_eq!(appends[0].answered, appends[1].answered, "an exact replay");
     let read = remote.call(
         "workbench_read",
         &json!({"id": "wb", "section": "logs", "path": "run.log"}),

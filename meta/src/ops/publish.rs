@@ -39,7 +39,7 @@ use crate::codec::{
     WorkspaceCurrent, WorkspaceState,
 };
 use crate::command::executor::{check_handle_fences, replay_lookup};
-use crate::command::{execute, CommandOutcome, MetadataCommand, Mutation, Predicate};
+use crate::command::{CommandOutcome, MetadataCommand, Mutation, Predicate, Sequenced};
 use crate::error::{Error, Result};
 use crate::ids::{
     validate_workbench_id, ArtifactRevisionId, RequestId, RootId, WorkspaceIncarnationId,
@@ -48,9 +48,7 @@ use crate::index::projection::{self as index_projection, IndexFields};
 use crate::path::{normalize_stored, NormPath};
 use crate::schema::Family;
 use crate::shard::MetaShard;
-use crate::store::{ScanSpec, Snapshot, TxnStore};
-
-use super::MAX_ATTEMPTS;
+use crate::store::{ScanSpec, Snapshot};
 
 /// Paths owned by commit/restore; generic publication refuses them (seed 000, "Commit Closure").
 pub const RESERVED_PATHS: [&str; 2] = [
@@ -389,21 +387,12 @@ pub(crate) fn receipt(out: CommandOutcome) -> Result<PublishReceipt> {
 /// Errors: [`Error::InvalidArgument`], [`Error::WorkspaceNotFound`], [`Error::PathAlreadyExists`],
 /// [`Error::PathNotFound`], [`Error::PathIsDirectory`], [`Error::AncestorIsFile`],
 /// [`Error::GenerationConflict`], [`Error::RequestReplayMismatch`],
-/// [`Error::RevisionUnavailable`], [`Error::ReadVersionConflict`] after [`MAX_ATTEMPTS`],
+/// [`Error::RevisionUnavailable`], [`Error::ReadVersionConflict`] after [`super::MAX_ATTEMPTS`],
 /// [`Error::Fenced`], codec and storage errors.
 pub fn publish(shard: &MetaShard, req: PublishRequest) -> Result<PublishReceipt> {
     validate_request(&req)?;
     let digest = command_digest(&req);
-    for _ in 0..MAX_ATTEMPTS {
-        match attempt(shard, &req, digest) {
-            Ok(r) => return Ok(r),
-            Err(Error::ReadVersionConflict { .. }) | Err(Error::CommandPredicateFailed) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(Error::ReadVersionConflict {
-        attempts: MAX_ATTEMPTS,
-    })
+    super::sequenced_retrying(shard, |seq| attempt(shard, seq, &req, digest))
 }
 
 /// Reads one ArtifactRevision row, returning its bytes and decoded value.
@@ -425,15 +414,19 @@ pub(crate) enum Planned {
     Command(Box<MetadataCommand>),
 }
 
-fn attempt(shard: &MetaShard, req: &PublishRequest, digest: [u8; 32]) -> Result<PublishReceipt> {
-    shard.prepare_write()?;
-    let store = &shard.inner.store;
-    let snap = store.snapshot();
+fn attempt(
+    shard: &MetaShard,
+    seq: &mut Sequenced<'_>,
+    req: &PublishRequest,
+    digest: [u8; 32],
+) -> Result<PublishReceipt> {
+    seq.prepare_write()?;
+    let snap = seq.snapshot();
     match plan(shard, &snap, req, digest)? {
         Planned::Replay(out) => receipt(*out),
         Planned::Command(cmd) => {
             drop(snap);
-            receipt(execute(store, &shard.inner.fence, *cmd)?)
+            receipt(seq.execute(*cmd)?)
         }
     }
 }

@@ -78,7 +78,7 @@ use crate::codec::{
     StagedCleanupState, StagedObject, StagedObjectKey, StagedProviderState, TerminalError,
 };
 use crate::command::executor::check_handle_fences;
-use crate::command::{execute, MetadataCommand, Mutation, Predicate};
+use crate::command::{MetadataCommand, Mutation, Predicate};
 use crate::error::{Error, Result};
 use crate::ids::{ArtifactRevisionId, OperationId, RequestId};
 use crate::index::projection::{self as index_projection, IndexFields};
@@ -91,7 +91,7 @@ use crate::schema::Family;
 use crate::shard::MetaShard;
 use crate::store::{Snapshot, TxnStore};
 
-use super::{Step, MAX_ATTEMPTS};
+use super::Step;
 
 /// Most StagedObject rows one command stages, marks or settles (keeps every ledger command
 /// within [`crate::command::MAX_COMMAND_MUTATIONS`] and [`crate::command::MAX_COMMAND_PREDICATES`]).
@@ -382,7 +382,15 @@ fn ledger_at<S: Snapshot>(
 ///
 /// Errors: [`Error::Codec`]; storage errors.
 pub fn published_receipt(shard: &MetaShard, id: &OperationId) -> Result<Option<PublishReceipt>> {
-    let snap = shard.inner.store.snapshot();
+    published_receipt_at(shard, &shard.inner.store.snapshot(), id)
+}
+
+/// [`published_receipt`] at `snap`.
+fn published_receipt_at<S: Snapshot>(
+    shard: &MetaShard,
+    snap: &S,
+    id: &OperationId,
+) -> Result<Option<PublishReceipt>> {
     let key = command_dedupe::key(&shard.root_id(), &final_request_id(id));
     let Some(bytes) = snap.get(Family::CommandDedupe, &key)? else {
         return Ok(None);
@@ -1011,9 +1019,9 @@ pub fn own_objects(shard: &MetaShard, id: &OperationId) -> Result<Vec<(String, u
 /// …) — the operation then stays Finalizing and the caller takes it over with [`abort`].
 pub fn publish_operation(shard: &MetaShard, id: &OperationId) -> Result<PublishReceipt> {
     let key = op_key(shard, id);
-    for _ in 0..MAX_ATTEMPTS {
-        shard.prepare_write()?;
-        let snap = shard.inner.store.snapshot();
+    super::sequenced_retrying(shard, |seq| {
+        seq.prepare_write()?;
+        let snap = seq.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         let Some((bytes, op)) = read_op(&snap, &key)? else {
             return Err(state_error(
@@ -1023,8 +1031,7 @@ pub fn publish_operation(shard: &MetaShard, id: &OperationId) -> Result<PublishR
             ));
         };
         if op.phase == PublishPhase::Published {
-            drop(snap);
-            return published_receipt(shard, id)?.ok_or_else(|| {
+            return published_receipt_at(shard, &snap, id)?.ok_or_else(|| {
                 Error::codec("operation", "Published operation without its receipt")
             });
         }
@@ -1046,21 +1053,14 @@ pub fn publish_operation(shard: &MetaShard, id: &OperationId) -> Result<PublishR
         let planned = plan_with(shard, &snap, &req, digest, Some(&binding))?;
         drop(snap);
         let out = match planned {
-            Planned::Replay(out) => Ok(*out),
+            Planned::Replay(out) => *out,
             Planned::Command(mut cmd) => {
                 // Published is terminal: the registry row goes in the publication command.
                 cmd.mutations.push(unregister(id));
-                execute(&shard.inner.store, &shard.inner.fence, *cmd)
+                seq.execute(*cmd)?
             }
         };
-        match out {
-            Ok(out) => return publish::receipt(out),
-            Err(Error::ReadVersionConflict { .. }) | Err(Error::CommandPredicateFailed) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(Error::ReadVersionConflict {
-        attempts: MAX_ATTEMPTS,
+        publish::receipt(out)
     })
 }
 

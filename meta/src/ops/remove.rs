@@ -43,17 +43,16 @@ use crate::codec::{
     CommandResult, PathEntry, RefOwner, WorkspaceCurrent,
 };
 use crate::command::executor::{check_handle_fences, replay_lookup};
-use crate::command::{execute, Mutation, Predicate, MAX_COMMAND_EVENTS};
+use crate::command::{Mutation, Predicate, MAX_COMMAND_EVENTS};
 use crate::error::{Error, Result};
 use crate::ids::{validate_workbench_id, ArtifactRevisionId, RequestId, RootId};
 use crate::index::projection::{index_mutations, MAX_INDEX_MUTATIONS};
 use crate::path::NormPath;
 use crate::schema::Family;
 use crate::shard::MetaShard;
-use crate::store::{ScanItem, ScanSpec, Snapshot, TxnStore};
+use crate::store::{ScanItem, ScanSpec, Snapshot};
 
 use super::publish::RESERVED_PATHS;
-use super::MAX_ATTEMPTS;
 
 /// Most paths one prefix-removal batch (one command) removes; also bounded by
 /// [`MAX_COMMAND_EVENTS`] (one event per path) and [`MAX_INDEX_MUTATIONS`].
@@ -275,7 +274,7 @@ fn receipt(out: crate::command::CommandOutcome) -> Result<RemoveReceipt> {
 /// [`Error::WorkspaceNotFound`]; [`Error::PathNotFound`] (no file at exactly this path — an
 /// implicit directory is not a file); [`Error::GenerationConflict`] when `expected_generation`
 /// differs (nothing written); [`Error::RequestReplayMismatch`]; [`Error::Fenced`];
-/// [`Error::ReadVersionConflict`] after [`MAX_ATTEMPTS`]; codec and storage errors.
+/// [`Error::ReadVersionConflict`] after [`super::MAX_ATTEMPTS`]; codec and storage errors.
 pub fn remove(shard: &MetaShard, req: &RemoveRequest) -> Result<RemoveReceipt> {
     validate_workbench_id(&req.workbench_id)?;
     if is_reserved(&req.path) {
@@ -285,24 +284,15 @@ pub fn remove(shard: &MetaShard, req: &RemoveRequest) -> Result<RemoveReceipt> {
         )));
     }
     let digest = command_digest(req);
-    let store = &shard.inner.store;
-    for _ in 0..MAX_ATTEMPTS {
-        shard.prepare_write()?;
-        let snap = store.snapshot();
+    super::sequenced_retrying(shard, |seq| {
+        seq.prepare_write()?;
+        let snap = seq.snapshot();
         let planned = plan(shard, &snap, req, digest)?;
         drop(snap);
-        let cmd = match planned {
-            Planned::Replay(out) => return receipt(*out),
-            Planned::Command(cmd) => *cmd,
-        };
-        match execute(store, &shard.inner.fence, cmd) {
-            Ok(out) => return receipt(out),
-            Err(Error::ReadVersionConflict { .. }) | Err(Error::CommandPredicateFailed) => continue,
-            Err(e) => return Err(e),
+        match planned {
+            Planned::Replay(out) => receipt(*out),
+            Planned::Command(cmd) => receipt(seq.execute(*cmd)?),
         }
-    }
-    Err(Error::ReadVersionConflict {
-        attempts: MAX_ATTEMPTS,
     })
 }
 
@@ -420,7 +410,7 @@ fn next_paths<S: Snapshot>(
 /// are kept and reported. Call it until [`BatchOutcome::done`].
 ///
 /// Errors: [`Error::InvalidArgument`] (invalid workbench id); [`Error::WorkspaceNotFound`];
-/// [`Error::Fenced`]; [`Error::ReadVersionConflict`] after [`MAX_ATTEMPTS`]; codec and storage
+/// [`Error::Fenced`]; [`Error::ReadVersionConflict`] after [`super::MAX_ATTEMPTS`]; codec and storage
 /// errors.
 pub fn remove_batch(
     shard: &MetaShard,

@@ -44,7 +44,7 @@ use crate::codec::{
     SnapshotState, WorkspaceCurrent, WorkspaceIncarnationClaim, WorkspaceState,
 };
 use crate::command::executor::{check_handle_fences, replay_lookup};
-use crate::command::{execute, CommandOutcome, Mutation, Predicate};
+use crate::command::{CommandOutcome, Mutation, Predicate};
 use crate::error::{Error, Result};
 use crate::ids::{
     validate_workbench_id, AliasName, OperationId, RequestId, RootId, SnapshotId,
@@ -56,7 +56,6 @@ use crate::shard::MetaShard;
 use crate::store::{Snapshot, TxnStore};
 
 use super::lease_clock::{self, LeaseReading, DEFAULT_SKEW_GRACE_MS};
-use super::MAX_ATTEMPTS;
 
 /// Milliseconds in one day (the facade's `ttl_days` unit).
 pub const DAY_MS: u64 = 86_400_000;
@@ -491,20 +490,6 @@ fn selector_bytes(s: &SnapshotSelector) -> Vec<u8> {
     }
 }
 
-/// Runs `attempt` up to [`MAX_ATTEMPTS`] times, rebuilding on a stale read version or a failed
-/// predicate.
-fn retrying<T>(mut attempt: impl FnMut() -> Result<T>) -> Result<T> {
-    for _ in 0..MAX_ATTEMPTS {
-        match attempt() {
-            Err(Error::ReadVersionConflict { .. }) | Err(Error::CommandPredicateFailed) => continue,
-            other => return other,
-        }
-    }
-    Err(Error::ReadVersionConflict {
-        attempts: MAX_ATTEMPTS,
-    })
-}
-
 // ---------------------------------------------------------------------------------------------
 // Create / renew / retire
 
@@ -514,7 +499,7 @@ fn retrying<T>(mut attempt: impl FnMut() -> Result<T>) -> Result<T> {
 /// Errors: [`Error::InvalidArgument`] (ttl, annotation size, workbench id);
 /// [`Error::WorkspaceNotFound`]; [`Error::SnapshotLifecycle`] when `require_commit_head` and the
 /// workbench has no commit head; [`Error::RequestReplayMismatch`]; [`Error::ReadVersionConflict`]
-/// after [`MAX_ATTEMPTS`]; [`Error::Fenced`]; codec and storage errors.
+/// after [`super::MAX_ATTEMPTS`]; [`Error::Fenced`]; codec and storage errors.
 pub fn create(
     shard: &MetaShard,
     req: &CreateSnapshotRequest,
@@ -545,10 +530,9 @@ pub fn create(
         ],
     );
     let root = shard.root_id();
-    retrying(|| {
-        let lease = lease_clock::observe(shard, wall_unix_ms, policy.skew_grace_ms)?;
-        shard.prepare_write()?;
-        let snap = shard.inner.store.snapshot();
+    super::sequenced_retrying(shard, |seq| {
+        let lease = lease_clock::observe_in(shard, seq, wall_unix_ms, policy.skew_grace_ms)?;
+        let snap = seq.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         if let Some(out) = replay_lookup(&snap, &root, &req.request_id, &digest)? {
             return receipt(out);
@@ -661,7 +645,7 @@ pub fn create(
             id,
         )];
         drop(snap);
-        receipt(execute(&shard.inner.store, &shard.inner.fence, cmd)?)
+        receipt(seq.execute(cmd)?)
     })
 }
 
@@ -688,10 +672,9 @@ pub fn renew(
         ],
     );
     let root = shard.root_id();
-    retrying(|| {
-        let lease = lease_clock::observe(shard, wall_unix_ms, policy.skew_grace_ms)?;
-        shard.prepare_write()?;
-        let snap = shard.inner.store.snapshot();
+    super::sequenced_retrying(shard, |seq| {
+        let lease = lease_clock::observe_in(shard, seq, wall_unix_ms, policy.skew_grace_ms)?;
+        let snap = seq.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         if let Some(out) = replay_lookup(&snap, &root, &req.request_id, &digest)? {
             return receipt(out);
@@ -762,7 +745,7 @@ pub fn renew(
             r.id,
         )];
         drop(snap);
-        receipt(execute(&shard.inner.store, &shard.inner.fence, cmd)?)
+        receipt(seq.execute(cmd)?)
     })
 }
 
@@ -803,9 +786,9 @@ pub fn retire(
     }
     let digest = digest(b"nokv.snapshot.retire.v1\0", &parts);
     let root = shard.root_id();
-    retrying(|| {
-        shard.prepare_write()?;
-        let snap = shard.inner.store.snapshot();
+    super::sequenced_retrying(shard, |seq| {
+        seq.prepare_write()?;
+        let snap = seq.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         if let Some(out) = replay_lookup(&snap, &root, &req.request_id, &digest)? {
             return receipt(out);
@@ -879,7 +862,7 @@ pub fn retire(
             r.id,
         )];
         drop(snap);
-        receipt(execute(&shard.inner.store, &shard.inner.fence, cmd)?)
+        receipt(seq.execute(cmd)?)
     })
 }
 
@@ -1107,9 +1090,9 @@ fn workbench_of<S: Snapshot>(
 /// snapshot. Returns its workbench id when this call claimed it.
 fn claim(shard: &MetaShard, k: &SnapshotRefKey, lease: &LeaseReading) -> Result<Option<String>> {
     let root = shard.root_id();
-    retrying(|| {
-        shard.prepare_write()?;
-        let snap = shard.inner.store.snapshot();
+    super::sequenced_retrying(shard, |seq| {
+        seq.prepare_write()?;
+        let snap = seq.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         let key = k.encode();
         let Some(bytes) = snap.get(Family::SnapshotRef, &key)? else {
@@ -1165,7 +1148,7 @@ fn claim(shard: &MetaShard, k: &SnapshotRefKey, lease: &LeaseReading) -> Result<
             k.snapshot_id,
         )];
         drop(snap);
-        execute(&shard.inner.store, &shard.inner.fence, cmd)?;
+        seq.execute(cmd)?;
         Ok(Some(workbench_id))
     })
 }
@@ -1173,9 +1156,9 @@ fn claim(shard: &MetaShard, k: &SnapshotRefKey, lease: &LeaseReading) -> Result<
 /// `ReapClaimed -> Reaped` (terminal), alias projection updated. Returns whether it wrote.
 fn finalize(shard: &MetaShard, k: &SnapshotRefKey) -> Result<bool> {
     let root = shard.root_id();
-    retrying(|| {
-        shard.prepare_write()?;
-        let snap = shard.inner.store.snapshot();
+    super::sequenced_retrying(shard, |seq| {
+        seq.prepare_write()?;
+        let snap = seq.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         let key = k.encode();
         let Some(bytes) = snap.get(Family::SnapshotRef, &key)? else {
@@ -1209,7 +1192,7 @@ fn finalize(shard: &MetaShard, k: &SnapshotRefKey) -> Result<bool> {
         cmd.predicates = predicates;
         cmd.mutations = mutations;
         drop(snap);
-        execute(&shard.inner.store, &shard.inner.fence, cmd)?;
+        seq.execute(cmd)?;
         Ok(true)
     })
 }
@@ -1344,10 +1327,9 @@ fn consumer_command(
     policy: &SnapshotPolicy,
 ) -> Result<SnapshotReceipt> {
     let root = shard.root_id();
-    retrying(|| {
-        let lease = lease_clock::observe(shard, wall_unix_ms, policy.skew_grace_ms)?;
-        shard.prepare_write()?;
-        let snap = shard.inner.store.snapshot();
+    super::sequenced_retrying(shard, |seq| {
+        let lease = lease_clock::observe_in(shard, seq, wall_unix_ms, policy.skew_grace_ms)?;
+        let snap = seq.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         let (_, ws) = visible_marker(&snap, &root, workbench_id)?;
         let parts = if attach {
@@ -1383,7 +1365,7 @@ fn consumer_command(
         cmd.predicates = parts.predicates;
         cmd.mutations = parts.mutations;
         drop(snap);
-        receipt(execute(&shard.inner.store, &shard.inner.fence, cmd)?)
+        receipt(seq.execute(cmd)?)
     })
 }
 

@@ -10,10 +10,11 @@ use std::path::Path;
 use clap::Subcommand;
 
 use super::{EXIT_OK, EXIT_TOOL_ERROR};
+use crate::client::Client;
 use crate::lifetime::SettingValue;
 
 /// `nokv config` actions.
-#[derive(Debug, Subcommand)]
+#[derive(Debug, Clone, Subcommand, serde::Serialize, serde::Deserialize)]
 pub enum ConfigCommand {
     /// Print a setting's value in effect and whether it is stored or the default.
     Get {
@@ -46,13 +47,23 @@ fn line(v: &SettingValue) -> String {
 
 /// Runs one `nokv config` action; returns the exit code.
 pub fn run_config(dir: &Path, cmd: ConfigCommand, out: &mut dyn Write) -> u8 {
-    let client = match super::read_only::open_existing(dir, false) {
-        Ok(c) => c,
+    match super::read_only::open_existing(dir, false) {
+        Ok(client) => run_config_with(&client, cmd, out, &mut std::io::stderr()),
         Err(e) => {
             eprintln!("nokv: {e}");
-            return EXIT_TOOL_ERROR;
+            EXIT_TOOL_ERROR
         }
-    };
+    }
+}
+
+/// One `nokv config` action on an open client (the CLI and the server share it): the lines on
+/// `out`, failures as `nokv: …` on `err`; returns the exit code.
+pub(crate) fn run_config_with(
+    client: &Client,
+    cmd: ConfigCommand,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
     let result = match cmd {
         ConfigCommand::Get { name } => client.config_get(&name).map(|v| {
             let _ = writeln!(out, "{}", line(&v));
@@ -77,7 +88,7 @@ pub fn run_config(dir: &Path, cmd: ConfigCommand, out: &mut dyn Write) -> u8 {
     match result {
         Ok(()) => EXIT_OK,
         Err(e) => {
-            eprintln!("nokv: {e}");
+            let _ = writeln!(err, "nokv: {e}");
             EXIT_TOOL_ERROR
         }
     }

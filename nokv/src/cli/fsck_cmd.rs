@@ -9,12 +9,15 @@ use std::io::Write;
 use std::path::Path;
 
 use clap::Args;
-use serde_json::json;
+use meta::ops::fsck::RepairReport;
+use serde_json::{json, Value};
 
 use super::{print_json, EXIT_OK, EXIT_TOOL_ERROR};
+use crate::client::Client;
+use crate::lifetime::FsckOutcome;
 
 /// `nokv fsck` arguments.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args, serde::Serialize, serde::Deserialize)]
 pub struct FsckArgs {
     /// Rebuild the derived SecondaryIndex rows from PathCurrent (bounded commands) before
     /// checking.
@@ -27,18 +30,28 @@ pub struct FsckArgs {
 
 /// Runs `nokv fsck`; returns the exit code.
 pub fn run_fsck(dir: &Path, args: FsckArgs, out: &mut dyn Write) -> u8 {
-    let client = match super::read_only::open_existing(dir, false) {
-        Ok(c) => c,
+    match super::read_only::open_existing(dir, false) {
+        Ok(client) => run_fsck_with(&client, args, out, &mut std::io::stderr()),
         Err(e) => {
             eprintln!("nokv: {e}");
-            return EXIT_TOOL_ERROR;
+            EXIT_TOOL_ERROR
         }
-    };
+    }
+}
+
+/// `nokv fsck` on an open client (the CLI and the server share it): the report on `out`,
+/// failures as `nokv: …` on `err`; returns the exit code.
+pub(crate) fn run_fsck_with(
+    client: &Client,
+    args: FsckArgs,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
     let repaired = if args.repair_index {
         match client.repair_index() {
             Ok(r) => Some(r),
             Err(e) => {
-                eprintln!("nokv: index repair failed: {e}");
+                let _ = writeln!(err, "nokv: index repair failed: {e}");
                 return EXIT_TOOL_ERROR;
             }
         }
@@ -48,39 +61,15 @@ pub fn run_fsck(dir: &Path, args: FsckArgs, out: &mut dyn Write) -> u8 {
     let outcome = match client.fsck() {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("nokv: {e}");
+            let _ = writeln!(err, "nokv: {e}");
             return EXIT_TOOL_ERROR;
         }
     };
     let r = &outcome.report;
     if args.json {
-        print_json(
-            out,
-            &json!({
-                "clean": outcome.is_clean(),
-                "findings": r.findings.iter().map(|f| json!({
-                    "kind": f.kind.as_str(), "subject": f.subject, "detail": f.detail,
-                })).collect::<Vec<_>>(),
-                "unowned_objects": outcome.unowned_objects,
-                "listing_error": outcome.listing_error,
-                "index_repair": repaired.map(|p| json!({
-                    "rows_put": p.rows_put, "rows_deleted": p.rows_deleted, "commands": p.commands,
-                })),
-                "checked": {
-                    "revisions": r.stats.revisions,
-                    "references": r.stats.references,
-                    "paths": r.stats.paths,
-                    "index_rows": r.stats.index_rows,
-                    "commits": r.stats.commits,
-                    "restores": r.stats.restores,
-                    "gc_candidates": r.stats.gc_candidates,
-                    "outbox_records": r.stats.outbox_records,
-                    "read_version": r.stats.read_version,
-                },
-            }),
-        );
+        print_json(out, &outcome_json(&outcome, repaired.as_ref()));
     } else {
-        if let Some(p) = repaired {
+        if let Some(p) = &repaired {
             let _ = writeln!(
                 out,
                 "repaired index: {} row(s) put, {} stale row(s) deleted in {} command(s)",
@@ -121,4 +110,31 @@ pub fn run_fsck(dir: &Path, args: FsckArgs, out: &mut dyn Write) -> u8 {
     } else {
         EXIT_TOOL_ERROR
     }
+}
+
+/// The `nokv fsck --json` object of `outcome` (and of the index repair that preceded it).
+pub(crate) fn outcome_json(outcome: &FsckOutcome, repaired: Option<&RepairReport>) -> Value {
+    let r = &outcome.report;
+    json!({
+        "clean": outcome.is_clean(),
+        "findings": r.findings.iter().map(|f| json!({
+            "kind": f.kind.as_str(), "subject": f.subject, "detail": f.detail,
+        })).collect::<Vec<_>>(),
+        "unowned_objects": outcome.unowned_objects,
+        "listing_error": outcome.listing_error,
+        "index_repair": repaired.map(|p| json!({
+            "rows_put": p.rows_put, "rows_deleted": p.rows_deleted, "commands": p.commands,
+        })),
+        "checked": {
+            "revisions": r.stats.revisions,
+            "references": r.stats.references,
+            "paths": r.stats.paths,
+            "index_rows": r.stats.index_rows,
+            "commits": r.stats.commits,
+            "restores": r.stats.restores,
+            "gc_candidates": r.stats.gc_candidates,
+            "outbox_records": r.stats.outbox_records,
+            "read_version": r.stats.read_version,
+        },
+    })
 }

@@ -12,13 +12,14 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use super::{EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
+use crate::client::Client;
 use crate::lifetime::{
     CollectedRevision, Explanation, GcOptions, GcReport, HoldHolder, HoldInfo, Holder, Verdict,
     WaitReason,
 };
 
 /// `nokv gc` arguments.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args, serde::Serialize, serde::Deserialize)]
 pub struct GcArgs {
     /// Report what would be deleted; write and delete nothing.
     #[arg(long)]
@@ -355,19 +356,29 @@ fn print_explanation(e: &Explanation, out: &mut dyn Write) {
 
 /// Runs `nokv gc`; returns the exit code.
 pub fn run_gc(dir: &Path, args: GcArgs, out: &mut dyn Write) -> u8 {
-    let client = match super::read_only::open_existing(dir, false) {
-        Ok(c) => c,
+    match super::read_only::open_existing(dir, false) {
+        Ok(client) => run_gc_with(&client, args, out, &mut std::io::stderr()),
         Err(e) => {
             eprintln!("nokv: {e}");
-            return EXIT_TOOL_ERROR;
+            EXIT_TOOL_ERROR
         }
-    };
+    }
+}
+
+/// `nokv gc` on an open client (the CLI and the server share it): the report on `out`,
+/// failures as `nokv: …` on `err`; returns the exit code.
+pub(crate) fn run_gc_with(
+    client: &Client,
+    args: GcArgs,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
     if let Some(target) = args.explain {
         let explained = match target.as_slice() {
             [rev] => client.gc_explain_revision(rev),
             [wb, path] => client.gc_explain(wb, path),
             _ => {
-                eprintln!("nokv: --explain takes WB PATH or a revision id");
+                let _ = writeln!(err, "nokv: --explain takes WB PATH or a revision id");
                 return EXIT_USAGE;
             }
         };
@@ -381,7 +392,7 @@ pub fn run_gc(dir: &Path, args: GcArgs, out: &mut dyn Write) -> u8 {
                 EXIT_OK
             }
             Err(e) => {
-                eprintln!("nokv: {e}");
+                let _ = writeln!(err, "nokv: {e}");
                 EXIT_TOOL_ERROR
             }
         };
@@ -400,7 +411,7 @@ pub fn run_gc(dir: &Path, args: GcArgs, out: &mut dyn Write) -> u8 {
             EXIT_OK
         }
         Err(e) => {
-            eprintln!("nokv: {e}");
+            let _ = writeln!(err, "nokv: {e}");
             EXIT_TOOL_ERROR
         }
     }

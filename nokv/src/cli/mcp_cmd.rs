@@ -10,11 +10,6 @@ use super::{store_dir, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
 /// Arguments of `nokv mcp`.
 #[derive(Debug, clap::Args)]
 pub struct McpArgs {
-    /// Send every call to the `nokv serve` process at this URL (bearer token from $NOKV_TOKEN)
-    /// instead of opening the store in this process. Default: $NOKV_SERVER when --store is not
-    /// given.
-    #[arg(long, value_name = "URL")]
-    pub server: Option<String>,
     /// Most tool calls running at once; further calls wait.
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub max_concurrent_calls: usize,
@@ -23,13 +18,17 @@ pub struct McpArgs {
 /// Runs `nokv mcp` until stdin closes, SIGTERM or SIGINT; returns the exit code (0 after a clean
 /// shutdown, 1 when the session failed, 2 for unusable arguments). Nothing but MCP messages is
 /// written to stdout.
-pub fn run_mcp(store_flag: Option<&Path>, args: &McpArgs) -> u8 {
-    let server = match (&args.server, store_flag) {
+///
+/// `server_flag` is the global `--server URL` (`nokv --server URL mcp`): every call then goes to
+/// that `nokv serve` process (bearer token from $NOKV_TOKEN) instead of opening the store in this
+/// process. Without it, $NOKV_SERVER is used when `--store` is not given.
+pub fn run_mcp(store_flag: Option<&Path>, server_flag: Option<&str>, args: &McpArgs) -> u8 {
+    let server = match (server_flag, store_flag) {
         (Some(_), Some(_)) => {
             eprintln!("nokv mcp: --server and --store exclude each other: pick one");
             return EXIT_USAGE;
         }
-        (Some(url), None) => Some(url.clone()),
+        (Some(url), None) => Some(url.to_string()),
         (None, Some(_)) => None,
         (None, None) => std::env::var("NOKV_SERVER")
             .ok()

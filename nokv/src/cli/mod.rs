@@ -11,15 +11,17 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use serde_json::Value;
 
-mod commit_cmd;
+pub(crate) mod commit_cmd;
 mod config_cmd;
-mod fsck_cmd;
-mod gc_cmd;
+pub(crate) mod fsck_cmd;
+pub(crate) mod gc_cmd;
 mod mcp_cmd;
 pub mod read_only;
-mod restore_cmd;
+pub(crate) mod remote_cmd;
+pub(crate) mod restore_cmd;
 mod rm_cmd;
-mod snapshot_cmd;
+mod serve_cmd;
+pub(crate) mod snapshot_cmd;
 mod verify_cmd;
 
 use crate::client::Client;
@@ -43,6 +45,10 @@ pub struct Cli {
     /// No progress bars (they are also off when stdout is not a terminal).
     #[arg(long, short = 'q', global = true)]
     pub quiet: bool,
+    /// Talk to a `nokv serve` server instead of opening the store (default: $NOKV_SERVER; the
+    /// bearer token comes from $NOKV_TOKEN). Output is identical to the embedded store's.
+    #[arg(long, global = true, value_name = "URL")]
+    pub server: Option<String>,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
@@ -172,6 +178,10 @@ pub enum Command {
         #[arg(long, default_value_t = 500)]
         poll_ms: u64,
     },
+    /// Serve the store to many agents over HTTP (`/v1/` protocol; see docs/server.md):
+    /// `nokv serve --store DIR --listen ADDR [--token-file F]`. Runs until SIGTERM/SIGINT, then
+    /// drains in-flight requests and closes the store.
+    Serve(serve_cmd::ServeArgs),
     /// Remove an artifact (`nokv rm WB PATH [--expected-generation G] [--request-id HEX32]`) or
     /// everything under a prefix (`nokv rm -r WB PREFIX`); prints one JSON envelope.
     Rm(rm_cmd::RmArgs),
@@ -218,7 +228,7 @@ pub enum Command {
 }
 
 /// `nokv operation` subcommands.
-#[derive(Debug, Subcommand)]
+#[derive(Debug, Clone, Subcommand, serde::Serialize, serde::Deserialize)]
 pub enum OperationAction {
     /// Recover orphaned Publish operations from the ledger (never by listing the bucket):
     /// resume verified Finalizing ones, abort and clean the others, reconcile quarantined ones.
@@ -247,6 +257,16 @@ pub fn store_dir(flag: Option<&Path>) -> PathBuf {
     }
 }
 
+/// The server to talk to: `--server`, else `$NOKV_SERVER` (empty: none).
+pub fn server_url(flag: Option<&str>) -> Option<String> {
+    match flag {
+        Some(u) => Some(u.to_string()),
+        None => std::env::var("NOKV_SERVER")
+            .ok()
+            .filter(|u| !u.trim().is_empty()),
+    }
+}
+
 /// Parses the process arguments and runs the command; returns the process exit code.
 pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
     let args: Vec<std::ffi::OsString> = args.into_iter().collect();
@@ -267,7 +287,17 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
     let dir = store_dir(cli.store.as_deref());
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
+    if let Some(url) = server_url(cli.server.as_deref()) {
+        let local = matches!(
+            cli.command,
+            Command::Serve(_) | Command::Init { .. } | Command::Verify(_)
+        );
+        if !matches!(cli.command, Command::Mcp(_)) && (!local || cli.server.is_some()) {
+            return ExitCode::from(remote_cmd::run(&url, cli.quiet, cli.command, &mut out));
+        }
+    }
     let code = match cli.command {
+        Command::Serve(args) => serve_cmd::run_serve(&dir, args),
         Command::Workbench { tool, input } => {
             run_workbench(&dir, &tool, input.as_deref(), &mut out)
         }
@@ -278,7 +308,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
         // The MCP transport writes stdout from another thread: release this thread's lock first.
         Command::Mcp(args) => {
             drop(out);
-            mcp_cmd::run_mcp(cli.store.as_deref(), &args)
+            mcp_cmd::run_mcp(cli.store.as_deref(), cli.server.as_deref(), &args)
         }
         Command::Materialize {
             workbench,
@@ -294,17 +324,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
                 &mut |e| bar.event(e),
             );
             bar.finish();
-            let files = files?;
-            let total: u64 = files.iter().map(|f| f.size_bytes).sum();
-            for f in &files {
-                let _ = writeln!(out, "{}  {}  {} bytes", f.digest_uri, f.path, f.size_bytes);
-            }
-            let _ = writeln!(
-                out,
-                "materialized {} files ({total} bytes) into {}, digests verified",
-                files.len(),
-                dest.display()
-            );
+            print_materialized(&mut out, &files?, &dest);
             Ok(())
         }),
         Command::Collect {
@@ -316,44 +336,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
             fields,
             index_json,
         } => with_client(&dir, |client| {
-            // Parse the index fields first: a refused collect must leave nothing behind.
-            let mut index = crate::materialize::CollectIndex {
-                index_json,
-                ..Default::default()
-            };
-            for spec in &fields {
-                let (name, value) = crate::index_fields::parse_field_arg(spec)?;
-                index.fields.insert(name, value);
-            }
-            // Check the local file first: a failed collect must not leave a new workbench behind.
-            let meta = std::fs::metadata(&file).map_err(|source| crate::Error::LocalIo {
-                op: "open",
-                path: file.clone(),
-                source,
-            })?;
-            if !meta.is_file() {
-                return Err(crate::Error::InvalidArgument(format!(
-                    "{} is not a regular file",
-                    file.display()
-                )));
-            }
-            Client::normalize(&path)?;
-            meta::index::projection::validate_index_fields(&index.fields)
-                .map_err(|e| crate::Error::InvalidArgument(e.to_string()))?;
-            if index.index_json {
-                if meta.len() > crate::index_fields::MAX_INDEX_JSON_BYTES as u64 {
-                    return Err(crate::Error::InvalidArgument(format!(
-                        "--index-json files are at most {} bytes",
-                        crate::index_fields::MAX_INDEX_JSON_BYTES
-                    )));
-                }
-                let body = std::fs::read(&file).map_err(|source| crate::Error::LocalIo {
-                    op: "read",
-                    path: file.clone(),
-                    source,
-                })?;
-                crate::index_fields::json_object_fields(&body)?;
-            }
+            let index = collect_precheck(&file, &path, &fields, index_json)?;
             client.create_workbench(&workbench)?;
             let ct = content_type
                 .unwrap_or_else(|| crate::materialize::guess_content_type(&path).to_string());
@@ -369,12 +352,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
                 &mut |e| bar.event(e),
             );
             bar.finish();
-            let c = c?;
-            let _ = writeln!(
-                out,
-                "{}  {}  {} bytes  generation {}",
-                c.digest_uri, c.path, c.size_bytes, c.generation
-            );
+            print_collected(&mut out, &c?);
             Ok(())
         }),
         Command::Append {
@@ -394,94 +372,20 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
             content_type.as_deref(),
             &mut out,
         ),
-        Command::Operation { action } => match action {
-            OperationAction::Recover => {
-                // The open itself runs one pass (orphans of dead processes); a second pass
-                // reconciles what the first one quarantined earlier and reports totals.
-                let opts = crate::client::ClientOptions {
-                    create_if_missing: false,
-                    recover_at_open: false,
-                    ..Default::default()
-                };
-                match Client::open_with(&dir, opts).and_then(|c| c.recover_operations()) {
-                    Ok(s) => {
-                        let _ = writeln!(
-                            out,
-                            "resumed {} cleaned {} quarantined {} reconciled {} pending {} in_flight {} errors {}",
-                            s.resumed,
-                            s.cleaned,
-                            s.quarantined,
-                            s.reconciled,
-                            s.pending,
-                            s.in_flight,
-                            s.errors.len()
-                        );
-                        for e in &s.errors {
-                            let _ = writeln!(out, "error {e}");
-                        }
-                        if s.errors.is_empty() {
-                            EXIT_OK
-                        } else {
-                            EXIT_TOOL_ERROR
-                        }
-                    }
-                    Err(err) => {
-                        eprintln!("nokv: {err}");
-                        EXIT_TOOL_ERROR
-                    }
-                }
-            }
-            OperationAction::List { all, recent } => {
-                let opts = crate::client::ClientOptions {
-                    create_if_missing: false,
-                    recover_at_open: false,
-                    ..Default::default()
-                };
-                match Client::open_with(&dir, opts).and_then(|c| c.list_operations(true)) {
-                    Ok(every) => {
-                        let ops = if all {
-                            every
-                        } else {
-                            let terminal = |p: &str| p == "Published" || p == "Cleaned";
-                            let mut published: Vec<_> = every
-                                .iter()
-                                .filter(|o| o.phase == "Published")
-                                .cloned()
-                                .collect();
-                            published.sort_by_key(|o| std::cmp::Reverse(o.generation));
-                            published.truncate(recent);
-                            let mut ops: Vec<_> =
-                                every.into_iter().filter(|o| !terminal(&o.phase)).collect();
-                            ops.extend(published);
-                            ops
-                        };
-                        for op in &ops {
-                            let _ = writeln!(
-                                out,
-                                "{}  {:<11}  {}/{}  objects {} live {}  {}{}",
-                                op.operation_id,
-                                op.phase,
-                                op.workbench_id,
-                                op.path,
-                                op.staged_objects,
-                                op.live_objects,
-                                op.generation
-                                    .map_or_else(String::new, |g| format!("generation {g}")),
-                                op.note
-                                    .as_ref()
-                                    .map_or_else(String::new, |n| format!("  ({n})"))
-                            );
-                        }
-                        let _ = writeln!(out, "{} operation(s)", ops.len());
-                        EXIT_OK
-                    }
-                    Err(err) => {
-                        eprintln!("nokv: {err}");
-                        EXIT_TOOL_ERROR
-                    }
-                }
-            }
-        },
+        Command::Operation { action } => {
+            // The open itself runs no recovery pass here: `recover` runs its own and reports it.
+            let opts = crate::client::ClientOptions {
+                create_if_missing: false,
+                recover_at_open: false,
+                ..Default::default()
+            };
+            run_operation_with(
+                Client::open_with(&dir, opts),
+                action,
+                &mut out,
+                &mut std::io::stderr(),
+            )
+        }
         Command::Restore { action } => restore_cmd::run_restore(&dir, action, &mut out),
         Command::Commit(args) => commit_cmd::run_commit(&dir, args, &mut out),
         Command::Tag { action } => commit_cmd::run_tag(&dir, action, &mut out),
@@ -553,6 +457,169 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
         }
     };
     ExitCode::from(code)
+}
+
+/// Prints the lines of a finished materialize (shared by the embedded and the remote path).
+fn print_materialized(
+    out: &mut dyn Write,
+    files: &[crate::materialize::MaterializedFile],
+    dest: &Path,
+) {
+    let total: u64 = files.iter().map(|f| f.size_bytes).sum();
+    for f in files {
+        let _ = writeln!(out, "{}  {}  {} bytes", f.digest_uri, f.path, f.size_bytes);
+    }
+    let _ = writeln!(
+        out,
+        "materialized {} files ({total} bytes) into {}, digests verified",
+        files.len(),
+        dest.display()
+    );
+}
+
+/// Prints the line of a finished collect (shared by the embedded and the remote path).
+fn print_collected(out: &mut dyn Write, c: &crate::materialize::CollectedFile) {
+    let _ = writeln!(
+        out,
+        "{}  {}  {} bytes  generation {}",
+        c.digest_uri, c.path, c.size_bytes, c.generation
+    );
+}
+
+/// The checks `nokv collect` makes before anything is created or sent (index fields, the local
+/// file, the path, `--index-json`): a refused collect leaves nothing behind. Returns the index
+/// fields to publish with.
+fn collect_precheck(
+    file: &Path,
+    path: &str,
+    fields: &[String],
+    index_json: bool,
+) -> crate::Result<crate::materialize::CollectIndex> {
+    let mut index = crate::materialize::CollectIndex {
+        index_json,
+        ..Default::default()
+    };
+    for spec in fields {
+        let (name, value) = crate::index_fields::parse_field_arg(spec)?;
+        index.fields.insert(name, value);
+    }
+    let meta = std::fs::metadata(file).map_err(|source| crate::Error::LocalIo {
+        op: "open",
+        path: file.to_path_buf(),
+        source,
+    })?;
+    if !meta.is_file() {
+        return Err(crate::Error::InvalidArgument(format!(
+            "{} is not a regular file",
+            file.display()
+        )));
+    }
+    Client::normalize(path)?;
+    meta::index::projection::validate_index_fields(&index.fields)
+        .map_err(|e| crate::Error::InvalidArgument(e.to_string()))?;
+    if index.index_json {
+        if meta.len() > crate::index_fields::MAX_INDEX_JSON_BYTES as u64 {
+            return Err(crate::Error::InvalidArgument(format!(
+                "--index-json files are at most {} bytes",
+                crate::index_fields::MAX_INDEX_JSON_BYTES
+            )));
+        }
+        let body = std::fs::read(file).map_err(|source| crate::Error::LocalIo {
+            op: "read",
+            path: file.to_path_buf(),
+            source,
+        })?;
+        crate::index_fields::json_object_fields(&body)?;
+    }
+    Ok(index)
+}
+
+/// `nokv operation recover|list` on an opened (or failed-to-open) client; human text on `out`,
+/// failures as `nokv: …` on `err`. Shared by the CLI and the server.
+pub(crate) fn run_operation_with(
+    client: crate::Result<Client>,
+    action: OperationAction,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    match action {
+        OperationAction::Recover => {
+            // The open itself runs one pass (orphans of dead processes); a second pass
+            // reconciles what the first one quarantined earlier and reports totals.
+            match client.and_then(|c| c.recover_operations()) {
+                Ok(s) => {
+                    let _ = writeln!(
+                        out,
+                        "resumed {} cleaned {} quarantined {} reconciled {} pending {} in_flight {} errors {}",
+                        s.resumed,
+                        s.cleaned,
+                        s.quarantined,
+                        s.reconciled,
+                        s.pending,
+                        s.in_flight,
+                        s.errors.len()
+                    );
+                    for e in &s.errors {
+                        let _ = writeln!(out, "error {e}");
+                    }
+                    if s.errors.is_empty() {
+                        EXIT_OK
+                    } else {
+                        EXIT_TOOL_ERROR
+                    }
+                }
+                Err(e) => {
+                    let _ = writeln!(err, "nokv: {e}");
+                    EXIT_TOOL_ERROR
+                }
+            }
+        }
+        OperationAction::List { all, recent } => {
+            match client.and_then(|c| c.list_operations(true)) {
+                Ok(every) => {
+                    let ops = if all {
+                        every
+                    } else {
+                        let terminal = |p: &str| p == "Published" || p == "Cleaned";
+                        let mut published: Vec<_> = every
+                            .iter()
+                            .filter(|o| o.phase == "Published")
+                            .cloned()
+                            .collect();
+                        published.sort_by_key(|o| std::cmp::Reverse(o.generation));
+                        published.truncate(recent);
+                        let mut ops: Vec<_> =
+                            every.into_iter().filter(|o| !terminal(&o.phase)).collect();
+                        ops.extend(published);
+                        ops
+                    };
+                    for op in &ops {
+                        let _ = writeln!(
+                            out,
+                            "{}  {:<11}  {}/{}  objects {} live {}  {}{}",
+                            op.operation_id,
+                            op.phase,
+                            op.workbench_id,
+                            op.path,
+                            op.staged_objects,
+                            op.live_objects,
+                            op.generation
+                                .map_or_else(String::new, |g| format!("generation {g}")),
+                            op.note
+                                .as_ref()
+                                .map_or_else(String::new, |n| format!("  ({n})"))
+                        );
+                    }
+                    let _ = writeln!(out, "{} operation(s)", ops.len());
+                    EXIT_OK
+                }
+                Err(e) => {
+                    let _ = writeln!(err, "nokv: {e}");
+                    EXIT_TOOL_ERROR
+                }
+            }
+        }
+    }
 }
 
 /// A byte progress bar on stderr for collect/materialize; inert when `--quiet` or when stdout
@@ -650,50 +717,11 @@ fn run_append(
     content_type: Option<&str>,
     out: &mut dyn Write,
 ) -> u8 {
-    let fail = |out: &mut dyn Write, err: ToolError, code: u8| {
-        print_json(out, &err.envelope());
-        code
-    };
-    let Some(id) = parse_operation_id(operation_id) else {
-        return fail(
-            out,
-            ToolError::invalid_arguments("--operation-id must be exactly 32 hex characters"),
-            EXIT_USAGE,
-        );
-    };
-    if let Some(s) = stdin {
-        if s != "-" {
-            return fail(
-                out,
-                ToolError::invalid_arguments("the only positional input is `-` (stdin)"),
-                EXIT_USAGE,
-            );
-        }
-    }
-    let bytes = match file {
-        Some(f) if f != Path::new("-") => match std::fs::read(f) {
-            Ok(b) => b,
-            Err(e) => {
-                return fail(
-                    out,
-                    ToolError::invalid_arguments(format!(
-                        "cannot read the input file: {}",
-                        e.kind()
-                    )),
-                    EXIT_TOOL_ERROR,
-                )
-            }
-        },
-        _ => {
-            let mut b = Vec::new();
-            if let Err(e) = std::io::stdin().read_to_end(&mut b) {
-                return fail(
-                    out,
-                    ToolError::invalid_arguments(format!("cannot read stdin: {}", e.kind())),
-                    EXIT_TOOL_ERROR,
-                );
-            }
-            b
+    let bytes = match append_input(file, stdin, operation_id) {
+        Ok(b) => b,
+        Err((err, code)) => {
+            print_json(out, &err.envelope());
+            return code;
         }
     };
     // Append never creates a store or a workbench (same rule as `workbench_append`): a missing
@@ -704,11 +732,77 @@ fn run_append(
     };
     let client = match Client::open_with(dir, options) {
         Ok(c) => c,
-        Err(e) => return fail(out, store_error(e), EXIT_TOOL_ERROR),
+        Err(e) => {
+            print_json(out, &store_error(e).envelope());
+            return EXIT_TOOL_ERROR;
+        }
+    };
+    let (env, code) = append_envelope(&client, workbench, path, &bytes, operation_id, content_type);
+    print_json(out, &env);
+    code
+}
+
+/// The client-side half of `nokv append`: checks the operation id and the positional argument,
+/// then reads the bytes (`--file F`, else stdin). Errors: the envelope to print and the exit
+/// code.
+pub(crate) fn append_input(
+    file: Option<&Path>,
+    stdin: Option<&str>,
+    operation_id: &str,
+) -> std::result::Result<Vec<u8>, (ToolError, u8)> {
+    if parse_operation_id(operation_id).is_none() {
+        return Err((
+            ToolError::invalid_arguments("--operation-id must be exactly 32 hex characters"),
+            EXIT_USAGE,
+        ));
+    }
+    if let Some(s) = stdin {
+        if s != "-" {
+            return Err((
+                ToolError::invalid_arguments("the only positional input is `-` (stdin)"),
+                EXIT_USAGE,
+            ));
+        }
+    }
+    match file {
+        Some(f) if f != Path::new("-") => std::fs::read(f).map_err(|e| {
+            (
+                ToolError::invalid_arguments(format!("cannot read the input file: {}", e.kind())),
+                EXIT_TOOL_ERROR,
+            )
+        }),
+        _ => {
+            let mut b = Vec::new();
+            match std::io::stdin().read_to_end(&mut b) {
+                Ok(_) => Ok(b),
+                Err(e) => Err((
+                    ToolError::invalid_arguments(format!("cannot read stdin: {}", e.kind())),
+                    EXIT_TOOL_ERROR,
+                )),
+            }
+        }
+    }
+}
+
+/// The store-side half of `nokv append` (shared by the CLI and the server): the durable
+/// idempotent append and the envelope to print, with the exit code.
+pub(crate) fn append_envelope(
+    client: &Client,
+    workbench: &str,
+    path: &str,
+    bytes: &[u8],
+    operation_id: &str,
+    content_type: Option<&str>,
+) -> (Value, u8) {
+    let fail = |err: ToolError, code: u8| (err.envelope(), code);
+    let Some(id) = parse_operation_id(operation_id) else {
+        return fail(
+            ToolError::invalid_arguments("--operation-id must be exactly 32 hex characters"),
+            EXIT_USAGE,
+        );
     };
     if let Err(e) = meta::validate_workbench_id(workbench) {
         return fail(
-            out,
             ToolError::invalid_arguments(match e {
                 meta::Error::InvalidArgument(msg) => msg,
                 other => other.to_string(),
@@ -716,7 +810,7 @@ fn run_append(
             EXIT_TOOL_ERROR,
         );
     }
-    let result = client.append_idempotent(workbench, path, &bytes, id, content_type, "nokv append");
+    let result = client.append_idempotent(workbench, path, bytes, id, content_type, "nokv append");
     match result {
         Ok(r) => {
             let env = serde_json::json!({
@@ -734,12 +828,10 @@ fn run_append(
                 "content_type": r.content_type,
                 "idempotent_replay": r.idempotent_replay,
             });
-            print_json(out, &env);
-            EXIT_OK
+            (env, EXIT_OK)
         }
         // Retrying can never succeed: the id stays bound to its first append.
         Err(crate::Error::Meta(meta::Error::OperationIntentMismatch { .. })) => fail(
-            out,
             ToolError::invalid_arguments(
                 "this --operation-id is already bound to a different append (another path or \
                  other bytes); pick a new operation id for a new append",
@@ -752,50 +844,23 @@ fn run_append(
             EXIT_TOOL_ERROR,
         ),
         Err(crate::Error::Meta(meta::Error::OperationState { .. })) => {
-            fail(out, ToolError::conflict("OperationState"), EXIT_TOOL_ERROR)
+            fail(ToolError::conflict("OperationState"), EXIT_TOOL_ERROR)
         }
         Err(e) => fail(
-            out,
-            crate::workbench::tool_error(&client, workbench, e),
+            crate::workbench::tool_error(client, workbench, e),
             EXIT_TOOL_ERROR,
         ),
     }
 }
 
 fn run_workbench(dir: &Path, tool: &str, input: Option<&str>, out: &mut dyn Write) -> u8 {
-    // Order: tool name, JSON syntax, schema — all before the store is touched, so a refused call
-    // opens, creates and writes nothing.
-    let Some(name) = schema::canonical_tool_name(tool) else {
-        print_json(out, &ToolError::unknown_tool(tool).envelope());
-        return EXIT_TOOL_ERROR;
-    };
-    let text = match input {
-        None => "{}".to_string(),
-        Some("-") => {
-            let mut buf = String::new();
-            if let Err(e) = std::io::stdin().read_to_string(&mut buf) {
-                let err = ToolError::invalid_arguments(format!("cannot read stdin: {e}"));
-                print_json(out, &err.envelope());
-                return EXIT_USAGE;
-            }
-            buf
-        }
-        Some(s) => s.to_string(),
-    };
-    let input: Value = match serde_json::from_str(if text.trim().is_empty() { "{}" } else { &text })
-    {
-        Ok(v) => v,
-        Err(e) => {
-            let err =
-                ToolError::invalid_arguments(format!("the tool input is not valid JSON: {e}"));
-            print_json(out, &err.envelope());
-            return EXIT_USAGE;
+    let (name, input) = match workbench_input(tool, input) {
+        Ok(x) => x,
+        Err((env, code)) => {
+            print_json(out, &env);
+            return code;
         }
     };
-    if let Err(err) = schema::validate(name, &input) {
-        print_json(out, &err.envelope());
-        return EXIT_TOOL_ERROR;
-    }
     // Only `create` may bring a new store into existence; every other tool on a missing store is
     // NotFound instead of silently creating an empty one. Reading tools open read-only.
     let options = crate::client::ClientOptions {
@@ -812,19 +877,61 @@ fn run_workbench(dir: &Path, tool: &str, input: Option<&str>, out: &mut dyn Writ
     };
     let result = Workbench::new(client).call(name, &input);
     print_json(out, &result);
-    if result.get("status").and_then(Value::as_str) == Some("success") {
+    envelope_exit_code(&result)
+}
+
+/// Exit code of a printed envelope: 0 for `"status":"success"`, else 1.
+pub(crate) fn envelope_exit_code(envelope: &Value) -> u8 {
+    if envelope.get("status").and_then(Value::as_str) == Some("success") {
         EXIT_OK
     } else {
         EXIT_TOOL_ERROR
     }
 }
 
+/// The client-side checks of `nokv workbench` (tool name, JSON syntax, schema), in that order —
+/// all before any store is touched, so a refused call opens, creates and writes nothing.
+/// Errors: the envelope to print and the exit code.
+pub(crate) fn workbench_input(
+    tool: &str,
+    input: Option<&str>,
+) -> std::result::Result<(&'static str, Value), (Value, u8)> {
+    let Some(name) = schema::canonical_tool_name(tool) else {
+        return Err((ToolError::unknown_tool(tool).envelope(), EXIT_TOOL_ERROR));
+    };
+    let text = match input {
+        None => "{}".to_string(),
+        Some("-") => {
+            let mut buf = String::new();
+            if let Err(e) = std::io::stdin().read_to_string(&mut buf) {
+                let err = ToolError::invalid_arguments(format!("cannot read stdin: {e}"));
+                return Err((err.envelope(), EXIT_USAGE));
+            }
+            buf
+        }
+        Some(s) => s.to_string(),
+    };
+    let input: Value = match serde_json::from_str(if text.trim().is_empty() { "{}" } else { &text })
+    {
+        Ok(v) => v,
+        Err(e) => {
+            let err =
+                ToolError::invalid_arguments(format!("the tool input is not valid JSON: {e}"));
+            return Err((err.envelope(), EXIT_USAGE));
+        }
+    };
+    if let Err(err) = schema::validate(name, &input) {
+        return Err((err.envelope(), EXIT_TOOL_ERROR));
+    }
+    Ok((name, input))
+}
+
 /// Whether the command line names the `workbench` subcommand: the first argument that is
-/// neither a flag nor the value of `--store`.
+/// neither a flag nor the value of `--store` / `--server`.
 fn is_workbench_call(args: &[std::ffi::OsString]) -> bool {
     let mut rest = args.iter().skip(1);
     while let Some(a) = rest.next() {
-        if a == "--store" {
+        if a == "--store" || a == "--server" {
             rest.next();
         } else if !a.to_string_lossy().starts_with('-') {
             return a == "workbench";
@@ -855,7 +962,7 @@ fn usage_envelope(err: &clap::Error) -> Value {
     .envelope()
 }
 
-fn print_json(out: &mut dyn Write, value: &Value) {
+pub(crate) fn print_json(out: &mut dyn Write, value: &Value) {
     let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "{}".to_string());
     let _ = writeln!(out, "{text}");
 }

@@ -11,12 +11,13 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use super::{parse_operation_id, print_json, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
+use crate::client::Client;
 use crate::lifetime::RemoveOptions;
 use crate::workbench::errors::ToolError;
 use crate::workbench::{store_error, tool_error};
 
 /// `nokv rm` arguments.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args, serde::Serialize, serde::Deserialize)]
 pub struct RmArgs {
     /// Remove everything under PATH (a directory prefix, or a file) in bounded batches; each path
     /// disappears atomically. Rerun to resume after an interruption.
@@ -35,35 +36,48 @@ pub struct RmArgs {
     pub request_id: Option<String>,
 }
 
-/// Runs `nokv rm`; returns the exit code.
-pub fn run_rm(dir: &Path, args: RmArgs, out: &mut dyn Write) -> u8 {
-    let fail = |out: &mut dyn Write, err: ToolError, code: u8| {
-        print_json(out, &err.envelope());
-        code
-    };
+fn fail(out: &mut dyn Write, err: ToolError, code: u8) -> u8 {
+    print_json(out, &err.envelope());
+    code
+}
+
+/// The argument checks of `nokv rm`, made before the store is opened: the parsed request id.
+/// Errors: the usage-error envelope and exit code.
+fn check(args: &RmArgs) -> Result<Option<[u8; 16]>, (ToolError, u8)> {
     if args.recursive && (args.expected_generation.is_some() || args.request_id.is_some()) {
-        return fail(
-            out,
+        return Err((
             ToolError::invalid_arguments(
                 "--expected-generation and --request-id apply to one path, not to `rm -r`",
             ),
             EXIT_USAGE,
-        );
+        ));
     }
-    let request_id = match args.request_id.as_deref().map(parse_operation_id) {
-        None => None,
-        Some(Some(id)) => Some(id),
-        Some(None) => {
-            return fail(
-                out,
-                ToolError::invalid_arguments("--request-id must be exactly 32 hex characters"),
-                EXIT_USAGE,
-            )
-        }
-    };
-    let client = match super::read_only::open_existing(dir, false) {
-        Ok(c) => c,
-        Err(e) => return fail(out, store_error(e), EXIT_TOOL_ERROR),
+    match args.request_id.as_deref().map(parse_operation_id) {
+        None => Ok(None),
+        Some(Some(id)) => Ok(Some(id)),
+        Some(None) => Err((
+            ToolError::invalid_arguments("--request-id must be exactly 32 hex characters"),
+            EXIT_USAGE,
+        )),
+    }
+}
+
+/// Runs `nokv rm`; returns the exit code.
+pub fn run_rm(dir: &Path, args: RmArgs, out: &mut dyn Write) -> u8 {
+    if let Err((err, code)) = check(&args) {
+        return fail(out, err, code);
+    }
+    match super::read_only::open_existing(dir, false) {
+        Ok(client) => run_rm_with(&client, args, out),
+        Err(e) => fail(out, store_error(e), EXIT_TOOL_ERROR),
+    }
+}
+
+/// `nokv rm` on an open client (the CLI and the server share it); returns the exit code.
+pub(crate) fn run_rm_with(client: &Client, args: RmArgs, out: &mut dyn Write) -> u8 {
+    let request_id = match check(&args) {
+        Ok(id) => id,
+        Err((err, code)) => return fail(out, err, code),
     };
     let wb = &args.workbench;
     if args.recursive {
@@ -88,7 +102,7 @@ pub fn run_rm(dir: &Path, args: RmArgs, out: &mut dyn Write) -> u8 {
                 );
                 EXIT_OK
             }
-            Err(e) => fail(out, tool_error(&client, wb, e), EXIT_TOOL_ERROR),
+            Err(e) => fail(out, tool_error(client, wb, e), EXIT_TOOL_ERROR),
         };
     }
     let opts = RemoveOptions {
@@ -120,6 +134,6 @@ pub fn run_rm(dir: &Path, args: RmArgs, out: &mut dyn Write) -> u8 {
             .with_detail("reason", Value::from("request_id_reused")),
             EXIT_TOOL_ERROR,
         ),
-        Err(e) => fail(out, tool_error(&client, wb, e), EXIT_TOOL_ERROR),
+        Err(e) => fail(out, tool_error(client, wb, e), EXIT_TOOL_ERROR),
     }
 }

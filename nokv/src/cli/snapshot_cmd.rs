@@ -14,10 +14,11 @@ use clap::Subcommand;
 use serde_json::{json, Map, Value};
 
 use super::{print_json, EXIT_OK, EXIT_TOOL_ERROR};
+use crate::client::Client;
 use crate::workbench::{store_error, tool_error, Workbench};
 
 /// `nokv snapshot` actions.
-#[derive(Debug, Subcommand)]
+#[derive(Debug, Clone, Subcommand, serde::Serialize, serde::Deserialize)]
 pub enum SnapshotCommand {
     /// Mint a leased snapshot of a committed workbench (`workbench_snapshot`).
     Create {
@@ -83,6 +84,12 @@ pub fn run_snapshot(dir: &Path, cmd: SnapshotCommand, out: &mut dyn Write) -> u8
             return EXIT_TOOL_ERROR;
         }
     };
+    run_snapshot_with(&client, cmd, out)
+}
+
+/// [`run_snapshot`] on an open client (the server runs it for `nokv --server`).
+pub fn run_snapshot_with(client: &Client, cmd: SnapshotCommand, out: &mut dyn Write) -> u8 {
+    let client = client.clone();
     let mut args = Map::new();
     let tool = match cmd {
         SnapshotCommand::Create {
@@ -167,7 +174,7 @@ pub fn run_snapshot(dir: &Path, cmd: SnapshotCommand, out: &mut dyn Write) -> u8
 }
 
 /// Options of `nokv changes`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct ChangesArgs {
     /// Resume strictly after this opaque cursor.
     pub after: Option<String>,
@@ -188,13 +195,28 @@ pub struct ChangesArgs {
 /// The store is opened read-only (no lock, nothing written); with `--follow` every poll reopens
 /// it read-only and resumes after the last printed cursor, so a follower never blocks writers.
 pub fn run_changes(dir: &Path, args: &ChangesArgs, out: &mut dyn Write) -> u8 {
-    let mut client = match super::read_only::open_existing(dir, true) {
+    let client = match super::read_only::open_existing(dir, true) {
         Ok(c) => c,
         Err(e) => {
             print_json(out, &store_error(e).envelope());
             return EXIT_TOOL_ERROR;
         }
     };
+    let reopen = || super::read_only::open_existing(dir, true);
+    run_changes_with(client, args, out, &reopen, &|| false)
+}
+
+/// [`run_changes`] on an open client. Every `--follow` round after the first reads through the
+/// client `next_round` returns (the CLI reopens its read-only handle; a server's writer client
+/// sees new commits as they land and returns itself) and resumes after the last printed cursor;
+/// `stop` is polled between rounds (a server stops when the client went away).
+pub fn run_changes_with(
+    mut client: Client,
+    args: &ChangesArgs,
+    out: &mut dyn Write,
+    next_round: &dyn Fn() -> crate::Result<Client>,
+    stop: &dyn Fn() -> bool,
+) -> u8 {
     let result = (|| -> crate::Result<()> {
         let mut after = args.after.clone();
         let mut printed = 0u64;
@@ -225,11 +247,11 @@ pub fn run_changes(dir: &Path, args: &ChangesArgs, out: &mut dyn Write) -> u8 {
                     return Ok(());
                 }
             }
-            if !args.follow {
+            if !args.follow || stop() {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(args.poll_ms.max(10)));
-            client = super::read_only::open_existing(dir, true)?;
+            client = next_round()?;
         }
     })();
     match result {

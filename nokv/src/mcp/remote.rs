@@ -27,9 +27,12 @@ pub struct RemoteOptions {
     /// Largest response body accepted, in bytes (default 256 MiB); a larger one fails the call
     /// with `Internal`.
     pub max_response_bytes: u64,
-    /// Most sends of one call (default 3). A call is sent again only when the request cannot
-    /// have reached the server (connection refused, name or connect failure, HTTP 503 without
-    /// an envelope) or when the tool is idempotent ([`super::ToolHints::idempotent`]).
+    /// Most sends of one call (default 3). A call is sent again when the request cannot have
+    /// reached the server (connection refused, name or connect failure, HTTP 503 without an
+    /// envelope), when the connection broke after it was sent (every write carries an
+    /// `Idempotency-Key` that its resends reuse, so the server applies it at most once and
+    /// answers the resend with the stored envelope; reads are side-effect free), and while the
+    /// server answers `RequestInFlight` (the first send is still running).
     pub max_attempts: u32,
     /// Wait before the second send; doubled before each further one (default 200 ms).
     pub retry_backoff: Duration,
@@ -56,8 +59,7 @@ impl Default for RemoteOptions {
 /// | --- | --- |
 /// | unknown tool name | `UnknownTool` (nothing sent) |
 /// | server unreachable after every attempt | `ObjectUnavailable` (retryable), `details.reason: "server_unreachable"` |
-/// | connection lost after an idempotent call was sent, every attempt | `ObjectUnavailable` (retryable), `details.reason: "connection_lost"` |
-/// | connection lost after a non-idempotent write was sent | `Internal`, `details.reason: "outcome_unknown"` — not re-sent, because it may have been applied |
+/// | connection lost after the call was sent, every attempt (writes resend their request id) | `ObjectUnavailable` (retryable), `details.reason: "connection_lost"` |
 /// | HTTP 401/403 without an envelope | `InvalidArguments`, `details.reason: "unauthorized"` |
 /// | HTTP 502/503/504 without an envelope | `ObjectUnavailable` (retryable), `details.reason: "server_unavailable"` |
 /// | any other response that is not an envelope | `Internal`, `details.reason: "bad_response"` |
@@ -135,12 +137,15 @@ impl RemoteBackend {
         format!("{}{TOOLS_PATH}{tool}", self.base)
     }
 
-    fn send_once(&self, url: &str, body: &[u8]) -> Result<Value, SendFailure> {
+    fn send_once(&self, url: &str, body: &[u8], key: Option<&str>) -> Result<Value, SendFailure> {
         let mut request = self
             .agent
             .post(url)
             .header("Content-Type", "application/json")
             .header("Accept", "application/json");
+        if let Some(key) = key {
+            request = request.header(crate::server::IDEMPOTENCY_KEY, key);
+        }
         if let Some(token) = &self.token {
             request = request.header("Authorization", format!("Bearer {token}"));
         }
@@ -179,19 +184,33 @@ impl ToolBackend for RemoteBackend {
                 .envelope()
             }
         };
-        let idempotent = tool_hints(name).is_some_and(|h| h.idempotent);
+        let hints = tool_hints(name);
+        // Every write carries one request id that its resends reuse: the server runs it at most
+        // once and answers a resend with the stored envelope, so a lost response is safe to
+        // retry for every tool.
+        let key = if hints.is_some_and(|h| h.read_only) {
+            None
+        } else {
+            match crate::remote::new_request_id() {
+                Ok(k) => Some(k),
+                Err(e) => return crate::workbench::store_error(e).envelope(),
+            }
+        };
+        let idempotent = key.is_some() || hints.is_some_and(|h| h.idempotent);
         let url = self.endpoint(name);
         let mut backoff = self.options.retry_backoff;
         let mut attempt = 1u32;
         loop {
-            let failure = match self.send_once(&url, &body) {
+            let failure = match self.send_once(&url, &body, key.as_deref()) {
+                // The first send is still running on the server: wait for its stored answer.
+                Ok(envelope) if is_in_flight(&envelope) => SendFailure::Status(409, String::new()),
                 Ok(envelope) => return envelope,
                 Err(failure) => failure,
             };
             let may_resend = match &failure {
                 SendFailure::NotSent(_) => true,
                 SendFailure::Lost(_) => idempotent,
-                SendFailure::Status(status, _) => *status == 503,
+                SendFailure::Status(status, _) => *status == 503 || *status == 409,
             };
             if !may_resend || attempt >= self.options.max_attempts.max(1) {
                 return self
@@ -295,6 +314,11 @@ fn classify(err: ureq::Error) -> SendFailure {
 }
 
 /// An envelope is a JSON object whose `status` is `"success"` or `"error"`.
+/// Whether `v` is the server's refusal of a resend whose first send is still running.
+fn is_in_flight(v: &Value) -> bool {
+    v.get("code").and_then(Value::as_str) == Some("RequestInFlight")
+}
+
 fn is_envelope(v: &Value) -> bool {
     matches!(
         v.get("status").and_then(Value::as_str),
