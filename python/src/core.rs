@@ -800,6 +800,17 @@ impl Core {
                 return Stat::file(py, &wb_path, norm.as_str(), &entry);
             }
         }
+        if let (Inner::Remote(r), None, false) = (&*inner, at_snapshot, key.is_empty()) {
+            // A live file's card from its path entry (with its index fields), as embedded.
+            match py.detach(|| r.client.stat(workbench_id, key)) {
+                Ok(entry) => {
+                    let norm = Client::normalize(key).map_err(|e| errors::remote(py, e))?;
+                    return Stat::file(py, &wb_path, norm.as_str(), &entry);
+                }
+                Err(nokv::Error::OperationFailed { code, .. }) if code == "NotFound" => {}
+                Err(e) => return Err(errors::remote(py, e)),
+            }
+        }
         let mut input = json!({"id": workbench_id});
         if !key.is_empty() {
             input["path"] = Value::from(key);
@@ -1529,7 +1540,37 @@ impl PutTarget for RemoteClient {
         body: &mut dyn std::io::Read,
         o: &PutOptions,
     ) -> nokv::Result<nokv::PutReceipt> {
-        self.put_reader(wb, key, body, o)
+        // A failing local stream breaks the upload (the server publishes nothing); report the
+        // caller's read error rather than the broken connection it caused.
+        let mut recorded = RecordingReader {
+            inner: body,
+            failure: None,
+        };
+        let result = self.put_reader(wb, key, &mut recorded, o);
+        match (result, recorded.failure) {
+            (Err(_), Some((kind, message))) => Err(nokv::Error::LocalIo {
+                op: "read",
+                path: PathBuf::from("<file object>"),
+                source: std::io::Error::new(kind, message),
+            }),
+            (result, _) => result,
+        }
+    }
+}
+
+/// A reader that remembers its first error (kind and text).
+struct RecordingReader<'a> {
+    inner: &'a mut dyn std::io::Read,
+    failure: Option<(std::io::ErrorKind, String)>,
+}
+
+impl std::io::Read for RecordingReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.inner.read(buf).inspect_err(|e| {
+            if self.failure.is_none() && e.kind() != std::io::ErrorKind::Interrupted {
+                self.failure = Some((e.kind(), e.to_string()));
+            }
+        })
     }
 }
 
