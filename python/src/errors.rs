@@ -174,6 +174,16 @@ pub fn remote_envelope(err: nokv::Error) -> Value {
             "retryable": retryable,
             "details": {"http_status": status},
         }),
+        // A pinned file object whose path now holds another revision.
+        nokv::Error::GenerationConflict {
+            path,
+            expected,
+            actual,
+        } => ToolError::conflict("PathGeneration")
+            .with_detail("relative_path", Value::from(path))
+            .with_detail("expected_generation", Value::from(expected))
+            .with_detail("actual_generation", Value::from(actual))
+            .envelope(),
         other => nokv::workbench::store_error(other).envelope(),
     }
 }

@@ -629,22 +629,22 @@ impl RemoteClient {
                         .and_then(|v| v.parse().ok())
                 })
                 .unwrap_or(0u64);
+            if let (Some(expected), 200 | 206 | 416) = (generation, status) {
+                let actual = resp
+                    .headers()
+                    .get("x-nokv-generation")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.parse::<u64>().ok());
+                if actual != Some(expected) {
+                    return Err(Error::GenerationConflict {
+                        path: path.to_string(),
+                        expected: Some(expected),
+                        actual,
+                    });
+                }
+            }
             match status {
                 200 | 206 => {
-                    if let Some(expected) = generation {
-                        let actual = resp
-                            .headers()
-                            .get("x-nokv-generation")
-                            .and_then(|v| v.to_str().ok())
-                            .and_then(|v| v.parse::<u64>().ok());
-                        if actual != Some(expected) {
-                            return Err(Error::GenerationConflict {
-                                path: path.to_string(),
-                                expected: Some(expected),
-                                actual,
-                            });
-                        }
-                    }
                     let mut out = Vec::new();
                     let mut body = resp.body_mut().as_reader();
                     copy(&mut body, &mut out).map_err(|e| Error::Connection {
