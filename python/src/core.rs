@@ -744,13 +744,28 @@ impl Core {
                 // answer replays it instead of appending twice.
                 let envelope = py
                     .detach(|| {
+                        // The server's append has one content type for create and extend; a new
+                        // file gets the SDK's create type (text or bytes), an existing one keeps
+                        // its own, as embedded.
+                        let content_type = match content_type.as_deref() {
+                            Some(ct) => Some(ct),
+                            None => match r.client.stat(workbench_id, key) {
+                                Ok(_) => None,
+                                Err(nokv::Error::OperationFailed { code, .. })
+                                    if code == "NotFound" =>
+                                {
+                                    Some(create_type)
+                                }
+                                Err(e) => return Err(e),
+                            },
+                        };
                         let operation_id = nokv::remote::new_request_id()?;
                         r.client.append_envelope(
                             workbench_id,
                             key,
                             bytes,
                             &operation_id,
-                            content_type.as_deref(),
+                            content_type,
                         )
                     })
                     .map_err(|e| errors::remote(py, e))?;

@@ -122,6 +122,10 @@ def test_append_creates_then_extends(wb: nokv.Workbench) -> None:
     assert b.digest == sha(b"line 2\n")
     assert b.digest_uri == sha(b"line 1\nline 2\n")
     assert wb.read_text("logs/run.log") == "line 1\nline 2\n"
+    # Bytes appended to a new file make it binary; an existing file keeps its type.
+    assert b.content_type == "text/plain; charset=utf-8"
+    assert wb.append("logs/raw.bin", b"\x00").content_type == "application/octet-stream"
+    assert wb.append("logs/raw.bin", "t").content_type == "application/octet-stream"
 
 
 @pytest.mark.both_backends
