@@ -1,6 +1,9 @@
-//! `nokv._nokv.Core`: one open embedded store (the Rust SDK [`nokv::Client`] and the Workbench
-//! facade [`nokv::workbench::Workbench`]) behind the Python classes `nokv.Store` and
-//! `nokv.Workbench`.
+//! `nokv._nokv.Core`: one store behind the Python classes `nokv.Store` and `nokv.Workbench` —
+//! an embedded one (the Rust SDK [`nokv::Client`] and the Workbench facade
+//! [`nokv::workbench::Workbench`], `nokv.open`) or a running `nokv serve` reached through the
+//! Rust remote client ([`nokv::remote::RemoteClient`], `nokv.connect`). [`Inner`] is the one
+//! switch between the two: each method matches on it once, and an operation only an embedded
+//! store has raises `nokv.errors.Unsupported` on a connected one.
 //!
 //! Threading: every storage and object I/O call runs with the GIL released (`Python::detach`);
 //! the handle is `Send + Sync` and may be shared by any number of Python threads. `close()`
@@ -1265,11 +1268,23 @@ impl Core {
         workbench_id: Option<String>,
     ) -> PyResult<ChangeIter> {
         let inner = self.inner(py)?;
-        let inner = inner.embedded(
-            py,
-            "changes()",
-            "the change feed is not offered to connected stores by this SDK yet; follow it with `nokv --server URL changes`",
-        )?;
+        let inner = match &*inner {
+            Inner::Embedded(e) => e,
+            Inner::Remote(r) => {
+                // The first page now: a bad cursor or scope fails at the call, as embedded.
+                let page = py
+                    .detach(|| remote_changes_page(r, workbench_id.as_deref(), after.as_deref()))
+                    .map_err(|env| errors::from_envelope(py, &env))?;
+                return Ok(ChangeIter {
+                    shared: Arc::clone(&self.shared),
+                    state: Mutex::new(ChangeState {
+                        workbench_id,
+                        cursor: after,
+                        buffer: page,
+                    }),
+                });
+            }
+        };
         // Validate the cursor and scope now, so a bad cursor fails at the call.
         py.detach(|| {
             open_changes(&inner.client, workbench_id.as_deref(), after.as_deref()).map(drop)
@@ -1799,6 +1814,79 @@ fn open_changes(
 /// Changes fetched per refill of a [`ChangeIter`].
 const CHANGE_PAGE: usize = 256;
 
+/// One page (at most [`CHANGE_PAGE`] events) of a server's change feed strictly after `after`:
+/// `GET /v1/changes`, whose NDJSON lines are what `nokv changes` prints. A failure is the error
+/// envelope to raise (the feed's own final error line, or the transport failure's).
+fn remote_changes_page(
+    remote: &Remote,
+    workbench_id: Option<&str>,
+    after: Option<&str>,
+) -> Result<VecDeque<nokv::changes::ChangeItem>, Value> {
+    use nokv::remote::encode_component;
+    use std::io::Read;
+    let mut query = format!("limit={CHANGE_PAGE}");
+    if let Some(wb) = workbench_id {
+        query.push_str(&format!("&workbench={}", encode_component(wb)));
+    }
+    if let Some(c) = after {
+        query.push_str(&format!("&after={}", encode_component(c)));
+    }
+    let broken = |reason: String| {
+        errors::remote_envelope(nokv::Error::Connection {
+            url: remote.client.url().to_string(),
+            reason,
+        })
+    };
+    let stream = remote
+        .client
+        .changes_stream(&query)
+        .map_err(errors::remote_envelope)?;
+    // At most CHANGE_PAGE short lines (plus one error line): bounded well below this limit.
+    let mut text = String::new();
+    stream
+        .take(16 << 20)
+        .read_to_string(&mut text)
+        .map_err(|e| broken(format!("the change feed broke: {e}")))?;
+    let mut page = VecDeque::new();
+    let mut rest = text.as_str();
+    while !rest.trim().is_empty() {
+        let (line, tail) = rest.split_once('\n').unwrap_or((rest, ""));
+        if line.trim().is_empty() {
+            rest = tail;
+            continue;
+        }
+        let v: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            // The feed ends with a failure's error envelope, printed over several lines.
+            Err(_) => match serde_json::from_str::<Value>(rest) {
+                Ok(v) if v.get("status").is_some() => return Err(v),
+                _ => return Err(broken("a change feed line is not JSON".into())),
+            },
+        };
+        rest = tail;
+        if v.get("status").is_some() {
+            return Err(v);
+        }
+        let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+        let n = |k: &str| v.get(k).and_then(Value::as_u64);
+        let malformed = || broken("a change feed line lacks its cursor, version or kind".into());
+        page.push_back(nokv::changes::ChangeItem {
+            cursor: s("cursor").ok_or_else(malformed)?,
+            commit_version: n("commit_version").ok_or_else(malformed)?,
+            event_sequence: n("event_sequence")
+                .and_then(|x| u32::try_from(x).ok())
+                .ok_or_else(malformed)?,
+            workbench_id: s("workbench_id").ok_or_else(malformed)?,
+            kind: s("kind").ok_or_else(malformed)?,
+            path: s("path"),
+            before_generation: n("before_generation"),
+            after_generation: n("after_generation"),
+            snapshot_id: n("snapshot_id"),
+        });
+    }
+    Ok(page)
+}
+
 struct ChangeState {
     workbench_id: Option<String>,
     cursor: Option<String>,
@@ -1822,7 +1910,29 @@ impl ChangeIter {
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Change>> {
         let inner = self.shared.get(py)?;
-        let inner = inner.embedded(py, "changes()", EMBEDDED_ONLY)?;
+        let inner = match &*inner {
+            Inner::Embedded(e) => e,
+            Inner::Remote(r) => {
+                let fetched = py.detach(|| -> Result<Option<nokv::changes::ChangeItem>, Value> {
+                    let mut st = self.state.lock();
+                    if st.buffer.is_empty() {
+                        st.buffer = remote_changes_page(
+                            r,
+                            st.workbench_id.as_deref(),
+                            st.cursor.as_deref(),
+                        )?;
+                    }
+                    let next = st.buffer.pop_front();
+                    if let Some(item) = &next {
+                        st.cursor = Some(item.cursor.clone());
+                    }
+                    Ok(next)
+                });
+                return fetched
+                    .map(|o| o.map(Change::from))
+                    .map_err(|env| errors::from_envelope(py, &env));
+            }
+        };
         let fetched = py.detach(
             || -> Result<Option<nokv::changes::ChangeItem>, nokv::Error> {
                 let mut st = self.state.lock();

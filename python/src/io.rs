@@ -215,8 +215,13 @@ impl RangeReader {
                     let start = *start as u64;
                     if offset >= start && end <= start + chunk.len() as u64 {
                         let from = (offset - start) as usize;
-                        return Ok(PyBytes::new(py, &chunk[from..from + len as usize]));
+                        if let Some(piece) = chunk.get(from..from + len as usize) {
+                            return Ok(PyBytes::new(py, piece));
+                        }
                     }
+                }
+                if len == 0 {
+                    return Ok(PyBytes::new(py, &[]));
                 }
                 let fetch = if len < REMOTE_CHUNK {
                     REMOTE_CHUNK.min(self.size - offset)

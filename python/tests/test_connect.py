@@ -250,7 +250,6 @@ def test_embedded_only_operations_raise_unsupported(server: Any) -> None:
     calls = [
         lambda: store.content_digest("u"),
         lambda: store.object_count(),
-        lambda: store.changes(),
         lambda: wb.read_bytes("input/a.txt", at_snapshot="s"),
         lambda: wb.open("input/a.txt", at_snapshot="s"),
         lambda: list(wb.walk(at_snapshot="s")),

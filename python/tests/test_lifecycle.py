@@ -193,6 +193,7 @@ def test_snapshot_renew_retire_list_and_restore(store: nokv.Store) -> None:
     assert wb.snapshots() == store.snapshots("s")
 
 
+@pytest.mark.both_backends
 def test_changes_iterate_resume_and_poll(store: nokv.Store) -> None:
     wb = store.create_workbench("ch")
     wb.put("input/a", "a")

@@ -2,7 +2,8 @@
 //!
 //! The remote client mirrors [`crate::Client`]'s data-path operations with the same names and
 //! types — [`RemoteClient::create_workbench`], [`RemoteClient::put`],
-//! [`RemoteClient::put_reader`], [`RemoteClient::read_all`], [`RemoteClient::read_range`],
+//! [`RemoteClient::put_reader`], [`RemoteClient::read_all`], [`RemoteClient::read_range`]
+//! (and [`RemoteClient::read_range_of_generation`], a range of one pinned revision),
 //! [`RemoteClient::stat`], [`RemoteClient::append_idempotent`], and object lifetime:
 //! [`RemoteClient::remove`], [`RemoteClient::remove_prefix`], [`RemoteClient::gc`],
 //! [`RemoteClient::gc_explain`], [`RemoteClient::fsck`], [`RemoteClient::repair_index`],
