@@ -71,8 +71,7 @@ def _selector(args: Dict[str, Any], snapshot: SnapshotRef) -> Dict[str, Any]:
 class Store:
     """One NoKV store: embedded in this process (:func:`nokv.open`) or served by a running
     ``nokv serve`` (:func:`nokv.connect`). Both have this one API; the few operations that
-    need the store's files (:meth:`content_digest`, :meth:`object_count`, byte reads and walks
-    ``at_snapshot``) raise :class:`nokv.Unsupported` on a connected store.
+    need the store's files (:meth:`content_digest`, :meth:`object_count` and walks ``at_snapshot``) raise :class:`nokv.Unsupported` on a connected store.
 
     A store is safe to share between threads: every storage, object and network call releases
     the GIL. Use it as a context manager, or call :meth:`close` — which waits for calls already
@@ -972,11 +971,10 @@ def connect(
     connection failure or a retryable refusal. A streamed body (a file object) is sent once.
 
     Operations that need the store's files raise :class:`nokv.Unsupported` here:
-    :meth:`Store.content_digest`, :meth:`Store.object_count`, and
-    :meth:`Workbench.read_bytes` / :meth:`Workbench.open` / :meth:`Workbench.walk` with
-    ``at_snapshot`` (use :meth:`Workbench.stat` / :meth:`Workbench.list` or the
-    ``workbench_read`` tool at a snapshot instead). File objects of a connected store read the
-    live path and raise :class:`nokv.Conflict` once it holds another generation.
+    :meth:`Store.content_digest`, :meth:`Store.object_count` and :meth:`Workbench.walk` with
+    ``at_snapshot`` (:meth:`Workbench.list` works at a snapshot). Live file objects of a
+    connected store read the live path and raise :class:`nokv.Conflict` once it holds another
+    generation; file objects and reads ``at_snapshot`` read at the snapshot's read version.
 
     Args:
         url: ``http://HOST:PORT`` of the server (put TLS in a terminating proxy).

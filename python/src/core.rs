@@ -383,6 +383,80 @@ impl Core {
 }
 
 impl Core {
+    /// A file object over the file at `key` as of snapshot `at` on a server: the stat tool
+    /// checks the snapshot (`SnapshotNotFound`, `SnapshotExpired`) and gives the file's card,
+    /// the snapshot list its read version, and the bytes are range reads at that version (the
+    /// snapshot's lease holds its history).
+    fn remote_reader_at(
+        py: Python<'_>,
+        shared: &Arc<Shared>,
+        remote: &Remote,
+        workbench_id: &str,
+        key: &str,
+        at: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<RangeReader>> {
+        let at_json = from_py(at).map_err(|e| errors::invalid(py, e))?;
+        let input = json!({"id": workbench_id, "path": key, "at_snapshot": at_json});
+        let stat = py
+            .detach(|| remote.client.call_tool("workbench_stat", &input))
+            .map_err(|e| errors::remote(py, e))?;
+        let stat = envelope_fields(py, stat)?;
+        let card = stat.get("card").cloned().unwrap_or(Value::Null);
+        if card.get("kind").and_then(Value::as_str) != Some("file") {
+            return Err(errors::to_pyerr(
+                py,
+                &ToolError::not_artifact(&format!("{}/{workbench_id}/{key}", remote.root)),
+            ));
+        }
+        let list = py
+            .detach(|| {
+                remote
+                    .client
+                    .call_tool("workbench_snapshot_list", &json!({"id": workbench_id}))
+            })
+            .map_err(|e| errors::remote(py, e))?;
+        let list = envelope_fields(py, list)?;
+        let version = list
+            .get("snapshots")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|s| match &at_json {
+                Value::String(name) => s.get("name").and_then(Value::as_str) == Some(name),
+                id => s.get("snapshot_id") == Some(id),
+            })
+            .and_then(|s| s.get("read_version").and_then(Value::as_u64));
+        let (Some(version), Some(size), Some(generation)) = (
+            version,
+            card.get("size_bytes").and_then(Value::as_u64),
+            card.get("generation").and_then(Value::as_u64),
+        ) else {
+            return Err(errors::remote(
+                py,
+                nokv::Error::Connection {
+                    url: remote.client.url().to_string(),
+                    reason: "the server's snapshot or file card lacks a read version, size or generation".into(),
+                },
+            ));
+        };
+        let text = |k: &str| {
+            card.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let card = crate::io::RevisionCard {
+            size,
+            generation,
+            digest_uri: text("digest_uri"),
+            content_type: text("content_type"),
+        };
+        Py::new(
+            py,
+            RangeReader::remote_at(Arc::clone(shared), workbench_id, key, card, version),
+        )
+    }
+
     /// `walk_page` on a server: every file below `key` in one page (the server lists a prefix
     /// in one answer, at one read version), strictly after `after`.
     fn remote_walk(
@@ -427,9 +501,8 @@ fn envelope_fields(py: Python<'_>, envelope: Value) -> PyResult<Map<String, Valu
 /// What a connected store answers for an operation only an embedded store has.
 const EMBEDDED_ONLY: &str = "it reads the store's metadata or object store directly, which only the process that opened the store can do";
 
-/// What a connected store answers for a read at a snapshot that the server's byte protocol
-/// does not carry.
-const NO_SNAPSHOT_BYTES: &str = "the server's byte and listing endpoints read the live state; read snapshots through store.tool('workbench_read', …) or stat(at_snapshot=…)";
+/// What a connected store answers for a recursive walk at a snapshot.
+const NO_SNAPSHOT_WALK: &str = "the server's recursive listing endpoint reads the live state; list(at_snapshot=…) pages a snapshot's directories";
 
 #[pymethods]
 impl Core {
@@ -898,7 +971,7 @@ impl Core {
                     return Err(errors::unsupported(
                         py,
                         "walk(at_snapshot=…)",
-                        NO_SNAPSHOT_BYTES,
+                        NO_SNAPSHOT_WALK,
                     ));
                 }
                 return Self::remote_walk(py, r, workbench_id, key, after.as_deref());
@@ -993,12 +1066,8 @@ impl Core {
                 Py::new(py, RangeReader::new(Arc::clone(&self.shared), &entry, rows))
             }
             Inner::Remote(r) => {
-                if at_snapshot.is_some() {
-                    return Err(errors::unsupported(
-                        py,
-                        "reading bytes at_snapshot",
-                        NO_SNAPSHOT_BYTES,
-                    ));
+                if let Some(at) = at_snapshot {
+                    return Self::remote_reader_at(py, &self.shared, r, workbench_id, key, at);
                 }
                 let entry = Self::remote_file(py, r, workbench_id, key)?;
                 Py::new(

@@ -90,47 +90,95 @@ pub struct RangeReader {
     cache: Mutex<Option<(usize, Arc<Vec<u8>>)>>,
 }
 
+/// What a file object reports about its revision: size in bytes, generation, `sha256:` URI of
+/// the whole body, content type.
+pub struct RevisionCard {
+    /// Body size in bytes.
+    pub size: u64,
+    /// Path generation of the revision.
+    pub generation: u64,
+    /// `sha256:` URI of the whole body.
+    pub digest_uri: String,
+    /// Content type.
+    pub content_type: String,
+}
+
+impl RevisionCard {
+    fn of(entry: &PathEntry) -> Self {
+        RevisionCard {
+            size: entry.logical_size,
+            generation: entry.generation,
+            digest_uri: entry.body_digest_uri.clone(),
+            content_type: entry.content_type.clone(),
+        }
+    }
+}
+
 /// Where a [`RangeReader`]'s bytes come from.
 enum Source {
     /// An embedded store: the revision's manifest rows (in object-index order); blocks are
     /// fetched from the object store and verified here.
     Blocks(Vec<ManifestRow>),
     /// A connected store: range reads of the live path, refused (`Conflict`) once the path no
-    /// longer holds the pinned generation; the server verifies every block it serves.
+    /// longer holds the pinned generation — or, with `version`, reads at that read version (a
+    /// snapshot's); the server verifies every block it serves.
     Remote {
         /// The workbench.
         workbench_id: String,
         /// The workbench-relative path.
         key: String,
+        /// Read version of a snapshot read (`None`: the live path).
+        version: Option<u64>,
     },
 }
 
 impl RangeReader {
     /// A reader of `entry`, whose manifest rows are `rows` (in object-index order).
     pub fn new(shared: Arc<Shared>, entry: &PathEntry, rows: Vec<ManifestRow>) -> Self {
-        Self::with_source(shared, entry, Source::Blocks(rows))
+        Self::with_source(shared, RevisionCard::of(entry), Source::Blocks(rows))
     }
 
-    /// A reader of the revision `entry` at `workbench_id`/`key` on a connected store.
+    /// A reader of the live revision `entry` at `workbench_id`/`key` on a connected store.
     pub fn remote(shared: Arc<Shared>, workbench_id: &str, key: &str, entry: &PathEntry) -> Self {
         Self::with_source(
             shared,
-            entry,
+            RevisionCard::of(entry),
             Source::Remote {
                 workbench_id: workbench_id.to_string(),
                 key: key.to_string(),
+                version: None,
             },
         )
     }
 
-    fn with_source(shared: Arc<Shared>, entry: &PathEntry, source: Source) -> Self {
+    /// A reader of the revision described by `card` at `workbench_id`/`key` as of read version
+    /// `version` (a snapshot's) on a connected store.
+    pub fn remote_at(
+        shared: Arc<Shared>,
+        workbench_id: &str,
+        key: &str,
+        card: RevisionCard,
+        version: u64,
+    ) -> Self {
+        Self::with_source(
+            shared,
+            card,
+            Source::Remote {
+                workbench_id: workbench_id.to_string(),
+                key: key.to_string(),
+                version: Some(version),
+            },
+        )
+    }
+
+    fn with_source(shared: Arc<Shared>, card: RevisionCard, source: Source) -> Self {
         RangeReader {
             shared,
             source,
-            size: entry.logical_size,
-            generation: entry.generation,
-            digest_uri: entry.body_digest_uri.clone(),
-            content_type: entry.content_type.clone(),
+            size: card.size,
+            generation: card.generation,
+            digest_uri: card.digest_uri,
+            content_type: card.content_type,
             cache: Mutex::new(None),
         }
     }
@@ -207,7 +255,14 @@ impl RangeReader {
         let inner = self.shared.get(py)?;
         let (inner, rows) = match (&*inner, &self.source) {
             (crate::core::Inner::Embedded(e), Source::Blocks(rows)) => (e, rows),
-            (crate::core::Inner::Remote(r), Source::Remote { workbench_id, key }) => {
+            (
+                crate::core::Inner::Remote(r),
+                Source::Remote {
+                    workbench_id,
+                    key,
+                    version,
+                },
+            ) => {
                 // Reads smaller than one chunk are served from one cached chunk read ahead, so
                 // small sequential reads cost one request per chunk.
                 let end = offset + len;
@@ -229,14 +284,15 @@ impl RangeReader {
                     len
                 };
                 let bytes = py
-                    .detach(|| {
-                        r.client.read_range_of_generation(
+                    .detach(|| match version {
+                        Some(v) => r.client.read_range_at(workbench_id, key, *v, offset, fetch),
+                        None => r.client.read_range_of_generation(
                             workbench_id,
                             key,
                             offset,
                             fetch,
                             self.generation,
-                        )
+                        ),
                     })
                     .map_err(|e| errors::remote(py, e))?;
                 let out = PyBytes::new(py, bytes.get(..len as usize).unwrap_or(&bytes));

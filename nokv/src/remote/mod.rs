@@ -3,7 +3,8 @@
 //! The remote client mirrors [`crate::Client`]'s data-path operations with the same names and
 //! types — [`RemoteClient::create_workbench`], [`RemoteClient::put`],
 //! [`RemoteClient::put_reader`], [`RemoteClient::read_all`], [`RemoteClient::read_range`]
-//! (and [`RemoteClient::read_range_of_generation`], a range of one pinned revision),
+//! (and [`RemoteClient::read_range_of_generation`], a range of one pinned revision, and
+//! [`RemoteClient::read_range_at`], a range at a read version),
 //! [`RemoteClient::stat`], [`RemoteClient::append_idempotent`], and object lifetime:
 //! [`RemoteClient::remove`], [`RemoteClient::remove_prefix`], [`RemoteClient::gc`],
 //! [`RemoteClient::gc_explain`], [`RemoteClient::fsck`], [`RemoteClient::repair_index`],
@@ -541,6 +542,42 @@ impl RemoteClient {
             }
             Ok(bytes)
         })
+    }
+
+    /// Reads `[offset, offset + len)` of the artifact at `path` as of read version `version`
+    /// (MVCC: e.g. a leased snapshot's read version, whose history the lease holds). `len = 0`
+    /// reads nothing and sends nothing.
+    ///
+    /// Errors: as [`RemoteClient::read_range`]; a version the store no longer holds fails with
+    /// the server's error.
+    pub fn read_range_at(
+        &self,
+        workbench_id: &str,
+        path: &str,
+        version: u64,
+        offset: u64,
+        len: u64,
+    ) -> Result<Vec<u8>> {
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        let end = offset.checked_add(len - 1).ok_or(Error::RangeOutOfBounds {
+            offset,
+            len,
+            size: 0,
+        })?;
+        let (bytes, size) = self.download(
+            workbench_id,
+            path,
+            Some((offset, end)),
+            Some(version),
+            None,
+            &mut |r, out| std::io::copy(r, out),
+        )?;
+        if bytes.len() as u64 != len {
+            return Err(Error::RangeOutOfBounds { offset, len, size });
+        }
+        Ok(bytes)
     }
 
     /// Reads `[offset, offset + len)` of the artifact at `path` (live state) only while the path
