@@ -13,6 +13,9 @@ subprocess)::
             print(entry.key, entry.size_bytes)
         summary = wb.read_json("outputs/summary.json")
 
+``nokv.connect("http://127.0.0.1:7070", token=…)`` returns the same :class:`Store` API
+talking to a running ``nokv serve`` (many processes sharing one store).
+
 Modules:
 
 * :mod:`nokv.errors` — the exception hierarchy, one class per Workbench error code;
@@ -26,7 +29,7 @@ from __future__ import annotations
 
 from . import errors
 from ._nokv import AppendResult, Change, PutResult, Stat, __version__
-from ._store import SECTIONS, ArtifactFile, Store, Workbench, open
+from ._store import SECTIONS, ArtifactFile, Store, Workbench, connect, open
 from .errors import (
     AlreadyExists,
     AmbiguousEdit,
@@ -51,12 +54,16 @@ from .errors import (
     SnapshotNotFound,
     StructuredDecodeFailed,
     UnknownTool,
+    Unauthorized,
+    Unavailable,
+    Unsupported,
     WorkbenchCommitConflict,
     WorkbenchCommitProtocolMismatch,
 )
 
 __all__ = [
     "open",
+    "connect",
     "Store",
     "Workbench",
     "ArtifactFile",
@@ -91,5 +98,8 @@ __all__ = [
     "CanonicalEncodingFailed",
     "ObjectUnavailable",
     "Internal",
+    "Unavailable",
+    "Unauthorized",
+    "Unsupported",
     "__version__",
 ]

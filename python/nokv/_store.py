@@ -22,7 +22,7 @@ from . import _nokv
 from ._nokv import AppendResult, Change, PutResult, Stat
 from .errors import InvalidArguments, StructuredDecodeFailed
 
-__all__ = ["Store", "Workbench", "ArtifactFile", "open"]
+__all__ = ["Store", "Workbench", "ArtifactFile", "open", "connect"]
 
 #: A body for :meth:`Workbench.put`: bytes-like, text (stored as UTF-8), a local file path, or a
 #: binary file object read to its end.
@@ -69,12 +69,14 @@ def _selector(args: Dict[str, Any], snapshot: SnapshotRef) -> Dict[str, Any]:
 
 
 class Store:
-    """One open NoKV store (embedded, in-process). Create it with :func:`nokv.open`.
+    """One NoKV store: embedded in this process (:func:`nokv.open`) or served by a running
+    ``nokv serve`` (:func:`nokv.connect`). Both have this one API; the few operations that
+    need the store's files (:meth:`content_digest`, :meth:`object_count` and walks ``at_snapshot``) raise :class:`nokv.Unsupported` on a connected store.
 
-    A store is safe to share between threads: every storage and object I/O call releases the
-    GIL. Use it as a context manager, or call :meth:`close` — which waits for calls already
-    running and releases the store's directory lock before it returns, so another process (the
-    ``nokv`` CLI, say) can open the store afterwards.
+    A store is safe to share between threads: every storage, object and network call releases
+    the GIL. Use it as a context manager, or call :meth:`close` — which waits for calls already
+    running and, for an embedded store, releases the store's directory lock before it returns,
+    so another process (the ``nokv`` CLI, say) can open the store afterwards.
     """
 
     __slots__ = ("_core", "__weakref__")
@@ -94,9 +96,15 @@ class Store:
         return self._core.closed
 
     @property
-    def directory(self) -> str:
-        """The store directory."""
-        return os.fspath(self._core.directory)
+    def directory(self) -> Optional[str]:
+        """The store directory (``None`` for a connected store)."""
+        d = self._core.directory
+        return None if d is None else os.fspath(d)
+
+    @property
+    def url(self) -> Optional[str]:
+        """The server URL of a connected store (``None`` for an embedded store)."""
+        return self._core.url
 
     @property
     def presentation_root(self) -> str:
@@ -111,7 +119,8 @@ class Store:
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
-        return f"<nokv.Store {self.directory!r} ({state})>"
+        where = self.directory if self.url is None else self.url
+        return f"<nokv.Store {where!r} ({state})>"
 
     # -- workbenches -----------------------------------------------------------------------
 
@@ -576,6 +585,59 @@ class Workbench:
         args.update(id=self.id, old_string=old, new_string=new, replace_all=replace_all)
         return self._core.call("workbench_edit", args)
 
+    def remove(
+        self,
+        path: str,
+        *,
+        recursive: bool = False,
+        expected_generation: Optional[int] = None,
+        request_id: Optional[str] = None,
+    ) -> Dict[str, Any]:
+        """Removes the file at ``path`` (``nokv rm``), or with ``recursive=True`` every file
+        under the directory prefix ``path`` and a file at exactly ``path`` (``nokv rm -r``).
+
+        One file goes in one metadata command: its path entry, index rows and reference to the
+        revision together, with an ``artifact_removed`` change. Afterwards :meth:`stat` and
+        :meth:`read_bytes` raise :class:`nokv.NotFound` and listings, search and aggregate no
+        longer see it — but everything taken before keeps reading the bytes: a snapshot
+        (``at_snapshot``), a commit and a restore from it. The blocks stay until a GC pass proves
+        nothing holds them. A recursive removal runs in batches of at most 16 paths, each
+        atomic; calling it again after an interruption removes what is left. The reserved
+        manifests (``metadata/run_manifest.json``, ``metadata/restore_manifest.json``) are never
+        removed: a single removal of one is refused, a recursive one keeps them and lists them
+        in ``kept_reserved``.
+
+        Args:
+            path: Workbench-relative path (``recursive``: a prefix such as ``"outputs/tmp"``).
+            recursive: Remove everything under ``path``.
+            expected_generation: Remove only at this generation (a compare-and-swap); one path
+                only.
+            request_id: 32 hex characters making the call replayable: the same id again (after
+                a lost answer, say) returns the original result with ``idempotent_replay:
+                True`` instead of :class:`nokv.NotFound`. One path only; default a fresh id.
+
+        Returns:
+            One path: ``{workbench_id, relative_path, path, removed_generation, size_bytes,
+            digest, idempotent_replay}``. Recursive: ``{workbench_id, prefix, removed_count,
+            removed: [{relative_path, generation}], kept_reserved, batches}``.
+
+        Raises:
+            NotFound: no file at ``path`` (a directory too, without ``recursive``), or no such
+                workbench.
+            Conflict: ``expected_generation`` is stale (``details["conflict"] ==
+                "PathGeneration"``); nothing removed.
+            InvalidArguments: a reserved manifest; a bad path or request id; ``request_id`` or
+                ``expected_generation`` with ``recursive``; a request id reused for another
+                removal (``details["reason"] == "request_id_reused"``).
+        """
+        return self._core.remove(
+            self.id,
+            path,
+            recursive=recursive,
+            expected_generation=expected_generation,
+            request_id=request_id,
+        )
+
     # -- reads -----------------------------------------------------------------------------
 
     def stat(self, path: str = "", *, at_snapshot: Optional[SnapshotRef] = None) -> Stat:
@@ -891,3 +953,37 @@ def open(
         lock_timeout=lock_timeout,
     )
     return Store(core)
+
+
+def connect(
+    url: str,
+    *,
+    token: Optional[str] = None,
+    retries: int = 4,
+) -> Store:
+    """Connects to a running ``nokv serve`` and returns a :class:`Store` with the same API as
+    :func:`open` — the calls go through NoKV's Rust remote client inside this process (no
+    Python HTTP stack), one HTTP/1.1 request each, with pooled connections shared by every
+    thread.
+
+    Writes carry a request id that their retries reuse, so a retry after a lost answer never
+    applies twice; a call is retried ``retries`` times (exponential backoff from 50 ms) after a
+    connection failure or a retryable refusal. A streamed body (a file object) is sent once.
+
+    Operations that need the store's files raise :class:`nokv.Unsupported` here:
+    :meth:`Store.content_digest`, :meth:`Store.object_count` and :meth:`Workbench.walk` with
+    ``at_snapshot`` (:meth:`Workbench.list` works at a snapshot). Live file objects of a
+    connected store read the live path and raise :class:`nokv.Conflict` once it holds another
+    generation; file objects and reads ``at_snapshot`` read at the snapshot's read version.
+
+    Args:
+        url: ``http://HOST:PORT`` of the server (put TLS in a terminating proxy).
+        token: The bearer token (default: ``NOKV_TOKEN`` when set).
+        retries: Retries after a connection failure or a retryable refusal (0: never).
+
+    Raises:
+        Unavailable: the server cannot be reached (retryable).
+        Unauthorized: the server refused the token.
+        InvalidArguments: the URL is not ``http://HOST:PORT``; the token is not visible ASCII.
+    """
+    return Store(_nokv.Core.connect(url, token=token, retries=retries))

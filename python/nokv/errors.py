@@ -6,7 +6,8 @@ the agent tools report for the same failure. Each exception carries:
 
 * ``code`` — the code string (``"NotFound"``, ``"Conflict"``, …);
 * ``message`` — what was wrong and what to do (never storage keys, object keys or host paths);
-* ``retryable`` — True exactly for ``Conflict``, ``ReadFenceChanged`` and ``ObjectUnavailable``;
+* ``retryable`` — True for ``Conflict``, ``ReadFenceChanged``, ``ObjectUnavailable`` and
+  ``Unavailable``, and whatever a server marks retryable;
 * ``details`` — the envelope's structured details (``path``, ``conflict``, ``matches``, …).
 
 A few classes also derive from the matching built-in exception, so generic Python code (pandas,
@@ -14,6 +15,13 @@ fsspec, pyarrow) reacts as it does for files: :class:`NotFound` is a :class:`Fil
 :class:`AlreadyExists` a :class:`FileExistsError`, :class:`NotArtifact` an
 :class:`IsADirectoryError`, :class:`NotDirectory` a :class:`NotADirectoryError` and
 :class:`InvalidArguments` a :class:`ValueError`.
+
+Three classes belong to connected stores (:func:`nokv.connect`) and are not Workbench tool codes:
+:class:`Unavailable` (a :class:`ConnectionError`: the server cannot be reached or the connection
+broke; retryable), :class:`Unauthorized` (a :class:`PermissionError`: the bearer token was
+refused) and :class:`Unsupported` (a :class:`NotImplementedError`: an embedded-only operation).
+Other refusals of a server (``Timeout``, ``RequestInFlight``, …) raise :class:`NoKVError` with
+that code.
 """
 
 from __future__ import annotations
@@ -46,11 +54,14 @@ __all__ = [
     "CanonicalEncodingFailed",
     "ObjectUnavailable",
     "Internal",
+    "Unavailable",
+    "Unauthorized",
+    "Unsupported",
     "error_class",
     "from_envelope",
 ]
 
-_RETRYABLE = frozenset({"Conflict", "ReadFenceChanged", "ObjectUnavailable"})
+_RETRYABLE = frozenset({"Conflict", "ReadFenceChanged", "ObjectUnavailable", "Unavailable"})
 
 
 class NoKVError(Exception):
@@ -198,6 +209,21 @@ class Internal(NoKVError):
     """An unexpected internal failure; please report it."""
 
 
+class Unavailable(NoKVError, ConnectionError):
+    """A connected store (:func:`nokv.connect`) could not be reached, or the connection broke
+    before the answer arrived (retryable: writes carry a request id, so a retry never applies
+    twice). ``details`` carries ``url`` and ``reason``."""
+
+
+class Unauthorized(NoKVError, PermissionError):
+    """The server refused the bearer token (missing or wrong ``token=`` / ``NOKV_TOKEN``)."""
+
+
+class Unsupported(NoKVError, NotImplementedError):
+    """The operation is not offered by this kind of store: an embedded-only operation called on a
+    connected store (``details["backend"] == "remote"``, ``details["operation"]`` names it)."""
+
+
 _BY_CODE: Dict[str, Type[NoKVError]] = {
     cls.__name__: cls
     for cls in (
@@ -225,6 +251,9 @@ _BY_CODE: Dict[str, Type[NoKVError]] = {
         CanonicalEncodingFailed,
         ObjectUnavailable,
         Internal,
+        Unavailable,
+        Unauthorized,
+        Unsupported,
     )
 }
 

@@ -1,6 +1,9 @@
-//! `nokv._nokv.Core`: one open embedded store (the Rust SDK [`nokv::Client`] and the Workbench
-//! facade [`nokv::workbench::Workbench`]) behind the Python classes `nokv.Store` and
-//! `nokv.Workbench`.
+//! `nokv._nokv.Core`: one store behind the Python classes `nokv.Store` and `nokv.Workbench` —
+//! an embedded one (the Rust SDK [`nokv::Client`] and the Workbench facade
+//! [`nokv::workbench::Workbench`], `nokv.open`) or a running `nokv serve` reached through the
+//! Rust remote client ([`nokv::remote::RemoteClient`], `nokv.connect`). [`Inner`] is the one
+//! switch between the two: each method matches on it once, and an operation only an embedded
+//! store has raises `nokv.errors.Unsupported` on a connected one.
 //!
 //! Threading: every storage and object I/O call runs with the GIL released (`Python::detach`);
 //! the handle is `Send + Sync` and may be shared by any number of Python threads. `close()`
@@ -15,6 +18,7 @@ use std::time::Duration;
 use meta::ops::snapshot::SnapshotSelector;
 use meta::ops::tag::{TagCondition, TagInfo};
 use meta::{PathEntry, Reader};
+use nokv::remote::RemoteClient;
 use nokv::workbench::errors::ToolError;
 use nokv::{Client, ClientOptions, IndexFields, IndexValue, PutOptions, WriteCondition};
 use parking_lot::{Mutex, RwLock};
@@ -33,12 +37,48 @@ pub struct Shared {
     inner: RwLock<Option<Arc<Inner>>>,
 }
 
-/// The SDK client and the facade over it.
-pub struct Inner {
+/// Where a `Core`'s calls go: the one switch between an embedded store (`nokv.open`) and a
+/// `nokv serve` server (`nokv.connect`). Every `Core` method matches on it once; the Python
+/// classes above it have one implementation of each operation.
+pub enum Inner {
+    /// The store opened in this process.
+    Embedded(Embedded),
+    /// A running `nokv serve`, reached through the Rust remote client.
+    Remote(Remote),
+}
+
+/// The embedded store: the SDK client and the facade over it.
+pub struct Embedded {
     /// The Rust SDK.
     pub client: Client,
     /// The Workbench facade (the 18 tools).
     pub facade: nokv::workbench::Workbench,
+}
+
+/// A connected store: the remote client and the server's presentation root.
+pub struct Remote {
+    /// The Rust SDK's remote client.
+    pub client: RemoteClient,
+    /// The server store's presentation root (e.g. `/agents/local/wb`), read at connect.
+    pub root: String,
+}
+
+impl Inner {
+    /// The presentation path of a workbench, `{root}/{workbench_id}`.
+    pub fn workbench_path(&self, workbench_id: &str) -> String {
+        match self {
+            Inner::Embedded(e) => e.client.workbench_path(workbench_id),
+            Inner::Remote(r) => format!("{}/{workbench_id}", r.root),
+        }
+    }
+
+    /// The embedded store, or `Unsupported` naming `operation` on a connected one.
+    pub fn embedded(&self, py: Python<'_>, operation: &str, why: &str) -> PyResult<&Embedded> {
+        match self {
+            Inner::Embedded(e) => Ok(e),
+            Inner::Remote(_) => Err(errors::unsupported(py, operation, why)),
+        }
+    }
 }
 
 impl Shared {
@@ -52,7 +92,10 @@ impl Shared {
 #[pyclass(frozen, module = "nokv._nokv")]
 pub struct Core {
     shared: Arc<Shared>,
-    dir: PathBuf,
+    /// The store directory (embedded) or `None` (connected).
+    dir: Option<PathBuf>,
+    /// The server URL (connected) or `None` (embedded).
+    url: Option<String>,
 }
 
 /// Producer recorded on publications made through the Python SDK.
@@ -191,6 +234,16 @@ enum Body<'a> {
 }
 
 impl Core {
+    fn new(inner: Inner, dir: Option<PathBuf>, url: Option<String>) -> Core {
+        Core {
+            shared: Arc::new(Shared {
+                inner: RwLock::new(Some(Arc::new(inner))),
+            }),
+            dir,
+            url,
+        }
+    }
+
     fn inner(&self, py: Python<'_>) -> PyResult<Arc<Inner>> {
         self.shared.get(py)
     }
@@ -198,7 +251,7 @@ impl Core {
     /// The path entry (and a reader at its version) of a file, live or at a snapshot; `None`
     /// when no file is at `key`.
     fn entry_at(
-        inner: &Inner,
+        inner: &Embedded,
         workbench_id: &str,
         key: &str,
         at: Option<&SnapshotSelector>,
@@ -219,16 +272,54 @@ impl Core {
         }
     }
 
-    /// The facade call behind every JSON-shaped method: the result fields, or the mapped
-    /// exception.
+    /// The tool call behind every JSON-shaped method: the result fields, or the mapped
+    /// exception (embedded: the facade; connected: `POST /v1/tools/{tool}`, whose envelope keeps
+    /// the error's code and details).
     fn call_json(
         py: Python<'_>,
         inner: &Inner,
         tool: &str,
         input: &Value,
     ) -> PyResult<Map<String, Value>> {
-        py.detach(|| inner.facade.call_tool(tool, input))
-            .map_err(|e| errors::to_pyerr(py, &e))
+        match inner {
+            Inner::Embedded(e) => py
+                .detach(|| e.facade.call_tool(tool, input))
+                .map_err(|e| errors::to_pyerr(py, &e)),
+            Inner::Remote(r) => {
+                let envelope = py
+                    .detach(|| r.client.call_tool(tool, input))
+                    .map_err(|e| errors::remote(py, e))?;
+                envelope_fields(py, envelope)
+            }
+        }
+    }
+
+    /// Runs one of the CLI's envelope commands on the server (`name`: `commit`, `tag`; `args`:
+    /// the command's arguments as the protocol DTO of `POST /v1/commands/{name}`, see
+    /// `docs/server.md`) — the same code the CLI runs — and returns its result fields, or
+    /// raises the exception of its error envelope.
+    fn remote_command(
+        py: Python<'_>,
+        remote: &Remote,
+        name: &str,
+        args: Value,
+    ) -> PyResult<Map<String, Value>> {
+        let out = py
+            .detach(|| remote.client.command(name, &args))
+            .map_err(|e| errors::remote(py, e))?;
+        let envelope: Value = serde_json::from_str(&out.stdout).map_err(|_| {
+            errors::remote(
+                py,
+                nokv::Error::Connection {
+                    url: remote.client.url().to_string(),
+                    reason: format!(
+                        "the server's `{name}` answer is not a JSON envelope (exit {})",
+                        out.exit_code
+                    ),
+                },
+            )
+        })?;
+        envelope_fields(py, envelope)
     }
 
     /// The file at `key` (live or at a snapshot) with its reader; a directory is `NotArtifact`,
@@ -236,7 +327,7 @@ impl Core {
     fn file_at(
         &self,
         py: Python<'_>,
-        inner: &Inner,
+        inner: &Embedded,
         workbench_id: &str,
         key: &str,
         at_snapshot: Option<&Bound<'_, PyAny>>,
@@ -253,7 +344,8 @@ impl Core {
         if let Some(a) = at_snapshot {
             input["at_snapshot"] = from_py(a).map_err(|e| errors::invalid(py, e))?;
         }
-        Self::call_json(py, inner, "workbench_stat", &input)?;
+        py.detach(|| inner.facade.call_tool("workbench_stat", &input))
+            .map_err(|e| errors::to_pyerr(py, &e))?;
         Err(errors::to_pyerr(
             py,
             &ToolError::not_artifact(&format!(
@@ -262,7 +354,155 @@ impl Core {
             )),
         ))
     }
+
+    /// The live path entry of the file at `key` on a server; a directory is `NotArtifact`, a
+    /// missing path `NotFound`.
+    fn remote_file(
+        py: Python<'_>,
+        remote: &Remote,
+        workbench_id: &str,
+        key: &str,
+    ) -> PyResult<PathEntry> {
+        match py.detach(|| remote.client.stat(workbench_id, key)) {
+            Ok(entry) => Ok(entry),
+            Err(nokv::Error::OperationFailed { code, .. }) if code == "NotFound" => {
+                // Not a file: the stat tool tells a directory from nothing.
+                let input = json!({"id": workbench_id, "path": key});
+                let envelope = py
+                    .detach(|| remote.client.call_tool("workbench_stat", &input))
+                    .map_err(|e| errors::remote(py, e))?;
+                envelope_fields(py, envelope)?;
+                Err(errors::to_pyerr(
+                    py,
+                    &ToolError::not_artifact(&format!("{}/{workbench_id}/{key}", remote.root)),
+                ))
+            }
+            Err(e) => Err(errors::remote(py, e)),
+        }
+    }
 }
+
+impl Core {
+    /// A file object over the file at `key` as of snapshot `at` on a server: the stat tool
+    /// checks the snapshot (`SnapshotNotFound`, `SnapshotExpired`) and gives the file's card,
+    /// the snapshot list its read version, and the bytes are range reads at that version (the
+    /// snapshot's lease holds its history).
+    fn remote_reader_at(
+        py: Python<'_>,
+        shared: &Arc<Shared>,
+        remote: &Remote,
+        workbench_id: &str,
+        key: &str,
+        at: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<RangeReader>> {
+        let at_json = from_py(at).map_err(|e| errors::invalid(py, e))?;
+        let input = json!({"id": workbench_id, "path": key, "at_snapshot": at_json});
+        let stat = py
+            .detach(|| remote.client.call_tool("workbench_stat", &input))
+            .map_err(|e| errors::remote(py, e))?;
+        let stat = envelope_fields(py, stat)?;
+        let card = stat.get("card").cloned().unwrap_or(Value::Null);
+        if card.get("kind").and_then(Value::as_str) != Some("file") {
+            return Err(errors::to_pyerr(
+                py,
+                &ToolError::not_artifact(&format!("{}/{workbench_id}/{key}", remote.root)),
+            ));
+        }
+        let list = py
+            .detach(|| {
+                remote
+                    .client
+                    .call_tool("workbench_snapshot_list", &json!({"id": workbench_id}))
+            })
+            .map_err(|e| errors::remote(py, e))?;
+        let list = envelope_fields(py, list)?;
+        let version = list
+            .get("snapshots")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|s| match &at_json {
+                Value::String(name) => s.get("name").and_then(Value::as_str) == Some(name),
+                id => s.get("snapshot_id") == Some(id),
+            })
+            .and_then(|s| s.get("read_version").and_then(Value::as_u64));
+        let (Some(version), Some(size), Some(generation)) = (
+            version,
+            card.get("size_bytes").and_then(Value::as_u64),
+            card.get("generation").and_then(Value::as_u64),
+        ) else {
+            return Err(errors::remote(
+                py,
+                nokv::Error::Connection {
+                    url: remote.client.url().to_string(),
+                    reason: "the server's snapshot or file card lacks a read version, size or generation".into(),
+                },
+            ));
+        };
+        let text = |k: &str| {
+            card.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let card = crate::io::RevisionCard {
+            size,
+            generation,
+            digest_uri: text("digest_uri"),
+            content_type: text("content_type"),
+        };
+        Py::new(
+            py,
+            RangeReader::remote_at(Arc::clone(shared), workbench_id, key, card, version),
+        )
+    }
+
+    /// `walk_page` on a server: every file below `key` in one page (the server lists a prefix
+    /// in one answer, at one read version), strictly after `after`.
+    fn remote_walk(
+        py: Python<'_>,
+        remote: &Remote,
+        workbench_id: &str,
+        key: &str,
+        after: Option<&str>,
+    ) -> PyResult<(Vec<Stat>, Option<String>)> {
+        let prefix = (!key.is_empty()).then_some(key);
+        let (_, files) = py
+            .detach(|| remote.client.list_files(workbench_id, prefix))
+            .map_err(|e| errors::remote(py, e))?;
+        let after = after
+            .map(Client::normalize)
+            .transpose()
+            .map_err(|e| errors::remote(py, e))?;
+        let wb_path = format!("{}/{workbench_id}", remote.root);
+        let stats = files
+            .iter()
+            .filter(|(p, _)| after.as_ref().is_none_or(|a| p > a))
+            .map(|(p, e)| Stat::file(py, &wb_path, p.as_str(), e))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok((stats, None))
+    }
+}
+
+/// The result fields of a success envelope (without `status`), or the exception of an error
+/// envelope.
+fn envelope_fields(py: Python<'_>, envelope: Value) -> PyResult<Map<String, Value>> {
+    match envelope {
+        Value::Object(mut fields)
+            if fields.get("status").and_then(Value::as_str) == Some("success") =>
+        {
+            fields.remove("status");
+            Ok(fields)
+        }
+        other => Err(errors::from_envelope(py, &other)),
+    }
+}
+
+/// What a connected store answers for an operation only an embedded store has.
+const EMBEDDED_ONLY: &str = "it reads the store's metadata or object store directly, which only the process that opened the store can do";
+
+/// What a connected store answers for a recursive walk at a snapshot.
+const NO_SNAPSHOT_WALK: &str = "the server's recursive listing endpoint reads the live state; list(at_snapshot=…) pages a snapshot's directories";
 
 #[pymethods]
 impl Core {
@@ -303,12 +543,55 @@ impl Core {
             })
             .map_err(|e| errors::store(py, e))?;
         let facade = nokv::workbench::Workbench::new(client.clone());
-        Ok(Core {
-            shared: Arc::new(Shared {
-                inner: RwLock::new(Some(Arc::new(Inner { client, facade }))),
-            }),
-            dir: path,
-        })
+        Ok(Core::new(
+            Inner::Embedded(Embedded { client, facade }),
+            Some(path),
+            None,
+        ))
+    }
+
+    /// Connects to a running `nokv serve` at `url` (`http://HOST:PORT`). See `nokv.connect`.
+    #[staticmethod]
+    #[pyo3(signature = (url, *, token=None, retries=nokv::remote::DEFAULT_RETRIES))]
+    fn connect(py: Python<'_>, url: &str, token: Option<String>, retries: u32) -> PyResult<Core> {
+        if let Some(t) = &token {
+            if t.is_empty() || !t.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(errors::invalid(
+                    py,
+                    "token must be non-empty visible ASCII (no spaces or control characters)",
+                ));
+            }
+        }
+        let client = RemoteClient::connect(url, token.as_deref())
+            .map_err(|e| errors::remote(py, e))?
+            .with_retries(retries);
+        // One round trip proves the server answers and accepts the token, and reads the
+        // presentation root every path the SDK reports starts with.
+        let input = json!({"limit": 1});
+        let envelope = py
+            .detach(|| client.call_tool("workbench_find", &input))
+            .map_err(|e| errors::remote(py, e))?;
+        let fields = envelope_fields(py, envelope)?;
+        let root = fields
+            .get("path")
+            .and_then(Value::as_str)
+            .map(|p| p.trim_end_matches('/').to_string())
+            .ok_or_else(|| {
+                errors::remote(
+                    py,
+                    nokv::Error::Connection {
+                        url: client.url().to_string(),
+                        reason: "the server's workbench_find answer has no presentation root"
+                            .into(),
+                    },
+                )
+            })?;
+        let url = client.url().to_string();
+        Ok(Core::new(
+            Inner::Remote(Remote { client, root }),
+            None,
+            Some(url),
+        ))
     }
 
     /// Closes the store: new calls fail with `InvalidState`; calls already running finish; the
@@ -337,16 +620,25 @@ impl Core {
         self.shared.inner.read().is_none()
     }
 
-    /// The store directory.
+    /// The store directory (`None` for a connected store).
     #[getter]
-    fn directory(&self) -> PathBuf {
+    fn directory(&self) -> Option<PathBuf> {
         self.dir.clone()
+    }
+
+    /// The server URL (`None` for an embedded store).
+    #[getter]
+    fn url(&self) -> Option<String> {
+        self.url.clone()
     }
 
     /// The store's presentation root (e.g. `/agents/local/wb`).
     #[getter]
     fn presentation_root(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.inner(py)?.client.presentation_root().to_string())
+        Ok(match &*self.inner(py)? {
+            Inner::Embedded(e) => e.client.presentation_root().to_string(),
+            Inner::Remote(r) => r.root.clone(),
+        })
     }
 
     /// Runs one Workbench tool and returns its envelope exactly as the CLI prints it
@@ -359,7 +651,12 @@ impl Core {
     ) -> PyResult<Bound<'py, PyAny>> {
         let inner = self.inner(py)?;
         let envelope = match from_py(args) {
-            Ok(input) => py.detach(|| inner.facade.call(name, &input)),
+            Ok(input) => match &*inner {
+                Inner::Embedded(e) => py.detach(|| e.facade.call(name, &input)),
+                Inner::Remote(r) => py
+                    .detach(|| r.client.call_tool(name, &input))
+                    .unwrap_or_else(errors::remote_envelope),
+            },
             Err(msg) => ToolError::invalid_arguments(format!("the tool input is not JSON: {msg}"))
                 .envelope(),
         };
@@ -455,38 +752,17 @@ impl Core {
                 .unwrap_or_default(),
             index_json,
         };
-        let client = &inner.client;
         let receipt = py
-            .detach(|| match body {
-                Body::Slice(bytes) => client.put(workbench_id, key, bytes, &options),
-                Body::Owned(bytes) => client.put(workbench_id, key, &bytes, &options),
-                Body::File(path) => {
-                    let file =
-                        std::fs::File::open(&path).map_err(|source| nokv::Error::LocalIo {
-                            op: "open",
-                            path: path.clone(),
-                            source,
-                        })?;
-                    client.put_reader(
-                        workbench_id,
-                        key,
-                        std::io::BufReader::with_capacity(1 << 20, file),
-                        &options,
-                    )
-                }
-                Body::Stream(reader) => client.put_reader(workbench_id, key, reader, &options),
+            .detach(|| match &*inner {
+                Inner::Embedded(e) => put_body(&e.client, workbench_id, key, body, &options),
+                Inner::Remote(r) => put_body(&r.client, workbench_id, key, body, &options),
             })
-            .map_err(|e| match e {
-                nokv::Error::LocalIo { op, path, source } => {
-                    errors::invalid(py, format!("{op} {}: {source}", path.display()))
-                }
-                other => errors::sdk(py, client, workbench_id, other),
-            })?;
+            .map_err(|e| local_or(py, &inner, workbench_id, e))?;
         let key = receipt.path.as_str().to_string();
         let (section, relative_path) = split_key(&key);
         Ok(PutResult {
             workbench_id: workbench_id.to_string(),
-            path: format!("{}/{key}", client.workbench_path(workbench_id)),
+            path: format!("{}/{key}", inner.workbench_path(workbench_id)),
             key,
             section,
             relative_path,
@@ -525,33 +801,66 @@ impl Core {
                 "data must be bytes, a bytes-like object or str",
             ));
         };
-        let client = &inner.client;
-        let r = py
-            .detach(|| {
-                client.append_with_create_type(
-                    workbench_id,
-                    key,
-                    bytes,
-                    content_type.as_deref(),
-                    create_type,
-                    PRODUCER,
-                )
-            })
-            .map_err(|e| errors::sdk(py, client, workbench_id, e))?;
-        let key = r.path.as_str().to_string();
-        let (section, relative_path) = split_key(&key);
+        let r = match &*inner {
+            Inner::Embedded(e) => py
+                .detach(|| {
+                    e.client.append_with_create_type(
+                        workbench_id,
+                        key,
+                        bytes,
+                        content_type.as_deref(),
+                        create_type,
+                        PRODUCER,
+                    )
+                })
+                .map(Appended::from)
+                .map_err(|err| errors::sdk(py, &e.client, workbench_id, err))?,
+            Inner::Remote(r) => {
+                // A durable idempotent append under a fresh operation id: a retry after a lost
+                // answer replays it instead of appending twice.
+                let envelope = py
+                    .detach(|| {
+                        // The server's append has one content type for create and extend; a new
+                        // file gets the SDK's create type (text or bytes), an existing one keeps
+                        // its own, as embedded.
+                        let content_type = match content_type.as_deref() {
+                            Some(ct) => Some(ct),
+                            None => match r.client.stat(workbench_id, key) {
+                                Ok(_) => None,
+                                Err(nokv::Error::OperationFailed { code, .. })
+                                    if code == "NotFound" =>
+                                {
+                                    Some(create_type)
+                                }
+                                Err(e) => return Err(e),
+                            },
+                        };
+                        let operation_id = nokv::remote::new_request_id()?;
+                        r.client.append_envelope(
+                            workbench_id,
+                            key,
+                            bytes,
+                            &operation_id,
+                            content_type,
+                        )
+                    })
+                    .map_err(|e| errors::remote(py, e))?;
+                Appended::from_envelope(py, &envelope_fields(py, envelope)?)?
+            }
+        };
+        let (section, relative_path) = split_key(&r.key);
         Ok(AppendResult {
             workbench_id: workbench_id.to_string(),
-            path: format!("{}/{key}", client.workbench_path(workbench_id)),
-            key,
+            path: format!("{}/{}", inner.workbench_path(workbench_id), r.key),
+            key: r.key,
             section,
             relative_path,
             appended_bytes: r.appended_bytes,
             size_bytes: r.size_bytes,
             generation: r.generation,
             created: r.created,
-            digest: r.delta_digest_uri,
-            digest_uri: r.body_digest_uri,
+            digest: r.digest,
+            digest_uri: r.digest_uri,
             content_type: r.content_type,
         })
     }
@@ -566,18 +875,32 @@ impl Core {
         at_snapshot: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Stat> {
         let inner = self.inner(py)?;
-        let sel = at_snapshot.map(|a| selector(py, a)).transpose()?;
-        let found = if key.is_empty() {
-            None
-        } else {
-            py.detach(|| Self::entry_at(&inner, workbench_id, key, sel.as_ref()))
-                .map_err(|e| errors::sdk(py, &inner.client, workbench_id, e))?
-        };
-        let wb_path = inner.client.workbench_path(workbench_id);
-        if let Some((_, entry)) = found {
-            let norm = Client::normalize(key)
-                .map_err(|e| errors::sdk(py, &inner.client, workbench_id, e))?;
-            return Stat::file(py, &wb_path, norm.as_str(), &entry);
+        let wb_path = inner.workbench_path(workbench_id);
+        if let Inner::Embedded(emb) = &*inner {
+            // A file's card straight from its path entry (the tool below answers directories).
+            let sel = at_snapshot.map(|a| selector(py, a)).transpose()?;
+            let found = if key.is_empty() {
+                None
+            } else {
+                py.detach(|| Self::entry_at(emb, workbench_id, key, sel.as_ref()))
+                    .map_err(|e| errors::sdk(py, &emb.client, workbench_id, e))?
+            };
+            if let Some((_, entry)) = found {
+                let norm = Client::normalize(key)
+                    .map_err(|e| errors::sdk(py, &emb.client, workbench_id, e))?;
+                return Stat::file(py, &wb_path, norm.as_str(), &entry);
+            }
+        }
+        if let (Inner::Remote(r), None, false) = (&*inner, at_snapshot, key.is_empty()) {
+            // A live file's card from its path entry (with its index fields), as embedded.
+            match py.detach(|| r.client.stat(workbench_id, key)) {
+                Ok(entry) => {
+                    let norm = Client::normalize(key).map_err(|e| errors::remote(py, e))?;
+                    return Stat::file(py, &wb_path, norm.as_str(), &entry);
+                }
+                Err(nokv::Error::OperationFailed { code, .. }) if code == "NotFound" => {}
+                Err(e) => return Err(errors::remote(py, e)),
+            }
         }
         let mut input = json!({"id": workbench_id});
         if !key.is_empty() {
@@ -614,7 +937,7 @@ impl Core {
             input["at_snapshot"] = from_py(a).map_err(|e| errors::invalid(py, e))?;
         }
         let out = Self::call_json(py, &inner, "workbench_list", &input)?;
-        let wb_path = inner.client.workbench_path(workbench_id);
+        let wb_path = inner.workbench_path(workbench_id);
         let entries = out
             .get("entries")
             .and_then(Value::as_array)
@@ -641,6 +964,19 @@ impl Core {
         at_snapshot: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(Vec<Stat>, Option<String>)> {
         let inner = self.inner(py)?;
+        let inner = match &*inner {
+            Inner::Embedded(e) => e,
+            Inner::Remote(r) => {
+                if at_snapshot.is_some() {
+                    return Err(errors::unsupported(
+                        py,
+                        "walk(at_snapshot=…)",
+                        NO_SNAPSHOT_WALK,
+                    ));
+                }
+                return Self::remote_walk(py, r, workbench_id, key, after.as_deref());
+            }
+        };
         let sel = at_snapshot.map(|a| selector(py, a)).transpose()?;
         let limit = limit.clamp(1, 1024);
         let client = &inner.client;
@@ -721,11 +1057,25 @@ impl Core {
         at_snapshot: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<RangeReader>> {
         let inner = self.inner(py)?;
-        let (read, entry) = self.file_at(py, &inner, workbench_id, key, at_snapshot)?;
-        let rows = py
-            .detach(|| read.manifest(&entry.artifact_revision_id))
-            .map_err(|e| errors::sdk(py, &inner.client, workbench_id, e.into()))?;
-        Py::new(py, RangeReader::new(Arc::clone(&self.shared), &entry, rows))
+        match &*inner {
+            Inner::Embedded(emb) => {
+                let (read, entry) = self.file_at(py, emb, workbench_id, key, at_snapshot)?;
+                let rows = py
+                    .detach(|| read.manifest(&entry.artifact_revision_id))
+                    .map_err(|e| errors::sdk(py, &emb.client, workbench_id, e.into()))?;
+                Py::new(py, RangeReader::new(Arc::clone(&self.shared), &entry, rows))
+            }
+            Inner::Remote(r) => {
+                if let Some(at) = at_snapshot {
+                    return Self::remote_reader_at(py, &self.shared, r, workbench_id, key, at);
+                }
+                let entry = Self::remote_file(py, r, workbench_id, key)?;
+                Py::new(
+                    py,
+                    RangeReader::remote(Arc::clone(&self.shared), workbench_id, key, &entry),
+                )
+            }
+        }
     }
 
     /// Commits a workbench (`workbench_commit` plus lineage `parents`); returns the tool's result
@@ -745,9 +1095,29 @@ impl Core {
         if !manifest.is_object() {
             return Err(errors::invalid(py, "manifest must be a dict"));
         }
-        nokv::workbench::canonical::canonical_json(&manifest)
+        let canonical = nokv::workbench::canonical::canonical_json(&manifest)
             .map_err(|e| errors::to_pyerr(py, &e))?;
-        let client = &inner.client;
+        let client = match &*inner {
+            Inner::Embedded(e) => &e.client,
+            Inner::Remote(r) => {
+                // `nokv commit` on the server: the same lifecycle, the content digest of the
+                // live tree computed there when not given.
+                let args = json!({
+                    "action": null,
+                    "workbench": workbench_id,
+                    "message": null,
+                    "manifest": String::from_utf8_lossy(&canonical),
+                    "content_digest": content_digest_uri,
+                    "parents": parents,
+                    "replace": replace,
+                });
+                let mut out = Self::remote_command(py, r, "commit", args)?;
+                // The server's receipt has no commit time; the head record does not either.
+                out.entry("committed_at_unix_seconds")
+                    .or_insert(Value::Null);
+                return to_py(py, &Value::Object(out), None);
+            }
+        };
         let receipt = py
             .detach(|| {
                 let content_digest_uri = match content_digest_uri {
@@ -785,6 +1155,7 @@ impl Core {
     /// The content digest `nokv commit` uses for a workbench's live tree.
     fn content_digest(&self, py: Python<'_>, workbench_id: &str) -> PyResult<String> {
         let inner = self.inner(py)?;
+        let inner = inner.embedded(py, "content_digest()", EMBEDDED_ONLY)?;
         py.detach(|| inner.client.tree_content_digest(workbench_id))
             .map_err(|e| errors::sdk(py, &inner.client, workbench_id, e))
     }
@@ -792,6 +1163,15 @@ impl Core {
     /// The commit head of a workbench (`None`: never committed).
     fn commit_head<'py>(&self, py: Python<'py>, workbench_id: &str) -> PyResult<Bound<'py, PyAny>> {
         let inner = self.inner(py)?;
+        let inner = match &*inner {
+            Inner::Embedded(e) => e,
+            Inner::Remote(r) => {
+                let args = json!({"action": {"Show": {"commit": null, "workbench": workbench_id}},
+                    "workbench": null, "message": null, "manifest": null, "content_digest": null,
+                    "parents": [], "replace": false});
+                return remote_commit_record(py, Self::remote_command(py, r, "commit", args));
+            }
+        };
         let info = py
             .detach(|| inner.client.commit_head(workbench_id))
             .map_err(|e| errors::commit(py, &inner.client, workbench_id, e))?;
@@ -801,6 +1181,15 @@ impl Core {
     /// A commit record by id (`None`: no such commit).
     fn commit_info<'py>(&self, py: Python<'py>, commit_id: &str) -> PyResult<Bound<'py, PyAny>> {
         let inner = self.inner(py)?;
+        let inner = match &*inner {
+            Inner::Embedded(e) => e,
+            Inner::Remote(r) => {
+                let args = json!({"action": {"Show": {"commit": commit_id, "workbench": null}},
+                    "workbench": null, "message": null, "manifest": null, "content_digest": null,
+                    "parents": [], "replace": false});
+                return remote_commit_record(py, Self::remote_command(py, r, "commit", args));
+            }
+        };
         let info = py
             .detach(|| inner.client.commit_info(commit_id))
             .map_err(|e| errors::commit(py, &inner.client, "", e))?;
@@ -810,6 +1199,19 @@ impl Core {
     /// Every tag of a workbench: `[{name, commit_id, generation}]`.
     fn tags<'py>(&self, py: Python<'py>, workbench_id: &str) -> PyResult<Bound<'py, PyAny>> {
         let inner = self.inner(py)?;
+        let inner = match &*inner {
+            Inner::Embedded(e) => e,
+            Inner::Remote(r) => {
+                let args = json!({"List": {"workbench": workbench_id}});
+                let out = Self::remote_command(py, r, "tag", args)?;
+                let tags = out
+                    .get("tags")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().map(remote_tag).collect())
+                    .unwrap_or_default();
+                return to_py(py, &Value::Array(tags), None);
+            }
+        };
         let tags = py
             .detach(|| inner.client.list_tags(workbench_id))
             .map_err(|e| errors::commit(py, &inner.client, workbench_id, e))?;
@@ -824,6 +1226,17 @@ impl Core {
         name: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
         let inner = self.inner(py)?;
+        let inner = match &*inner {
+            Inner::Embedded(e) => e,
+            Inner::Remote(r) => {
+                let args = json!({"Get": {"workbench": workbench_id, "tag": name}});
+                return match Self::remote_command(py, r, "tag", args) {
+                    Ok(out) => to_py(py, &remote_tag(&Value::Object(out)), None),
+                    Err(e) if e.matches(py, not_found_class(py)?)? => Ok(py.None().into_bound(py)),
+                    Err(e) => Err(e),
+                };
+            }
+        };
         let tag = py
             .detach(|| inner.client.get_tag(workbench_id, name))
             .map_err(|e| errors::commit(py, &inner.client, workbench_id, e))?;
@@ -844,6 +1257,15 @@ impl Core {
     ) -> PyResult<Bound<'py, PyAny>> {
         let inner = self.inner(py)?;
         let cond = tag_condition(py, expected_generation, create_only)?;
+        let inner = match &*inner {
+            Inner::Embedded(e) => e,
+            Inner::Remote(r) => {
+                let args = json!({"Set": {"workbench": workbench_id, "tag": name,
+                    "commit": commit_id, "create": create_only, "expect": expected_generation}});
+                let out = Self::remote_command(py, r, "tag", args)?;
+                return to_py(py, &remote_tag(&Value::Object(out)), None);
+            }
+        };
         let tag = py
             .detach(|| inner.client.set_tag(workbench_id, name, commit_id, cond))
             .map_err(|e| errors::commit(py, &inner.client, workbench_id, e))?;
@@ -862,6 +1284,44 @@ impl Core {
     ) -> PyResult<Bound<'py, PyAny>> {
         let inner = self.inner(py)?;
         let cond = tag_condition(py, expected_generation, false)?;
+        let inner = match &*inner {
+            Inner::Embedded(e) => e,
+            Inner::Remote(r) => {
+                // `nokv tag delete` answers only whether it deleted; read the tag first and
+                // delete it under a CAS on the generation read, so the tag returned is exactly
+                // the one deleted.
+                let not_found = not_found_class(py)?;
+                let mut attempts = 0;
+                return loop {
+                    attempts += 1;
+                    let get = json!({"Get": {"workbench": workbench_id, "tag": name}});
+                    let tag = match Self::remote_command(py, r, "tag", get) {
+                        Ok(out) => remote_tag(&Value::Object(out)),
+                        Err(e) if e.matches(py, &not_found)? => {
+                            break Ok(py.None().into_bound(py));
+                        }
+                        Err(e) => break Err(e),
+                    };
+                    let seen = tag.get("generation").and_then(Value::as_u64);
+                    let expect = expected_generation.or(seen);
+                    let del = json!({"Delete": {"workbench": workbench_id, "tag": name,
+                        "expect": expect}});
+                    match Self::remote_command(py, r, "tag", del) {
+                        Ok(out) if out.get("deleted") == Some(&Value::Bool(true)) => {
+                            break to_py(py, &tag, None);
+                        }
+                        Ok(_) => break Ok(py.None().into_bound(py)),
+                        // The tag moved between the read and the delete: read it again.
+                        Err(e)
+                            if expected_generation.is_none()
+                                && attempts < 8
+                                && e.value(py).getattr("code")?.extract::<String>()?
+                                    == "Conflict" => {}
+                        Err(e) => break Err(e),
+                    }
+                };
+            }
+        };
         let tag = py
             .detach(|| inner.client.delete_tag(workbench_id, name, cond))
             .map_err(|e| errors::commit(py, &inner.client, workbench_id, e))?;
@@ -877,6 +1337,23 @@ impl Core {
         workbench_id: Option<String>,
     ) -> PyResult<ChangeIter> {
         let inner = self.inner(py)?;
+        let inner = match &*inner {
+            Inner::Embedded(e) => e,
+            Inner::Remote(r) => {
+                // The first page now: a bad cursor or scope fails at the call, as embedded.
+                let page = py
+                    .detach(|| remote_changes_page(r, workbench_id.as_deref(), after.as_deref()))
+                    .map_err(|env| errors::from_envelope(py, &env))?;
+                return Ok(ChangeIter {
+                    shared: Arc::clone(&self.shared),
+                    state: Mutex::new(ChangeState {
+                        workbench_id,
+                        cursor: after,
+                        buffer: page,
+                    }),
+                });
+            }
+        };
         // Validate the cursor and scope now, so a bad cursor fails at the call.
         py.detach(|| {
             open_changes(&inner.client, workbench_id.as_deref(), after.as_deref()).map(drop)
@@ -904,15 +1381,34 @@ impl Core {
     ) -> PyResult<Bound<'py, PyAny>> {
         let inner = self.inner(py)?;
         let files = py
-            .detach(|| {
-                nokv::materialize::materialize(
-                    &inner.client,
+            .detach(|| match &*inner {
+                Inner::Embedded(e) => nokv::materialize::materialize(
+                    &e.client,
                     workbench_id,
                     prefix.as_deref(),
                     &directory,
-                )
+                ),
+                Inner::Remote(r) => {
+                    // The local half is the embedded one; bodies stream at the listing's read
+                    // version, so the tree is one consistent state.
+                    let (version, files) = r.client.list_files(workbench_id, prefix.as_deref())?;
+                    nokv::materialize::write_files(
+                        &files,
+                        &directory,
+                        &mut |_| {},
+                        &mut |path, _, w, advance| {
+                            r.client.read_to_writer_at(
+                                workbench_id,
+                                path.as_str(),
+                                version,
+                                w,
+                                advance,
+                            )
+                        },
+                    )
+                }
             })
-            .map_err(|e| local_or_sdk(py, &inner.client, workbench_id, e))?;
+            .map_err(|e| local_or(py, &inner, workbench_id, e))?;
         let list = PyList::empty(py);
         for f in files {
             let d = PyDict::new(py);
@@ -951,9 +1447,9 @@ impl Core {
         let ct =
             content_type.unwrap_or_else(|| nokv::materialize::guess_content_type(key).to_string());
         let c = py
-            .detach(|| {
-                nokv::materialize::collect_indexed(
-                    &inner.client,
+            .detach(|| match &*inner {
+                Inner::Embedded(e) => nokv::materialize::collect_indexed(
+                    &e.client,
                     workbench_id,
                     &file,
                     key,
@@ -961,9 +1457,18 @@ impl Core {
                     replace,
                     &index,
                     &mut |_| {},
-                )
+                ),
+                Inner::Remote(r) => nokv::materialize::collect_with(
+                    &file,
+                    key,
+                    &ct,
+                    replace,
+                    &index,
+                    &mut |_| {},
+                    &mut |reader, options| r.client.put_reader(workbench_id, key, reader, options),
+                ),
             })
-            .map_err(|e| local_or_sdk(py, &inner.client, workbench_id, e))?;
+            .map_err(|e| local_or(py, &inner, workbench_id, e))?;
         to_py(
             py,
             &json!({
@@ -976,24 +1481,355 @@ impl Core {
         )
     }
 
+    /// Removes the file at `key` (`recursive=false`) or every file under the prefix `key`
+    /// (`recursive=true`, bounded batches); returns what `nokv rm [-r]` prints, without
+    /// `status`.
+    #[pyo3(signature = (workbench_id, key, *, recursive=false, expected_generation=None, request_id=None))]
+    fn remove<'py>(
+        &self,
+        py: Python<'py>,
+        workbench_id: &str,
+        key: &str,
+        recursive: bool,
+        expected_generation: Option<u64>,
+        request_id: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let inner = self.inner(py)?;
+        if recursive && (expected_generation.is_some() || request_id.is_some()) {
+            return Err(errors::invalid(
+                py,
+                "expected_generation and request_id apply to one path, not to recursive=True",
+            ));
+        }
+        let id = match request_id.as_deref() {
+            None => None,
+            Some(hex) => Some(parse_request_id(hex).ok_or_else(|| {
+                errors::invalid(py, "request_id must be exactly 32 hex characters")
+            })?),
+        };
+        let inner = match &*inner {
+            Inner::Embedded(e) => e,
+            Inner::Remote(r) => {
+                // `nokv rm [-r]` on the server: its envelope keeps every error's details.
+                let args = json!({
+                    "recursive": recursive,
+                    "workbench": workbench_id,
+                    "path": key,
+                    "expected_generation": expected_generation,
+                    "request_id": request_id,
+                });
+                let out = Self::remote_command(py, r, "rm", args)?;
+                return to_py(py, &Value::Object(out), None);
+            }
+        };
+        let client = &inner.client;
+        let wb_path = client.workbench_path(workbench_id);
+        let out = if recursive {
+            let r = py
+                .detach(|| client.remove_prefix(workbench_id, key))
+                .map_err(|e| removal_error(py, client, workbench_id, e))?;
+            json!({
+                "workbench_id": workbench_id,
+                "prefix": key,
+                "removed_count": r.removed.len(),
+                "removed": r.removed.iter()
+                    .map(|(p, g)| json!({"relative_path": p.as_str(), "generation": g}))
+                    .collect::<Vec<_>>(),
+                "kept_reserved": r.kept_reserved.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
+                "batches": r.batches,
+            })
+        } else {
+            let options = nokv::lifetime::RemoveOptions {
+                expected_generation,
+                request_id: id,
+            };
+            let r = py
+                .detach(|| client.remove(workbench_id, key, &options))
+                .map_err(|e| removal_error(py, client, workbench_id, e))?;
+            json!({
+                "workbench_id": workbench_id,
+                "relative_path": r.path.as_str(),
+                "path": format!("{wb_path}/{}", r.path.as_str()),
+                "removed_generation": r.removed_generation,
+                "size_bytes": r.size_bytes,
+                "digest": r.digest_uri,
+                "idempotent_replay": r.idempotent_replay,
+            })
+        };
+        to_py(py, &out, None)
+    }
+
     /// Number of objects (blocks and markers) in the store's object provider (diagnostics; lists
     /// the provider, O(objects)).
     fn object_count(&self, py: Python<'_>) -> PyResult<usize> {
         let inner = self.inner(py)?;
+        let inner = inner.embedded(py, "object_count()", EMBEDDED_ONLY)?;
         py.detach(|| inner.client.objects().list(""))
             .map(|l| l.len())
             .map_err(|e| errors::sdk(py, &inner.client, "", e.into()))
     }
 }
 
-/// Local file errors of materialize/collect are the caller's (`InvalidArguments` naming the file
-/// and the OS error); the rest map like every SDK error.
-fn local_or_sdk(py: Python<'_>, client: &Client, workbench_id: &str, e: nokv::Error) -> PyErr {
-    match e {
-        nokv::Error::LocalIo { op, path, source } => {
+/// Local file errors of put/materialize/collect are the caller's (`InvalidArguments` naming the
+/// file and the OS error); the rest map like every SDK error of the store's kind.
+fn local_or(py: Python<'_>, inner: &Inner, workbench_id: &str, e: nokv::Error) -> PyErr {
+    match (e, inner) {
+        (nokv::Error::LocalIo { op, path, source }, _) => {
             errors::invalid(py, format!("{op} {}: {source}", path.display()))
         }
-        other => errors::sdk(py, client, workbench_id, other),
+        (other, Inner::Embedded(emb)) => errors::sdk(py, &emb.client, workbench_id, other),
+        (other, Inner::Remote(_)) => errors::remote(py, other),
+    }
+}
+
+/// The put half both clients share: [`Client`] and [`RemoteClient`] publish a whole body
+/// (`put`) or a stream (`put_reader`) with the same names, options and receipt.
+trait PutTarget {
+    fn put_all(
+        &self,
+        wb: &str,
+        key: &str,
+        body: &[u8],
+        o: &PutOptions,
+    ) -> nokv::Result<nokv::PutReceipt>;
+    fn put_stream(
+        &self,
+        wb: &str,
+        key: &str,
+        body: &mut dyn std::io::Read,
+        o: &PutOptions,
+    ) -> nokv::Result<nokv::PutReceipt>;
+}
+
+impl PutTarget for Client {
+    fn put_all(
+        &self,
+        wb: &str,
+        key: &str,
+        body: &[u8],
+        o: &PutOptions,
+    ) -> nokv::Result<nokv::PutReceipt> {
+        self.put(wb, key, body, o)
+    }
+    fn put_stream(
+        &self,
+        wb: &str,
+        key: &str,
+        body: &mut dyn std::io::Read,
+        o: &PutOptions,
+    ) -> nokv::Result<nokv::PutReceipt> {
+        self.put_reader(wb, key, body, o)
+    }
+}
+
+impl PutTarget for RemoteClient {
+    fn put_all(
+        &self,
+        wb: &str,
+        key: &str,
+        body: &[u8],
+        o: &PutOptions,
+    ) -> nokv::Result<nokv::PutReceipt> {
+        self.put(wb, key, body, o)
+    }
+    fn put_stream(
+        &self,
+        wb: &str,
+        key: &str,
+        body: &mut dyn std::io::Read,
+        o: &PutOptions,
+    ) -> nokv::Result<nokv::PutReceipt> {
+        // A failing local stream breaks the upload (the server publishes nothing); report the
+        // caller's read error rather than the broken connection it caused.
+        let mut recorded = RecordingReader {
+            inner: body,
+            failure: None,
+        };
+        let result = self.put_reader(wb, key, &mut recorded, o);
+        match (result, recorded.failure) {
+            (Err(_), Some((kind, message))) => Err(nokv::Error::LocalIo {
+                op: "read",
+                path: PathBuf::from("<file object>"),
+                source: std::io::Error::new(kind, message),
+            }),
+            (result, _) => result,
+        }
+    }
+}
+
+/// A reader that remembers its first error (kind and text).
+struct RecordingReader<'a> {
+    inner: &'a mut dyn std::io::Read,
+    failure: Option<(std::io::ErrorKind, String)>,
+}
+
+impl std::io::Read for RecordingReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.inner.read(buf).inspect_err(|e| {
+            if self.failure.is_none() && e.kind() != std::io::ErrorKind::Interrupted {
+                self.failure = Some((e.kind(), e.to_string()));
+            }
+        })
+    }
+}
+
+/// Publishes one Python body through either client.
+fn put_body(
+    target: &dyn PutTarget,
+    workbench_id: &str,
+    key: &str,
+    body: Body<'_>,
+    options: &PutOptions,
+) -> nokv::Result<nokv::PutReceipt> {
+    match body {
+        Body::Slice(bytes) => target.put_all(workbench_id, key, bytes, options),
+        Body::Owned(bytes) => target.put_all(workbench_id, key, &bytes, options),
+        Body::File(path) => {
+            let file = std::fs::File::open(&path).map_err(|source| nokv::Error::LocalIo {
+                op: "open",
+                path: path.clone(),
+                source,
+            })?;
+            let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+            target.put_stream(workbench_id, key, &mut reader, options)
+        }
+        Body::Stream(mut reader) => target.put_stream(workbench_id, key, &mut reader, options),
+    }
+}
+
+/// One append's outcome, from either client.
+struct Appended {
+    key: String,
+    appended_bytes: u64,
+    size_bytes: u64,
+    generation: u64,
+    created: bool,
+    digest: String,
+    digest_uri: String,
+    content_type: String,
+}
+
+impl From<nokv::AppendReceipt> for Appended {
+    fn from(r: nokv::AppendReceipt) -> Self {
+        Appended {
+            key: r.path.as_str().to_string(),
+            appended_bytes: r.appended_bytes,
+            size_bytes: r.size_bytes,
+            generation: r.generation,
+            created: r.created,
+            digest: r.delta_digest_uri,
+            digest_uri: r.body_digest_uri,
+            content_type: r.content_type,
+        }
+    }
+}
+
+impl Appended {
+    /// The fields of a server's append envelope (`nokv append`'s output).
+    fn from_envelope(py: Python<'_>, v: &Map<String, Value>) -> PyResult<Appended> {
+        let malformed = |what: &str| {
+            errors::remote(
+                py,
+                nokv::Error::Connection {
+                    url: String::new(),
+                    reason: format!("the server's append answer lacks a valid {what}"),
+                },
+            )
+        };
+        let s = |k: &str| {
+            v.get(k)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .ok_or_else(|| malformed(k))
+        };
+        let n = |k: &str| v.get(k).and_then(Value::as_u64).ok_or_else(|| malformed(k));
+        Ok(Appended {
+            key: s("relative_path")?,
+            appended_bytes: n("appended_bytes")?,
+            size_bytes: n("size_bytes")?,
+            generation: n("generation")?,
+            created: v.get("created").and_then(Value::as_bool).unwrap_or(false),
+            digest: s("digest")?,
+            digest_uri: s("body_digest_uri")?,
+            content_type: s("content_type")?,
+        })
+    }
+}
+
+/// 32 hex characters → a 16-byte request id.
+fn parse_request_id(hex: &str) -> Option<[u8; 16]> {
+    if hex.len() != 32 || !hex.is_ascii() {
+        return None;
+    }
+    let mut id = [0u8; 16];
+    for (i, b) in id.iter_mut().enumerate() {
+        *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(id)
+}
+
+/// A failed removal, mapped as `nokv rm` maps it: a request id reused for another removal is
+/// `InvalidArguments` (`details.reason: "request_id_reused"`), the rest like every SDK error.
+fn removal_error(py: Python<'_>, client: &Client, workbench_id: &str, e: nokv::Error) -> PyErr {
+    match e {
+        nokv::Error::Meta(meta::Error::RequestReplayMismatch) => errors::to_pyerr(
+            py,
+            &ToolError::invalid_arguments(
+                "this request_id was already used for a different command; pick a new id",
+            )
+            .with_detail("reason", Value::from("request_id_reused")),
+        ),
+        other => errors::to_pyerr(
+            py,
+            &nokv::workbench::tool_error(client, workbench_id, other),
+        ),
+    }
+}
+
+/// The `nokv.errors.NotFound` class.
+fn not_found_class(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    py.import("nokv.errors")?.getattr("NotFound")
+}
+
+/// A tag as `nokv tag` prints it (`{tag, commit_id, tag_generation}`) → the SDK's
+/// `{name, commit_id, generation}`.
+fn remote_tag(v: &Value) -> Value {
+    json!({
+        "name": v.get("tag").cloned().unwrap_or(Value::Null),
+        "commit_id": v.get("commit_id").cloned().unwrap_or(Value::Null),
+        "generation": v.get("tag_generation").cloned().unwrap_or(Value::Null),
+    })
+}
+
+/// A commit record as `nokv commit show` prints it → the SDK's record (the fields of
+/// `commit_info_json`; `created_version` is not in the command's output and is `None`); a
+/// missing commit or head is `None`.
+fn remote_commit_record<'py>(
+    py: Python<'py>,
+    shown: PyResult<Map<String, Value>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    match shown {
+        Ok(out) => {
+            let mut record = Map::new();
+            for key in [
+                "commit_id",
+                "workbench_id",
+                "state",
+                "tree_digest_uri",
+                "content_digest_uri",
+                "manifest_digest_uri",
+                "member_count",
+                "unique_revision_count",
+                "parents",
+                "consumer_count",
+                "created_version",
+            ] {
+                record.insert(key.into(), out.get(key).cloned().unwrap_or(Value::Null));
+            }
+            to_py(py, &Value::Object(record), None)
+        }
+        Err(e) if e.matches(py, not_found_class(py)?)? => Ok(py.None().into_bound(py)),
+        Err(e) => Err(e),
     }
 }
 
@@ -1047,6 +1883,79 @@ fn open_changes(
 /// Changes fetched per refill of a [`ChangeIter`].
 const CHANGE_PAGE: usize = 256;
 
+/// One page (at most [`CHANGE_PAGE`] events) of a server's change feed strictly after `after`:
+/// `GET /v1/changes`, whose NDJSON lines are what `nokv changes` prints. A failure is the error
+/// envelope to raise (the feed's own final error line, or the transport failure's).
+fn remote_changes_page(
+    remote: &Remote,
+    workbench_id: Option<&str>,
+    after: Option<&str>,
+) -> Result<VecDeque<nokv::changes::ChangeItem>, Value> {
+    use nokv::remote::encode_component;
+    use std::io::Read;
+    let mut query = format!("limit={CHANGE_PAGE}");
+    if let Some(wb) = workbench_id {
+        query.push_str(&format!("&workbench={}", encode_component(wb)));
+    }
+    if let Some(c) = after {
+        query.push_str(&format!("&after={}", encode_component(c)));
+    }
+    let broken = |reason: String| {
+        errors::remote_envelope(nokv::Error::Connection {
+            url: remote.client.url().to_string(),
+            reason,
+        })
+    };
+    let stream = remote
+        .client
+        .changes_stream(&query)
+        .map_err(errors::remote_envelope)?;
+    // At most CHANGE_PAGE short lines (plus one error line): bounded well below this limit.
+    let mut text = String::new();
+    stream
+        .take(16 << 20)
+        .read_to_string(&mut text)
+        .map_err(|e| broken(format!("the change feed broke: {e}")))?;
+    let mut page = VecDeque::new();
+    let mut rest = text.as_str();
+    while !rest.trim().is_empty() {
+        let (line, tail) = rest.split_once('\n').unwrap_or((rest, ""));
+        if line.trim().is_empty() {
+            rest = tail;
+            continue;
+        }
+        let v: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            // The feed ends with a failure's error envelope, printed over several lines.
+            Err(_) => match serde_json::from_str::<Value>(rest) {
+                Ok(v) if v.get("status").is_some() => return Err(v),
+                _ => return Err(broken("a change feed line is not JSON".into())),
+            },
+        };
+        rest = tail;
+        if v.get("status").is_some() {
+            return Err(v);
+        }
+        let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+        let n = |k: &str| v.get(k).and_then(Value::as_u64);
+        let malformed = || broken("a change feed line lacks its cursor, version or kind".into());
+        page.push_back(nokv::changes::ChangeItem {
+            cursor: s("cursor").ok_or_else(malformed)?,
+            commit_version: n("commit_version").ok_or_else(malformed)?,
+            event_sequence: n("event_sequence")
+                .and_then(|x| u32::try_from(x).ok())
+                .ok_or_else(malformed)?,
+            workbench_id: s("workbench_id").ok_or_else(malformed)?,
+            kind: s("kind").ok_or_else(malformed)?,
+            path: s("path"),
+            before_generation: n("before_generation"),
+            after_generation: n("after_generation"),
+            snapshot_id: n("snapshot_id"),
+        });
+    }
+    Ok(page)
+}
+
 struct ChangeState {
     workbench_id: Option<String>,
     cursor: Option<String>,
@@ -1070,6 +1979,29 @@ impl ChangeIter {
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Change>> {
         let inner = self.shared.get(py)?;
+        let inner = match &*inner {
+            Inner::Embedded(e) => e,
+            Inner::Remote(r) => {
+                let fetched = py.detach(|| -> Result<Option<nokv::changes::ChangeItem>, Value> {
+                    let mut st = self.state.lock();
+                    if st.buffer.is_empty() {
+                        st.buffer = remote_changes_page(
+                            r,
+                            st.workbench_id.as_deref(),
+                            st.cursor.as_deref(),
+                        )?;
+                    }
+                    let next = st.buffer.pop_front();
+                    if let Some(item) = &next {
+                        st.cursor = Some(item.cursor.clone());
+                    }
+                    Ok(next)
+                });
+                return fetched
+                    .map(|o| o.map(Change::from))
+                    .map_err(|env| errors::from_envelope(py, &env));
+            }
+        };
         let fetched = py.detach(
             || -> Result<Option<nokv::changes::ChangeItem>, nokv::Error> {
                 let mut st = self.state.lock();

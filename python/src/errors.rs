@@ -104,3 +104,86 @@ pub fn store(py: Python<'_>, err: nokv::Error) -> PyErr {
     };
     to_pyerr(py, &tool)
 }
+
+/// The exception of an error envelope `{"status": "error", "code", "message", "retryable",
+/// "details"}` (a tool error answered by a server, or the CLI's output of a command run there),
+/// built by `nokv.errors.from_envelope`: the class of its code, `.details` kept whole.
+pub fn from_envelope(py: Python<'_>, envelope: &Value) -> PyErr {
+    let built = (|| -> PyResult<PyErr> {
+        let env = crate::convert::to_py(py, envelope, None)?;
+        let exc = errors_module(py)?.call_method1("from_envelope", (env,))?;
+        Ok(PyErr::from_value(exc))
+    })();
+    built.unwrap_or_else(|e| {
+        pyo3::exceptions::PyRuntimeError::new_err(format!(
+            "{envelope} (the nokv.errors module failed: {e})"
+        ))
+    })
+}
+
+/// `Unsupported`: `operation` is not offered by a connected store (`details.backend:
+/// "remote"`, `details.operation`).
+pub fn unsupported(py: Python<'_>, operation: &str, why: &str) -> PyErr {
+    from_envelope(
+        py,
+        &serde_json::json!({
+            "status": "error",
+            "code": "Unsupported",
+            "message": format!("{operation} is not available on a connected store: {why}"),
+            "retryable": false,
+            "details": {"backend": "remote", "operation": operation},
+        }),
+    )
+}
+
+/// Maps an error of the remote client ([`nokv::remote::RemoteClient`]): an operation error keeps
+/// its Workbench code; a connection failure is `Unavailable` (retryable, `details.url` and
+/// `details.reason`); a refusal of the server keeps the server's code and retryability
+/// (`Unauthorized`, `Timeout`, …; `details.http_status`); anything else maps like an embedded
+/// SDK error of the same kind.
+pub fn remote(py: Python<'_>, err: nokv::Error) -> PyErr {
+    from_envelope(py, &remote_envelope(err))
+}
+
+/// The error envelope of a remote client error (see [`remote`]): what `store.tool(…)` returns
+/// when the call did not reach a tool.
+pub fn remote_envelope(err: nokv::Error) -> Value {
+    match err {
+        nokv::Error::OperationFailed { code, message } => serde_json::json!({
+            "status": "error", "code": code, "message": message, "details": {},
+        }),
+        nokv::Error::Connection {
+            ref url,
+            ref reason,
+        } => serde_json::json!({
+            "status": "error",
+            "code": "Unavailable",
+            "message": err.to_string(),
+            "retryable": true,
+            "details": {"url": url, "reason": reason},
+        }),
+        nokv::Error::Server {
+            status,
+            code,
+            message,
+            retryable,
+        } => serde_json::json!({
+            "status": "error",
+            "code": code,
+            "message": message,
+            "retryable": retryable,
+            "details": {"http_status": status},
+        }),
+        // A pinned file object whose path now holds another revision.
+        nokv::Error::GenerationConflict {
+            path,
+            expected,
+            actual,
+        } => ToolError::conflict("PathGeneration")
+            .with_detail("relative_path", Value::from(path))
+            .with_detail("expected_generation", Value::from(expected))
+            .with_detail("actual_generation", Value::from(actual))
+            .envelope(),
+        other => nokv::workbench::store_error(other).envelope(),
+    }
+}

@@ -16,6 +16,9 @@ use crate::errors;
 /// A verified block and the `[from, to)` byte range of it that a read needs.
 type Piece = (Arc<Vec<u8>>, usize, usize);
 
+/// Bytes a connected store's file object reads ahead for a smaller read (1 MiB).
+const REMOTE_CHUNK: u64 = 1 << 20;
+
 /// Most bytes requested from a Python file object per `read` call (1 MiB).
 const PY_READ_CHUNK: usize = 1 << 20;
 
@@ -79,7 +82,7 @@ impl Read for PyReader {
 #[pyclass(frozen, module = "nokv._nokv")]
 pub struct RangeReader {
     shared: Arc<Shared>,
-    rows: Vec<ManifestRow>,
+    source: Source,
     size: u64,
     generation: u64,
     digest_uri: String,
@@ -87,16 +90,95 @@ pub struct RangeReader {
     cache: Mutex<Option<(usize, Arc<Vec<u8>>)>>,
 }
 
-impl RangeReader {
-    /// A reader of `entry`, whose manifest rows are `rows` (in object-index order).
-    pub fn new(shared: Arc<Shared>, entry: &PathEntry, rows: Vec<ManifestRow>) -> Self {
-        RangeReader {
-            shared,
-            rows,
+/// What a file object reports about its revision: size in bytes, generation, `sha256:` URI of
+/// the whole body, content type.
+pub struct RevisionCard {
+    /// Body size in bytes.
+    pub size: u64,
+    /// Path generation of the revision.
+    pub generation: u64,
+    /// `sha256:` URI of the whole body.
+    pub digest_uri: String,
+    /// Content type.
+    pub content_type: String,
+}
+
+impl RevisionCard {
+    fn of(entry: &PathEntry) -> Self {
+        RevisionCard {
             size: entry.logical_size,
             generation: entry.generation,
             digest_uri: entry.body_digest_uri.clone(),
             content_type: entry.content_type.clone(),
+        }
+    }
+}
+
+/// Where a [`RangeReader`]'s bytes come from.
+enum Source {
+    /// An embedded store: the revision's manifest rows (in object-index order); blocks are
+    /// fetched from the object store and verified here.
+    Blocks(Vec<ManifestRow>),
+    /// A connected store: range reads of the live path, refused (`Conflict`) once the path no
+    /// longer holds the pinned generation — or, with `version`, reads at that read version (a
+    /// snapshot's); the server verifies every block it serves.
+    Remote {
+        /// The workbench.
+        workbench_id: String,
+        /// The workbench-relative path.
+        key: String,
+        /// Read version of a snapshot read (`None`: the live path).
+        version: Option<u64>,
+    },
+}
+
+impl RangeReader {
+    /// A reader of `entry`, whose manifest rows are `rows` (in object-index order).
+    pub fn new(shared: Arc<Shared>, entry: &PathEntry, rows: Vec<ManifestRow>) -> Self {
+        Self::with_source(shared, RevisionCard::of(entry), Source::Blocks(rows))
+    }
+
+    /// A reader of the live revision `entry` at `workbench_id`/`key` on a connected store.
+    pub fn remote(shared: Arc<Shared>, workbench_id: &str, key: &str, entry: &PathEntry) -> Self {
+        Self::with_source(
+            shared,
+            RevisionCard::of(entry),
+            Source::Remote {
+                workbench_id: workbench_id.to_string(),
+                key: key.to_string(),
+                version: None,
+            },
+        )
+    }
+
+    /// A reader of the revision described by `card` at `workbench_id`/`key` as of read version
+    /// `version` (a snapshot's) on a connected store.
+    pub fn remote_at(
+        shared: Arc<Shared>,
+        workbench_id: &str,
+        key: &str,
+        card: RevisionCard,
+        version: u64,
+    ) -> Self {
+        Self::with_source(
+            shared,
+            card,
+            Source::Remote {
+                workbench_id: workbench_id.to_string(),
+                key: key.to_string(),
+                version: Some(version),
+            },
+        )
+    }
+
+    fn with_source(shared: Arc<Shared>, card: RevisionCard, source: Source) -> Self {
+        RangeReader {
+            shared,
+            source,
+            size: card.size,
+            generation: card.generation,
+            digest_uri: card.digest_uri,
+            content_type: card.content_type,
             cache: Mutex::new(None),
         }
     }
@@ -107,13 +189,18 @@ impl RangeReader {
     }
 
     /// The verified block `index` (from the one-block cache when it is there).
-    fn block(&self, inner: &crate::core::Inner, index: usize) -> Result<Arc<Vec<u8>>, nokv::Error> {
+    fn block(
+        &self,
+        inner: &crate::core::Embedded,
+        rows: &[ManifestRow],
+        index: usize,
+    ) -> Result<Arc<Vec<u8>>, nokv::Error> {
         if let Some((i, b)) = self.cache.lock().as_ref() {
             if *i == index {
                 return Ok(Arc::clone(b));
             }
         }
-        let row = self.rows.get(index).ok_or_else(|| {
+        let row = rows.get(index).ok_or_else(|| {
             nokv::Error::ObjectUnavailable("a block index is out of range".into())
         })?;
         let block = Arc::new(objstore::get_verified(
@@ -129,21 +216,19 @@ impl RangeReader {
     /// The blocks covering `[offset, offset + len)` and the offset into the first one.
     fn blocks_for(
         &self,
-        inner: &crate::core::Inner,
+        inner: &crate::core::Embedded,
+        rows: &[ManifestRow],
         offset: u64,
         len: u64,
     ) -> Result<Vec<Piece>, nokv::Error> {
         let end = offset.saturating_add(len);
-        let first = self
-            .rows
-            .partition_point(|r| r.logical_offset.saturating_add(r.length) <= offset);
+        let first = rows.partition_point(|r| r.logical_offset.saturating_add(r.length) <= offset);
         let mut out = Vec::new();
-        for index in first..self.rows.len() {
-            let row = &self.rows[index];
+        for (index, row) in rows.iter().enumerate().skip(first) {
             if row.logical_offset >= end {
                 break;
             }
-            let block = self.block(inner, index)?;
+            let block = self.block(inner, rows, index)?;
             let from = offset.max(row.logical_offset) - row.logical_offset;
             let to = end.min(row.logical_offset.saturating_add(row.length)) - row.logical_offset;
             let (from, to) = (from as usize, to as usize);
@@ -168,8 +253,67 @@ impl RangeReader {
         let offset = offset.min(self.size);
         let len = len.min(self.size - offset);
         let inner = self.shared.get(py)?;
+        let (inner, rows) = match (&*inner, &self.source) {
+            (crate::core::Inner::Embedded(e), Source::Blocks(rows)) => (e, rows),
+            (
+                crate::core::Inner::Remote(r),
+                Source::Remote {
+                    workbench_id,
+                    key,
+                    version,
+                },
+            ) => {
+                // Reads smaller than one chunk are served from one cached chunk read ahead, so
+                // small sequential reads cost one request per chunk.
+                let end = offset + len;
+                if let Some((start, chunk)) = self.cache.lock().as_ref() {
+                    let start = *start as u64;
+                    if offset >= start && end <= start + chunk.len() as u64 {
+                        let from = (offset - start) as usize;
+                        if let Some(piece) = chunk.get(from..from + len as usize) {
+                            return Ok(PyBytes::new(py, piece));
+                        }
+                    }
+                }
+                if len == 0 {
+                    return Ok(PyBytes::new(py, &[]));
+                }
+                let fetch = if len < REMOTE_CHUNK {
+                    REMOTE_CHUNK.min(self.size - offset)
+                } else {
+                    len
+                };
+                let bytes = py
+                    .detach(|| match version {
+                        Some(v) => r.client.read_range_at(workbench_id, key, *v, offset, fetch),
+                        None => r.client.read_range_of_generation(
+                            workbench_id,
+                            key,
+                            offset,
+                            fetch,
+                            self.generation,
+                        ),
+                    })
+                    .map_err(|e| errors::remote(py, e))?;
+                let out = PyBytes::new(py, bytes.get(..len as usize).unwrap_or(&bytes));
+                if fetch > len {
+                    if let Ok(start) = usize::try_from(offset) {
+                        *self.cache.lock() = Some((start, Arc::new(bytes)));
+                    }
+                }
+                return Ok(out);
+            }
+            _ => {
+                return Err(errors::to_pyerr(
+                    py,
+                    &nokv::workbench::errors::ToolError::internal(
+                        "a file object outlived the store it was opened on",
+                    ),
+                ))
+            }
+        };
         let pieces = py
-            .detach(|| self.blocks_for(&inner, offset, len))
+            .detach(|| self.blocks_for(inner, rows, offset, len))
             .map_err(|e| errors::sdk(py, &inner.client, "", e))?;
         let total: usize = pieces.iter().map(|(_, a, b)| b - a).sum();
         if total as u64 != len {
@@ -230,7 +374,7 @@ impl RangeReader {
         self.read_bytes(py, offset, length)
     }
 
-    /// Drops the cached block.
+    /// Drops the cached block (or read-ahead chunk).
     fn release(&self) {
         *self.cache.lock() = None;
     }

@@ -23,6 +23,7 @@ def penguins(store: nokv.Store) -> nokv.Store:
     return store
 
 
+@pytest.mark.both_backends
 def test_pandas_reads_the_penguins_csv_through_nokv_urls(penguins: nokv.Store) -> None:
     df = pd.read_csv("nokv://penguins/input/penguins.csv", storage_options={"store": penguins})
     expected = pd.read_csv(PENGUINS_CSV)
@@ -41,6 +42,7 @@ def test_store_option_may_be_a_directory(store_dir: pathlib.Path) -> None:
     fs.workbench.store.close()
 
 
+@pytest.mark.both_backends
 def test_writing_an_existing_path_without_replace_is_already_exists(penguins: nokv.Store) -> None:
     fs = NoKVFileSystem(store=penguins, workbench="penguins")
     with pytest.raises(nokv.AlreadyExists):
@@ -54,6 +56,7 @@ def test_writing_an_existing_path_without_replace_is_already_exists(penguins: no
     assert fs.cat("input/penguins.csv") == b"species\nGentoo\n"
 
 
+@pytest.mark.both_backends
 def test_unsupported_modes_are_refused(penguins: nokv.Store) -> None:
     fs = NoKVFileSystem(store=penguins, workbench="penguins")
     for mode in ("ab", "r+b", "a"):
@@ -61,6 +64,7 @@ def test_unsupported_modes_are_refused(penguins: nokv.Store) -> None:
             fs.open("input/penguins.csv", mode)
 
 
+@pytest.mark.both_backends
 def test_write_publishes_on_close_only_and_exception_discards(penguins: nokv.Store) -> None:
     fs = NoKVFileSystem(store=penguins, workbench="penguins")
     f = fs.open("outputs/new.txt", "wb")
@@ -75,6 +79,7 @@ def test_write_publishes_on_close_only_and_exception_discards(penguins: nokv.Sto
     assert not fs.exists("outputs/never.txt")
 
 
+@pytest.mark.both_backends
 def test_listing_info_find_and_ranges(penguins: nokv.Store) -> None:
     fs = NoKVFileSystem(store=penguins, workbench="penguins")
     fs.pipe_file("outputs/a/b.txt", b"0123456789")
@@ -95,6 +100,7 @@ def test_listing_info_find_and_ranges(penguins: nokv.Store) -> None:
         fs.info("outputs/none")
 
 
+@pytest.mark.both_backends
 def test_pyarrow_writes_and_reads_parquet(penguins: nokv.Store) -> None:
     fs = NoKVFileSystem(store=penguins, workbench="penguins")
     table = pa.table({"species": ["Adelie", "Gentoo"], "mass": [3700.66, 5076.02]})

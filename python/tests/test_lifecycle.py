@@ -65,6 +65,7 @@ def test_second_open_in_another_process_waits_then_conflicts(store_dir: pathlib.
         assert proc.stdout.strip() == "conflict True", proc.stderr
 
 
+@pytest.mark.both_backends
 def test_workbench_handles(store: nokv.Store) -> None:
     with pytest.raises(nokv.NotFound):
         store.workbench("missing")
@@ -76,6 +77,7 @@ def test_workbench_handles(store: nokv.Store) -> None:
     assert a.store is store
 
 
+@pytest.mark.both_backends
 def test_tool_envelopes_and_call_tool(store: nokv.Store) -> None:
     ok = store.tool("create", {"id": "t"})
     assert ok["status"] == "success" and ok["sections"] == list(nokv.SECTIONS)
@@ -93,6 +95,7 @@ def test_tool_envelopes_and_call_tool(store: nokv.Store) -> None:
     assert read["items"][0]["value"] == {"x": decimal.Decimal("0.5"), "n": 3}
 
 
+@pytest.mark.both_backends
 def test_tool_and_structured_reads_keep_64_bit_integers_exact(store: nokv.Store) -> None:
     store.create_workbench("n")
     # Beyond 2**53: a float would round these.
@@ -103,6 +106,7 @@ def test_tool_and_structured_reads_keep_64_bit_integers_exact(store: nokv.Store)
     assert type(out["items"][0]["value"]["big"]) is int
 
 
+@pytest.mark.both_backends
 def test_integers_beyond_64_bits_are_exact_or_refused_never_rounded(store: nokv.Store) -> None:
     store.create_workbench("n")
     huge = 2**80 + 1
@@ -117,6 +121,7 @@ def test_integers_beyond_64_bits_are_exact_or_refused_never_rounded(store: nokv.
     assert not store.workbench("n").exists("outputs/i.json")
 
 
+@pytest.mark.both_backends
 def test_search_aggregate_catalog(store: nokv.Store) -> None:
     wb = store.create_workbench("q")
     for sp, mass in (("A", 3700.5), ("B", 5076.02), ("B", 5000)):
@@ -165,6 +170,7 @@ def test_commit_tags_head_and_find(store: nokv.Store) -> None:
     assert found["matches"][0]["manifest"]["schema"] == "nokv.workbench.run_manifest.v1"
 
 
+@pytest.mark.both_backends
 def test_snapshot_renew_retire_list_and_restore(store: nokv.Store) -> None:
     wb = store.create_workbench("s")
     wb.put("outputs/x.txt", "x")
@@ -187,6 +193,7 @@ def test_snapshot_renew_retire_list_and_restore(store: nokv.Store) -> None:
     assert wb.snapshots() == store.snapshots("s")
 
 
+@pytest.mark.both_backends
 def test_changes_iterate_resume_and_poll(store: nokv.Store) -> None:
     wb = store.create_workbench("ch")
     wb.put("input/a", "a")
@@ -227,6 +234,7 @@ def test_materialize_and_collect_round_trip(store: nokv.Store, tmp_path: pathlib
     assert store.object_count() >= 3
 
 
+@pytest.mark.both_backends
 def test_eight_threads_writing_distinct_paths_lose_nothing(store: nokv.Store) -> None:
     wb = store.create_workbench("threads")
     errors: list = []

@@ -2,7 +2,9 @@
 //!
 //! The remote client mirrors [`crate::Client`]'s data-path operations with the same names and
 //! types — [`RemoteClient::create_workbench`], [`RemoteClient::put`],
-//! [`RemoteClient::put_reader`], [`RemoteClient::read_all`], [`RemoteClient::read_range`],
+//! [`RemoteClient::put_reader`], [`RemoteClient::read_all`], [`RemoteClient::read_range`]
+//! (and [`RemoteClient::read_range_of_generation`], a range of one pinned revision, and
+//! [`RemoteClient::read_range_at`], a range at a read version),
 //! [`RemoteClient::stat`], [`RemoteClient::append_idempotent`], and object lifetime:
 //! [`RemoteClient::remove`], [`RemoteClient::remove_prefix`], [`RemoteClient::gc`],
 //! [`RemoteClient::gc_explain`], [`RemoteClient::fsck`], [`RemoteClient::repair_index`],
@@ -531,6 +533,7 @@ impl RemoteClient {
             path,
             Some((offset, end)),
             None,
+            None,
             &mut |r, out| std::io::copy(r, out),
         )
         .and_then(|(bytes, size)| {
@@ -541,25 +544,100 @@ impl RemoteClient {
         })
     }
 
+    /// Reads `[offset, offset + len)` of the artifact at `path` as of read version `version`
+    /// (MVCC: e.g. a leased snapshot's read version, whose history the lease holds). `len = 0`
+    /// reads nothing and sends nothing.
+    ///
+    /// Errors: as [`RemoteClient::read_range`]; a version the store no longer holds fails with
+    /// the server's error.
+    pub fn read_range_at(
+        &self,
+        workbench_id: &str,
+        path: &str,
+        version: u64,
+        offset: u64,
+        len: u64,
+    ) -> Result<Vec<u8>> {
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        let end = offset.checked_add(len - 1).ok_or(Error::RangeOutOfBounds {
+            offset,
+            len,
+            size: 0,
+        })?;
+        let (bytes, size) = self.download(
+            workbench_id,
+            path,
+            Some((offset, end)),
+            Some(version),
+            None,
+            &mut |r, out| std::io::copy(r, out),
+        )?;
+        if bytes.len() as u64 != len {
+            return Err(Error::RangeOutOfBounds { offset, len, size });
+        }
+        Ok(bytes)
+    }
+
+    /// Reads `[offset, offset + len)` of the artifact at `path` (live state) only while the path
+    /// is still at `generation`: the read of a file object pinned to one revision. `len = 0`
+    /// reads nothing and sends nothing.
+    ///
+    /// Errors: [`Error::GenerationConflict`] when the path now holds another generation (it was
+    /// replaced or removed and published again; the bytes of the other revision are dropped
+    /// unread); otherwise as [`RemoteClient::read_range`].
+    pub fn read_range_of_generation(
+        &self,
+        workbench_id: &str,
+        path: &str,
+        offset: u64,
+        len: u64,
+        generation: u64,
+    ) -> Result<Vec<u8>> {
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        let end = offset.checked_add(len - 1).ok_or(Error::RangeOutOfBounds {
+            offset,
+            len,
+            size: 0,
+        })?;
+        let (bytes, size) = self.download(
+            workbench_id,
+            path,
+            Some((offset, end)),
+            None,
+            Some(generation),
+            &mut |r, out| std::io::copy(r, out),
+        )?;
+        if bytes.len() as u64 != len {
+            return Err(Error::RangeOutOfBounds { offset, len, size });
+        }
+        Ok(bytes)
+    }
+
     /// Reads the whole artifact at `path` (live state).
     ///
     /// Errors: as [`RemoteClient::stat`].
     pub fn read_all(&self, workbench_id: &str, path: &str) -> Result<Vec<u8>> {
-        self.download(workbench_id, path, None, None, &mut |r, out| {
+        self.download(workbench_id, path, None, None, None, &mut |r, out| {
             std::io::copy(r, out)
         })
         .map(|(b, _)| b)
     }
 
     /// Downloads a body (or the inclusive byte range `range`), at `version` when given, through
-    /// `copy`; returns the bytes and the body size.
-    #[allow(clippy::type_complexity)]
+    /// `copy`; returns the bytes and the body size. With `generation`, a body at another
+    /// generation (the server's `x-nokv-generation`) is [`Error::GenerationConflict`], unread.
+    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
     fn download(
         &self,
         workbench_id: &str,
         path: &str,
         range: Option<(u64, u64)>,
         version: Option<u64>,
+        generation: Option<u64>,
         copy: &mut dyn FnMut(&mut dyn Read, &mut Vec<u8>) -> std::io::Result<u64>,
     ) -> Result<(Vec<u8>, u64)> {
         let mut target = format!(
@@ -589,6 +667,20 @@ impl RemoteClient {
                         .and_then(|v| v.parse().ok())
                 })
                 .unwrap_or(0u64);
+            if let (Some(expected), 200 | 206 | 416) = (generation, status) {
+                let actual = resp
+                    .headers()
+                    .get("x-nokv-generation")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.parse::<u64>().ok());
+                if actual != Some(expected) {
+                    return Err(Error::GenerationConflict {
+                        path: path.to_string(),
+                        expected: Some(expected),
+                        actual,
+                    });
+                }
+            }
             match status {
                 200 | 206 => {
                     let mut out = Vec::new();
