@@ -33,10 +33,13 @@ use crate::codec::system::{
 use crate::codec::{
     root_fence, RootActivationState, RootFence, RootPlacement, RootPlacementLifecycle,
 };
-use crate::command::Mutation;
+use crate::command::{Mutation, Predicate};
 use crate::error::{Error, Result};
 use crate::ids::{LogicalShardId, RootId};
 use crate::outbox::RecoveryEntry;
+use crate::store::{
+    CheckedWrite, HoltStore, RegistryEntry, ShardStore, Snapshot, TxnStore, WriteFailure,
+};
 
 /// One metadata keyspace: a seed 000 family or a reserved engine tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -229,21 +232,15 @@ pub(crate) struct GateOutcome {
     pub(crate) owner_epoch: u64,
 }
 
-fn tree(db: &holt::Db, f: Family) -> Result<holt::Tree> {
-    db.tree(f.name()).ok_or_else(|| {
-        Error::schema(
-            SchemaMismatchKind::MissingTree,
-            format!("missing tree {}", f.name()),
-        )
-    })
-}
-
-/// Compares the live registry with the expected one; `allow_missing` accepts a subset (used only
-/// at version 0, where trees are created one by one before the initializing commit).
-fn registry_differences(db: &holt::Db, allow_missing: bool) -> Vec<(SchemaMismatchKind, String)> {
-    let infos = db.trees();
+/// Compares a store's registry with the expected one; `allow_missing` accepts a subset (used
+/// only at version 0, where holt creates trees one by one and etcd writes its registry record
+/// before the initializing commit).
+fn registry_differences(
+    infos: &[RegistryEntry],
+    allow_missing: bool,
+) -> Vec<(SchemaMismatchKind, String)> {
     let mut diffs = Vec::new();
-    for info in &infos {
+    for info in infos {
         if info.name == HISTORY_TREE {
             if info.tag != HISTORY_TAG {
                 diffs.push((
@@ -284,13 +281,13 @@ fn registry_differences(db: &holt::Db, allow_missing: bool) -> Vec<(SchemaMismat
             }
         }
     }
-    if !infos.iter().any(|i| i.name == HISTORY_TREE) {
-        diffs.push((
-            SchemaMismatchKind::MissingTree,
-            "missing tree history".to_owned(),
-        ));
-    }
     if !allow_missing {
+        if !infos.iter().any(|i| i.name == HISTORY_TREE) {
+            diffs.push((
+                SchemaMismatchKind::MissingTree,
+                "missing tree history".to_owned(),
+            ));
+        }
         for f in Family::ALL {
             if !infos.iter().any(|i| i.name == f.name()) {
                 diffs.push((
@@ -364,36 +361,132 @@ fn malformed(what: &str, e: Error) -> Error {
     )
 }
 
-/// Opens or initializes the shard. Writes nothing unless the store is empty (initialization) or
-/// passes every check (owner-epoch advance, through the RecoveryOutbox).
-pub(crate) fn open_gate(db: &holt::Db, requested_root: Option<&str>) -> Result<GateOutcome> {
+/// Binds a holt database to the registry: an empty database (version 0) whose registry is a
+/// subset of the expected one gets its missing trees (the initializing commit follows in
+/// [`open_gate`]); a non-empty one must match exactly. Nothing is written otherwise.
+///
+/// Errors: [`Error::InvalidArgument`] for an invalid requested presentation root (checked first,
+/// so a refused open creates nothing); [`Error::SchemaMismatch`]; holt errors.
+pub(crate) fn prepare_holt(db: holt::Db, requested_root: Option<&str>) -> Result<ShardStore> {
     if let Some(r) = requested_root {
         validate_presentation_root(r)?;
     }
-    if db.version() == 0 {
-        registry_error(registry_differences(db, true))?;
-        return initialize(db, requested_root.unwrap_or(DEFAULT_PRESENTATION_ROOT));
+    let empty = db.version() == 0;
+    registry_error(registry_differences(&HoltStore::registry_of(&db), empty))?;
+    if empty {
+        HoltStore::create_missing_trees(&db)?;
     }
-    registry_error(registry_differences(db, false))?;
-    let sys = tree(db, Family::System)?;
-    let view = db.view();
+    Ok(ShardStore::Holt(HoltStore::new(db)?))
+}
+
+/// The etcd counterpart of [`prepare_holt`]: an empty shard (clock absent) gets its registry
+/// record; a non-empty one must carry exactly the expected registry.
+///
+/// Errors: as [`prepare_holt`]; [`Error::StoreUnavailable`].
+#[cfg(feature = "etcd")]
+pub(crate) fn prepare_etcd(
+    store: crate::store::etcd::EtcdStore,
+    requested_root: Option<&str>,
+) -> Result<ShardStore> {
+    if let Some(r) = requested_root {
+        validate_presentation_root(r)?;
+    }
+    let snap = store.snapshot();
+    // A failed snapshot reports version 0: read through it so the failure surfaces here.
+    snap.get(Family::System, KEY_SCHEMA)?;
+    let empty = snap.version() == 0;
+    let registry = store.registry()?;
+    registry_error(registry_differences(&registry, empty))?;
+    if empty && registry.is_empty() {
+        store.create_registry()?;
+    }
+    Ok(ShardStore::Etcd(store))
+}
+
+/// How many times the gate re-reads after another opener's commit raced its own.
+const GATE_ATTEMPTS: u32 = 8;
+
+/// Opens or initializes the shard behind `store` (registry already bound by [`prepare_holt`] or
+/// `prepare_etcd`). Writes nothing unless the store is empty (initialization) or passes every
+/// check (owner-epoch advance, through the RecoveryOutbox). `placement`: the control plane's
+/// RootPlacement for the shard — used at initialization instead of fresh random ids, and
+/// required to match the stored placement otherwise.
+/// `init_shard`: the logical shard an initialization without `placement` records (an etcd
+/// keyspace is named by its shard); `None` draws a fresh random one.
+pub(crate) fn open_gate<S: TxnStore>(
+    store: &S,
+    requested_root: Option<&str>,
+    placement: Option<&RootPlacement>,
+    init_shard: Option<LogicalShardId>,
+) -> Result<GateOutcome> {
+    if let Some(r) = requested_root {
+        validate_presentation_root(r)?;
+    }
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match gate_once(store, requested_root, placement, init_shard) {
+            Err(Error::ReadVersionConflict { .. }) if attempt < GATE_ATTEMPTS => {
+                store.wait_for_version(store.version());
+            }
+            other => return other,
+        }
+    }
+}
+
+fn gate_once<S: TxnStore>(
+    store: &S,
+    requested_root: Option<&str>,
+    placement: Option<&RootPlacement>,
+    init_shard: Option<LogicalShardId>,
+) -> Result<GateOutcome> {
+    let view = store.snapshot();
+    let marker = view.get(Family::System, KEY_SCHEMA)?;
+    if view.version() == 0 {
+        return initialize(
+            store,
+            requested_root.unwrap_or(DEFAULT_PRESENTATION_ROOT),
+            placement,
+            init_shard,
+        );
+    }
     let read = |key: &[u8], what: &str| -> Result<Vec<u8>> {
-        view.get(&sys, key)?.ok_or_else(|| {
+        view.get(Family::System, key)?.ok_or_else(|| {
             Error::schema(
                 SchemaMismatchKind::MissingRecord,
                 format!("missing {what} record"),
             )
         })
     };
-    let marker = view.get(&sys, KEY_SCHEMA)?.ok_or_else(|| {
+    let marker = marker.ok_or_else(|| {
         Error::schema(
             SchemaMismatchKind::MissingMarker,
             "missing schema marker in a non-empty store",
         )
     })?;
     check_marker(&marker)?;
-    let placement = RootPlacement::decode(&read(KEY_ROOT_PLACEMENT, "root placement")?)
+    let stored = RootPlacement::decode(&read(KEY_ROOT_PLACEMENT, "root placement")?)
         .map_err(|e| malformed("root placement", e))?;
+    if let Some(p) = placement {
+        if p.root_id != stored.root_id
+            || p.logical_shard_id != stored.logical_shard_id
+            || p.placement_generation != stored.placement_generation
+        {
+            return Err(Error::schema(
+                SchemaMismatchKind::InconsistentPlacement,
+                format!(
+                    "the shard holds root {} on logical shard {} at placement generation {}; the placement names root {} on {} at generation {}",
+                    stored.root_id,
+                    stored.logical_shard_id,
+                    stored.placement_generation,
+                    p.root_id,
+                    p.logical_shard_id,
+                    p.placement_generation
+                ),
+            ));
+        }
+    }
+    let placement = stored;
     let presentation_root =
         decode_presentation_root(&read(KEY_PRESENTATION_ROOT, "presentation root")?)
             .map_err(|e| malformed("presentation root", e))?;
@@ -401,9 +494,8 @@ pub(crate) fn open_gate(db: &holt::Db, requested_root: Option<&str>) -> Result<G
     let epoch = decode_owner_epoch(&epoch_bytes).map_err(|e| malformed("owner epoch", e))?;
     let tail_bytes = read(KEY_RECOVERY_TAIL, "recovery tail")?;
     let tail = RecoveryTail::decode(&tail_bytes).map_err(|e| malformed("recovery tail", e))?;
-    let fence_tree = tree(db, Family::RootFence)?;
     let fence_bytes = view
-        .get(&fence_tree, &root_fence::key(&placement.root_id))?
+        .get(Family::RootFence, &root_fence::key(&placement.root_id))?
         .ok_or_else(|| {
             Error::schema(
                 SchemaMismatchKind::MissingRecord,
@@ -430,8 +522,7 @@ pub(crate) fn open_gate(db: &holt::Db, requested_root: Option<&str>) -> Result<G
             ),
         ));
     }
-    let outbox_tree = tree(db, Family::RecoveryOutbox)?;
-    crate::outbox::verify(&view, &outbox_tree, &tail)?;
+    crate::outbox::verify(&view, &tail)?;
     if let Some(r) = requested_root {
         if r != presentation_root {
             return Err(Error::PresentationRootMismatch {
@@ -462,12 +553,17 @@ pub(crate) fn open_gate(db: &holt::Db, requested_root: Option<&str>) -> Result<G
         },
         &mutations,
     )?;
-    let mut batch = holt::Batch::new();
-    batch.expect_version(read_version);
-    batch.expect(&sys, KEY_OWNER_EPOCH, holt::Expect::Equals(epoch_bytes));
-    batch.expect(&sys, KEY_RECOVERY_TAIL, holt::Expect::Equals(tail_bytes));
-    add_rows(db, &mut batch, mutations.into_iter().chain(appended.rows))?;
-    db.commit(batch)?;
+    commit(
+        store,
+        CheckedWrite {
+            read_version: Some(read_version),
+            predicates: vec![
+                Predicate::equals(Family::System, KEY_OWNER_EPOCH.to_vec(), epoch_bytes),
+                Predicate::equals(Family::System, KEY_RECOVERY_TAIL.to_vec(), tail_bytes),
+            ],
+            mutations: mutations.into_iter().chain(appended.rows).collect(),
+        },
+    )?;
     Ok(GateOutcome {
         placement,
         presentation_root,
@@ -475,39 +571,43 @@ pub(crate) fn open_gate(db: &holt::Db, requested_root: Option<&str>) -> Result<G
     })
 }
 
-/// Adds puts/deletes to a raw holt batch.
-fn add_rows(
-    db: &holt::Db,
-    batch: &mut holt::Batch,
-    rows: impl IntoIterator<Item = Mutation>,
-) -> Result<()> {
-    for m in rows {
-        match m {
-            Mutation::Put { family, key, value } => batch.put(&tree(db, family)?, key, value),
-            Mutation::Delete { family, key } => batch.delete(&tree(db, family)?, key),
+/// Applies one gate write. A lost race with another opener is a [`Error::ReadVersionConflict`]
+/// (the gate re-reads); nothing is applied on any error.
+fn commit<S: TxnStore>(store: &S, write: CheckedWrite) -> Result<u64> {
+    store.write(write).map_err(|f| match f {
+        WriteFailure::ReadVersion { .. } | WriteFailure::Predicate { .. } => {
+            Error::ReadVersionConflict { attempts: 1 }
         }
-    }
-    Ok(())
+        WriteFailure::Other(e) => e,
+    })
 }
 
-fn initialize(db: &holt::Db, presentation_root: &str) -> Result<GateOutcome> {
-    for f in Family::ALL {
-        if db.tree(f.name()).is_none() {
-            db.create_tree(f.name(), f.tag(), f.versioned())?;
-        }
-    }
-    let placement = RootPlacement {
-        root_id: RootId::random()?,
-        logical_shard_id: LogicalShardId::random()?,
-        placement_generation: 1,
-        lifecycle: RootPlacementLifecycle::Active,
+fn initialize<S: TxnStore>(
+    store: &S,
+    presentation_root: &str,
+    placement: Option<&RootPlacement>,
+    init_shard: Option<LogicalShardId>,
+) -> Result<GateOutcome> {
+    let placement = match placement {
+        Some(p) => RootPlacement {
+            lifecycle: RootPlacementLifecycle::Active,
+            ..p.clone()
+        },
+        None => RootPlacement {
+            root_id: RootId::random()?,
+            logical_shard_id: match init_shard {
+                Some(s) => s,
+                None => LogicalShardId::random()?,
+            },
+            placement_generation: 1,
+            lifecycle: RootPlacementLifecycle::Active,
+        },
     };
     let fence = RootFence {
         logical_shard_id: placement.logical_shard_id,
         placement_generation: placement.placement_generation,
         activation_state: RootActivationState::Active,
     };
-    let sys = tree(db, Family::System)?;
     // RootPlacement and the matching Active RootFence exist before the root's first write
     // (seed 000, "Placement Authority"); both land in this single initializing batch.
     let mutations = vec![
@@ -548,12 +648,17 @@ fn initialize(db: &holt::Db, presentation_root: &str) -> Result<GateOutcome> {
         },
         &mutations,
     )?;
-    let mut batch = holt::Batch::new();
-    batch.expect_version(0);
-    batch.expect(&sys, KEY_SCHEMA, holt::Expect::Absent);
-    batch.expect(&sys, KEY_RECOVERY_TAIL, holt::Expect::Absent);
-    add_rows(db, &mut batch, mutations.into_iter().chain(appended.rows))?;
-    db.commit(batch)?;
+    commit(
+        store,
+        CheckedWrite {
+            read_version: Some(0),
+            predicates: vec![
+                Predicate::absent(Family::System, KEY_SCHEMA.to_vec()),
+                Predicate::absent(Family::System, KEY_RECOVERY_TAIL.to_vec()),
+            ],
+            mutations: mutations.into_iter().chain(appended.rows).collect(),
+        },
+    )?;
     Ok(GateOutcome {
         placement,
         presentation_root: presentation_root.to_owned(),

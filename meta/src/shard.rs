@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::codec::system::{RecoveryTail, KEY_RECOVERY_TAIL};
-use crate::codec::{RootActivationState, RootFence};
+use crate::codec::{RootActivationState, RootFence, RootPlacement};
 use crate::command::ShardFence;
 use crate::error::Result;
 use crate::ids::{LogicalShardId, RootId};
@@ -14,7 +14,7 @@ use crate::outbox::OutboxSummary;
 use crate::read::Reader;
 use crate::schema::open_gate;
 use crate::schema::Family;
-use crate::store::{HoltStore, Snapshot, TxnStore};
+use crate::store::{ShardStore, Snapshot, TxnStore};
 
 /// Options for [`MetaShard::open`].
 #[derive(Debug, Clone, Default)]
@@ -24,10 +24,15 @@ pub struct OpenOptions {
     pub presentation_root: Option<String>,
     /// Engine options.
     pub holt: holt::Options,
+    /// The control plane's RootPlacement of the shard (seed 000, "Placement Authority"): an
+    /// empty store is initialized with it (instead of fresh random ids and generation 1); an
+    /// existing store must hold the same root, logical shard and placement generation. `None`:
+    /// the embedded placement the store was created with.
+    pub placement: Option<RootPlacement>,
 }
 
 pub(crate) struct Inner {
-    pub(crate) store: HoltStore,
+    pub(crate) store: ShardStore,
     pub(crate) fence: ShardFence,
     pub(crate) presentation_root: String,
 }
@@ -59,9 +64,60 @@ impl MetaShard {
     /// [`crate::Error::InvalidArgument`] for an invalid requested presentation root,
     /// [`crate::Error::Storage`] (e.g. `holt::Error::Locked`).
     pub fn open(dir: impl AsRef<Path>, opts: OpenOptions) -> Result<MetaShard> {
-        let db = holt::Db::open(dir, opts.holt)?;
-        let gate = open_gate(&db, opts.presentation_root.as_deref())?;
-        let store = HoltStore::new(db)?;
+        let db = holt::Db::open(dir, opts.holt.clone())?;
+        let store = crate::schema::prepare_holt(db, opts.presentation_root.as_deref())?;
+        Self::open_gated(store, &opts, None)
+    }
+
+    /// Opens (or initializes) the shard whose metadata lives in an etcd cluster (see
+    /// [`crate::store::etcd`]), passing the same schema gate, RecoveryOutbox verification and
+    /// owner-epoch advance as [`MetaShard::open`]. Several processes may open one etcd-backed
+    /// shard; each open advances the owner epoch, so only the newest handle can commit (the
+    /// others get [`crate::Error::Fenced`]).
+    ///
+    /// Errors: those of [`MetaShard::open`] (holt errors aside), plus
+    /// [`crate::Error::StoreUnavailable`] when the cluster cannot serve the open.
+    #[cfg(feature = "etcd")]
+    pub fn open_etcd(
+        options: crate::store::etcd::EtcdOptions,
+        opts: OpenOptions,
+    ) -> Result<MetaShard> {
+        let shard = options.logical_shard_id;
+        if opts
+            .placement
+            .as_ref()
+            .is_some_and(|p| p.logical_shard_id != shard)
+        {
+            return Err(crate::Error::invalid(
+                "the placement names another logical shard than the etcd keyspace",
+            ));
+        }
+        let store = crate::store::etcd::EtcdStore::open(options)?;
+        let store = crate::schema::prepare_etcd(store, opts.presentation_root.as_deref())?;
+        let opened = Self::open_gated(store, &opts, Some(shard))?;
+        if opened.logical_shard_id() != shard {
+            return Err(crate::Error::SchemaMismatch {
+                kind: crate::schema::SchemaMismatchKind::InconsistentPlacement,
+                reason: format!(
+                    "the etcd keyspace of logical shard {shard} holds logical shard {}",
+                    opened.logical_shard_id()
+                ),
+            });
+        }
+        Ok(opened)
+    }
+
+    fn open_gated(
+        store: ShardStore,
+        opts: &OpenOptions,
+        init_shard: Option<LogicalShardId>,
+    ) -> Result<MetaShard> {
+        let gate = open_gate(
+            &store,
+            opts.presentation_root.as_deref(),
+            opts.placement.as_ref(),
+            init_shard,
+        )?;
         let fence = ShardFence {
             root_id: gate.placement.root_id,
             logical_shard_id: gate.placement.logical_shard_id,
@@ -121,26 +177,34 @@ impl MetaShard {
     ///
     /// Errors: [`crate::Error::RecoveryOutboxCorrupt`]; codec and storage errors.
     pub fn verify_recovery_outbox(&self) -> Result<OutboxSummary> {
-        let db = self.inner.store.db();
-        let view = db.view();
-        let sys = db.tree(Family::System.name());
-        let tree = db.tree(Family::RecoveryOutbox.name());
-        let (Some(sys), Some(tree)) = (sys, tree) else {
-            return Err(crate::Error::Fenced {
-                reason: "reserved trees missing".into(),
-            });
-        };
-        let tail = view
-            .get(&sys, KEY_RECOVERY_TAIL)?
+        let snap = self.inner.store.snapshot();
+        let tail = snap
+            .get(Family::System, KEY_RECOVERY_TAIL)?
             .ok_or_else(|| crate::Error::Fenced {
                 reason: "no System recovery tail is recorded".into(),
             })?;
-        crate::outbox::verify(&view, &tree, &RecoveryTail::decode(&tail)?)
+        crate::outbox::verify(&snap, &RecoveryTail::decode(&tail)?)
     }
 
-    /// The underlying holt database (diagnostics, checkpoints, stats).
-    pub fn db(&self) -> &holt::Db {
-        self.inner.store.db()
+    /// The engine backing this shard (holt or etcd).
+    pub fn store(&self) -> &ShardStore {
+        &self.inner.store
+    }
+
+    /// The holt database of a holt-backed shard (diagnostics, checkpoints, stats); `None` for an
+    /// etcd-backed one.
+    pub fn holt_db(&self) -> Option<&holt::Db> {
+        self.inner.store.holt_db()
+    }
+
+    /// The shard's current commit version (the read version a command built now would carry).
+    ///
+    /// Errors: [`crate::Error::StoreUnavailable`] when an etcd-backed shard cannot be read.
+    pub fn version(&self) -> Result<u64> {
+        let snap = self.inner.store.snapshot();
+        // An etcd snapshot that could not be taken reports its failure on the first read.
+        snap.get(Family::System, crate::codec::system::KEY_SCHEMA)?;
+        Ok(snap.version())
     }
 
     /// A reader at the current version.

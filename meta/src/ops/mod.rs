@@ -36,7 +36,7 @@ pub(crate) enum Step<T> {
 /// [`MAX_ATTEMPTS`] attempts.
 pub(crate) fn run_step<T>(
     shard: &crate::shard::MetaShard,
-    mut plan: impl FnMut(&crate::store::HoltSnapshot) -> crate::Result<Step<T>>,
+    mut plan: impl FnMut(&crate::store::ShardSnapshot) -> crate::Result<Step<T>>,
 ) -> crate::Result<T> {
     use crate::store::TxnStore;
     let store = &shard.inner.store;

@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::ids::{CommitId, RequestId, RootId, TagName, WorkspaceIncarnationId};
 use crate::schema::Family;
 use crate::shard::MetaShard;
-use crate::store::{HoltSnapshot, Snapshot, TxnStore};
+use crate::store::{ShardSnapshot, Snapshot, TxnStore};
 
 use super::Step;
 
@@ -89,7 +89,7 @@ fn consumer_key(
 }
 
 fn visible_ws(
-    snap: &HoltSnapshot,
+    snap: &ShardSnapshot,
     root: &RootId,
     workbench_id: &str,
 ) -> Result<(Vec<u8>, Vec<u8>, WorkspaceCurrent)> {
@@ -141,7 +141,7 @@ fn digest(parts: &[&[u8]]) -> [u8; 32] {
 /// Runs `build` through [`super::run_step`] (`None`: nothing to write).
 fn run<T>(
     shard: &MetaShard,
-    mut build: impl FnMut(&HoltSnapshot) -> Result<(Option<MetadataCommand>, T)>,
+    mut build: impl FnMut(&ShardSnapshot) -> Result<(Option<MetadataCommand>, T)>,
 ) -> Result<T> {
     super::run_step(shard, |snap| {
         Ok(match build(snap)? {
@@ -153,7 +153,7 @@ fn run<T>(
 
 /// Releases the tag's consumer on `commit` (row delete, count −1, epoch +1).
 fn release(
-    snap: &HoltSnapshot,
+    snap: &ShardSnapshot,
     root: &RootId,
     commit: &CommitId,
     inc: &WorkspaceIncarnationId,

@@ -6,6 +6,8 @@ use super::{
 };
 use crate::codec::system::RecoveryTail;
 use crate::error::{Error, Result};
+use crate::schema::Family;
+use crate::store::{ScanItem, ScanSpec, Snapshot, MAX_SCAN_ITEMS};
 
 /// What a successful verification walked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,38 +27,73 @@ fn corrupt(lsn: u64, reason: impl Into<String>) -> Error {
     }
 }
 
-/// One row of a range, or a typed failure.
-fn next_row(
-    it: &mut std::iter::Peekable<holt::RangeIter>,
-    lsn: u64,
-) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-    match it.next() {
-        None => Ok(None),
-        Some(Err(e)) => Err(Error::Storage(e)),
-        Some(Ok(holt::Entry::Key { key, value })) => Ok(Some((key, value))),
-        Some(Ok(holt::Entry::CommonPrefix(_))) => {
-            Err(corrupt(lsn, "unexpected rollup in an undelimited scan"))
+/// An ordered cursor over the rows of one RecoveryOutbox key prefix, fetched in bounded scans
+/// of [`MAX_SCAN_ITEMS`] rows (memory: one page).
+struct Rows<'a, S: Snapshot> {
+    snap: &'a S,
+    prefix: Vec<u8>,
+    page: std::collections::VecDeque<(Vec<u8>, Vec<u8>)>,
+    marker: Option<Vec<u8>>,
+    exhausted: bool,
+}
+
+impl<'a, S: Snapshot> Rows<'a, S> {
+    fn new(snap: &'a S, prefix: Vec<u8>) -> Self {
+        Rows {
+            snap,
+            prefix,
+            page: Default::default(),
+            marker: None,
+            exhausted: false,
         }
+    }
+
+    fn fill(&mut self, lsn: u64) -> Result<()> {
+        if !self.page.is_empty() || self.exhausted {
+            return Ok(());
+        }
+        let spec = ScanSpec {
+            prefix: self.prefix.clone(),
+            start_after: self.marker.take(),
+            delimiter: None,
+            limit: MAX_SCAN_ITEMS,
+        };
+        let items = self.snap.scan(Family::RecoveryOutbox, &spec)?;
+        self.exhausted = items.len() < MAX_SCAN_ITEMS;
+        for item in items {
+            match item {
+                ScanItem::Row { key, value } => {
+                    self.marker = Some(key.clone());
+                    self.page.push_back((key, value));
+                }
+                ScanItem::Prefix(_) => {
+                    return Err(corrupt(lsn, "unexpected rollup in an undelimited scan"))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The next row, or a typed failure.
+    fn next_row(&mut self, lsn: u64) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.fill(lsn)?;
+        Ok(self.page.pop_front())
+    }
+
+    /// The next row's key without consuming it.
+    fn peek_key(&mut self, lsn: u64) -> Result<Option<&[u8]>> {
+        self.fill(lsn)?;
+        Ok(self.page.front().map(|(k, _)| k.as_slice()))
     }
 }
 
 /// Peeks at the next chunk key, decoded.
-fn peek_chunk(
-    it: &mut std::iter::Peekable<holt::RangeIter>,
-    lsn: u64,
-) -> Result<Option<(u64, u32)>> {
-    match it.peek() {
+fn peek_chunk<S: Snapshot>(it: &mut Rows<'_, S>, lsn: u64) -> Result<Option<(u64, u32)>> {
+    match it.peek_key(lsn)? {
         None => Ok(None),
-        Some(Err(_)) => match it.next() {
-            Some(Err(e)) => Err(Error::Storage(e)),
-            _ => Err(corrupt(lsn, "scan error vanished")),
-        },
-        Some(Ok(holt::Entry::Key { key, .. })) => decode_chunk_key(key)
+        Some(key) => decode_chunk_key(key)
             .map(Some)
             .map_err(|_| corrupt(lsn, format!("malformed chunk key {}", hex(key)))),
-        Some(Ok(holt::Entry::CommonPrefix(_))) => {
-            Err(corrupt(lsn, "unexpected rollup in an undelimited scan"))
-        }
     }
 }
 
@@ -64,21 +101,13 @@ fn hex(b: &[u8]) -> String {
     crate::ids::to_hex(b)
 }
 
-/// Verifies the whole outbox tree at `view` against the System `tail`.
+/// Verifies the whole outbox at `snap` against the System `tail`.
 ///
-/// Errors: [`Error::RecoveryOutboxCorrupt`] naming the first bad LSN; [`Error::Storage`].
-pub(crate) fn verify(
-    view: &holt::View,
-    tree: &holt::Tree,
-    tail: &RecoveryTail,
-) -> Result<OutboxSummary> {
-    let mut headers = view
-        .range(tree, &holt::RangeSpec::with_prefix(vec![HEADER_KEY_TAG]))?
-        .peekable();
-    let mut chunks = view
-        .range(tree, &holt::RangeSpec::with_prefix(vec![CHUNK_KEY_TAG]))?
-        .peekable();
-    if view.get(tree, &[])?.is_some() {
+/// Errors: [`Error::RecoveryOutboxCorrupt`] naming the first bad LSN; storage errors.
+pub(crate) fn verify<S: Snapshot>(snap: &S, tail: &RecoveryTail) -> Result<OutboxSummary> {
+    let mut headers = Rows::new(snap, vec![HEADER_KEY_TAG]);
+    let mut chunks = Rows::new(snap, vec![CHUNK_KEY_TAG]);
+    if snap.get(Family::RecoveryOutbox, &[])?.is_some() {
         return Err(corrupt(1, "row with an empty key"));
     }
     let mut summary = OutboxSummary {
@@ -89,7 +118,7 @@ pub(crate) fn verify(
     let mut previous = RecoveryTail::GENESIS.chain_digest;
     let mut last_key: Option<Vec<u8>> = None;
     let mut expected_lsn: u64 = 1;
-    while let Some((key, value)) = next_row(&mut headers, expected_lsn)? {
+    while let Some((key, value)) = headers.next_row(expected_lsn)? {
         let lsn = decode_header_key(&key)
             .map_err(|_| corrupt(expected_lsn, format!("malformed header key {}", hex(&key))))?;
         if lsn != expected_lsn {
@@ -141,7 +170,7 @@ pub(crate) fn verify(
                 }
                 Some(_) => {}
             }
-            let Some((ckey, cvalue)) = next_row(&mut chunks, lsn)? else {
+            let Some((ckey, cvalue)) = chunks.next_row(lsn)? else {
                 return Err(corrupt(lsn, format!("chunk {index} vanished")));
             };
             let payload = decode_chunk(&cvalue)
@@ -188,19 +217,17 @@ pub(crate) fn verify(
         return Err(corrupt(lsn, format!("orphan chunk {index} of LSN {lsn}")));
     }
     // Every 0x00/0x01 key has been seen; anything after the largest one is foreign.
-    let mut rest = view.range(
-        tree,
-        &holt::RangeSpec {
+    let rest = snap.scan(
+        Family::RecoveryOutbox,
+        &ScanSpec {
             prefix: Vec::new(),
             start_after: last_key,
             delimiter: None,
-            limit: Some(1),
+            limit: 1,
         },
     )?;
-    if let Some(row) = rest.next() {
-        let key = match row? {
-            holt::Entry::Key { key, .. } | holt::Entry::CommonPrefix(key) => key,
-        };
+    if let Some(item) = rest.into_iter().next() {
+        let key = item.marker().to_vec();
         return Err(corrupt(
             expected_lsn,
             format!("foreign row {} in the recovery outbox", hex(&key)),
