@@ -74,6 +74,10 @@ pub struct ClientOptions {
     /// Wall clock of lease deadlines and the reaper (injectable in tests; default the system
     /// clock).
     pub clock: Arc<dyn meta::ops::lease_clock::WallClock>,
+    /// Shard-owner lease of a store whose metadata lives in etcd (whole seconds, at least 2;
+    /// default 10 s): the open client owns the root's logical shard and renews the lease; a
+    /// crashed process's store can be reopened once it lapses.
+    pub owner_lease_ttl: std::time::Duration,
 }
 
 impl Default for ClientOptions {
@@ -87,6 +91,7 @@ impl Default for ClientOptions {
             recover_at_open: true,
             snapshot_policy: meta::ops::snapshot::SnapshotPolicy::default(),
             clock: Arc::new(meta::ops::lease_clock::SystemWallClock),
+            owner_lease_ttl: std::time::Duration::from_secs(10),
         }
     }
 }
@@ -217,6 +222,8 @@ struct Inner {
     open_recovery: Option<std::result::Result<RecoverySummary, String>>,
     snapshot_policy: meta::ops::snapshot::SnapshotPolicy,
     clock: Arc<dyn meta::ops::lease_clock::WallClock>,
+    /// The shard-owner lease of an etcd-backed store (released when the last clone drops).
+    ownership: Option<crate::control::ShardOwnership>,
 }
 
 impl Client {
@@ -239,7 +246,12 @@ impl Client {
                 options.block_size
             )));
         }
-        if !options.create_if_missing && !dir.join("meta").is_dir() {
+        let store_config = crate::store_config::StoreConfig::load(&dir)?;
+        let etcd_metadata = store_config
+            .as_ref()
+            .map(|c| &c.metadata)
+            .filter(|m| !m.is_holt());
+        if !options.create_if_missing && etcd_metadata.is_none() && !dir.join("meta").is_dir() {
             return Err(Error::StoreNotFound);
         }
         std::fs::create_dir_all(&dir).map_err(|source| Error::LocalIo {
@@ -249,33 +261,25 @@ impl Client {
         })?;
         let deadline = std::time::Instant::now() + options.lock_wait;
         let mut backoff = std::time::Duration::from_millis(2);
-        let meta = loop {
-            let opened = MetaShard::open(
-                dir.join("meta"),
-                meta::OpenOptions {
-                    presentation_root: options.presentation_root.clone(),
-                    ..Default::default()
-                },
-            );
-            match opened {
-                Err(meta::Error::Storage(holt::Error::Locked { .. })) => {
-                    if std::time::Instant::now() >= deadline {
-                        return Err(Error::StoreBusy);
-                    }
-                    std::thread::sleep(backoff);
-                    backoff = (backoff * 2).min(std::time::Duration::from_millis(100));
-                }
-                other => break other?,
-            }
+        let (meta, ownership) = if let Some(metadata) = etcd_metadata {
+            let (meta, ownership) = crate::control::embedded::open_shard(
+                metadata,
+                options.presentation_root.clone(),
+                options.lock_wait,
+                options.owner_lease_ttl,
+            )?;
+            (meta, Some(ownership))
+        } else {
+            (
+                Self::open_holt_meta(&dir, &options, deadline, &mut backoff)?,
+                None,
+            )
         };
         // Provider from the persisted store configuration (LocalDir at <store>/objects when the
         // store has none; S3 behind the block cache otherwise, namespace marker checked).
         let objects: Arc<dyn ObjectStore> = match &options.objects {
             Some(objects) => objects.clone(),
-            None => {
-                let store_config = crate::store_config::StoreConfig::load(&dir)?;
-                crate::store_config::open_objects(&dir, store_config.as_ref())?
-            }
+            None => crate::store_config::open_objects(&dir, store_config.as_ref())?,
         };
         let mut client = Client {
             inner: Arc::new(Inner {
@@ -287,6 +291,7 @@ impl Client {
                 open_recovery: None,
                 snapshot_policy: options.snapshot_policy,
                 clock: options.clock,
+                ownership,
             }),
         };
         if options.recover_at_open {
@@ -300,6 +305,35 @@ impl Client {
         // The snapshot reaper runs at every open (best effort; see crate::snapshot).
         let _ = client.reap_snapshots();
         Ok(client)
+    }
+
+    /// Opens the holt metadata in `<dir>/meta`, waiting out another process's lock.
+    fn open_holt_meta(
+        dir: &Path,
+        options: &ClientOptions,
+        deadline: std::time::Instant,
+        backoff: &mut std::time::Duration,
+    ) -> Result<MetaShard> {
+        let meta = loop {
+            let opened = MetaShard::open(
+                dir.join("meta"),
+                meta::OpenOptions {
+                    presentation_root: options.presentation_root.clone(),
+                    ..Default::default()
+                },
+            );
+            match opened {
+                Err(meta::Error::Storage(holt::Error::Locked { .. })) => {
+                    if std::time::Instant::now() >= deadline {
+                        return Err(Error::StoreBusy);
+                    }
+                    std::thread::sleep(*backoff);
+                    *backoff = (*backoff * 2).min(std::time::Duration::from_millis(100));
+                }
+                other => break other?,
+            }
+        };
+        Ok(meta)
     }
 
     /// What the recovery pass at open did (`None` when [`ClientOptions::recover_at_open`] was
@@ -322,6 +356,12 @@ impl Client {
     /// [`ClientOptions::clock`]).
     pub fn now_unix_ms(&self) -> u64 {
         self.inner.clock.now_unix_ms()
+    }
+
+    /// The shard-owner lease this client holds on an etcd-backed store's logical shard (`None`
+    /// for an embedded holt store).
+    pub fn ownership(&self) -> Option<&crate::control::ShardOwnership> {
+        self.inner.ownership.as_ref()
     }
 
     /// The store directory.

@@ -21,6 +21,9 @@
 //! * [`commit`], [`snapshot`], [`restore`], [`changes`] — the lifecycle as [`Client`] methods:
 //!   durable commits with lineage and tags, leased snapshots, restore without copying bytes, and
 //!   the change feed.
+//! * [`control`] — the control plane on etcd: RootPlacement records, shard records naming the
+//!   TxnStore behind each logical shard, and lease-bound shard-owner records with strictly
+//!   increasing owner epochs and the fail-stop rule (`nokv root`, `nokv shard`).
 //! * [`demo`] — the reference research workflow of seed 001 on the Palmer penguins data, with
 //!   commits, a tag, a snapshot, a restore and `workbench_find`.
 //! * the `nokv` binary (`src/bin/nokv.rs`, [`cli`]) — `nokv workbench <tool> '<json>'`,
@@ -34,6 +37,7 @@ pub mod changes;
 pub mod cli;
 pub mod client;
 pub mod commit;
+pub mod control;
 pub mod demo;
 pub mod error;
 pub mod index_fields;

@@ -1,5 +1,5 @@
-//! The blocking bridge from the synchronous [`crate::store::TxnStore`] calls to etcd-client's
-//! async API, and the classification of etcd failures.
+//! The blocking bridge from synchronous code to etcd-client's async API, and the
+//! classification of etcd failures — shared by the etcd TxnStore and nokv's control plane.
 //!
 //! One multi-thread tokio runtime (two workers) per process drives every etcd request. A call
 //! spawns its future on that runtime and waits on a channel, so it works from any thread —
@@ -29,7 +29,7 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime> {
 }
 
 /// A [`Error::StoreUnavailable`].
-pub(crate) fn unavailable(reason: impl Into<String>, write_outcome_unknown: bool) -> Error {
+pub fn unavailable(reason: impl Into<String>, write_outcome_unknown: bool) -> Error {
     Error::StoreUnavailable {
         reason: reason.into(),
         write_outcome_unknown,
@@ -40,7 +40,7 @@ pub(crate) fn unavailable(reason: impl Into<String>, write_outcome_unknown: bool
 ///
 /// Errors: [`Error::StoreUnavailable`] when the runtime cannot start or the task ended without
 /// an answer.
-pub(crate) fn run<F, T>(fut: F) -> Result<T>
+pub fn run<F, T>(fut: F) -> Result<T>
 where
     F: Future<Output = T> + Send + 'static,
     T: Send + 'static,
@@ -56,7 +56,7 @@ where
 
 /// What one failed etcd request means for the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Failure {
+pub enum Failure {
     /// Worth repeating after a pause (no member reachable, no leader, leader changed, deadline,
     /// a member behind the requested revision). A write may have applied.
     Transient(String),
@@ -69,7 +69,7 @@ pub(crate) enum Failure {
 }
 
 /// Classifies an etcd-client error.
-pub(crate) fn classify(e: &etcd_client::Error) -> Failure {
+pub fn classify(e: &etcd_client::Error) -> Failure {
     use tonic::Code;
     match e {
         etcd_client::Error::GRpcStatus(s) => {
@@ -103,14 +103,14 @@ pub(crate) fn classify(e: &etcd_client::Error) -> Failure {
 }
 
 /// Exponential backoff between attempts: 10 ms doubling to 500 ms, never past `deadline`.
-pub(crate) struct Backoff {
+pub struct Backoff {
     pause: Duration,
     deadline: Instant,
 }
 
 impl Backoff {
     /// A backoff that gives up at `now + window`.
-    pub(crate) fn new(window: Duration) -> Self {
+    pub fn new(window: Duration) -> Self {
         Backoff {
             pause: Duration::from_millis(10),
             deadline: Instant::now() + window,
@@ -118,7 +118,7 @@ impl Backoff {
     }
 
     /// Sleeps before the next attempt; false when the window is spent (no sleep then).
-    pub(crate) fn wait(&mut self) -> bool {
+    pub fn wait(&mut self) -> bool {
         let now = Instant::now();
         if now >= self.deadline {
             return false;

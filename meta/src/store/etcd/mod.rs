@@ -93,7 +93,7 @@
 //! - the reserved unversioned families (`system`, `recovery_outbox`) read as of the snapshot in a
 //!   current snapshot and at their latest state in an older one (as holt does).
 
-mod bridge;
+pub mod bridge;
 mod history;
 mod keys;
 mod read;
