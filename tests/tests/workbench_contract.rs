@@ -13,7 +13,7 @@ fn setup() -> (tempfile::TempDir, Workbench) {
 }
 
 fn version(wb: &Workbench) -> u64 {
-    wb.client().meta().db().version()
+    wb.client().meta().version().unwrap()
 }
 
 fn put(wb: &Workbench, section: &str, path: &str, text: &str) -> Value {
