@@ -591,7 +591,7 @@ fn initialize<S: TxnStore>(
     let placement = match placement {
         Some(p) => RootPlacement {
             lifecycle: RootPlacementLifecycle::Active,
-            ..p.clone()
+            ..*p
         },
         None => RootPlacement {
             root_id: RootId::random()?,

@@ -64,7 +64,7 @@ impl MetaShard {
     /// [`crate::Error::InvalidArgument`] for an invalid requested presentation root,
     /// [`crate::Error::Storage`] (e.g. `holt::Error::Locked`).
     pub fn open(dir: impl AsRef<Path>, opts: OpenOptions) -> Result<MetaShard> {
-        let db = holt::Db::open(dir, opts.holt.clone())?;
+        let db = holt::Db::open(dir, opts.holt)?;
         let store = crate::schema::prepare_holt(db, opts.presentation_root.as_deref())?;
         Self::open_gated(store, &opts, None)
     }

@@ -14,7 +14,7 @@ use engine::{open, raw_get, raw_put, version};
 
 /// A small command writing one WorkspaceCurrent row for `name` at the current version.
 fn command(s: &MetaShard, request_id: RequestId, name: &str, digest_byte: u8) -> MetadataCommand {
-    let read_version = version(&s);
+    let read_version = version(s);
     let ws = WorkspaceCurrent {
         incarnation: WorkspaceIncarnationId::from_bytes([digest_byte; 16]),
         workspace_revision: 1,

@@ -65,7 +65,7 @@ pub(crate) fn open_shard(
         options,
         meta::OpenOptions {
             presentation_root,
-            placement: Some(record.placement.clone()),
+            placement: Some(record.placement),
             ..Default::default()
         },
     )?;

@@ -76,6 +76,9 @@ pub const RETRY_WINDOW: Duration = Duration::from_secs(20);
 /// Deadline of one control-plane request.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// A key's value with the id of the lease it is bound to (0: none).
+pub(crate) type ValueAndLease = (Vec<u8>, i64);
+
 /// A connection to the control plane of one deployment (cheap to clone).
 #[derive(Clone)]
 pub struct ControlPlane {
@@ -196,7 +199,7 @@ impl ControlPlane {
 
     /// Exact-key reads of `keys` in one read-only transaction: values (with their lease ids)
     /// in order.
-    pub(crate) fn get_many(&self, keys: Vec<Vec<u8>>) -> Result<Vec<Option<(Vec<u8>, i64)>>> {
+    pub(crate) fn get_many(&self, keys: Vec<Vec<u8>>) -> Result<Vec<Option<ValueAndLease>>> {
         use etcd_client::proto::PbTxnOpResponse;
         let ks = keys.clone();
         let resp = self.call("read", move |mut c| {

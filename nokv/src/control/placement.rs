@@ -234,7 +234,7 @@ impl ControlPlane {
                 let next = RootRecord {
                     placement: RootPlacement {
                         lifecycle: RootPlacementLifecycle::Active,
-                        ..current.placement.clone()
+                        ..current.placement
                     },
                     ..current.clone()
                 };
@@ -285,7 +285,7 @@ impl ControlPlane {
             placement: RootPlacement {
                 logical_shard_id: shard,
                 placement_generation: current.placement.placement_generation.saturating_add(1),
-                ..current.placement.clone()
+                ..current.placement
             },
             ..current.clone()
         };

@@ -172,7 +172,7 @@ fn a_lapsed_owner_stops_serving_before_another_takes_over_and_cannot_commit() {
         meta::MetaShard::open_etcd(
             o,
             meta::OpenOptions {
-                placement: Some(root.placement.clone()),
+                placement: Some(root.placement),
                 ..Default::default()
             },
         )
