@@ -62,41 +62,61 @@ fn latency(name: &str, n: usize, mut f: impl FnMut(usize)) -> Row {
     }
 }
 
-fn throughput(client: &Client, n_each: usize, f: fn(&Client, usize, usize)) -> f64 {
+/// Aggregate successful operations per second of 16 threads, and how many calls failed with a
+/// read-version conflict or `Busy` after the retries (optimistic commands on one workspace).
+fn throughput(
+    client: &Client,
+    n_each: usize,
+    f: fn(&Client, usize, usize) -> bool,
+) -> (f64, usize) {
     let start = Instant::now();
+    let ok = std::sync::atomic::AtomicUsize::new(0);
     std::thread::scope(|s| {
         for t in 0..CLIENTS {
             let c = client.clone();
+            let ok = &ok;
             s.spawn(move || {
                 for i in 0..n_each {
-                    f(&c, t, i);
+                    if f(&c, t, i) {
+                        ok.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
                 }
             });
         }
     });
-    (CLIENTS * n_each) as f64 / start.elapsed().as_secs_f64()
+    let ok = ok.into_inner();
+    (
+        ok as f64 / start.elapsed().as_secs_f64(),
+        CLIENTS * n_each - ok,
+    )
 }
 
-fn put_x16(c: &Client, t: usize, i: usize) {
-    c.put(
+fn put_x16(c: &Client, t: usize, i: usize) -> bool {
+    match c.put(
         "wb",
         &format!("input/par/t{t:02}/f{i:05}.txt"),
         &[b'x'; 4096],
         &PutOptions::create("text/plain", "bench"),
-    )
-    .expect("put");
+    ) {
+        Ok(_) => true,
+        Err(nokv::Error::Meta(meta::Error::ReadVersionConflict { .. }) | nokv::Error::Busy) => {
+            false
+        }
+        Err(e) => panic!("put: {e:?}"),
+    }
 }
 
-fn stat_x16(c: &Client, t: usize, i: usize) {
+fn stat_x16(c: &Client, t: usize, i: usize) -> bool {
     c.stat("wb", &format!("input/seq/f{:05}.txt", (t * 7919 + i) % 64))
         .expect("stat");
+    true
 }
 
 struct EngineRun {
     engine: &'static str,
     rows: Vec<Row>,
-    put16: f64,
-    stat16: f64,
+    put16: (f64, usize),
+    stat16: (f64, usize),
 }
 
 fn run(engine: &'static str, client: Client) -> EngineRun {
@@ -199,11 +219,11 @@ fn main() {
         println!(
             "{:<22} {:>14.0} {:>14} {:>14.0} {:>14} {:>9.2}x",
             name,
-            h,
-            "",
-            e,
-            "",
-            e / h
+            h.0,
+            format!("{} failed", h.1),
+            e.0,
+            format!("{} failed", e.1),
+            e.0 / h.0
         );
     }
     println!("engines: {} and {}", holt.engine, etcd.engine);
