@@ -1,10 +1,13 @@
 //! Engine and metadata benchmarks (criterion).
 //!
-//! * `holt/get_hit` / `holt/get_miss` — point reads on a file-backed holt db holding
-//!   `N` path-shaped keys (`tenant-NN/dataset-NNN/run-NNNN/outputs/file-NNNNN.json`, 64-byte
-//!   values), warm.
+//! * `holt/get_hit_layers` — point reads on a file-backed holt db holding `N` path-shaped keys
+//!   (`tenant-NN/dataset-NNN/run-NNNN/outputs/file-NNNNN.json`, 64-byte values) as the load left
+//!   it: several images (automatic flushes and merges) plus the in-memory delta, warm.
+//! * `holt/get_hit` / `holt/get_miss` — the same after `Db::checkpoint`: served from one image.
 //! * `holt/list_delimiter` — one delimiter listing returning the run-level common prefixes of one
 //!   dataset.
+//! * `holt/reopen_first_get` — `Db::open` of that store plus one point read (the WAL tail is
+//!   empty: what every open pays whatever the number of keys).
 //! * `holt/commit_durable` — one fdatasync'd single-put commit (Durability::Sync).
 //! * `meta/stat` — one WorkspaceCurrent + one PathCurrent point read through `meta::Reader`.
 //!
@@ -57,7 +60,15 @@ fn holt_benches(c: &mut Criterion) {
     let n = key_count();
     let dir = tempfile::tempdir().expect("tempdir");
     let (db, tree) = loaded_db(dir.path(), n);
+    db.wait_checkpointer_idle();
     let mut i = 0usize;
+    c.bench_function(&format!("holt/get_hit_layers/{n}"), |b| {
+        b.iter(|| {
+            i = (i + 7919) % n;
+            black_box(tree.get(&path_key(i)).expect("get"));
+        })
+    });
+    db.checkpoint().expect("checkpoint");
     c.bench_function(&format!("holt/get_hit/{n}"), |b| {
         b.iter(|| {
             i = (i + 7919) % n;
@@ -84,7 +95,16 @@ fn holt_benches(c: &mut Criterion) {
             black_box(entries);
         })
     });
+    drop(tree);
     drop(db);
+    c.bench_function(&format!("holt/reopen_first_get/{n}"), |b| {
+        b.iter(|| {
+            i = (i + 7919) % n;
+            let db = Db::open(dir.path(), Options::default()).expect("open");
+            let tree = db.tree("paths").expect("tree");
+            black_box(tree.get(&path_key(i)).expect("get"));
+        })
+    });
 
     let dir2 = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir2.path(), Options::default()).expect("open");

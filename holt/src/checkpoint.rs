@@ -1,9 +1,11 @@
-//! Checkpoints: a consistent image of every tree at one LSN.
+//! The checkpoint format before images (format 1), kept so that stores written by earlier
+//! versions still open: at open, when a store has no image, its newest valid
+//! `checkpoint-<20-digit lsn>.ckpt` is loaded into the in-memory delta (O(keys), once) and the
+//! first flush writes it as the base image, after which the old file is deleted. holt no longer
+//! writes this format (the writer below exists in test builds only, to make fixtures).
 //!
-//! File `dir/checkpoint-<20-digit lsn>.ckpt`, written as `.tmp`, fdatasynced, renamed, and the
-//! directory fsynced. Every file operation of writing and installing goes through the
-//! [`WalFs`] layer (the WAL's), so the crash simulation covers checkpoints too. It is a sequence of blocks, each `u32le len | u32le crc32(body) | body`,
-//! body starting with a block type:
+//! The file is a sequence of blocks, each `u32le len | u32le crc32(body) | body`, body
+//! starting with a block type:
 //!
 //! ```text
 //! 1 header   magic "HOLTCKP1" | u32 format (1) | u64 lsn | u64 version | u64 history_floor
@@ -18,12 +20,18 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use crate::codec::{put_bytes, put_u16, put_u32, put_u64, put_u8, Dec};
+use crate::codec::Dec;
+#[cfg(test)]
+use crate::codec::{put_bytes, put_u16, put_u32, put_u64, put_u8};
 use crate::error::{Error, Result};
-use crate::mvcc::{self, HISTORY_NAME, HISTORY_TAG};
+#[cfg(test)]
+use crate::mvcc;
+use crate::mvcc::{HISTORY_NAME, HISTORY_TAG};
 use crate::registry::TreeMeta;
 use crate::state::{Slot, State, TreeMap, Value};
-use crate::wal::fs::{self as wfs, WalFile, WalFs};
+use crate::wal::fs::WalFs;
+#[cfg(test)]
+use crate::wal::fs::{self as wfs, WalFile};
 
 const MAGIC: &[u8; 8] = b"HOLTCKP1";
 const FORMAT: u32 = 1;
@@ -31,9 +39,11 @@ const BLOCK_HEADER: u8 = 1;
 const BLOCK_ENTRIES: u8 = 2;
 const BLOCK_FOOTER: u8 = 3;
 /// Entry blocks are flushed once they reach this many bytes.
+#[cfg(test)]
 const BLOCK_TARGET: usize = 1 << 20;
 
 /// `checkpoint-<20-digit lsn>.ckpt`.
+#[cfg(test)]
 pub(crate) fn file_name(lsn: u64) -> String {
     format!("checkpoint-{lsn:020}.ckpt")
 }
@@ -82,6 +92,7 @@ pub(crate) fn list(fs: &dyn WalFs, dir: &Path) -> Result<Listing> {
     })
 }
 
+#[cfg(test)]
 /// Progress points of [`write`], reported to its `progress` callback (which may abort the write
 /// by returning an error).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,6 +103,7 @@ pub(crate) enum WriteStep {
     Block,
 }
 
+#[cfg(test)]
 /// Buffers blocks and writes them to the `.tmp` file in large positioned writes.
 struct BlockWriter<'a> {
     file: Box<dyn WalFile>,
@@ -100,6 +112,7 @@ struct BlockWriter<'a> {
     off: u64,
 }
 
+#[cfg(test)]
 impl BlockWriter<'_> {
     fn block(&mut self, body: &[u8]) -> Result<()> {
         let len = u32::try_from(body.len())
@@ -127,10 +140,12 @@ impl BlockWriter<'_> {
 }
 
 /// The `.tmp` name a checkpoint at `lsn` is written under before [`install`].
+#[cfg(test)]
 pub(crate) fn tmp_name(lsn: u64) -> String {
     format!("checkpoint-{lsn:020}.tmp")
 }
 
+#[cfg(test)]
 /// Writes `state` to `dir/checkpoint-<state.lsn>.tmp` through `fs` and `fdatasync`s it; returns
 /// the `.tmp` path ([`install`] gives it its final name). Any stale file of that name is
 /// replaced. `progress` runs after the header and after every entry block; an error from it
@@ -188,7 +203,13 @@ pub(crate) fn write(
         for (k, s) in state.tree(m.tag).iter() {
             // MVCC garbage below the history floor is invisible to every allowed read; it is not
             // written, so a checkpoint never carries it forward (see `mvcc`).
-            if mvcc::skip_in_checkpoint(m.tag, m.versioned, s, state.floor) {
+            if mvcc::drop_in_image(
+                m.tag,
+                m.versioned,
+                crate::layers::SlotRef::of(s),
+                state.floor,
+                true,
+            ) {
                 continue;
             }
             put_u8(&mut body, m.tag);
@@ -227,6 +248,7 @@ pub(crate) fn write(
     Ok(tmp_path)
 }
 
+#[cfg(test)]
 /// Installs the fully written and synced checkpoint `tmp` (from [`write`]) as
 /// `dir/checkpoint-<lsn>.ckpt`: `rename`, then `fsync` of `dir`, after which the checkpoint
 /// survives power loss. Returns the installed path. Errors: `Io` (`rename`, `fsync`).
@@ -249,9 +271,11 @@ pub(crate) fn load(path: &Path) -> Result<State> {
     if len == 0 {
         return Err(Error::corrupt(path, 0, "empty checkpoint file"));
     }
-    // SAFETY: the mapping is read-only and the file is private to this database: checkpoints are
-    // immutable after their rename and the directory is held under the exclusive LOCK, so no one
-    // truncates or rewrites it while it is mapped. All reads are bounds-checked.
+    // SAFETY: the mapping is read-only and nothing modifies an installed checkpoint in place:
+    // checkpoints are immutable after their rename, the one writer (under the exclusive LOCK)
+    // only unlinks them (a read-only process's mapping keeps the unlinked inode alive) or renames
+    // a new file over the same name (a new inode), and no one truncates or rewrites one. All
+    // reads are bounds-checked.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io("mmap", path, e))?;
     parse(path, &map)
 }

@@ -3,18 +3,20 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
 use crate::batch::{Batch, BatchOp, MAX_KEY_LEN, MAX_VALUE_LEN};
 use crate::checkpoint;
+use crate::compact::{self, Job};
 use crate::error::{Error, Result};
+use crate::image::{set, Image, Progress, TreeEntry};
 use crate::mvcc::{self, HISTORY_TAG};
 use crate::options::{Options, Stats, WalIo, WalIoPath};
 use crate::registry::{TreeInfo, TreeMeta};
-use crate::state::{State, Visibility};
+use crate::state::{Frozen, State, TreeMap, Visibility};
 use crate::tree::{Tree, View};
 use crate::wal::fs::WalFs;
 use crate::wal::reader::recover;
@@ -29,7 +31,7 @@ static NEXT_DB_ID: AtomicU64 = AtomicU64::new(1);
 /// released when the last clone is dropped (`Tree` handles do not keep the database open).
 #[derive(Clone)]
 pub struct Db {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
     /// The background checkpointer of a file-backed database; the last clone's drop stops and
     /// joins it (declared after `inner` so the engine is released first, then the thread).
     _bg: Option<Arc<BgGuard>>,
@@ -136,6 +138,14 @@ impl std::fmt::Debug for Db {
     }
 }
 
+/// What [`Inner::accept`] produced: the new tip and the LSN whose durability is pending.
+pub(crate) struct Accepted {
+    /// The accepted state (the unchanged tip when `build` produced nothing).
+    pub(crate) state: Arc<State>,
+    /// The queued record's LSN; `None` when nothing waits for durability.
+    pub(crate) pending_lsn: Option<u64>,
+}
+
 pub(crate) struct Inner {
     id: u64,
     opts: Options,
@@ -146,13 +156,16 @@ pub(crate) struct Inner {
     /// batch is validated against.
     tip: Mutex<Arc<State>>,
     wal: Option<Wal>,
-    /// Serialises checkpoints.
+    /// Serialises image writes (flushes, merges, checkpoints).
     ckpt: Mutex<()>,
-    /// WAL bytes (replayed + written) at the last checkpoint's rotation.
+    /// WAL bytes (replayed + written) at the last flush's rotation.
     ckpt_base: AtomicU64,
     replayed_bytes: u64,
+    /// A flush is due whatever the WAL size (the state was loaded from a legacy checkpoint).
+    force_flush: AtomicBool,
     commits: AtomicU64,
     checkpoints: AtomicU64,
+    merges: AtomicU64,
     checkpoint_failures: AtomicU64,
     /// The error of the last failed automatic (background) checkpoint.
     last_checkpoint_error: Mutex<Option<String>>,
@@ -164,6 +177,8 @@ pub(crate) struct Inner {
     visible: Visibility,
     /// Holds the advisory lock on `dir/LOCK` for the lifetime of the engine.
     _lock: Option<File>,
+    /// Opened with `Db::open_read_only` (see `read_only.rs`): every write is refused.
+    read_only: bool,
 }
 
 fn check_wal_io(opts: &Options) -> Result<IoEngine> {
@@ -190,6 +205,24 @@ fn check_value(value: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// The registry as recorded in an image (the `history` tree is implicit).
+fn tree_entries(registry: &crate::registry::Registry) -> Vec<TreeEntry> {
+    registry
+        .iter()
+        .filter(|m| m.tag != HISTORY_TAG)
+        .map(|m| TreeEntry {
+            tag: m.tag,
+            versioned: m.versioned,
+            name: m.name.clone(),
+        })
+        .collect()
+}
+
+/// The size unit of the merge policy's tiers: about the image a flush writes.
+fn merge_unit(opts: &Options) -> u64 {
+    (opts.checkpoint_wal_bytes / 2).max(64 << 10)
+}
+
 impl Inner {
     fn new(
         opts: Options,
@@ -211,8 +244,10 @@ impl Inner {
             ckpt: Mutex::new(()),
             ckpt_base: AtomicU64::new(0),
             replayed_bytes,
+            force_flush: AtomicBool::new(false),
             commits: AtomicU64::new(0),
             checkpoints: AtomicU64::new(0),
+            merges: AtomicU64::new(0),
             checkpoint_failures: AtomicU64::new(0),
             last_checkpoint_error: Mutex::new(None),
             bg,
@@ -220,7 +255,16 @@ impl Inner {
             ckpt_hook: Mutex::new(None),
             visible: Visibility::default(),
             _lock: lock,
+            read_only: false,
         }
+    }
+
+    /// `Err(ReadOnly { op })` for a database opened read-only.
+    fn refuse_if_read_only(&self, op: &'static str) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly { op });
+        }
+        Ok(())
     }
 
     pub(crate) fn current(&self) -> Arc<State> {
@@ -242,12 +286,32 @@ impl Inner {
         &self,
         build: impl FnOnce(&State) -> Result<Option<(State, Record)>>,
     ) -> Result<Arc<State>> {
+        let accepted = self.accept(build)?;
+        if let Some(lsn) = accepted.pending_lsn {
+            self.await_durable(lsn)?;
+        }
+        Ok(accepted.state)
+    }
+
+    /// The first half of [`Inner::submit`]: runs `build` against the tip under the commit lock
+    /// and, if it yields a new state and record, makes that state the new tip (the newest
+    /// *accepted* state, which later batches are validated against) and queues the record for
+    /// group commit. Returns without waiting for durability; `pending_lsn` is the LSN to hand to
+    /// [`Inner::await_durable`] (`None`: nothing to wait for — no change, or an in-memory
+    /// database, which publishes at once).
+    pub(crate) fn accept(
+        &self,
+        build: impl FnOnce(&State) -> Result<Option<(State, Record)>>,
+    ) -> Result<Accepted> {
         let mut tip = self.tip.lock();
         if let Some(wal) = &self.wal {
             wal.check_poison()?;
         }
         let Some((mut st, rec)) = build(&tip)? else {
-            return Ok(tip.clone());
+            return Ok(Accepted {
+                state: tip.clone(),
+                pending_lsn: None,
+            });
         };
         let lsn = tip.lsn + 1;
         st.lsn = lsn;
@@ -258,20 +322,52 @@ impl Inner {
                 *self.published.write() = st.clone();
                 drop(tip);
                 self.visible.notify();
+                Ok(Accepted {
+                    state: st,
+                    pending_lsn: None,
+                })
             }
             Some(wal) => {
                 let bytes = rec.frame(lsn)?;
                 wal.enqueue(lsn, &bytes, st.clone())?;
                 *tip = st.clone();
-                drop(tip);
-                let durable = wal.wait_durable(lsn, &self.published);
-                // Engine-core hook for `Db::wait_visible`: the state with `lsn` (or a newer
-                // one) is published now — or the log failed, which waiters must learn too.
-                self.visible.notify();
-                durable?;
+                Ok(Accepted {
+                    state: st,
+                    pending_lsn: Some(lsn),
+                })
             }
         }
-        Ok(st)
+    }
+
+    /// The second half of [`Inner::submit`]: returns once the record with `lsn` is durable and
+    /// the state it produced (or a newer one) is published, writing a group as leader if no
+    /// writer is active. Errors: the group's I/O error, or `Poisoned` when an earlier group
+    /// failed (the record was never written).
+    pub(crate) fn await_durable(&self, lsn: u64) -> Result<()> {
+        let Some(wal) = &self.wal else {
+            return Ok(());
+        };
+        let durable = wal.wait_durable(lsn, &self.published);
+        // Engine-core hook for `Db::wait_visible`: the state with `lsn` (or a newer one) is
+        // published now — or the log failed, which waiters must learn too.
+        self.visible.notify();
+        durable
+    }
+
+    /// The newest accepted state (the tip), possibly ahead of the published one.
+    pub(crate) fn accepted(&self) -> Arc<State> {
+        self.tip.lock().clone()
+    }
+
+    /// The engine id that views and tree handles are bound to.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Counts one acknowledged commit and wakes the checkpointer if one is due.
+    pub(crate) fn commit_acknowledged(&self) {
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        self.maybe_auto_checkpoint();
     }
 
     /// Runs one bounded step of the pending MVCC prune sweep on the tip, under the commit lock
@@ -318,73 +414,269 @@ impl Inner {
         let _ = step;
     }
 
-    /// Writes, installs and cleans up one checkpoint; the caller holds `self.ckpt`.
-    ///
-    /// 1. Under the group-commit writer role (briefly): every queued record is made durable and
-    ///    the WAL rolls to a new segment, so the snapshot's LSN `L` (the published state, an
-    ///    O(1) clone of persistent ART roots) ends the closed segments.
-    /// 2. Without any engine lock: the image of the snapshot is written to `.tmp` and
-    ///    fdatasynced; committers keep committing into the new segment meanwhile.
-    /// 3. Install: rename + directory fsync. Only then are older checkpoints and the WAL segments
-    ///    starting at or below `L` unlinked (and the directories fsynced).
-    ///
-    /// `cancel` is polled between blocks of step 2; when it returns true the checkpoint stops
-    /// with `Error::Closed` before anything is installed. A failure at any step leaves the WAL
-    /// (and the previous checkpoint) in place, so no commit is lost.
-    fn checkpoint_locked(&self, cancel: &dyn Fn() -> bool) -> Result<()> {
+    /// Freezes the active delta for a flush: under the commit lock and the group-commit writer
+    /// role, every queued record is made durable and the WAL rolls to a new segment, so the tip
+    /// (now durable, LSN `L`) ends the closed segments; its delta becomes the frozen layer and
+    /// a fresh, empty delta takes the next commits. The new structure is published at once
+    /// (same content). Returns the frozen delta, or `None` when nothing happened since the
+    /// newest image. A frozen delta left by a failed flush is returned again, not re-frozen.
+    fn freeze(&self) -> Result<Option<Arc<Frozen>>> {
+        let Some(wal) = &self.wal else {
+            return Ok(None);
+        };
+        let mut tip = self.tip.lock();
+        if let Some(f) = &tip.frozen {
+            return Ok(Some(Arc::clone(f)));
+        }
+        wal.check_poison()?;
+        wal.flush_and_rotate(&self.published)?;
+        self.ckpt_base
+            .store(self.wal_bytes_total(), Ordering::Relaxed);
+        let imaged = tip.images.first().map_or(0, |i| i.last_lsn());
+        if tip.lsn <= imaged {
+            return Ok(None);
+        }
+        let mut st = State::clone(&tip);
+        let trees = std::mem::replace(&mut st.trees, vec![TreeMap::new(); 256]);
+        let frozen = Arc::new(Frozen {
+            trees,
+            lsn: st.lsn,
+            version: st.version,
+            floor: st.floor,
+            registry: st.registry.clone(),
+        });
+        st.frozen = Some(Arc::clone(&frozen));
+        let st = Arc::new(st);
+        *tip = Arc::clone(&st);
+        let mut published = self.published.write();
+        if published.lsn == st.lsn {
+            *published = st;
+        }
+        Ok(Some(frozen))
+    }
+
+    /// Makes `change(tip)` the new tip and publishes it: at once when the tip is durable,
+    /// otherwise once the group commit in flight (which publishes the state queued before the
+    /// change) is done, unless newer commits (built on the new structure) published already.
+    fn install_structure(&self, change: impl FnOnce(&State) -> State) {
+        let lsn = {
+            let mut tip = self.tip.lock();
+            let st = Arc::new(change(&tip));
+            *tip = Arc::clone(&st);
+            let mut published = self.published.write();
+            if published.lsn == st.lsn {
+                *published = st;
+                return;
+            }
+            st.lsn
+        };
+        if let Some(wal) = &self.wal {
+            if wal.wait_durable(lsn, &self.published).is_err() {
+                return;
+            }
+        }
+        let tip = self.tip.lock();
+        let mut published = self.published.write();
+        if published.lsn == tip.lsn {
+            *published = Arc::clone(&tip);
+        }
+    }
+
+    /// Writes the image of `frozen` (if any) over the newest `inputs.len()` images of the tip,
+    /// installs it in their place and deletes what it replaced: covered WAL segments (after a
+    /// flush or checkpoint), merged images, leftovers. The caller holds `self.ckpt`.
+    fn write_install(
+        &self,
+        frozen: Option<Arc<Frozen>>,
+        inputs: Vec<Arc<Image>>,
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<()> {
         let (Some(wal), Some(dir)) = (&self.wal, &self.dir) else {
             return Ok(());
         };
-        let snap = wal.flush_and_rotate(&self.published)?;
-        self.ckpt_base
-            .store(self.wal_bytes_total(), Ordering::Relaxed);
         let fs = wal.fs();
-        let listing = checkpoint::list(fs, dir)?;
-        for path in &listing.stale_tmp {
-            fs.remove(path).map_err(|e| Error::io("unlink", path, e))?;
-        }
-        let tmp = checkpoint::write(fs, dir, &snap, &mut |step| {
-            if step == checkpoint::WriteStep::Header {
+        let below = self.tip.lock().images.get(inputs.len()).cloned();
+        let first = inputs
+            .last()
+            .map(|i| i.first_lsn())
+            .or_else(|| below.as_ref().map(|b| b.last_lsn() + 1))
+            .unwrap_or(1);
+        let (last, version, floor, trees) = match (&frozen, inputs.first()) {
+            (Some(f), _) => (f.lsn, f.version, f.floor, tree_entries(&f.registry)),
+            (None, Some(newest)) => {
+                let m = newest.meta();
+                (m.last_lsn, m.version, m.floor, m.trees.clone())
+            }
+            (None, None) => return Ok(()),
+        };
+        let drop_floor = self.current().floor.max(floor);
+        let job = Job {
+            frozen: frozen.as_deref(),
+            inputs: &inputs,
+            first,
+            last,
+            version,
+            floor,
+            trees,
+            drop_floor,
+        };
+        let mut progress = |step: Progress| {
+            if step == Progress::Started {
                 self.ckpt_step(CkptStep::Writing);
             }
             if cancel() {
                 return Err(Error::Closed);
             }
             Ok(())
-        })?;
+        };
+        let (tmp, _bytes) = compact::write(fs, dir, &job, &mut progress)?;
         if cancel() {
             return Err(Error::Closed);
         }
-        checkpoint::install(fs, dir, snap.lsn, &tmp)?;
-        let mut removed_old = false;
-        for (lsn, path) in &listing.installed {
-            if *lsn < snap.lsn {
-                fs.remove(path).map_err(|e| Error::io("unlink", path, e))?;
-                removed_old = true;
+        let img = compact::install(fs, dir, first, last, &tmp)?;
+        let wrote_frozen = frozen.is_some();
+        let replaced = inputs.len();
+        self.install_structure(|tip| {
+            let mut st = tip.clone();
+            if wrote_frozen {
+                st.frozen = None;
+            }
+            let mut images = vec![Arc::clone(&img)];
+            images.extend(tip.images.iter().skip(replaced).cloned());
+            st.images = Arc::from(images);
+            st
+        });
+        self.cleanup(if wrote_frozen { Some(last) } else { None })?;
+        Ok(())
+    }
+
+    /// Deletes what the current tiling no longer needs: image files it does not use (merged
+    /// away, or left over), stale `.tmp` files, legacy checkpoints and WAL segments covered by
+    /// the images (`wal_through`). The caller holds `self.ckpt`.
+    fn cleanup(&self, wal_through: Option<u64>) -> Result<()> {
+        let (Some(wal), Some(dir)) = (&self.wal, &self.dir) else {
+            return Ok(());
+        };
+        let fs = wal.fs();
+        let keep: Vec<PathBuf> = self
+            .tip
+            .lock()
+            .images
+            .iter()
+            .map(|i| i.path().to_path_buf())
+            .collect();
+        let imaged = wal_through.unwrap_or(0);
+        let listing = set::list(fs, dir)?;
+        let mut doomed: Vec<PathBuf> = listing
+            .images
+            .into_iter()
+            .map(|(_, _, p)| p)
+            .filter(|p| !keep.contains(p))
+            .collect();
+        doomed.extend(listing.stale_tmp);
+        if imaged > 0 {
+            let legacy = checkpoint::list(fs, dir)?;
+            doomed.extend(
+                legacy
+                    .installed
+                    .into_iter()
+                    .filter(|(lsn, _)| *lsn <= imaged)
+                    .map(|(_, p)| p),
+            );
+            doomed.extend(legacy.stale_tmp);
+        }
+        for path in &doomed {
+            match fs.remove(path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io("unlink", path, e)),
             }
         }
-        if removed_old {
+        if !doomed.is_empty() {
             fs.sync_dir(dir).map_err(|e| Error::io("fsync", dir, e))?;
         }
-        wal.remove_segments_through(snap.lsn)?;
+        if imaged > 0 {
+            wal.remove_segments_through(imaged)?;
+        }
+        Ok(())
+    }
+
+    /// Flush: writes the in-memory delta (frozen first) as a new image above the others and
+    /// drops the WAL it covers. A no-op when nothing happened since the newest image. The
+    /// caller holds `self.ckpt`.
+    fn flush_locked(&self, cancel: &dyn Fn() -> bool) -> Result<()> {
+        let Some(frozen) = self.freeze()? else {
+            return Ok(());
+        };
+        self.write_install(Some(frozen), Vec::new(), cancel)?;
+        self.force_flush.store(false, Ordering::Relaxed);
         self.checkpoints.fetch_add(1, Ordering::Relaxed);
         self.ckpt_step(CkptStep::Done);
         Ok(())
     }
 
-    /// Whether enough WAL has been written since the last checkpoint's rotation for an
-    /// automatic checkpoint.
+    /// Checkpoint: writes the in-memory delta and every image as one new base image and drops
+    /// everything it replaces. A no-op when the store already is one image and nothing
+    /// happened since. The caller holds `self.ckpt`.
+    fn checkpoint_locked(&self, cancel: &dyn Fn() -> bool) -> Result<()> {
+        if self.tip.lock().frozen.is_some() {
+            // A flush that failed earlier: finish it first (one frozen layer at a time).
+            self.flush_locked(cancel)?;
+        }
+        let frozen = self.freeze()?;
+        let images: Vec<Arc<Image>> = self.tip.lock().images.to_vec();
+        if frozen.is_none() && images.len() <= 1 {
+            self.cleanup(images.first().map(|i| i.last_lsn()))?;
+            return Ok(());
+        }
+        let wrote = frozen.is_some();
+        self.write_install(frozen, images, cancel)?;
+        if wrote {
+            self.force_flush.store(false, Ordering::Relaxed);
+        } else {
+            self.merges.fetch_add(1, Ordering::Relaxed);
+        }
+        self.checkpoints.fetch_add(1, Ordering::Relaxed);
+        self.ckpt_step(CkptStep::Done);
+        Ok(())
+    }
+
+    /// The merge the policy calls for now (`image::set::plan_merge`): how many of the newest
+    /// images to merge.
+    fn merge_due(&self) -> Option<usize> {
+        let sizes: Vec<u64> = self.tip.lock().images.iter().map(|i| i.bytes()).collect();
+        set::plan_merge(&sizes, merge_unit(&self.opts))
+    }
+
+    /// Runs the merge the policy calls for, if any; returns whether one ran. The caller holds
+    /// `self.ckpt`.
+    fn merge_step(&self, cancel: &dyn Fn() -> bool) -> Result<bool> {
+        let Some(k) = self.merge_due() else {
+            return Ok(false);
+        };
+        let inputs: Vec<Arc<Image>> = self.tip.lock().images.iter().take(k).cloned().collect();
+        if inputs.len() < 2 {
+            return Ok(false);
+        }
+        self.write_install(None, inputs, cancel)?;
+        self.merges.fetch_add(1, Ordering::Relaxed);
+        Ok(true)
+    }
+
+    /// Whether enough WAL has been written since the last flush's rotation for an automatic
+    /// flush.
     fn auto_checkpoint_due(&self) -> bool {
         let threshold = self.opts.checkpoint_wal_bytes;
         threshold != 0
             && self.wal.is_some()
-            && self
-                .wal_bytes_total()
-                .saturating_sub(self.ckpt_base.load(Ordering::Relaxed))
-                >= threshold
+            && (self.force_flush.load(Ordering::Relaxed)
+                || self
+                    .wal_bytes_total()
+                    .saturating_sub(self.ckpt_base.load(Ordering::Relaxed))
+                    >= threshold)
     }
 
-    /// Called after each commit: wakes the background checkpointer when a checkpoint is due.
+    /// Called after each commit: wakes the background checkpointer when a flush is due.
     /// Never blocks the committer.
     fn maybe_auto_checkpoint(&self) {
         if let Some(bg) = &self.bg {
@@ -394,16 +686,25 @@ impl Inner {
         }
     }
 
-    /// One automatic checkpoint on the background thread. A failure is counted and remembered
-    /// (`Stats::checkpoint_failures`, `Stats::last_checkpoint_error`); the WAL keeps every
-    /// commit, and the next attempt comes after another `checkpoint_wal_bytes` of WAL.
+    /// One round of background work: the due flush, then every merge the policy calls for.
+    /// A failure is counted and remembered (`Stats::checkpoint_failures`,
+    /// `Stats::last_checkpoint_error`); the WAL and the older images keep every commit, and the
+    /// next attempt comes after another `checkpoint_wal_bytes` of WAL.
     fn background_checkpoint(&self, signal: &BgSignal) {
         let _guard = self.ckpt.lock();
-        if !self.auto_checkpoint_due() {
-            return;
-        }
         let cancel = || signal.stopping.load(Ordering::Relaxed);
-        match self.checkpoint_locked(&cancel) {
+        let mut res = Ok(());
+        if self.auto_checkpoint_due() || self.tip.lock().frozen.is_some() {
+            res = self.flush_locked(&cancel);
+        }
+        while res.is_ok() {
+            match self.merge_step(&cancel) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => res = Err(e),
+            }
+        }
+        match res {
             Ok(()) => {}
             Err(_) if cancel() => {}
             Err(e) => {
@@ -430,7 +731,11 @@ impl Inner {
     }
 
     /// Validates `batch` against `tip` and plans its writes (history rows included).
-    fn build_commit(&self, tip: &State, batch: Batch) -> Result<Option<(State, Record)>> {
+    pub(crate) fn build_commit(
+        &self,
+        tip: &State,
+        batch: Batch,
+    ) -> Result<Option<(State, Record)>> {
         for op in &batch.ops {
             let (tree, key) = match op {
                 BatchOp::Put { tree, key, value } => {
@@ -463,7 +768,7 @@ impl Inner {
         }
         for op in &batch.ops {
             if let BatchOp::Expect { tree, key, expect } = op {
-                if !expect.holds(tip.latest(tree.meta.tag, key)) {
+                if !expect.holds(tip.latest(tree.meta.tag, key)?) {
                     return Err(Error::PredicateFailed {
                         tree: tree.meta.name.clone(),
                         key: key.clone(),
@@ -487,7 +792,7 @@ impl Inner {
                 BatchOp::Expect { .. } => continue,
             };
             let meta = self.tree_meta(tip, &tree)?;
-            mvcc::write(&mut st, &meta, &history, key, value, version, &mut phys);
+            mvcc::write(&mut st, &meta, &history, key, value, version, &mut phys)?;
         }
         st.version = version;
         if st.prune.is_some() {
@@ -498,19 +803,98 @@ impl Inner {
     }
 }
 
+/// The newest valid checkpoint of the format before images (`checkpoint-<lsn>.ckpt`), loaded
+/// into the in-memory delta; `None` when there is none. Errors: the first checkpoint's error
+/// when none of them is valid.
+fn load_legacy_checkpoint(fs: &dyn WalFs, dir: &Path) -> Result<Option<State>> {
+    let ckpts = checkpoint::list(fs, dir)?.installed;
+    let mut first_err = None;
+    for (lsn, path) in &ckpts {
+        match checkpoint::load(path) {
+            Ok(st) if st.lsn == *lsn => return Ok(Some(st)),
+            Ok(st) => {
+                first_err.get_or_insert(Error::corrupt(
+                    path,
+                    0,
+                    format!("file name says LSN {lsn}, header says {}", st.lsn),
+                ));
+            }
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(None),
+    }
+}
+
+/// Recovers the state of the store in `dir` without modifying any file: chooses the image
+/// tiling (or loads a checkpoint of the format before images), replays the WAL after it, and
+/// checks that nothing an installed image holds is missing. Returns the recovered state and
+/// whether it came from a legacy checkpoint (the first flush converts it). Shared by
+/// [`Db::open`] and [`Db::open_read_only`]: images and leftovers the tiling does not use, and
+/// WAL segments it covers, are removed by a writer's next flush or merge.
+/// Errors: as [`Db::open`] (`Corrupt` naming the image or segment, `Io`).
+pub(crate) fn recover_store(
+    fs: &dyn WalFs,
+    dir: &Path,
+) -> Result<(crate::wal::reader::Recovered, bool)> {
+    let wal_dir = dir.join("wal");
+    let listing = set::list(fs, dir)?;
+    let tiling = set::open_tiling(&listing);
+    let mut legacy = false;
+    let base = if tiling.images.is_empty() {
+        // A store written before images existed: load its newest valid checkpoint into the
+        // in-memory delta once; the first flush writes it as the base image.
+        let loaded = load_legacy_checkpoint(fs, dir)?;
+        legacy = loaded.is_some();
+        loaded.unwrap_or_else(State::new)
+    } else {
+        State::from_images(tiling.images)?
+    };
+    let recovered = match recover(fs, &wal_dir, base) {
+        Ok(r) => r,
+        // The WAL cannot make up for images that failed their checks: report those.
+        Err(e) => return Err(tiling.failure.unwrap_or(e)),
+    };
+    // Every installed image holds records the store acknowledged: if the chosen images and the
+    // WAL end before one of them, that image (or one it depends on) is unusable.
+    let listed = listing.images.iter().map(|i| i.1).max().unwrap_or(0);
+    if recovered.state.lsn < listed {
+        return Err(tiling.failure.unwrap_or_else(|| {
+            Error::corrupt(
+                dir,
+                0,
+                format!(
+                    "an image holds records up to LSN {listed}, but the images and WAL found \
+                     reach only LSN {}",
+                    recovered.state.lsn
+                ),
+            )
+        }));
+    }
+    Ok((recovered, legacy))
+}
+
 impl Db {
     /// Opens (or creates) the database in directory `dir`.
     ///
     /// A missing or empty directory is initialised (`LOCK`, `wal/`). An existing directory must
-    /// already be a holt store; open then loads the newest valid checkpoint (memory-mapped) and
-    /// replays the WAL after it, without modifying any file (a torn final record is truncated
-    /// later, by the first WAL write).
+    /// already be a holt store; open then maps its images (checking each one's footer, CRC
+    /// directory and meta record — nothing proportional to the number of keys) and replays the
+    /// WAL after the newest one into the in-memory delta, without modifying any file (a torn
+    /// final record is truncated later, by the first WAL write). A store written before images
+    /// existed (`checkpoint-<lsn>.ckpt`) is loaded into memory once and converted by the first
+    /// flush.
     ///
     /// The WAL I/O path is chosen from `opts.wal_io` (see [`crate::WalIo`]); `Db::stats` reports it.
     ///
     /// Errors: `Unsupported` for `WalIo::IoUring` when io_uring is not available; `Locked` if
     /// another `Db` holds `dir/LOCK`;
-    /// `Corrupt` for a directory that is not a holt store, a damaged checkpoint or a damaged,
+    /// `Corrupt` for a directory that is not a holt store, an image whose footer, directory or
+    /// meta record is damaged when the WAL cannot replace it (naming the file), or a damaged,
     /// gapped or missing WAL segment (the torn final record excepted); `Io` on OS failures.
     pub fn open(dir: impl AsRef<Path>, opts: Options) -> Result<Db> {
         Self::open_with_fs(dir, opts, crate::wal::fs::os())
@@ -566,33 +950,7 @@ impl Db {
             Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("flock", &lock_path, e)),
         }
 
-        // Stale `.tmp` files are left alone here (open modifies nothing); the next checkpoint
-        // removes them.
-        let ckpts = checkpoint::list(&*wal_fs, &dir)?.installed;
-        let mut ckpt_err = None;
-        let mut base = None;
-        for (lsn, path) in &ckpts {
-            match checkpoint::load(path) {
-                Ok(st) if st.lsn == *lsn => {
-                    base = Some(st);
-                    break;
-                }
-                Ok(st) => {
-                    ckpt_err.get_or_insert(Error::corrupt(
-                        path,
-                        0,
-                        format!("file name says LSN {lsn}, header says {}", st.lsn),
-                    ));
-                }
-                Err(e) => {
-                    ckpt_err.get_or_insert(e);
-                }
-            }
-        }
-        if let (None, Some(e)) = (&base, ckpt_err.take()) {
-            return Err(e);
-        }
-        let recovered = recover(&*wal_fs, &wal_dir, base.unwrap_or_else(State::new))?;
+        let (recovered, legacy) = recover_store(&*wal_fs, &dir)?;
         let wal = Wal::new(
             wal_fs,
             wal_dir,
@@ -631,8 +989,17 @@ impl Db {
             }
         };
         let db = Db { inner, _bg: bg };
-        // WAL replayed at open may already be over the threshold.
+        if legacy {
+            db.inner.force_flush.store(true, Ordering::Relaxed);
+        }
+        // WAL replayed at open may already be over the threshold, or a crash may have left a
+        // merge undone.
         db.inner.maybe_auto_checkpoint();
+        if db.inner.merge_due().is_some() {
+            if let Some(bg) = &db.inner.bg {
+                bg.request();
+            }
+        }
         Ok(db)
     }
 
@@ -649,6 +1016,22 @@ impl Db {
         })
     }
 
+    /// Wraps a state recovered by `Db::open_read_only` (see `read_only.rs`): no WAL, no lock, no
+    /// background thread, every write refused with `Error::ReadOnly`.
+    pub(crate) fn from_read_only_state(
+        opts: Options,
+        dir: PathBuf,
+        state: State,
+        replayed_bytes: u64,
+    ) -> Db {
+        let mut inner = Inner::new(opts, Some(dir), state, None, replayed_bytes, None, None);
+        inner.read_only = true;
+        Db {
+            inner: Arc::new(inner),
+            _bg: None,
+        }
+    }
+
     fn handle(&self, meta: Arc<TreeMeta>) -> Tree {
         Tree {
             db: Arc::downgrade(&self.inner),
@@ -661,8 +1044,9 @@ impl Db {
     /// version) and returns its handle. A versioned tree keeps MVCC history in the `history`
     /// tree. Errors: `InvalidArgument` for a name outside 1..=64 bytes of `[a-z0-9_]`;
     /// `TreeExists` for a taken name (including `history`); `TagInUse` for a taken tag
-    /// (including 0x00); `Io`/`Poisoned` on WAL failure.
+    /// (including 0x00); `Io`/`Poisoned` on WAL failure; `ReadOnly` on a read-only database.
     pub fn create_tree(&self, name: &str, tag: u8, versioned: bool) -> Result<Tree> {
+        self.inner.refuse_if_read_only("create_tree")?;
         let st = self.inner.submit(|tip| {
             tip.registry.check_new(name, tag)?;
             let rec = Record::CreateTree {
@@ -671,7 +1055,7 @@ impl Db {
                 name: name.to_string(),
             };
             let mut st = tip.clone();
-            st.apply_record(rec.clone(), tip.lsn)
+            st.apply_record(rec.clone(), tip.lsn)?
                 .map_err(Error::InvalidArgument)?;
             Ok(Some((st, rec)))
         })?;
@@ -717,16 +1101,17 @@ impl Db {
     ///
     /// Errors: `InvalidArgument` (empty batch, key > 64 KiB, value > 16 MiB, write to the
     /// `history` tree), `UnknownTree` (handle from another database), `VersionMismatch`,
-    /// `PredicateFailed`, `Io` / `Poisoned` (WAL failure).
+    /// `PredicateFailed`, `Io` / `Poisoned` (WAL failure), `ReadOnly` (opened with
+    /// [`Db::open_read_only`]).
     pub fn commit(&self, batch: Batch) -> Result<u64> {
+        self.inner.refuse_if_read_only("commit")?;
         if batch.is_empty() {
             return Err(Error::InvalidArgument("empty batch".into()));
         }
         let st = self
             .inner
             .submit(|tip| self.inner.build_commit(tip, batch))?;
-        self.inner.commits.fetch_add(1, Ordering::Relaxed);
-        self.inner.maybe_auto_checkpoint();
+        self.inner.commit_acknowledged();
         Ok(st.version)
     }
 
@@ -772,8 +1157,10 @@ impl Db {
     /// here (e.g. after a reopen) continues piggy-backed on later commits. The call returns once
     /// the sweep is complete. Pruning is not logged: it only drops rows no allowed read can
     /// reach. Views taken earlier keep their pinned snapshot and stay readable.
-    /// Errors: `InvalidArgument` if `version > version()`; `Io` / `Poisoned` on WAL failure.
+    /// Errors: `InvalidArgument` if `version > version()`; `Io` / `Poisoned` on WAL failure;
+    /// `ReadOnly` on a read-only database.
     pub fn set_history_floor(&self, version: u64) -> Result<()> {
+        self.inner.refuse_if_read_only("set_history_floor")?;
         self.inner.submit(|tip| {
             if version > tip.version {
                 return Err(Error::InvalidArgument(format!(
@@ -786,7 +1173,7 @@ impl Db {
             }
             let rec = Record::SetFloor { floor: version };
             let mut st = tip.clone();
-            st.apply_record(rec.clone(), tip.lsn)
+            st.apply_record(rec.clone(), tip.lsn)?
                 .map_err(Error::InvalidArgument)?;
             Ok(Some((st, rec)))
         })?;
@@ -828,16 +1215,37 @@ impl Db {
         self.inner.current().floor
     }
 
-    /// Writes a checkpoint of every tree at the latest durable LSN, installs it atomically and
-    /// deletes older checkpoints and the WAL segments it covers, synchronously: it returns once
-    /// all of that is durable. Commits by other threads continue while the image is written
-    /// (the WAL rolls to a fresh segment at the checkpoint LSN first). Waits for a background
-    /// checkpoint in progress, then writes its own. A no-op for in-memory databases.
-    /// Errors: `Io` on file-system failures (the WAL and the previous checkpoint stay, so
-    /// nothing is lost), `Poisoned` after a WAL failure.
+    /// Writes a checkpoint: the in-memory delta and every image merged into one new base image
+    /// at the latest durable LSN, installed atomically (rename + directory fsync), after which
+    /// the images it replaces and the WAL segments it covers are deleted. Synchronous: returns
+    /// once all of that is durable. Cost: proportional to the whole store (it rewrites every
+    /// key); [`Db::flush`] is the cheap, delta-sized form. Commits by other threads continue
+    /// while the image is written (the WAL rolls to a fresh segment first). Waits for
+    /// background work in progress, then writes its own. A no-op for in-memory databases and
+    /// when the store already is one image with nothing newer.
+    /// Errors: `Io` on file-system failures and `Corrupt` for a bad block of an image being
+    /// merged (the WAL and the previous images stay, so nothing is lost), `Poisoned` after a
+    /// WAL failure, `ReadOnly` on a read-only database.
     pub fn checkpoint(&self) -> Result<()> {
+        self.inner.refuse_if_read_only("checkpoint")?;
         let _guard = self.inner.ckpt.lock();
         self.inner.checkpoint_locked(&|| false)
+    }
+
+    /// Flushes the in-memory delta: writes the changes since the newest image as a new image
+    /// above it, installs it and deletes the WAL segments it covers, then runs the merges the
+    /// merge policy calls for (see `docs/holt-format.md`). Synchronous. Cost: proportional to
+    /// the delta (at most about [`Options::checkpoint_wal_bytes`] of WAL when automatic
+    /// flushes run) plus any due merge. This is what automatic checkpoints do on the
+    /// background thread. A no-op for in-memory databases and when nothing happened since the
+    /// newest image.
+    /// Errors: as [`Db::checkpoint`].
+    pub fn flush(&self) -> Result<()> {
+        self.inner.refuse_if_read_only("flush")?;
+        let _guard = self.inner.ckpt.lock();
+        self.inner.flush_locked(&|| false)?;
+        while self.inner.merge_step(&|| false)? {}
+        Ok(())
     }
 
     /// Blocks until the background checkpointer is idle: no automatic checkpoint requested or
@@ -850,6 +1258,12 @@ impl Db {
         if let Some(bg) = &self.inner.bg {
             bg.wait_idle();
         }
+    }
+
+    /// The newest published state (tests).
+    #[cfg(test)]
+    pub(crate) fn current_state(&self) -> Arc<State> {
+        self.inner.current()
     }
 
     /// Installs (or clears) the checkpoint test hook.
@@ -867,7 +1281,8 @@ impl Db {
         Stats {
             wal_io: ws.map_or(WalIoPath::Blocking, |w| w.io),
             durability: inner.opts.durability,
-            in_memory: wal.is_none(),
+            in_memory: inner.dir.is_none(),
+            read_only: inner.read_only,
             commits: inner.commits.load(Ordering::Relaxed),
             wal_syncs: ws.map_or(0, |w| w.syncs),
             wal_writes: ws.map_or(0, |w| w.writes),
@@ -875,10 +1290,21 @@ impl Db {
             wal_groups: ws.map(|w| w.groups).unwrap_or_default(),
             last_lsn: ws.map_or(st.lsn, |w| w.durable_lsn),
             checkpoints: inner.checkpoints.load(Ordering::Relaxed),
+            merges: inner.merges.load(Ordering::Relaxed),
             checkpoint_failures: inner.checkpoint_failures.load(Ordering::Relaxed),
             last_checkpoint_error: inner.last_checkpoint_error.lock().clone(),
             version: st.version,
             history_floor: st.floor,
+            images: st.images.len(),
+            image_bytes: st.images.iter().map(|i| i.bytes()).sum(),
+            delta_keys: (0..=255u8)
+                .map(|t| st.tree(t).len() as u64)
+                .chain(
+                    st.frozen
+                        .iter()
+                        .flat_map(|f| f.trees.iter().map(|t| t.len() as u64)),
+                )
+                .sum(),
         }
     }
 }

@@ -93,6 +93,14 @@ pub enum Error {
     /// Every `Db` clone has been dropped; a `Tree` handle outlived its database.
     #[error("database is closed")]
     Closed,
+    /// The database was opened with [`crate::Db::open_read_only`]: it serves reads of the state
+    /// as of its open and refuses every write. `op` names the refused call (`"commit"`,
+    /// `"create_tree"`, `"set_history_floor"`, `"checkpoint"`, `"flush"`). Nothing was written.
+    #[error("database is open read-only: {op} refused")]
+    ReadOnly {
+        /// The refused call.
+        op: &'static str,
+    },
     /// An earlier WAL write or fdatasync failed. The in-memory state can no longer be trusted to
     /// match the log, so every later write is refused; reopen the database to recover.
     #[error("database poisoned by an earlier WAL failure: {reason}")]

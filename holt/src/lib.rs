@@ -52,13 +52,31 @@
 //! [`WalIo::Auto`] (the default) the group's write and `fdatasync` are submitted as one linked
 //! io_uring submission when the kernel allows it, else as `pwrite` + `fdatasync`;
 //! [`Stats::wal_io`] says which, and [`Stats::wal_groups`] how many commits each sync covered.
-//! A **checkpoint** ([`Db::checkpoint`], or automatically every
-//! [`Options::checkpoint_wal_bytes`] on a background thread) rolls the WAL to a new segment at
-//! the checkpoint LSN, writes a CRC-blocked image of the pinned state at that LSN to
-//! `dir/checkpoint-<lsn>.ckpt` while commits continue, installs it (rename + directory fsync)
-//! and only then deletes the WAL segments it covers. Opening loads the newest valid
-//! checkpoint and replays the WAL after it; a torn final record is dropped, any other damage is
-//! reported as [`Error::Corrupt`]. `dir/LOCK` holds an exclusive advisory lock while open.
+//! ## Serving from disk: images and the delta
+//!
+//! holt serves reads from **images** (`dir/image-<first LSN>-<last LSN>.holt`): immutable,
+//! page-aligned files holding an on-disk ART per tree, read in place through a memory map, with
+//! a CRC-32 per 4 KiB block checked on the first touch of that block (a bad block is
+//! [`Error::Corrupt`] naming the file and block for the read that met it). Only the writes
+//! since the newest image live in memory, in the ART above (the **delta**). Point reads, ranges
+//! with delimiter roll-up, views and `view_at` see delta and images as one tree.
+//! A **flush** ([`Db::flush`], or automatically every [`Options::checkpoint_wal_bytes`] of WAL
+//! on a background thread, and at close when due) rolls the WAL, writes the delta as the next
+//! image while commits continue, installs it (fdatasync, rename, directory fsync) and only then
+//! deletes the WAL segments it covers; a background **merge** combines images per a tiered
+//! policy, and [`Db::checkpoint`] merges everything into one image. Opening maps the images
+//! (footer, CRC directory and meta record only — nothing proportional to the number of keys)
+//! and replays the WAL after the newest one; a torn final record is dropped, any other damage is
+//! reported as [`Error::Corrupt`]. `dir/LOCK` holds an exclusive advisory lock while open. The
+//! byte layout, the merge policy and the WAL bound are in `docs/holt-format.md`.
+//!
+//! ## Read-only opening
+//!
+//! [`Db::open_read_only`] opens the state of a directory as of the call — its images plus the
+//! complete WAL records after them — without taking the lock and without writing
+//! anything (it works on a read-only file system and on another user's readable files); any
+//! number of read-only databases share a directory with its one writer. Every write answers
+//! [`Error::ReadOnly`].
 //!
 //! ```
 //! use holt::{Batch, Db, Expect, Options, RangeSpec, Entry};
@@ -83,11 +101,16 @@ mod art;
 mod batch;
 mod checkpoint;
 mod codec;
+mod compact;
 mod db;
 mod error;
+mod image;
+mod layers;
 mod mvcc;
 mod options;
+mod pipeline;
 mod range;
+mod read_only;
 mod registry;
 mod state;
 mod tree;
@@ -101,6 +124,7 @@ pub use options::{
     Durability, Options, Stats, WalGroupStats, WalIo, WalIoPath, DEFAULT_CHECKPOINT_WAL_BYTES,
     WAL_GROUP_HISTOGRAM_BUCKETS,
 };
+pub use pipeline::CommitTicket;
 
 pub use range::{Entry, EntryRef, RangeIter, RangeSpec};
 pub use registry::{TreeInfo, MAX_TREE_NAME_LEN};

@@ -14,13 +14,14 @@
 //! version is stored inverted, a key's rows sort newest first. The value a key had at read
 //! version `v` is its slot value when the slot's version is `<= v`, otherwise the value stored in
 //! the history row with the smallest commit version `> v` — found with one predecessor search
-//! in the history ART (the greatest key below `prefix | u64be(!v)`), whatever the number of
-//! rows the key has.
+//! per layer of the history tree (the greatest key below `prefix | u64be(!v)`), whatever the
+//! number of rows the key has.
 //!
 //! Deleted keys of versioned trees stay in their tree as **tombstones** (`Slot { value: None }`)
-//! so that a read at an older version still finds them. Every ART node counts the live and dead
-//! slots below it and bounds their commit versions (`art::Summary`), so readers skip subtrees
-//! that hold only tombstones older than their read version in O(1) (see `range`).
+//! so that a read at an older version still finds them. Every ART node (in memory, and in images
+//! of versioned trees and of the history tree) counts the live and dead slots below it and
+//! bounds their commit versions (`art::Summary`), so readers skip subtrees that hold only
+//! tombstones older than their read version in O(1) (see `range`).
 //!
 //! ## Pruning: incremental, bounded, not logged
 //!
@@ -34,8 +35,9 @@
 //!    record, durable before the call proceeds) and publishes it: from then on `view_at(v < f)`
 //!    fails with `HistoryPruned`. Applying the record does **no** pruning work; it only
 //!    schedules a sweep ([`schedule_prune`]).
-//! 2. The sweep ([`prune_step`]) walks the `history` tree and then every versioned tree in key
-//!    order from a cursor kept in the state ([`PruneCursor`]), removing garbage it meets. Each
+//! 2. The sweep ([`prune_step`]) walks the in-memory delta of the `history` tree and then of
+//!    every versioned tree in key order from a cursor kept in the state ([`PruneCursor`]),
+//!    removing garbage it meets (a tombstone only when no older layer holds its key). Each
 //!    step does a bounded amount of work (a budget of visited keys/nodes), so it holds the
 //!    commit lock for a bounded time. In versioned trees the walk skips, in O(1), every subtree
 //!    whose summary has no tombstone, so it costs O(tombstones), not O(keys).
@@ -47,8 +49,9 @@
 //!    content (see `Db`), never ahead of the WAL.
 //! 4. Pruning writes no WAL record: after a crash, replay may bring garbage back (rows from
 //!    commits logged before a floor record); it is invisible, the replayed floor record schedules
-//!    a new sweep, and checkpoints never write garbage (the checkpoint writer skips it), so it
-//!    does not survive the next checkpoint either.
+//!    a new sweep, and images never receive garbage history rows, nor, in the base image,
+//!    garbage tombstones ([`drop_in_image`]), so garbage in older layers disappears as the
+//!    images are written and merged.
 //!
 //! If the floor rises again while a sweep is running, the sweep continues with the new floor
 //! (it always reads the current floor) and is re-run once from the start, so keys it had
@@ -59,8 +62,9 @@ use std::sync::Arc;
 
 use crate::art::Summary;
 use crate::error::{Error, Result};
+use crate::layers::SlotRef;
 use crate::registry::TreeMeta;
-use crate::state::{PhysOp, Slot, State};
+use crate::state::{PhysOp, State, Value};
 
 /// Tag of the engine-owned `history` tree.
 pub const HISTORY_TAG: u8 = 0x00;
@@ -127,7 +131,8 @@ fn history_corrupt(hkey: &[u8], reason: &str) -> Error {
 /// Plans and applies one user write (`value = None` is a delete) at commit `version`, appending
 /// the physical ops (history row first, then the write) to `out`. Deleting an absent key is a
 /// no-op and logs nothing. In a versioned tree only the first write of a key within a commit
-/// records history: it captures the value before the commit.
+/// records history: it captures the value before the commit. The key's current slot is read
+/// through every layer (delta, frozen delta, images). Errors: `Corrupt` (reading an image).
 pub(crate) fn write(
     st: &mut State,
     meta: &TreeMeta,
@@ -136,54 +141,68 @@ pub(crate) fn write(
     value: Option<Arc<[u8]>>,
     version: u64,
     out: &mut Vec<PhysOp>,
-) {
-    let cur = st.tree(meta.tag).get(&key);
-    let prev = cur.and_then(|s| s.value.as_deref());
-    if value.is_none() && prev.is_none() {
-        return;
-    }
-    if meta.versioned && cur.is_none_or(|s| s.version != version) {
-        let row = PhysOp {
-            tag: history.tag,
-            key: history_key(meta.tag, &key, version),
-            value: Some(encode_history_value(prev)),
+) -> Result<()> {
+    // A put into an unversioned tree needs nothing from the current slot: skip the lookup
+    // (which may probe every image for a new key).
+    if meta.versioned || value.is_none() {
+        let row = {
+            let cur = st.slot(meta.tag, &key)?;
+            let prev = cur.and_then(|s| s.value);
+            if value.is_none() && prev.is_none() {
+                return Ok(());
+            }
+            let first_write = cur.is_none_or(|s| s.version != version);
+            (meta.versioned && first_write).then(|| PhysOp {
+                tag: history.tag,
+                key: history_key(meta.tag, &key, version),
+                value: Some(encode_history_value(prev)),
+            })
         };
-        st.apply(history, row.clone(), version);
-        out.push(row);
+        if let Some(row) = row {
+            st.apply(
+                history,
+                &row.key,
+                Value::from_arc(row.value.clone()),
+                version,
+            )?;
+            out.push(row);
+        }
     }
-    let op = PhysOp {
+    st.apply(meta, &key, Value::from_arc(value.clone()), version)?;
+    out.push(PhysOp {
         tag: meta.tag,
         key,
         value,
-    };
-    st.apply(meta, op.clone(), version);
-    out.push(op);
+    });
+    Ok(())
 }
 
 /// The value `key` (whose current slot is `slot`) had at `read_version`, borrowed from `st`.
 ///
 /// Unversioned trees keep no history: their latest value is returned whatever the read version.
-/// Errors: `Corrupt` if the history row a versioned read needs is missing or malformed.
+/// The history row is found with one predecessor search per layer of the `history` tree.
+/// Errors: `Corrupt` if the history row a versioned read needs is missing or malformed, or an
+/// image block is bad.
 pub(crate) fn resolve<'s>(
     st: &'s State,
     meta: &TreeMeta,
     key: &[u8],
-    slot: &'s Slot,
+    slot: SlotRef<'s>,
     read_version: u64,
 ) -> Result<Option<&'s [u8]>> {
     if !meta.versioned || slot.version <= read_version {
-        return Ok(slot.value.as_deref());
+        return Ok(slot.value);
     }
     let prefix = history_key_prefix(meta.tag, key);
     let mut upper = prefix.clone();
     upper.extend_from_slice(&(!read_version).to_be_bytes());
     // Rows sort by inverted version: the row with the smallest commit version > read_version is
     // the greatest key strictly below `upper` — if it still belongs to this key.
-    match st.tree(HISTORY_TAG).last_below(&upper) {
+    match st.history_last_below(&upper)? {
         Some((hkey, hslot)) if hkey.starts_with(&prefix) && hkey.len() == prefix.len() + 8 => {
-            match hslot.value.as_deref() {
-                Some(v) => decode_history_value(hkey, v),
-                None => Err(history_corrupt(hkey, "tombstone in the history tree")),
+            match hslot.value {
+                Some(v) => decode_history_value(&hkey, v),
+                None => Err(history_corrupt(&hkey, "tombstone in the history tree")),
             }
         }
         _ => Err(Error::corrupt(
@@ -196,6 +215,24 @@ pub(crate) fn resolve<'s>(
             ),
         )),
     }
+}
+
+/// The value of `key` (current slot `slot`, from its newest layer) visible at `read_version`
+/// in tree `meta`: MVCC resolution for versioned trees, tombstones read as absent, and rows of
+/// the `history` tree at or below the floor hidden (pruned, even before they are physically
+/// removed). Errors: as [`resolve`].
+#[inline]
+pub(crate) fn visible<'s>(
+    st: &'s State,
+    meta: &TreeMeta,
+    key: &[u8],
+    slot: SlotRef<'s>,
+    read_version: u64,
+) -> Result<Option<&'s [u8]>> {
+    if meta.tag == HISTORY_TAG && slot.version <= st.floor {
+        return Ok(None);
+    }
+    resolve(st, meta, key, slot, read_version)
 }
 
 /// Progress of the incremental prune sweep (see the module docs). Lives in the in-memory state
@@ -238,7 +275,7 @@ fn next_swept_tag(st: &State, tag: u8) -> Option<u8> {
 }
 
 /// Whether `slot` of tree `tag` is garbage at history floor `floor`.
-fn is_garbage(tag: u8, slot: &Slot, floor: u64) -> bool {
+fn is_garbage(tag: u8, slot: SlotRef<'_>, floor: u64) -> bool {
     if tag == HISTORY_TAG {
         // A history row's slot version is the commit that wrote it, i.e. the row's version.
         slot.version <= floor
@@ -247,14 +284,29 @@ fn is_garbage(tag: u8, slot: &Slot, floor: u64) -> bool {
     }
 }
 
-/// Whether `slot` (of tree `tag`, at history floor `floor`) may be left out of a checkpoint.
-pub(crate) fn skip_in_checkpoint(tag: u8, versioned: bool, slot: &Slot, floor: u64) -> bool {
-    (tag == HISTORY_TAG || versioned) && is_garbage(tag, slot, floor)
+/// Whether an image written at history floor `floor` may leave out `slot` of tree `tag`
+/// (`versioned`). `bottom`: the image is the base, with no older layer whose slot a tombstone
+/// could be hiding. History rows at or below the floor are garbage in any image; tombstones are
+/// dropped only from the base (versioned ones once the floor passed them).
+pub(crate) fn drop_in_image(
+    tag: u8,
+    versioned: bool,
+    slot: SlotRef<'_>,
+    floor: u64,
+    bottom: bool,
+) -> bool {
+    if tag == HISTORY_TAG {
+        return is_garbage(tag, slot, floor);
+    }
+    bottom && slot.value.is_none() && (!versioned || slot.version <= floor)
 }
 
 /// Runs one bounded step of the pending prune sweep on `st` (which must be a private copy:
-/// nodes shared with published snapshots are path-copied). `budget` bounds the keys plus inner
-/// nodes visited. Returns whether the sweep is still pending afterwards.
+/// nodes shared with published snapshots are path-copied). The sweep walks the active delta
+/// only: older layers drop their garbage when the next image is written. A garbage tombstone
+/// is removed only when no older layer holds the key (it would otherwise bring the older slot
+/// back). `budget` bounds the keys plus inner nodes visited. Returns whether the sweep is still
+/// pending afterwards.
 pub(crate) fn prune_step(st: &mut State, budget: usize) -> bool {
     let Some(mut cur) = st.prune.take() else {
         return false;
@@ -283,7 +335,9 @@ pub(crate) fn prune_step(st: &mut State, budget: usize) -> bool {
             while let Some((k, slot)) = it.next() {
                 keys += 1;
                 last = Some(k);
-                if is_garbage(tag, slot, floor) {
+                if is_garbage(tag, SlotRef::of(slot), floor)
+                    && (tag == HISTORY_TAG || matches!(st.lower_has(tag, k), Ok(false)))
+                {
                     dead.push(k.to_vec());
                 }
                 if keys + it.nodes_visited() >= left {
@@ -345,7 +399,8 @@ mod tests {
             value.map(|v| Arc::from(v.as_bytes())),
             version,
             &mut out,
-        );
+        )
+        .expect("write");
         st.version = version;
     }
 
@@ -363,7 +418,7 @@ mod tests {
         let before: Vec<Option<Vec<u8>>> = (0..200)
             .map(|i| {
                 let k = format!("k{i:03}");
-                let slot = st.tree(7).get(k.as_bytes()).expect("slot");
+                let slot = st.slot(7, k.as_bytes()).expect("read").expect("slot");
                 resolve(&st, &meta, k.as_bytes(), slot, floor)
                     .expect("resolve")
                     .map(<[u8]>::to_vec)
@@ -380,11 +435,15 @@ mod tests {
         // Rows with versions <= 300 are gone: the 200 creation rows and rows 201..=300.
         assert_eq!(st.tree(HISTORY_TAG).len(), 100);
         // Tombstones written at versions <= 300 (even keys below k100) are gone.
-        let tombstones = st.tree(7).iter().filter(|(_, s)| s.value.is_none()).count();
+        let tombstones = st
+            .tree(7)
+            .iter()
+            .filter(|(_, s)| !s.value.is_some())
+            .count();
         assert_eq!(tombstones, 50);
         for (i, want) in before.iter().enumerate() {
             let k = format!("k{i:03}");
-            let got = match st.tree(7).get(k.as_bytes()) {
+            let got = match st.slot(7, k.as_bytes()).expect("read") {
                 Some(slot) => resolve(&st, &meta, k.as_bytes(), slot, floor)
                     .expect("resolve")
                     .map(<[u8]>::to_vec),

@@ -80,8 +80,9 @@ impl WalGroupStats {
     }
 }
 
-/// Default automatic-checkpoint threshold: 64 MiB of WAL since the last checkpoint.
-pub const DEFAULT_CHECKPOINT_WAL_BYTES: u64 = 64 * 1024 * 1024;
+/// Default automatic-flush threshold: 1 MiB of WAL since the last flush. This bounds what an
+/// open replays (see [`Options::checkpoint_wal_bytes`]).
+pub const DEFAULT_CHECKPOINT_WAL_BYTES: u64 = 1024 * 1024;
 
 /// Options for `Db::open` / `Db::open_memory`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,17 +91,21 @@ pub struct Options {
     pub durability: Durability,
     /// WAL I/O path; default [`WalIo::Auto`].
     pub wal_io: WalIo,
-    /// Take a checkpoint automatically once this many WAL bytes (record headers included) have
-    /// been written since the last checkpoint. Default 64 MiB
-    /// ([`DEFAULT_CHECKPOINT_WAL_BYTES`]); `0` disables automatic checkpoints (and the
-    /// background thread). The checkpoint runs on a background thread (`holt-checkpoint`, one
-    /// per open file-backed database) that the committer crossing the threshold wakes without
-    /// waiting for it: the committer returns as soon as its own commit is durable, and commits
-    /// continue while the image is written (the WAL rolls to a new segment at the checkpoint
-    /// LSN). A failed automatic checkpoint loses nothing (the WAL stays); it is counted in
+    /// Flush the in-memory delta to a new image automatically once this many WAL bytes (record
+    /// headers included) have been written since the last flush, then run the merges the merge
+    /// policy calls for ([`crate::Db::flush`]). Default 1 MiB
+    /// ([`DEFAULT_CHECKPOINT_WAL_BYTES`]); `0` disables automatic flushes and merges (and the
+    /// background thread). This threshold bounds the WAL an open replays and the memory the
+    /// delta takes: a flush that is due when the last `Db` clone is dropped is finished before
+    /// the drop returns, so even one-call processes leave at most this much WAL behind (plus
+    /// whatever a crash interrupted). The work runs on a background thread (`holt-checkpoint`,
+    /// one per open file-backed database) that the committer crossing the threshold wakes
+    /// without waiting for it: the committer returns as soon as its own commit is durable, and
+    /// commits continue while the image is written (the WAL rolls to a new segment first). A
+    /// failed automatic flush loses nothing (the WAL stays); it is counted in
     /// [`Stats::checkpoint_failures`] and retried after another `checkpoint_wal_bytes` of WAL.
-    /// Dropping the last `Db` clone stops the thread (aborting a checkpoint in progress before
-    /// it is installed) and joins it.
+    /// Dropping the last `Db` clone first waits for a due or running flush or merge, then stops
+    /// the thread and joins it.
     pub checkpoint_wal_bytes: u64,
 }
 
@@ -124,6 +129,9 @@ pub struct Stats {
     pub durability: Durability,
     /// True for `Db::open_memory` instances (no WAL, no files).
     pub in_memory: bool,
+    /// True for databases opened with `Db::open_read_only` (no WAL writer, no lock; every write
+    /// is refused with `Error::ReadOnly`).
+    pub read_only: bool,
     /// Batches committed since open (each got a commit version).
     pub commits: u64,
     /// WAL `fdatasync` calls since open. With group commit this can be lower than the number of
@@ -138,8 +146,12 @@ pub struct Stats {
     /// LSN of the last durable WAL record (commits, tree creations and floor changes each take
     /// one LSN). For in-memory dbs the LSN still advances, without a log.
     pub last_lsn: u64,
-    /// Checkpoints completed since open (manual and automatic).
+    /// Images written from the in-memory delta since open: flushes (manual and automatic) and
+    /// checkpoints.
     pub checkpoints: u64,
+    /// Merges of images into one since open (background merges, and checkpoints that only
+    /// merged images).
+    pub merges: u64,
     /// Automatic (background) checkpoints that failed since open. The commits they covered are
     /// still in the WAL; nothing is lost.
     pub checkpoint_failures: u64,
@@ -149,4 +161,11 @@ pub struct Stats {
     pub version: u64,
     /// Current MVCC history floor (same as `Db::history_floor`).
     pub history_floor: u64,
+    /// Image files the store is served from (0 for in-memory databases).
+    pub images: usize,
+    /// Bytes of those image files.
+    pub image_bytes: u64,
+    /// Slots (keys and tombstones, every tree) held in memory: the writes since the newest
+    /// image.
+    pub delta_keys: u64,
 }

@@ -4,8 +4,9 @@ use std::collections::VecDeque;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use crate::art::{ListItem, ListRef, Summary, Verdict};
+use crate::art::{Summary, Verdict};
 use crate::error::Result;
+use crate::layers::{Head, Item, Layer, Merged, SkipAll};
 use crate::mvcc::{self, HISTORY_TAG};
 use crate::registry::TreeMeta;
 use crate::state::State;
@@ -109,21 +110,20 @@ impl EntryRef<'_> {
     }
 }
 
-/// Most entries produced per ART listing pass; the next pass re-seeks (O(depth)) after the last
-/// item of the previous one.
+/// Most entries produced per listing pass; the next pass re-seeks (O(depth) per layer) after
+/// the last item of the previous one.
 const CHUNK: usize = 1024;
 
 /// Iterator over a range scan; yields `Result<Entry>`. It owns a pinned snapshot (an
 /// `Arc<State>`), so it is unaffected by later commits. After yielding an error it ends.
 ///
-/// The scan runs on the tree's adaptive radix tree (ART): a delimiter group is rolled up by
-/// descending to its subtree and moving on to the next sibling, never by walking its keys.
-/// Entries are produced in passes of up to 1,024 (each pass borrows the pinned snapshot and copies its entries out). In versioned trees every
-/// ART node's summary (live/dead slot counts, largest commit version) lets the scan skip in O(1)
-/// each subtree holding only tombstones not newer than the read version, and decide whether a
-/// group has a visible key at the read version without walking the group (at the latest version
-/// one summary check at the group's root; at an older version only the nodes holding changes
-/// newer than the read version are opened).
+/// The scan runs on the tree's layers (in-memory delta, images; see `crate::layers`): a
+/// delimiter group is rolled up by reaching its subtree and moving on to the next sibling,
+/// never by walking its keys. Entries are produced in passes of up to 1,024 (each pass borrows
+/// the pinned snapshot and copies its entries out). With one layer, every subtree summary
+/// (live/dead slot counts, largest commit version) lets the scan skip in O(1) each subtree
+/// holding only slots invisible at the read version, and decide whether a group has a visible
+/// key without walking the group.
 pub struct RangeIter {
     state: Arc<State>,
     meta: Option<Arc<TreeMeta>>,
@@ -133,7 +133,7 @@ pub struct RangeIter {
     /// the last item (key or common prefix) the previous pass examined.
     cursor: Option<Vec<u8>>,
     buf: VecDeque<Result<Entry>>,
-    /// The ART listing has nothing after `cursor`.
+    /// The listing has nothing after `cursor`.
     exhausted: bool,
     emitted: usize,
     done: bool,
@@ -149,51 +149,18 @@ impl std::fmt::Debug for RangeIter {
     }
 }
 
-/// How a tree's slots become invisible to a scan, which decides the subtree filter and the
-/// group-visibility test.
-#[derive(Clone, Copy)]
+/// Which slots of a tree a scan shows, which decides the subtree filter and the group test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Visibility {
-    /// Every slot is visible (unversioned trees; the history tree while the floor is 0).
+    /// Every slot is visible (a layer of an unversioned tree without tombstones).
     All,
+    /// Live slots are visible (unversioned trees: tombstones only hide older layers' slots).
+    Live,
     /// A versioned tree read at this version: tombstones and slots changed later need MVCC.
     AtVersion(u64),
     /// The history tree: rows at or below this floor are pruned (possibly not yet physically
-    /// removed by the incremental sweep) and never shown.
+    /// removed) and never shown.
     AboveFloor(u64),
-}
-
-/// Whether some key of history-tree group `cp` is above `floor`.
-fn history_group_visible(state: &State, cp: &[u8], floor: u64) -> Result<bool> {
-    let classify = |s: &Summary| {
-        if s.max_stamp <= floor {
-            Verdict::Skip
-        } else {
-            Verdict::Open
-        }
-    };
-    state
-        .tree(HISTORY_TAG)
-        .any_in_prefix(cp, &classify, &mut |_, slot| Ok(slot.version > floor))
-}
-
-/// Whether some key starting with `cp` in versioned tree `meta` is visible at `read_version`.
-fn group_visible(state: &State, meta: &TreeMeta, cp: &[u8], read_version: u64) -> Result<bool> {
-    // A subtree whose newest change is at or below the read version shows exactly its live
-    // slots; anything newer has to be resolved through the history tree.
-    let classify = |s: &Summary| {
-        if s.max_stamp > read_version {
-            Verdict::Open
-        } else if s.live > 0 {
-            Verdict::Hit
-        } else {
-            Verdict::Skip
-        }
-    };
-    state
-        .tree(meta.tag)
-        .any_in_prefix(cp, &classify, &mut |key, slot| {
-            Ok(mvcc::resolve(state, meta, key, slot, read_version)?.is_some())
-        })
 }
 
 /// How slots of `meta`'s tree become invisible to a scan at `read_version` on `state`.
@@ -203,8 +170,16 @@ fn visibility_of(state: &State, meta: &TreeMeta, read_version: u64) -> Visibilit
     } else if meta.tag == HISTORY_TAG && state.floor > 0 {
         Visibility::AboveFloor(state.floor)
     } else {
-        // Unversioned trees hold no tombstones and read their latest state at every version.
+        Visibility::Live
+    }
+}
+
+/// `vis` specialised to one layer: a layer without tombstones shows every live slot.
+fn for_layer(vis: Visibility, layer: &Layer<'_>) -> Visibility {
+    if vis == Visibility::Live && layer.summary().dead == 0 {
         Visibility::All
+    } else {
+        vis
     }
 }
 
@@ -212,24 +187,176 @@ fn visibility_of(state: &State, meta: &TreeMeta, read_version: u64) -> Visibilit
 fn skips(vis: Visibility, s: &Summary) -> bool {
     match vis {
         Visibility::All => false,
+        Visibility::Live => s.live == 0,
         Visibility::AtVersion(v) => s.live == 0 && s.max_stamp <= v,
         Visibility::AboveFloor(floor) => s.max_stamp <= floor,
     }
 }
 
-/// Whether rolled-up group `cp` has a key visible under `vis`.
-fn group_is_visible(state: &State, meta: &TreeMeta, cp: &[u8], vis: Visibility) -> Result<bool> {
+/// How a group test judges a subtree from its summary under `vis`.
+fn classify(vis: Visibility, s: &Summary) -> Verdict {
     match vis {
-        Visibility::All => Ok(true),
-        Visibility::AtVersion(v) => group_visible(state, meta, cp, v),
-        Visibility::AboveFloor(floor) => history_group_visible(state, cp, floor),
+        Visibility::All => Verdict::Hit,
+        Visibility::Live if s.live > 0 => Verdict::Hit,
+        Visibility::Live => Verdict::Skip,
+        // A subtree whose newest change is at or below the read version shows exactly its live
+        // slots; anything newer has to be resolved through the history tree.
+        Visibility::AtVersion(v) if s.max_stamp > v => Verdict::Open,
+        Visibility::AtVersion(_) if s.live > 0 => Verdict::Hit,
+        Visibility::AtVersion(_) => Verdict::Skip,
+        Visibility::AboveFloor(floor) if s.max_stamp <= floor => Verdict::Skip,
+        Visibility::AboveFloor(_) => Verdict::Open,
     }
 }
 
-/// The callback scan behind `Tree::for_each_in_range` / `View::for_each_in_range`: one pass over
-/// the ART of `meta`'s tree in `state` at `read_version`, calling `f` for each entry `spec`
-/// selects (up to `spec.limit`) until `f` returns `ControlFlow::Break`. Nothing is allocated per
-/// entry. Errors: `Corrupt` if a needed MVCC history row is missing.
+/// Whether group `cp` has a key visible at `read_version`, judged on the given layers (newest
+/// first) of which those in `mask` have keys under `cp`. A candidate of a layer counts only if
+/// no newer layer in `mask` holds the same key (a newer slot, tombstone or not, hides it).
+/// Cost: with one layer, the summaries decide at the group's root unless history is needed;
+/// otherwise candidates are examined in key order until one is visible, so the work is bounded
+/// by the keys the newer layers hide.
+fn group_visible(
+    state: &State,
+    meta: &TreeMeta,
+    layers: &[Layer<'_>],
+    mask: u64,
+    cp: &[u8],
+    vis: Visibility,
+    read_version: u64,
+) -> Result<bool> {
+    for (i, layer) in layers.iter().enumerate() {
+        if mask >> i & 1 == 0 {
+            continue;
+        }
+        let lvis = for_layer(vis, layer);
+        let newer: Vec<&Layer<'_>> = layers
+            .iter()
+            .take(i)
+            .enumerate()
+            .filter(|(j, _)| mask >> j & 1 == 1)
+            .map(|(_, l)| l)
+            .collect();
+        if newer.is_empty() && lvis == Visibility::All {
+            return Ok(true);
+        }
+        let judge = |s: &Summary| match classify(lvis, s) {
+            Verdict::Hit if !newer.is_empty() => Verdict::Open,
+            v => v,
+        };
+        let found = layer.any_in_prefix(cp, &judge, &mut |key, slot| {
+            for n in &newer {
+                if n.get(key)?.is_some() {
+                    return Ok(false);
+                }
+            }
+            Ok(mvcc::visible(state, meta, key, slot, read_version)?.is_some())
+        })?;
+        if found {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// One step of [`scan`]: an entry to show, or the bytes of an item examined but not shown (a
+/// key invisible at the read version, a group without a visible key).
+pub(crate) enum Step<'a> {
+    Visible(EntryRef<'a>),
+    Hidden(&'a [u8]),
+}
+
+/// The scan behind every range read: the items of `meta`'s tree in `state` at `read_version`
+/// with keys starting with `prefix`, after `start_after`, rolled up at `delimiter`, passed to
+/// `f` in order until the listing ends or `f` returns `ControlFlow::Break`. Nothing is
+/// allocated per item. One layer is scanned directly (with a summary filter when that can skip
+/// anything); several are merged (see `crate::layers::Merged`).
+/// Errors: `Corrupt` if a needed MVCC history row is missing or an image block is bad (items
+/// before it were already passed to `f`).
+pub(crate) fn scan(
+    state: &State,
+    meta: &TreeMeta,
+    read_version: u64,
+    prefix: &[u8],
+    start_after: Option<&[u8]>,
+    delimiter: Option<u8>,
+    f: &mut dyn FnMut(Step<'_>) -> ControlFlow<()>,
+) -> Result<()> {
+    let layers = state.layers(meta.tag);
+    let vis = visibility_of(state, meta, read_version);
+    match layers.as_slice() {
+        [] => Ok(()),
+        [layer] => {
+            let lvis = for_layer(vis, layer);
+            let filter = match lvis {
+                Visibility::All => false,
+                Visibility::Live | Visibility::AtVersion(_) => layer.summary().dead > 0,
+                Visibility::AboveFloor(_) => true,
+            };
+            let skip = move |s: &Summary| skips(lvis, s);
+            let skip: Option<&SkipAll<'_>> = if filter { Some(&skip) } else { None };
+            let mut cur = layer.list(prefix, start_after, delimiter, skip)?;
+            cur.advance()?;
+            while let Some(item) = cur.current() {
+                let flow = match item {
+                    Item::Key(key, slot) => {
+                        match mvcc::visible(state, meta, key, slot, read_version)? {
+                            Some(value) => f(Step::Visible(EntryRef::Key { key, value })),
+                            None => f(Step::Hidden(key)),
+                        }
+                    }
+                    Item::Group(cp) => {
+                        if group_visible(state, meta, &layers, 1, cp, vis, read_version)? {
+                            f(Step::Visible(EntryRef::CommonPrefix(cp)))
+                        } else {
+                            f(Step::Hidden(cp))
+                        }
+                    }
+                };
+                if flow.is_break() {
+                    break;
+                }
+                cur.advance()?;
+            }
+            Ok(())
+        }
+        _ => {
+            let cursors = layers
+                .iter()
+                .map(|l| l.list(prefix, start_after, delimiter, None))
+                .collect::<Result<Vec<_>>>()?;
+            let mut merged = Merged::new(cursors)?;
+            while let Some(head) = merged.head() {
+                let flow = match head {
+                    Head::Key { key, slot, .. } => {
+                        match mvcc::visible(state, meta, key, slot, read_version)? {
+                            Some(value) => f(Step::Visible(EntryRef::Key { key, value })),
+                            None => f(Step::Hidden(key)),
+                        }
+                    }
+                    Head::Group {
+                        prefix: cp,
+                        layers: mask,
+                    } => {
+                        if group_visible(state, meta, &layers, mask, cp, vis, read_version)? {
+                            f(Step::Visible(EntryRef::CommonPrefix(cp)))
+                        } else {
+                            f(Step::Hidden(cp))
+                        }
+                    }
+                };
+                if flow.is_break() {
+                    break;
+                }
+                merged.advance()?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The callback scan behind `Tree::for_each_in_range` / `View::for_each_in_range`: calls `f`
+/// for each entry `spec` selects (up to `spec.limit`) until `f` returns
+/// `ControlFlow::Break`. Errors: as [`scan`].
 pub(crate) fn for_each(
     state: &State,
     meta: &TreeMeta,
@@ -241,40 +368,26 @@ pub(crate) fn for_each(
     if limit == 0 {
         return Ok(());
     }
-    let tree = state.tree(meta.tag);
-    let vis = visibility_of(state, meta, read_version);
-    let skip = move |s: &Summary| skips(vis, s);
-    let mut items = match vis {
-        Visibility::All => {
-            tree.list_iter(&spec.prefix, spec.start_after.as_deref(), spec.delimiter)
-        }
-        _ => tree.list_iter_filtered(
-            &spec.prefix,
-            spec.start_after.as_deref(),
-            spec.delimiter,
-            &skip,
-        ),
-    };
     let mut emitted = 0usize;
-    while let Some(item) = items.next_ref() {
-        let flow = match item {
-            ListRef::Key(key, slot) => match mvcc::resolve(state, meta, key, slot, read_version)? {
-                Some(value) => f(EntryRef::Key { key, value }),
-                None => continue,
-            },
-            ListRef::CommonPrefix(cp) => {
-                if !group_is_visible(state, meta, cp, vis)? {
-                    continue;
+    scan(
+        state,
+        meta,
+        read_version,
+        &spec.prefix,
+        spec.start_after.as_deref(),
+        spec.delimiter,
+        &mut |step| match step {
+            Step::Hidden(_) => ControlFlow::Continue(()),
+            Step::Visible(e) => {
+                emitted += 1;
+                if f(e).is_break() || emitted >= limit {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
                 }
-                f(EntryRef::CommonPrefix(cp))
             }
-        };
-        emitted += 1;
-        if flow.is_break() || emitted >= limit {
-            break;
-        }
-    }
-    Ok(())
+        },
+    )
 }
 
 impl RangeIter {
@@ -304,71 +417,57 @@ impl RangeIter {
             return;
         };
         let state = Arc::clone(&self.state);
-        let tree = state.tree(meta.tag);
-        let v = self.read_version;
-        let vis = visibility_of(&state, &meta, v);
-        let skip = move |s: &Summary| skips(vis, s);
-        let mut items = match vis {
-            Visibility::All => tree.list_iter(
-                &self.spec.prefix,
-                self.cursor.as_deref(),
-                self.spec.delimiter,
-            ),
-            _ => tree.list_iter_filtered(
-                &self.spec.prefix,
-                self.cursor.as_deref(),
-                self.spec.delimiter,
-                &skip,
-            ),
-        };
-        // The last item examined (the next pass's exclusive start), kept in one reused buffer.
         self.buf.reserve(want.min(CHUNK));
         let had_cursor = self.cursor.is_some();
-        let mut last = self.cursor.take().unwrap_or_default();
+        let from = self.cursor.take();
+        // The last item examined (the next pass's exclusive start).
+        let mut last = Vec::new();
         let mut any = false;
         let mut produced = 0usize;
-        while produced < want {
-            let Some(item) = items.next() else {
-                self.exhausted = true;
-                break;
-            };
-            let entry = match item {
-                ListItem::Key(key, slot) => {
-                    last.clear();
-                    last.extend_from_slice(key);
-                    any = true;
-                    match mvcc::resolve(&state, &meta, key, slot, v) {
-                        Ok(Some(value)) => Ok(Entry::Key {
-                            key: key.to_vec(),
-                            value: value.to_vec(),
-                        }),
-                        Ok(None) => continue,
-                        Err(e) => Err(e),
+        let mut stopped = false;
+        let buf = &mut self.buf;
+        let res = scan(
+            &state,
+            &meta,
+            self.read_version,
+            &self.spec.prefix,
+            from.as_deref(),
+            self.spec.delimiter,
+            &mut |step| {
+                let bytes = match step {
+                    Step::Hidden(b) => b,
+                    Step::Visible(e) => {
+                        buf.push_back(Ok(e.to_entry()));
+                        produced += 1;
+                        match e {
+                            EntryRef::Key { key, .. } => key,
+                            EntryRef::CommonPrefix(p) => p,
+                        }
                     }
+                };
+                last.clear();
+                last.extend_from_slice(bytes);
+                any = true;
+                if produced >= want {
+                    stopped = true;
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
                 }
-                ListItem::CommonPrefix(cp) => {
-                    let visible = group_is_visible(&state, &meta, &cp, vis);
-                    last.clear();
-                    last.extend_from_slice(&cp);
-                    any = true;
-                    match visible {
-                        Ok(true) => Ok(Entry::CommonPrefix(cp)),
-                        Ok(false) => continue,
-                        Err(e) => Err(e),
-                    }
-                }
-            };
-            let failed = entry.is_err();
-            self.buf.push_back(entry);
-            produced += 1;
-            if failed {
-                self.exhausted = true;
-                break;
-            }
+            },
+        );
+        if let Err(e) = res {
+            self.buf.push_back(Err(e));
+            self.exhausted = true;
+            return;
         }
-        drop(items);
-        if any || had_cursor {
+        if !stopped {
+            self.exhausted = true;
+        }
+        if any {
             self.cursor = Some(last);
+        } else if had_cursor {
+            self.cursor = from;
         }
     }
 

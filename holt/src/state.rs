@@ -1,17 +1,24 @@
-//! The immutable in-memory image of every tree at one commit version.
+//! The immutable state every reader pins: version, LSN, floor, registry and, per tree, the
+//! **layers** that hold its slots (see `crate::layers`).
 //!
-//! A `State` is never mutated once published: each commit clones the tip (cheap: every tree is
-//! a persistent, `Arc`-shared [`Art`], so a clone copies one root pointer per tree), applies its
-//! physical operations — which path-copy only the nodes on the written keys' paths — and is
-//! wrapped in a new `Arc`. Readers and views pin an `Arc<State>`, so they never wait for a writer
-//! or an fdatasync.
+//! A `State` is never mutated once published: each commit clones the tip (cheap: the in-memory
+//! delta of every tree is a persistent, `Arc`-shared [`Art`], the frozen delta and the image
+//! list are `Arc`s, so a clone copies one root pointer per tree plus two pointers), applies its
+//! physical operations to the delta — which path-copies only the nodes on the written keys'
+//! paths — and is wrapped in a new `Arc`. Readers and views pin an `Arc<State>`, so they never
+//! wait for a writer or an fdatasync; the mapped images a state refers to stay readable as long
+//! as the state lives, even after a merge deleted their files.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::art::{Art, Summarize};
-use crate::mvcc::{self, PruneCursor};
+use crate::error::Result;
+use crate::image::{self, Image};
+use crate::layers::{Layer, SlotRef};
+use crate::mvcc::{self, PruneCursor, HISTORY_TAG};
 use crate::registry::{Registry, TreeMeta};
-use crate::wal::record::Record;
+use crate::wal::record::{Record, RecordRef, HEADER_LEN};
 
 /// The adaptive radix tree backing one named tree.
 pub(crate) type TreeMap = Art<Slot>;
@@ -76,18 +83,13 @@ impl Value {
     pub(crate) fn is_some(&self) -> bool {
         !matches!(self, Value::Tombstone)
     }
-
-    /// True for a tombstone.
-    #[inline]
-    pub(crate) fn is_none(&self) -> bool {
-        matches!(self, Value::Tombstone)
-    }
 }
 
 /// One key's current slot.
 ///
-/// Invariant: a tombstone only occurs in versioned trees, where deleted keys stay until the
-/// history floor passes `version`, so that ranges at older read versions can find them.
+/// Invariant: a tombstone occurs in versioned trees, where deleted keys stay until the history
+/// floor passes `version` so that ranges at older read versions can find them, and in any tree
+/// whose key an older layer (frozen delta, image) still holds, which it hides.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[repr(C)]
 pub(crate) struct Slot {
@@ -120,6 +122,19 @@ pub(crate) struct PhysOp {
     pub(crate) value: Option<Arc<[u8]>>,
 }
 
+/// The in-memory delta being written to an image by a flush or checkpoint: the writes of the
+/// WAL records up to `lsn`, read as a layer between the active delta and the images until the
+/// image is installed.
+pub(crate) struct Frozen {
+    pub(crate) trees: Vec<TreeMap>,
+    /// The last WAL record the frozen delta reflects, and the version, floor and registry
+    /// after it (the header of the image it becomes).
+    pub(crate) lsn: u64,
+    pub(crate) version: u64,
+    pub(crate) floor: u64,
+    pub(crate) registry: Registry,
+}
+
 /// Every tree at one version.
 #[derive(Clone)]
 pub(crate) struct State {
@@ -130,8 +145,13 @@ pub(crate) struct State {
     /// MVCC history floor: the lowest version `view_at` accepts.
     pub(crate) floor: u64,
     pub(crate) registry: Registry,
-    /// Indexed by tag; unregistered tags hold empty trees.
+    /// The active in-memory delta, indexed by tag (unregistered tags hold empty trees): the
+    /// writes since the frozen delta, or since the newest image.
     pub(crate) trees: Vec<TreeMap>,
+    /// The delta being written to an image, if a flush or checkpoint is in progress.
+    pub(crate) frozen: Option<Arc<Frozen>>,
+    /// The image runs, newest first; together they hold the records `1..=images[0].last_lsn()`.
+    pub(crate) images: Arc<[Arc<Image>]>,
     /// The incremental prune sweep in progress, if any (see `mvcc`). Not persisted: it only
     /// tracks the removal of rows that no read version at or above `floor` can reach.
     pub(crate) prune: Option<PruneCursor>,
@@ -144,10 +164,16 @@ impl std::fmt::Debug for State {
             .field("lsn", &self.lsn)
             .field("floor", &self.floor)
             .field("trees", &self.registry.len())
+            .field("frozen", &self.frozen.as_ref().map(|f| f.lsn))
+            .field("images", &self.images.len())
             .field("prune", &self.prune)
             .finish()
     }
 }
+
+/// How a record failed to apply: a read of an older layer failed (`Err` of the outer result),
+/// or the record does not fit the state (the inner `String`) — a corrupt or foreign log.
+pub(crate) type Applied = Result<std::result::Result<(), String>>;
 
 impl State {
     /// The state of a brand-new database: only the `history` tree, version 0.
@@ -158,10 +184,38 @@ impl State {
             floor: 0,
             registry: Registry::with_history(),
             trees: vec![TreeMap::new(); 256],
+            frozen: None,
+            images: Arc::from(Vec::new()),
             prune: None,
         }
     }
 
+    /// The state held by `images` (newest first, a tiling of `1..=images[0].last_lsn()`):
+    /// version, floor and registry from the newest image's meta record, empty deltas.
+    /// Errors: `Corrupt` (naming the newest image) for a registry that does not validate.
+    pub(crate) fn from_images(images: Vec<Arc<Image>>) -> Result<Self> {
+        let mut st = State::new();
+        if let Some(newest) = images.first() {
+            let meta = newest.meta();
+            st.version = meta.version;
+            st.floor = meta.floor;
+            st.lsn = meta.last_lsn;
+            for t in &meta.trees {
+                st.registry
+                    .check_new(&t.name, t.tag)
+                    .map_err(|e| newest.corrupt(0, format!("meta record registry: {e}")))?;
+                st.registry = st.registry.with(TreeMeta {
+                    name: t.name.clone(),
+                    tag: t.tag,
+                    versioned: t.versioned,
+                });
+            }
+        }
+        st.images = Arc::from(images);
+        Ok(st)
+    }
+
+    /// The active delta of tree `tag`.
     #[inline]
     pub(crate) fn tree(&self, tag: u8) -> &TreeMap {
         &self.trees[usize::from(tag)]
@@ -171,38 +225,115 @@ impl State {
         &mut self.trees[usize::from(tag)]
     }
 
-    /// Latest value of `key` (tombstones read as absent).
-    pub(crate) fn latest(&self, tag: u8, key: &[u8]) -> Option<&[u8]> {
-        self.tree(tag).get(key).and_then(|s| s.value.as_deref())
-    }
-
-    /// Applies one physical op at commit `version`. Deletes leave a tombstone in versioned trees
-    /// and remove the key elsewhere.
-    pub(crate) fn apply(&mut self, meta: &TreeMeta, op: PhysOp, version: u64) {
-        let map = self.tree_mut(op.tag);
-        match op.value {
-            Some(v) => {
-                map.insert(
-                    &op.key,
-                    Slot {
-                        value: Value::from_arc(Some(v)),
-                        version,
-                    },
-                );
-            }
-            None if meta.versioned => {
-                map.insert(
-                    &op.key,
-                    Slot {
-                        value: Value::Tombstone,
-                        version,
-                    },
-                );
-            }
-            None => {
-                map.remove(&op.key);
+    /// The non-empty layers of tree `tag`, newest first.
+    pub(crate) fn layers(&self, tag: u8) -> Vec<Layer<'_>> {
+        let mut v = Vec::with_capacity(2 + self.images.len());
+        let d = self.tree(tag);
+        if !d.is_empty() {
+            v.push(Layer::Mem(d));
+        }
+        if let Some(f) = &self.frozen {
+            let t = &f.trees[usize::from(tag)];
+            if !t.is_empty() {
+                v.push(Layer::Mem(t));
             }
         }
+        for img in self.images.iter() {
+            if let Some(root) = img.root(tag) {
+                v.push(Layer::Img(img, root));
+            }
+        }
+        v
+    }
+
+    /// The slot of `key` in tree `tag`: from the newest layer that holds it (a tombstone
+    /// included). Errors: `Corrupt` for a bad image block on the way.
+    #[inline]
+    pub(crate) fn slot(&self, tag: u8, key: &[u8]) -> Result<Option<SlotRef<'_>>> {
+        if let Some(s) = self.tree(tag).get(key) {
+            return Ok(Some(SlotRef::of(s)));
+        }
+        self.lower_slot(tag, key)
+    }
+
+    /// The slot of `key` below the active delta (frozen delta, then images).
+    fn lower_slot(&self, tag: u8, key: &[u8]) -> Result<Option<SlotRef<'_>>> {
+        if let Some(f) = &self.frozen {
+            if let Some(s) = f.trees[usize::from(tag)].get(key) {
+                return Ok(Some(SlotRef::of(s)));
+            }
+        }
+        for img in self.images.iter() {
+            if let Some(root) = img.root(tag) {
+                // Images above the base carry a bloom filter: skip those that lack the key.
+                if !image::may_contain(img, &root, key)? {
+                    continue;
+                }
+                if let Some(l) = image::get(img, root.off, key)? {
+                    return Ok(Some(SlotRef::of_leaf(l)));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether a layer below the active delta holds a slot for `key` (so deleting `key` needs a
+    /// tombstone in the delta). Errors: `Corrupt`.
+    pub(crate) fn lower_has(&self, tag: u8, key: &[u8]) -> Result<bool> {
+        Ok(self.lower_slot(tag, key)?.is_some())
+    }
+
+    /// Latest value of `key` (tombstones read as absent). Errors: `Corrupt`.
+    pub(crate) fn latest(&self, tag: u8, key: &[u8]) -> Result<Option<&[u8]>> {
+        Ok(self.slot(tag, key)?.and_then(|s| s.value))
+    }
+
+    /// The `history` row with the greatest key strictly below `bound`, over every layer
+    /// (history rows are never deleted by writes, so no layer hides another's rows).
+    /// Errors: `Corrupt`.
+    pub(crate) fn history_last_below(
+        &self,
+        bound: &[u8],
+    ) -> Result<Option<(Cow<'_, [u8]>, SlotRef<'_>)>> {
+        let mut best: Option<(Cow<'_, [u8]>, SlotRef<'_>)> = None;
+        for layer in self.layers(HISTORY_TAG) {
+            if let Some((k, s)) = layer.last_below(bound)? {
+                if best.as_ref().is_none_or(|(bk, _)| k.as_ref() > bk.as_ref()) {
+                    best = Some((k, s));
+                }
+            }
+        }
+        Ok(best)
+    }
+
+    /// Applies one physical write at commit `version` to the active delta: a put of `value`
+    /// under `key` in `meta`'s tree, or a delete (`Value::Tombstone`). Deletes leave a tombstone
+    /// in versioned trees; elsewhere they remove the key from the delta, leaving a tombstone
+    /// only when an older layer holds the key. Errors: `Corrupt` (reading images).
+    pub(crate) fn apply(
+        &mut self,
+        meta: &TreeMeta,
+        key: &[u8],
+        value: Value,
+        version: u64,
+    ) -> Result<()> {
+        let tag = meta.tag;
+        if value.is_some() {
+            self.tree_mut(tag).insert(key, Slot { value, version });
+            return Ok(());
+        }
+        if meta.versioned || self.lower_has(tag, key)? {
+            self.tree_mut(tag).insert(
+                key,
+                Slot {
+                    value: Value::Tombstone,
+                    version,
+                },
+            );
+        } else {
+            self.tree_mut(tag).remove(key);
+        }
+        Ok(())
     }
 
     /// Raises the history floor and schedules the incremental prune sweep (see `mvcc`).
@@ -211,53 +342,70 @@ impl State {
         mvcc::schedule_prune(self);
     }
 
-    /// Applies a logged record at `lsn` (replay, and the live path for registry and floor
-    /// changes). Fails with a description if the record does not fit this state — a sign of a
-    /// corrupt or foreign log.
-    pub(crate) fn apply_record(&mut self, rec: Record, lsn: u64) -> Result<(), String> {
+    /// Applies a logged record at `lsn` (the live path for registry and floor changes). The
+    /// inner error describes a record that does not fit this state — a sign of a corrupt or
+    /// foreign log; the outer one a failed read of an image.
+    pub(crate) fn apply_record(&mut self, rec: Record, lsn: u64) -> Applied {
+        let payload = match rec.frame(lsn) {
+            Ok(framed) => framed,
+            Err(e) => return Ok(Err(e.to_string())),
+        };
+        match RecordRef::parse(&payload[HEADER_LEN..]) {
+            Ok(r) => self.apply_record_ref(r, lsn),
+            Err(e) => Ok(Err(e)),
+        }
+    }
+
+    /// Applies a record borrowed from the log (replay): nothing is copied but the keys and
+    /// values that end up in the delta. Errors as [`State::apply_record`].
+    pub(crate) fn apply_record_ref(&mut self, rec: RecordRef<'_>, lsn: u64) -> Applied {
         match rec {
-            Record::Commit { version, ops } => {
+            RecordRef::Commit { version, ops } => {
                 if version != self.version + 1 {
-                    return Err(format!(
+                    return Ok(Err(format!(
                         "commit version {version} does not follow version {}",
                         self.version
-                    ));
+                    )));
                 }
+                let registry = self.registry.clone();
                 for op in ops {
-                    let meta =
-                        self.registry.get(op.tag).cloned().ok_or_else(|| {
-                            format!("write to unregistered tree tag {:#04x}", op.tag)
-                        })?;
-                    self.apply(&meta, op, version);
+                    let (tag, key, value) = match op {
+                        Ok(op) => op,
+                        Err(e) => return Ok(Err(e)),
+                    };
+                    let Some(meta) = registry.get(tag) else {
+                        return Ok(Err(format!("write to unregistered tree tag {tag:#04x}")));
+                    };
+                    self.apply(meta, key, Value::from_bytes(value), version)?;
                 }
                 self.version = version;
             }
-            Record::CreateTree {
+            RecordRef::CreateTree {
                 tag,
                 versioned,
                 name,
             } => {
-                self.registry
-                    .check_new(&name, tag)
-                    .map_err(|e| format!("cannot register tree {name:?}: {e}"))?;
+                if let Err(e) = self.registry.check_new(name, tag) {
+                    return Ok(Err(format!("cannot register tree {name:?}: {e}")));
+                }
                 self.registry = self.registry.with(TreeMeta {
-                    name,
+                    name: name.to_string(),
                     tag,
                     versioned,
                 });
             }
-            Record::SetFloor { floor } => {
+            RecordRef::SetFloor { floor } => {
                 if floor <= self.floor || floor > self.version {
-                    return Err(format!(
+                    return Ok(Err(format!(
                         "history floor {floor} outside ({}, {}]",
                         self.floor, self.version
-                    ));
+                    )));
                 }
                 self.raise_floor(floor);
             }
         }
         self.lsn = lsn;
-        Ok(())
+        Ok(Ok(()))
     }
 }
 

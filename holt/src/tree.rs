@@ -6,7 +6,7 @@ use std::sync::{Arc, Weak};
 
 use crate::db::Inner;
 use crate::error::{Error, Result};
-use crate::mvcc::{self, HISTORY_TAG};
+use crate::mvcc;
 use crate::range::{self, EntryRef, RangeIter, RangeSpec};
 use crate::registry::TreeMeta;
 use crate::state::State;
@@ -51,10 +51,10 @@ impl Tree {
         Ok(inner.view())
     }
 
-    /// The value of `key` in the latest committed state, or `None`: one ART point lookup on the
-    /// pinned newest published state.
-    /// Errors: `Closed` if the database was dropped; `UnknownTree` for a handle whose tree is
-    /// not registered in this database.
+    /// The value of `key` in the latest committed state, or `None`: a point lookup on the
+    /// pinned newest published state (the in-memory delta, then the mapped images).
+    /// Errors: `Closed` if the database was dropped; `Corrupt` for an image block that fails
+    /// its CRC check (naming the file and block) or a missing history row.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let state = self.db.upgrade().ok_or(Error::Closed)?.current();
         get_at(&state, self, key, state.version)
@@ -173,17 +173,16 @@ fn registered<'s>(state: &'s State, tree: &Tree) -> Option<&'s Arc<TreeMeta>> {
 }
 
 /// Point read of `key` in `tree` at `read_version` on `state`: one registry array access, one
-/// ART lookup, and (only for a versioned key changed after `read_version`) one predecessor
-/// search in the history tree.
+/// lookup per layer until the key is found (the in-memory delta first, then the images, newest
+/// first), and (only for a versioned key changed after `read_version`) one predecessor search
+/// per layer of the history tree.
+#[inline]
 fn get_at(state: &State, tree: &Tree, key: &[u8], read_version: u64) -> Result<Option<Vec<u8>>> {
     let Some(meta) = registered(state, tree) else {
         return Ok(None);
     };
-    match state.tree(meta.tag).get(key) {
+    match state.slot(meta.tag, key)? {
         None => Ok(None),
-        // History rows at or below the floor are pruned, even before the incremental sweep
-        // has physically removed them.
-        Some(slot) if meta.tag == HISTORY_TAG && slot.version <= state.floor => Ok(None),
-        Some(slot) => Ok(mvcc::resolve(state, meta, key, slot, read_version)?.map(<[u8]>::to_vec)),
+        Some(slot) => Ok(mvcc::visible(state, meta, key, slot, read_version)?.map(<[u8]>::to_vec)),
     }
 }

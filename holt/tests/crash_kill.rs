@@ -32,10 +32,11 @@ const TREES: [(&str, u8, bool); 3] = [("ka", 0x01, true), ("kb", 0x02, false), (
 
 fn opts() -> Options {
     Options {
-        // Checkpoints are taken explicitly (a child thread, killed mid-way or not, and the
-        // parent every `PARENT_CHECKPOINT_EVERY` cycles) so the WAL stays bounded even when
-        // the growing checkpoint takes longer than the kill window.
-        checkpoint_wal_bytes: 0,
+        // Small automatic flushes: the background thread writes delta images and merges them
+        // while the child commits, so kills land in flushes, merges, installs and WAL
+        // truncations too. Full checkpoints are also taken explicitly (a child thread, killed
+        // mid-way or not, and the parent every `PARENT_CHECKPOINT_EVERY` cycles).
+        checkpoint_wal_bytes: 16 << 10,
         ..Options::default()
     }
 }
@@ -360,7 +361,10 @@ fn sigkill_at_random_moments_loses_no_acknowledged_commit() {
                 }
             }
         }
-        std::thread::sleep(Duration::from_micros(rng.below(5000)));
+        // Mostly short windows; every third cycle a longer one, in which flushes and merges
+        // of the background thread are likely under way when the kill lands.
+        let window = if rng.below(3) == 0 { 60_000 } else { 5000 };
+        std::thread::sleep(Duration::from_micros(rng.below(window)));
         if child.try_wait().unwrap().is_none() {
             killed_running += 1;
         }
@@ -398,10 +402,12 @@ fn sigkill_at_random_moments_loses_no_acknowledged_commit() {
     }
     eprintln!(
         "sigkill test: {cycles} cycles ({killed_running} killed while running) in {:.1?}; \
-         {} commits present, {} acknowledged and logged, {checkpoints} parent checkpoints",
+         {} commits present, {} acknowledged and logged, {checkpoints} parent checkpoints, \
+         {} images at the end",
         started.elapsed(),
         db.version(),
         acked.len(),
+        db.stats().images,
     );
     assert!(!acked.is_empty(), "no commit was ever acknowledged");
     assert!(db.version() >= acked.len() as u64);

@@ -19,11 +19,12 @@ fn segments(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// The image files (`image-<first>-<last>.holt`) the store is served from.
 fn checkpoints(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "ckpt"))
+        .filter(|p| p.extension().is_some_and(|e| e == "holt"))
         .collect();
     v.sort();
     v
@@ -408,4 +409,58 @@ fn open_creates_a_missing_directory_and_memory_db_has_no_files() {
     assert!(stats.in_memory);
     assert_eq!(stats.wal_bytes, 0);
     assert_eq!(stats.wal_io, holt::WalIoPath::Blocking);
+}
+
+#[test]
+fn a_flipped_byte_in_an_image_block_fails_the_reads_that_touch_it_naming_file_and_block() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), opts()).unwrap();
+        let t = db.create_tree("t", 0x01, false).unwrap();
+        let mut b = Batch::new();
+        for i in 0..2000u32 {
+            b.put(
+                &t,
+                format!("dir/{i:05}"),
+                format!("value-{i:05}-").repeat(8),
+            );
+        }
+        db.commit(b).unwrap();
+        db.checkpoint().unwrap();
+    }
+    let image = checkpoints(dir.path()).pop().unwrap();
+    let mut bytes = fs::read(&image).unwrap();
+    // The value of key dir/01234, in a leaf block.
+    let needle = "value-01234-".repeat(8).into_bytes();
+    let at = bytes
+        .windows(needle.len())
+        .position(|w| w == needle.as_slice())
+        .unwrap();
+    bytes[at + 3] ^= 1;
+    fs::write(&image, &bytes).unwrap();
+    let block = at / 4096;
+
+    let db = Db::open(dir.path(), opts()).unwrap();
+    let t = db.tree("t").unwrap();
+    match t.get(b"dir/01234") {
+        Err(Error::Corrupt { file, reason, .. }) => {
+            assert_eq!(file, image);
+            assert_eq!(reason, format!("image block {block} CRC mismatch"));
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    // A scan reaching that block fails the same way; keys in other blocks still read.
+    let scan: Result<Vec<_>, _> = t
+        .range(&RangeSpec::with_prefix("dir/012"))
+        .unwrap()
+        .collect();
+    assert!(matches!(scan, Err(Error::Corrupt { .. })));
+    assert_eq!(
+        t.get(b"dir/00001").unwrap(),
+        Some("value-00001-".repeat(8).into_bytes())
+    );
+    assert_eq!(
+        t.get(b"dir/01999").unwrap(),
+        Some("value-01999-".repeat(8).into_bytes())
+    );
 }

@@ -1,6 +1,7 @@
 //! Property test: random batches over three trees checked against a BTreeMap model at every
 //! version, including `view_at` at random retained versions, delimiter ranges, history floors,
-//! checkpoints and reopen.
+//! flushes and checkpoints in the middle of the sequence (so reads merge the in-memory delta
+//! with one or several images) and reopen.
 
 use std::collections::BTreeMap;
 
@@ -36,6 +37,8 @@ enum Action {
     Reopen,
     Floor(u8),
     Checkpoint,
+    /// Writes the delta as a new image above the others (several images build up).
+    Flush,
     Check {
         ver_pct: u8,
         tree: usize,
@@ -61,6 +64,7 @@ fn action() -> impl Strategy<Value = Action> {
         1 => Just(Action::Reopen),
         1 => any::<u8>().prop_map(Action::Floor),
         1 => Just(Action::Checkpoint),
+        2 => Just(Action::Flush),
         3 => (
             any::<u8>(),
             0..3usize,
@@ -282,7 +286,7 @@ impl Harness {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
 
     #[test]
     fn random_batches_match_a_btreemap_model_at_every_retained_version(
@@ -300,6 +304,7 @@ proptest! {
                     h.floor = h.floor.max(f);
                 }
                 Action::Checkpoint => h.db().checkpoint().unwrap(),
+                Action::Flush => h.db().flush().unwrap(),
                 Action::Check { ver_pct, tree, prefix, after, delim, limit } => {
                     let spec = RangeSpec {
                         prefix: PREFIXES[*prefix].to_vec(),

@@ -65,6 +65,19 @@ pub enum Error {
     /// A replace publication found no PathCurrent entry.
     #[error("path not found")]
     PathNotFound,
+    /// The path to be created is an implicit directory: published paths lie below it. A path is
+    /// a file or a directory, never both (WORKBENCH.md, "Files and directories"); the
+    /// publishing command refuses it (facade: `AlreadyExists` with `details.kind =
+    /// "directory"` for a create, `NotArtifact` for a replace or append).
+    #[error("path is a directory: published paths lie below it")]
+    PathIsDirectory,
+    /// A proper prefix of the path to be created is a published file, so nothing can be written
+    /// below it (facade `NotDirectory`). `file` is that prefix, workbench-relative.
+    #[error("{file} is a file; nothing can be written below it")]
+    AncestorIsFile {
+        /// The workbench-relative path of the file that is a proper prefix of the target.
+        file: String,
+    },
     /// The path generation differs from the expected one. `0` stands for "absent".
     #[error("generation conflict: expected {expected}, actual {actual}")]
     GenerationConflict {
@@ -217,11 +230,16 @@ pub enum Error {
         /// Live consumers at the read version.
         consumer_count: u64,
     },
+    /// The handle was opened read-only ([`crate::MetaShard::open_read_only`]): it serves reads
+    /// and refuses every write; nothing was written. Open the store for writing (a writer
+    /// handle) to change it. Not retryable through the same handle.
+    #[error("the store is open read-only; writes are refused and nothing was written")]
+    ReadOnly,
     /// The engine reported an error (I/O, corruption, lock, pruned history, …). Every engine
     /// reports history below its floor (or compacted away) as `holt::Error::HistoryPruned`, the
     /// storage-neutral "that version is gone" signal the operations match on.
     #[error("storage: {0}")]
-    Storage(#[from] holt::Error),
+    Storage(holt::Error),
     /// A remote metadata engine (etcd) could not serve the request within its retry window: no
     /// reachable member, no leader, a request deadline, a full database (`--quota-backend-bytes`),
     /// or a refused request. Reads may be retried. For a write, `write_outcome_unknown` says
@@ -234,6 +252,17 @@ pub enum Error {
         /// True when a write attempt was sent without an answer.
         write_outcome_unknown: bool,
     },
+}
+
+/// Engine errors pass through as [`Error::Storage`], except a write refused by a read-only holt
+/// database, which is [`Error::ReadOnly`] like every other write through a read-only handle.
+impl From<holt::Error> for Error {
+    fn from(e: holt::Error) -> Self {
+        match e {
+            holt::Error::ReadOnly { .. } => Error::ReadOnly,
+            e => Error::Storage(e),
+        }
+    }
 }
 
 impl Error {

@@ -44,7 +44,9 @@
 //!     rules.
 //!
 //! - [`outbox`] is the RecoveryOutbox: one hash-chained record per command, owner-epoch advance
-//!   and initialization, appended in the same holt batch and verified at every open.
+//!   and initialization, appended in the same holt batch; opens verify the records after the
+//!   verified chain head, and old records are removed per a retention policy (see
+//!   [`outbox`], "Verification" and "Retention").
 //!
 //! - [`index`] is the typed secondary index: the value codec, the projection every publication
 //!   writes, and the search / aggregate / catalog executors.
@@ -54,9 +56,13 @@
 //!   command that moves Finalizing -> Published, abort / fenced takeover, ledger-driven cleanup
 //!   and quarantine reconciliation.
 //!
-//! Not yet written by this version: the garbage collector (publication, commit and restore
-//! record GcCandidate rows when a revision's last reference goes; nothing consumes them yet, so no
-//! object is deleted).
+//! - Object lifetime: [`ops::remove`] (path removal: one bounded command per path, prefix
+//!   removal in batches), [`ops::gc`] (the GC state machine over GcCandidate rows: claim
+//!   `Available -> Deleting` under the reference epoch and the history floor, object deletion
+//!   through a caller-supplied provider, `Deleted` with dependency release, `Quarantined` and
+//!   reconciliation, the GcBarrier; [`ops::gc::explain`] names what keeps a revision),
+//!   [`ops::fsck`] (typed findings recomputed from authoritative rows; SecondaryIndex repair) and
+//!   [`ops::settings`] (the durable `history_retention_versions`).
 
 #![deny(missing_docs)]
 

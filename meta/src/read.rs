@@ -202,6 +202,16 @@ impl Reader {
         Ok(!self.snap.scan(Family::PathCurrent, &spec)?.is_empty())
     }
 
+    /// Whether a file could be created at `path` under the namespace rule (a path is a file or
+    /// an implicit directory, never both): no proper prefix of `path` is a file and `path` has
+    /// no descendants. The same check the publishing command repeats atomically
+    /// ([`crate::ops::publish::namespace_check`]); callers run it before uploading any byte.
+    ///
+    /// Errors: [`Error::AncestorIsFile`], [`Error::PathIsDirectory`]; storage errors.
+    pub fn check_creatable(&self, inc: &WorkspaceIncarnationId, path: &NormPath) -> Result<()> {
+        crate::ops::publish::namespace_check(&self.snap, &self.root, inc, path).map(|_| ())
+    }
+
     /// Recursive listing of published files under `under` (`None` = whole workspace) in
     /// canonical key order (a subtree before its same-named file, `a/…` before `a` before `ab`),
     /// strictly after `start_after`, at most `limit` files. Returns `(files, more)`.

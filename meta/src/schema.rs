@@ -15,14 +15,18 @@
 //!   version 0. A version-0 store with a foreign, mis-tagged or mis-flagged tree is refused;
 //! - a nonempty store opens only when, in this order: the registry (names, tags, versioned flags)
 //!   matches exactly; the marker exists, has value_format_version 1, decodes exactly, names
-//!   `nokv_workspace` and format_version 8; the placement, presentation root, owner epoch and
-//!   recovery tail records decode; the RootFence row matches the placement and both are Active;
-//!   and the RecoveryOutbox verifies against the tail ([`crate::outbox`]). Otherwise
+//!   `nokv_workspace` and format_version 8; the placement, presentation root, owner epoch,
+//!   recovery tail and recovery chain point records decode; the RootFence row matches the
+//!   placement and both are Active; and the RecoveryOutbox records after the verified chain head
+//!   verify against the tail ([`crate::outbox`], "Verification"). Otherwise
 //!   [`Error::SchemaMismatch`] (with a [`SchemaMismatchKind`]) or
 //!   [`Error::RecoveryOutboxCorrupt`] names the difference, and nothing is written — the store's
 //!   files stay byte-identical (holt's open modifies no file);
-//! - a successful open of an existing store advances the owner epoch by one commit that also
-//!   appends an `OwnerEpochAdvance` RecoveryOutbox record.
+//! - opening an existing store writes nothing at all, for a writer as for a read-only handle
+//!   (`holt::Db::open_read_only`; [`crate::MetaShard::open_read_only`]). A writer handle
+//!   advances the owner epoch by one commit — which also appends an `OwnerEpochAdvance`
+//!   RecoveryOutbox record and carries one outbox maintenance step — right before its first
+//!   write; a handle that only reads never advances it.
 
 use crate::codec::system::{
     decode_owner_epoch, decode_presentation_root, encode_owner_epoch, encode_presentation_root,
@@ -229,7 +233,12 @@ pub enum SchemaMismatchKind {
 pub(crate) struct GateOutcome {
     pub(crate) placement: RootPlacement,
     pub(crate) presentation_root: String,
+    /// The persisted owner epoch at open (1 after initialization).
     pub(crate) owner_epoch: u64,
+    /// This open initialized the store: the handle already owns epoch 1.
+    pub(crate) initialized: bool,
+    /// The recovery tail whose chain this open verified (after the verified head).
+    pub(crate) verified_tail: RecoveryTail,
 }
 
 /// Compares a store's registry with the expected one; `allow_missing` accepts a subset (used
@@ -379,6 +388,28 @@ pub(crate) fn prepare_holt(db: holt::Db, requested_root: Option<&str>) -> Result
     Ok(ShardStore::Holt(HoltStore::new(db)?))
 }
 
+/// Binds a read-only holt database to the registry: it must match exactly (an empty database
+/// may carry a subset; [`read_only_gate`] then refuses it). Nothing is created or written.
+///
+/// Errors: as [`prepare_holt`].
+pub(crate) fn prepare_holt_read_only(
+    db: holt::Db,
+    requested_root: Option<&str>,
+) -> Result<ShardStore> {
+    if let Some(r) = requested_root {
+        validate_presentation_root(r)?;
+    }
+    let empty = db.version() == 0;
+    registry_error(registry_differences(&HoltStore::registry_of(&db), empty))?;
+    if empty {
+        return Err(Error::schema(
+            SchemaMismatchKind::MissingMarker,
+            "the store was never initialized (no schema marker); open it for writing once",
+        ));
+    }
+    Ok(ShardStore::Holt(HoltStore::new(db)?))
+}
+
 /// The etcd counterpart of [`prepare_holt`]: an empty shard (clock absent) gets its registry
 /// record; a non-empty one must carry exactly the expected registry.
 ///
@@ -403,12 +434,37 @@ pub(crate) fn prepare_etcd(
     Ok(ShardStore::Etcd(store))
 }
 
+/// The read-only counterpart of [`prepare_etcd`]: the shard must be initialized and carry
+/// exactly the expected registry; nothing is written.
+///
+/// Errors: as [`prepare_etcd`]; [`Error::SchemaMismatch`] for an empty shard.
+#[cfg(feature = "etcd")]
+pub(crate) fn prepare_etcd_read_only(
+    store: crate::store::etcd::EtcdStore,
+    requested_root: Option<&str>,
+) -> Result<ShardStore> {
+    if let Some(r) = requested_root {
+        validate_presentation_root(r)?;
+    }
+    let snap = store.snapshot();
+    snap.get(Family::System, KEY_SCHEMA)?;
+    if snap.version() == 0 {
+        return Err(Error::schema(
+            SchemaMismatchKind::MissingMarker,
+            "the shard was never initialized (no schema marker); open it for writing once",
+        ));
+    }
+    registry_error(registry_differences(&store.registry()?, false))?;
+    Ok(ShardStore::Etcd(store))
+}
+
 /// How many times the gate re-reads after another opener's commit raced its own.
 const GATE_ATTEMPTS: u32 = 8;
 
 /// Opens or initializes the shard behind `store` (registry already bound by [`prepare_holt`] or
-/// `prepare_etcd`). Writes nothing unless the store is empty (initialization) or passes every
-/// check (owner-epoch advance, through the RecoveryOutbox). `placement`: the control plane's
+/// `prepare_etcd`) for a writer handle. Writes nothing unless the store is empty
+/// (initialization); the owner epoch of an existing store is advanced later, by
+/// [`advance_owner_epoch`] before the handle's first write. `placement`: the control plane's
 /// RootPlacement for the shard — used at initialization instead of fresh random ids, and
 /// required to match the stored placement otherwise.
 /// `init_shard`: the logical shard an initialization without `placement` records (an etcd
@@ -450,6 +506,39 @@ fn gate_once<S: TxnStore>(
             init_shard,
         );
     }
+    check_existing(&view, marker, requested_root, placement)
+}
+
+/// The checks of [`open_gate`] for a read-only handle: the store must already be initialized
+/// (an empty store is [`SchemaMismatchKind::MissingMarker`]); nothing is ever written.
+pub(crate) fn read_only_gate<S: TxnStore>(
+    store: &S,
+    requested_root: Option<&str>,
+    placement: Option<&RootPlacement>,
+) -> Result<GateOutcome> {
+    if let Some(r) = requested_root {
+        validate_presentation_root(r)?;
+    }
+    let view = store.snapshot();
+    let marker = view.get(Family::System, KEY_SCHEMA)?;
+    if view.version() == 0 {
+        return Err(Error::schema(
+            SchemaMismatchKind::MissingMarker,
+            "the store was never initialized (no schema marker); open it for writing once",
+        ));
+    }
+    check_existing(&view, marker, requested_root, placement)
+}
+
+/// Every check of a nonempty store at `view` (whose schema marker read is `marker`), in the
+/// documented order, ending with the RecoveryOutbox records after the verified head. Writes
+/// nothing.
+fn check_existing<V: Snapshot>(
+    view: &V,
+    marker: Option<Vec<u8>>,
+    requested_root: Option<&str>,
+    placement: Option<&RootPlacement>,
+) -> Result<GateOutcome> {
     let read = |key: &[u8], what: &str| -> Result<Vec<u8>> {
         view.get(Family::System, key)?.ok_or_else(|| {
             Error::schema(
@@ -493,7 +582,11 @@ fn gate_once<S: TxnStore>(
     let epoch_bytes = read(KEY_OWNER_EPOCH, "owner epoch")?;
     let epoch = decode_owner_epoch(&epoch_bytes).map_err(|e| malformed("owner epoch", e))?;
     let tail_bytes = read(KEY_RECOVERY_TAIL, "recovery tail")?;
-    let tail = RecoveryTail::decode(&tail_bytes).map_err(|e| malformed("recovery tail", e))?;
+    RecoveryTail::decode(&tail_bytes).map_err(|e| malformed("recovery tail", e))?;
+    let points = crate::outbox::read_points(view).map_err(|e| match e {
+        Error::Codec { .. } => malformed("recovery chain point", e),
+        other => other,
+    })?;
     let fence_bytes = view
         .get(Family::RootFence, &root_fence::key(&placement.root_id))?
         .ok_or_else(|| {
@@ -522,7 +615,7 @@ fn gate_once<S: TxnStore>(
             ),
         ));
     }
-    crate::outbox::verify(&view, &tail)?;
+    crate::outbox::verify_after_head(view, &points)?;
     if let Some(r) = requested_root {
         if r != presentation_root {
             return Err(Error::PresentationRootMismatch {
@@ -531,43 +624,102 @@ fn gate_once<S: TxnStore>(
             });
         }
     }
-    let read_version = view.version();
-    drop(view);
-    let next = epoch
-        .checked_add(1)
-        .ok_or_else(|| Error::invalid("owner epoch exhausted"))?;
-    let commit_version = read_version
-        .checked_add(1)
-        .ok_or_else(|| Error::invalid("commit version exhausted"))?;
-    let mutations = vec![Mutation::put(
-        Family::System,
-        KEY_OWNER_EPOCH.to_vec(),
-        encode_owner_epoch(next),
-    )];
-    let appended = crate::outbox::append(
-        &tail,
-        commit_version,
-        &RecoveryEntry::OwnerEpochAdvance {
-            previous_epoch: epoch,
-            owner_epoch: next,
-        },
-        &mutations,
-    )?;
-    commit(
-        store,
-        CheckedWrite {
-            read_version: Some(read_version),
-            predicates: vec![
-                Predicate::equals(Family::System, KEY_OWNER_EPOCH.to_vec(), epoch_bytes),
-                Predicate::equals(Family::System, KEY_RECOVERY_TAIL.to_vec(), tail_bytes),
-            ],
-            mutations: mutations.into_iter().chain(appended.rows).collect(),
-        },
-    )?;
     Ok(GateOutcome {
         placement,
         presentation_root,
-        owner_epoch: next,
+        owner_epoch: epoch,
+        initialized: false,
+        verified_tail: points.tail,
+    })
+}
+
+/// Advances the persisted owner epoch from `from_epoch` to `from_epoch + 1` in one commit that
+/// also appends an `OwnerEpochAdvance` RecoveryOutbox record and carries one RecoveryOutbox
+/// maintenance step (the verified head moves to `verified_at_open`, the tail the handle verified
+/// at its open, and at most [`crate::outbox::MAX_PRUNE_STEP`] old records are removed per
+/// `retention`). Returns the new epoch.
+///
+/// Errors: [`Error::Fenced`] when the persisted epoch is no longer `from_epoch` (another owner
+/// advanced it since this handle opened) or the tail is missing; [`Error::InvalidArgument`] when
+/// the epoch or the commit version is exhausted; [`Error::ReadVersionConflict`] when other
+/// commits kept racing with it; codec and storage errors.
+pub(crate) fn advance_owner_epoch<S: TxnStore>(
+    store: &S,
+    from_epoch: u64,
+    verified_at_open: RecoveryTail,
+    retention: &crate::outbox::RetentionPolicy,
+) -> Result<u64> {
+    for _ in 0..crate::ops::MAX_ATTEMPTS {
+        let view = store.snapshot();
+        let epoch_bytes =
+            view.get(Family::System, KEY_OWNER_EPOCH)?
+                .ok_or_else(|| Error::Fenced {
+                    reason: "no owner epoch is recorded".into(),
+                })?;
+        let epoch = decode_owner_epoch(&epoch_bytes)?;
+        if epoch != from_epoch {
+            return Err(Error::Fenced {
+                reason: format!(
+                    "another owner advanced the owner epoch to {epoch} since this handle opened \
+                     at {from_epoch}; reopen the store"
+                ),
+            });
+        }
+        let tail_bytes = view
+            .get(Family::System, KEY_RECOVERY_TAIL)?
+            .ok_or_else(|| Error::Fenced {
+                reason: "no System recovery tail is recorded".into(),
+            })?;
+        let tail = RecoveryTail::decode(&tail_bytes)?;
+        let step = crate::outbox::plan_step(&view, retention, Some(verified_at_open), false)?;
+        let read_version = view.version();
+        drop(view);
+        let next = epoch
+            .checked_add(1)
+            .ok_or_else(|| Error::invalid("owner epoch exhausted"))?;
+        let commit_version = read_version
+            .checked_add(1)
+            .ok_or_else(|| Error::invalid("commit version exhausted"))?;
+        let mutations = vec![Mutation::put(
+            Family::System,
+            KEY_OWNER_EPOCH.to_vec(),
+            encode_owner_epoch(next),
+        )];
+        let appended = crate::outbox::append(
+            &tail,
+            commit_version,
+            &RecoveryEntry::OwnerEpochAdvance {
+                previous_epoch: epoch,
+                owner_epoch: next,
+            },
+            &mutations,
+        )?;
+        let mut predicates = vec![
+            Predicate::equals(Family::System, KEY_OWNER_EPOCH.to_vec(), epoch_bytes),
+            Predicate::equals(Family::System, KEY_RECOVERY_TAIL.to_vec(), tail_bytes),
+        ];
+        predicates.extend(step.predicates);
+        let write = CheckedWrite {
+            read_version: Some(read_version),
+            predicates,
+            mutations: mutations
+                .into_iter()
+                .chain(appended.rows)
+                .chain(step.mutations)
+                .collect(),
+        };
+        match store.write(write) {
+            Ok(_) => return Ok(next),
+            Err(WriteFailure::ReadVersion { actual, .. }) => {
+                // Another commit landed since the view; wait until it is readable and re-plan.
+                store.wait_for_version(actual);
+            }
+            Err(WriteFailure::Predicate { .. }) => {}
+            Err(WriteFailure::Other(e)) => return Err(e),
+        }
+    }
+    Err(Error::ReadVersionConflict {
+        attempts: crate::ops::MAX_ATTEMPTS,
     })
 }
 
@@ -663,6 +815,9 @@ fn initialize<S: TxnStore>(
         placement,
         presentation_root: presentation_root.to_owned(),
         owner_epoch: 1,
+        initialized: true,
+        // The initializing record was written, not read back: nothing is verified yet.
+        verified_tail: RecoveryTail::GENESIS,
     })
 }
 

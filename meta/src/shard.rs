@@ -1,7 +1,7 @@
 //! `MetaShard`: the handle on one logical-shard metadata store.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::codec::system::{RecoveryTail, KEY_RECOVERY_TAIL};
 use crate::codec::{RootActivationState, RootFence, RootPlacement};
@@ -10,13 +10,13 @@ use crate::error::Result;
 use crate::ids::{LogicalShardId, RootId};
 use crate::ops::publish::{PublishReceipt, PublishRequest};
 use crate::ops::workspace::CreateWorkspaceOutcome;
-use crate::outbox::OutboxSummary;
+use crate::outbox::{ChainPoints, MaintenanceReport, OutboxSummary, RetentionPolicy};
 use crate::read::Reader;
-use crate::schema::open_gate;
 use crate::schema::Family;
-use crate::store::{ShardStore, Snapshot, TxnStore};
+use crate::schema::{open_gate, read_only_gate};
+use crate::store::{CheckedWrite, ShardStore, Snapshot, TxnStore, WriteFailure};
 
-/// Options for [`MetaShard::open`].
+/// Options for [`MetaShard::open`] and [`MetaShard::open_read_only`].
 #[derive(Debug, Clone, Default)]
 pub struct OpenOptions {
     /// Presentation root to require (existing store) or record (new store). `None`: use the
@@ -29,15 +29,78 @@ pub struct OpenOptions {
     /// existing store must hold the same root, logical shard and placement generation. `None`:
     /// the embedded placement the store was created with.
     pub placement: Option<RootPlacement>,
+    /// How many RecoveryOutbox records a writer handle keeps below the applied recovery LSN
+    /// (see [`crate::outbox`], "Retention"); unused by read-only handles.
+    pub outbox_retention: RetentionPolicy,
+    /// When set, every periodic maintenance step of a writer handle (every
+    /// [`RetentionPolicy::maintenance_interval`] commit versions) also raises the MVCC history
+    /// floor per this policy ([`crate::ops::snapshot::maintain_history_floor`]: never past a
+    /// live HistoryHold, keeping `history_retention_versions` versions), so a long-running
+    /// writer's MVCC history stays bounded like the reaper keeps it at every writer open.
+    /// `None` (default): only explicit calls and the reaper move the floor.
+    pub history_policy: Option<crate::ops::snapshot::SnapshotPolicy>,
 }
 
 pub(crate) struct Inner {
     pub(crate) store: ShardStore,
+    /// The fence every command of this handle carries. For a writer handle `owner_epoch` is the
+    /// epoch it writes under (persisted by its first write); for a read-only handle the epoch
+    /// persisted at its open.
     pub(crate) fence: ShardFence,
     pub(crate) presentation_root: String,
+    /// The command sequencer of this shard owner (see [`crate::command::sequencer`]).
+    pub(crate) sequencer: crate::command::sequencer::Sequencer,
+    /// Writer state; `None` for a read-only handle.
+    pub(crate) owner: Option<Owner>,
 }
 
-/// One opened logical-shard metadata store (cheap to clone; `Send + Sync`).
+/// The owner side of a writer handle: the lazy owner-epoch advance and the RecoveryOutbox
+/// maintenance steps.
+pub(crate) struct Owner {
+    state: Mutex<OwnerState>,
+    retention: RetentionPolicy,
+    history_policy: Option<crate::ops::snapshot::SnapshotPolicy>,
+}
+
+struct OwnerState {
+    /// The persisted owner epoch when the handle opened.
+    epoch_at_open: u64,
+    /// The handle's epoch is persisted (its first write happened, or it initialized the store).
+    advanced: bool,
+    /// The recovery tail whose chain the open verified.
+    verified_at_open: RecoveryTail,
+    /// Commit version after this handle's last maintenance step.
+    last_step_version: u64,
+}
+
+impl Owner {
+    fn state(&self) -> std::sync::MutexGuard<'_, OwnerState> {
+        // A panic while holding the lock leaves consistent state (every field is written after
+        // the durable commit it describes), so a poisoned lock is taken over.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Persists this handle's owner epoch if it is not yet (the lazy advance before the first
+    /// write); `true` when this call advanced it.
+    fn advance_once(&self, store: &ShardStore, st: &mut OwnerState) -> Result<bool> {
+        if st.advanced {
+            return Ok(false);
+        }
+        crate::schema::advance_owner_epoch(
+            store,
+            st.epoch_at_open,
+            st.verified_at_open,
+            &self.retention,
+        )?;
+        st.advanced = true;
+        Ok(true)
+    }
+}
+
+/// One opened logical-shard metadata store (cheap to clone; `Send + Sync`): a **writer** handle
+/// ([`MetaShard::open`], holding the store's exclusive lock) or a **read-only** handle
+/// ([`MetaShard::open_read_only`], no lock, the state as of its open, every write refused with
+/// [`crate::Error::ReadOnly`]).
 #[derive(Clone)]
 pub struct MetaShard {
     pub(crate) inner: Arc<Inner>,
@@ -49,20 +112,41 @@ impl std::fmt::Debug for MetaShard {
             .field("root_id", &self.inner.fence.root_id)
             .field("logical_shard_id", &self.inner.fence.logical_shard_id)
             .field("owner_epoch", &self.inner.fence.owner_epoch)
+            .field("read_only", &self.inner.owner.is_none())
             .finish()
     }
 }
 
+fn fence_of(gate: &crate::schema::GateOutcome, owner_epoch: u64) -> ShardFence {
+    ShardFence {
+        root_id: gate.placement.root_id,
+        logical_shard_id: gate.placement.logical_shard_id,
+        placement_generation: gate.placement.placement_generation,
+        owner_epoch,
+        root_fence_bytes: RootFence {
+            logical_shard_id: gate.placement.logical_shard_id,
+            placement_generation: gate.placement.placement_generation,
+            activation_state: RootActivationState::Active,
+        }
+        .encode(),
+    }
+}
+
 impl MetaShard {
-    /// Opens (or initializes) the store whose holt database lives directly in `dir`, passing the
-    /// schema gate (see [`crate::schema`]), verifying the RecoveryOutbox (see [`crate::outbox`];
-    /// O(outbox) at every open) and advancing the owner epoch through the outbox.
+    /// Opens (or initializes) the store whose holt database lives directly in `dir` as a
+    /// **writer**: takes the store's exclusive lock, passes the schema gate (see
+    /// [`crate::schema`]) and verifies the RecoveryOutbox records after the verified chain head
+    /// (see [`crate::outbox`]; bounded, not O(history)). Opening an existing store writes
+    /// nothing: the owner epoch is advanced through the outbox right before this handle's first
+    /// write (one commit, which also carries an outbox maintenance step), so a handle that only
+    /// reads leaves the store untouched. Initializing an empty store is one commit.
     ///
     /// Errors: [`crate::Error::SchemaMismatch`] (nothing written),
     /// [`crate::Error::RecoveryOutboxCorrupt`] naming the LSN (nothing written),
     /// [`crate::Error::PresentationRootMismatch`] (nothing written),
     /// [`crate::Error::InvalidArgument`] for an invalid requested presentation root,
-    /// [`crate::Error::Storage`] (e.g. `holt::Error::Locked`).
+    /// [`crate::Error::Storage`] (e.g. `holt::Error::Locked` while another writer has the store,
+    /// `holt::Error::Io` on a read-only file system or without write permission).
     pub fn open(dir: impl AsRef<Path>, opts: OpenOptions) -> Result<MetaShard> {
         let db = holt::Db::open(dir, opts.holt)?;
         let store = crate::schema::prepare_holt(db, opts.presentation_root.as_deref())?;
@@ -70,10 +154,11 @@ impl MetaShard {
     }
 
     /// Opens (or initializes) the shard whose metadata lives in an etcd cluster (see
-    /// [`crate::store::etcd`]), passing the same schema gate, RecoveryOutbox verification and
-    /// owner-epoch advance as [`MetaShard::open`]. Several processes may open one etcd-backed
-    /// shard; each open advances the owner epoch, so only the newest handle can commit (the
-    /// others get [`crate::Error::Fenced`]).
+    /// [`crate::store::etcd`]), passing the same schema gate and RecoveryOutbox verification as
+    /// [`MetaShard::open`], with the same lazy owner-epoch advance before the first write.
+    /// Several processes may open one etcd-backed shard; the first write of each handle
+    /// advances the owner epoch, so a handle whose epoch another handle has since advanced can
+    /// no longer commit ([`crate::Error::Fenced`]).
     ///
     /// Errors: those of [`MetaShard::open`] (holt errors aside), plus
     /// [`crate::Error::StoreUnavailable`] when the cluster cannot serve the open.
@@ -107,6 +192,39 @@ impl MetaShard {
         Ok(opened)
     }
 
+    /// Opens the existing etcd-backed shard **read-only**: the same schema gate and verification
+    /// of the RecoveryOutbox records after the verified head as [`MetaShard::open_etcd`], the
+    /// state as of this call, and nothing is ever written (no owner lease or epoch is needed).
+    /// Every write through the handle answers [`crate::Error::ReadOnly`].
+    ///
+    /// Errors: [`crate::Error::SchemaMismatch`] (also for a shard that was never initialized),
+    /// [`crate::Error::RecoveryOutboxCorrupt`], [`crate::Error::PresentationRootMismatch`],
+    /// [`crate::Error::InvalidArgument`], [`crate::Error::StoreUnavailable`].
+    #[cfg(feature = "etcd")]
+    pub fn open_etcd_read_only(
+        options: crate::store::etcd::EtcdOptions,
+        opts: OpenOptions,
+    ) -> Result<MetaShard> {
+        let store = crate::store::etcd::EtcdStore::open(options)?;
+        let store =
+            crate::schema::prepare_etcd_read_only(store, opts.presentation_root.as_deref())?;
+        let gate = read_only_gate(
+            &store,
+            opts.presentation_root.as_deref(),
+            opts.placement.as_ref(),
+        )?;
+        let fence = fence_of(&gate, gate.owner_epoch);
+        Ok(MetaShard {
+            inner: Arc::new(Inner {
+                store,
+                fence,
+                presentation_root: gate.presentation_root,
+                sequencer: Default::default(),
+                owner: None,
+            }),
+        })
+    }
+
     fn open_gated(
         store: ShardStore,
         opts: &OpenOptions,
@@ -118,24 +236,174 @@ impl MetaShard {
             opts.placement.as_ref(),
             init_shard,
         )?;
-        let fence = ShardFence {
-            root_id: gate.placement.root_id,
-            logical_shard_id: gate.placement.logical_shard_id,
-            placement_generation: gate.placement.placement_generation,
-            owner_epoch: gate.owner_epoch,
-            root_fence_bytes: RootFence {
-                logical_shard_id: gate.placement.logical_shard_id,
-                placement_generation: gate.placement.placement_generation,
-                activation_state: RootActivationState::Active,
-            }
-            .encode(),
+        let owner_epoch = if gate.initialized {
+            gate.owner_epoch
+        } else {
+            gate.owner_epoch
+                .checked_add(1)
+                .ok_or_else(|| crate::Error::invalid("owner epoch exhausted"))?
         };
+        let fence = fence_of(&gate, owner_epoch);
+        let version = store.version();
         Ok(MetaShard {
             inner: Arc::new(Inner {
                 store,
                 fence,
                 presentation_root: gate.presentation_root,
+                sequencer: Default::default(),
+                owner: Some(Owner {
+                    state: Mutex::new(OwnerState {
+                        epoch_at_open: gate.owner_epoch,
+                        advanced: gate.initialized,
+                        verified_at_open: gate.verified_tail,
+                        last_step_version: version,
+                    }),
+                    retention: opts.outbox_retention,
+                    history_policy: opts.history_policy,
+                }),
             }),
+        })
+    }
+
+    /// Opens the existing store in `dir` **read-only**: no lock (any number of read-only
+    /// handles share the store with its one writer), the state as of this call
+    /// (`holt::Db::open_read_only`: the mapped images plus the complete WAL records after them),
+    /// the same schema gate as [`MetaShard::open`] and the same verification of the
+    /// RecoveryOutbox records after the verified head — and nothing is ever written: no owner
+    /// epoch advance, no outbox maintenance, no fdatasync. Works on a read-only file system and
+    /// on another user's readable files. Every write through the handle answers
+    /// [`crate::Error::ReadOnly`]. Later commits of a writer are not seen; open again.
+    ///
+    /// Errors: [`crate::Error::SchemaMismatch`] (also for a store that was never initialized),
+    /// [`crate::Error::RecoveryOutboxCorrupt`], [`crate::Error::PresentationRootMismatch`],
+    /// [`crate::Error::InvalidArgument`] for an invalid requested presentation root,
+    /// [`crate::Error::Storage`] (`holt::Error::Io` for a missing or unreadable directory,
+    /// `holt::Error::Corrupt` for damaged files).
+    pub fn open_read_only(dir: impl AsRef<Path>, opts: OpenOptions) -> Result<MetaShard> {
+        let db = holt::Db::open_read_only(dir, opts.holt)?;
+        let store = crate::schema::prepare_holt_read_only(db, opts.presentation_root.as_deref())?;
+        let gate = read_only_gate(
+            &store,
+            opts.presentation_root.as_deref(),
+            opts.placement.as_ref(),
+        )?;
+        let fence = fence_of(&gate, gate.owner_epoch);
+        Ok(MetaShard {
+            inner: Arc::new(Inner {
+                store,
+                fence,
+                presentation_root: gate.presentation_root,
+                sequencer: Default::default(),
+                owner: None,
+            }),
+        })
+    }
+
+    /// True for a handle from [`MetaShard::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.inner.owner.is_none()
+    }
+
+    /// Runs before every write of this handle: a read-only handle answers
+    /// [`crate::Error::ReadOnly`]; a writer handle advances the owner epoch at its first write,
+    /// and afterwards runs one RecoveryOutbox maintenance step whenever the commit version has
+    /// advanced by [`RetentionPolicy::maintenance_interval`] since the last one. Both are
+    /// commits, made under the command sequencer (see [`crate::command::sequencer`]); inside a
+    /// sequenced section the operations call [`crate::command::Sequenced::prepare_write`]
+    /// instead. A caller that plans raw commands for [`MetaShard::execute`] calls this first
+    /// and plans at the version after it.
+    ///
+    /// Errors: [`crate::Error::ReadOnly`]; those of the epoch advance
+    /// ([`crate::Error::Fenced`] when another owner advanced the epoch); a maintenance step that
+    /// finds a corrupt record ([`crate::Error::RecoveryOutboxCorrupt`]) refuses the write;
+    /// [`crate::Error::InvalidArgument`] when called inside a sequenced section of this shard.
+    pub fn prepare_write(&self) -> Result<()> {
+        self.sequenced(|_| self.owner_step(true))
+    }
+
+    /// The owner side of [`MetaShard::prepare_write`], run with the sequencer held: with
+    /// `maintain` false only the lazy epoch advance (used by the raw [`MetaShard::execute`],
+    /// whose caller planned its command at a version a maintenance commit would make stale).
+    pub(crate) fn owner_step(&self, maintain: bool) -> Result<()> {
+        let Some(owner) = &self.inner.owner else {
+            return Err(crate::Error::ReadOnly);
+        };
+        let store = &self.inner.store;
+        let mut st = owner.state();
+        if owner.advance_once(store, &mut st)? {
+            st.last_step_version = store.version();
+            return Ok(());
+        }
+        let interval = owner.retention.maintenance_interval.max(1);
+        if maintain && store.version() >= st.last_step_version.saturating_add(interval) {
+            st.last_step_version = store.version();
+            match self.maintenance_step(&owner.retention) {
+                Ok(_) => {}
+                Err(e @ crate::Error::RecoveryOutboxCorrupt { .. }) => return Err(e),
+                // A lost race or a transient failure leaves the step to the next interval.
+                Err(_) => {}
+            }
+            if let Some(policy) = &owner.history_policy {
+                // Best effort like the reaper's: a failure leaves the floor for the next step.
+                let _ = crate::ops::snapshot::maintain_history_floor(self, policy);
+            }
+            st.last_step_version = store.version();
+        }
+        Ok(())
+    }
+
+    /// One RecoveryOutbox maintenance step written through the store (the caller holds the
+    /// owner state lock and has advanced the epoch).
+    fn maintenance_step(&self, retention: &RetentionPolicy) -> Result<MaintenanceReport> {
+        let mut last = Ok(MaintenanceReport::default());
+        for _ in 0..3 {
+            // The newest accepted state: commands of earlier sequenced sections may still be on
+            // their way to durability.
+            let view = self.inner.store.accepted_snapshot();
+            let plan = crate::outbox::plan_step(&view, retention, None, true)?;
+            drop(view);
+            if plan.is_empty() {
+                return Ok(plan.report);
+            }
+            let report = plan.report;
+            match self.inner.store.write(CheckedWrite {
+                read_version: None,
+                predicates: plan.predicates,
+                mutations: plan.mutations,
+            }) {
+                Ok(_) => return Ok(report),
+                Err(WriteFailure::Other(e)) => return Err(e),
+                Err(_) => {
+                    last = Err(crate::Error::ReadVersionConflict { attempts: 3 });
+                }
+            }
+        }
+        last
+    }
+
+    /// Runs one RecoveryOutbox maintenance step now (see [`crate::outbox`], "Retention"):
+    /// reads back and verifies the records after the verified head, moves the head to the
+    /// tail, and removes at most [`crate::outbox::MAX_PRUNE_STEP`] records the retention policy
+    /// no longer keeps. A writer handle that has not written yet first advances its owner epoch
+    /// (whose commit carries the step). Call it repeatedly while
+    /// [`MaintenanceReport::more_to_prune`] is true to work off a backlog in bounded steps.
+    ///
+    /// Errors: [`crate::Error::ReadOnly`] for a read-only handle;
+    /// [`crate::Error::RecoveryOutboxCorrupt`] when a record read back fails verification
+    /// (nothing written); [`crate::Error::Fenced`]; [`crate::Error::ReadVersionConflict`] when
+    /// concurrent maintenance kept winning; codec and storage errors.
+    pub fn maintain_recovery_outbox(&self) -> Result<MaintenanceReport> {
+        let Some(owner) = &self.inner.owner else {
+            return Err(crate::Error::ReadOnly);
+        };
+        // Under the command sequencer, like every other commit of the handle.
+        self.sequenced(|_| {
+            let store = &self.inner.store;
+            let mut st = owner.state();
+            owner.advance_once(store, &mut st)?;
+            let report = self.maintenance_step(&owner.retention)?;
+            st.last_step_version = store.version();
+            Ok(report)
         })
     }
 
@@ -154,7 +422,9 @@ impl MetaShard {
         &self.inner.presentation_root
     }
 
-    /// This handle's owner epoch (advanced by one at every open).
+    /// This handle's owner epoch: for a writer handle the epoch it writes under (the persisted
+    /// epoch + 1 for an existing store, persisted by the handle's first write; 1 for a store it
+    /// initialized); for a read-only handle the epoch persisted at its open.
     pub fn owner_epoch(&self) -> u64 {
         self.inner.fence.owner_epoch
     }
@@ -172,18 +442,27 @@ impl MetaShard {
         RecoveryTail::decode(&bytes)
     }
 
-    /// Re-verifies the whole RecoveryOutbox at the current version (the same check the open
-    /// performs; O(outbox)).
+    /// The RecoveryOutbox chain points at the current version: tail, pruned point and verified
+    /// head (see [`crate::outbox`], "Verification").
     ///
-    /// Errors: [`crate::Error::RecoveryOutboxCorrupt`]; codec and storage errors.
+    /// Errors: [`crate::Error::Fenced`] without a tail; codec and storage errors.
+    pub fn recovery_chain_points(&self) -> Result<ChainPoints> {
+        crate::outbox::read_points(&self.inner.store.snapshot())
+    }
+
+    /// Full verification of the RecoveryOutbox at the current version: every retained record
+    /// from the pruned chain point to the System tail (hash chain, framing, missing/orphan
+    /// chunks, foreign rows, nothing left below the pruned point) and the anchoring of the
+    /// verified head. O(retained records) — the explicit check behind `nokv verify` (and
+    /// `nokv fsck`); opens verify only the records after the verified head. Works on read-only
+    /// handles; writes nothing.
+    ///
+    /// Errors: [`crate::Error::RecoveryOutboxCorrupt`] naming the first bad LSN; codec and
+    /// storage errors.
     pub fn verify_recovery_outbox(&self) -> Result<OutboxSummary> {
         let snap = self.inner.store.snapshot();
-        let tail = snap
-            .get(Family::System, KEY_RECOVERY_TAIL)?
-            .ok_or_else(|| crate::Error::Fenced {
-                reason: "no System recovery tail is recorded".into(),
-            })?;
-        crate::outbox::verify(&snap, &RecoveryTail::decode(&tail)?)
+        let points = crate::outbox::read_points(&snap)?;
+        crate::outbox::verify_all(&snap, &points)
     }
 
     /// The engine backing this shard (holt or etcd).
@@ -234,15 +513,22 @@ impl MetaShard {
     }
 
     /// Executes one raw [`crate::command::MetadataCommand`] under this handle's fence (see
-    /// [`crate::command::executor`] for the validation order). The workspace operations above
+    /// [`crate::command::executor`] for the validation order) through the command sequencer
+    /// (its `read_version` must be the newest accepted version, see
+    /// [`crate::command::sequencer`]); returns once it is durable. The workspace operations above
     /// are built on this; it is public for diagnostics and fault-injection tests.
     ///
-    /// Errors: those of [`crate::command::execute`].
+    /// A writer handle that has not written yet advances its owner epoch first (a commit): plan
+    /// raw commands after [`MetaShard::prepare_write`], or the first one meets a stale read
+    /// version. `execute` itself never runs an outbox maintenance step.
+    ///
+    /// Errors: [`crate::Error::ReadOnly`] on a read-only handle; those of the owner-epoch
+    /// advance before a writer handle's first write; those of [`crate::command::execute`].
     pub fn execute(
         &self,
         cmd: crate::command::MetadataCommand,
     ) -> Result<crate::command::CommandOutcome> {
-        crate::command::execute(&self.inner.store, &self.inner.fence, cmd)
+        self.sequenced(|seq| seq.execute(cmd))
     }
 
     /// A command skeleton carrying this handle's identity and fence fields (schema id, root,

@@ -293,6 +293,15 @@ fn snapshot_ref_matches_golden_bytes() {
     );
     let v = snapshot_ref();
     check_value("snapshot_ref", "value", &v, v.encode(), SnapshotRef::decode);
+    // Version 2: a row retired with an annotation appends the retire annotation.
+    let v = snapshot_ref_retired();
+    check_value(
+        "snapshot_ref",
+        "value_v2",
+        &v,
+        v.encode(),
+        SnapshotRef::decode,
+    );
 }
 
 #[test]
@@ -945,7 +954,9 @@ fn value_versions_follow_the_durable_format_registry() {
     assert_eq!(workspace_incarnation_claim::VALUE_VERSION, 1);
     assert_eq!(workbench_commit_head::VALUE_VERSION, 1);
     assert_eq!(tag::VALUE_VERSION, 1);
-    assert_eq!(snapshot_ref::VALUE_VERSION, 1);
+    // SnapshotRef: 1 without a retire annotation, 2 with one (this codec's addition).
+    assert_eq!(snapshot_ref::VALUE_VERSION_V1, 1);
+    assert_eq!(snapshot_ref::VALUE_VERSION, 2);
     assert_eq!(snapshot_alias::VALUE_VERSION, 1);
     assert_eq!(history_hold::VALUE_VERSION, 1);
     assert_eq!(commit_consumer::VALUE_VERSION, 1);

@@ -534,7 +534,10 @@ proptest! {
         let sk = SnapshotRefKey { root: r, incarnation: i, snapshot_id: SnapshotId(sid) };
         rt(&sk, sk.encode(), SnapshotRefKey::decode)?;
         let s = SnapshotRef { read_version: nums[0], alias: sa, lease_deadline_unix_ms: nums[1],
-            state: st, consumer_count: nums[2], consumer_epoch: nums[3], annotation: ann };
+            state: st, consumer_count: nums[2], consumer_epoch: nums[3], annotation: ann.clone(),
+            retire_annotation: None };
+        rt(&s, s.encode(), SnapshotRef::decode)?;
+        let s = SnapshotRef { retire_annotation: Some(ann), ..s };
         rt(&s, s.encode(), SnapshotRef::decode)?;
         let ak = SnapshotAliasKey { root: r, incarnation: i, alias: a };
         rt(&ak, ak.encode(), SnapshotAliasKey::decode)?;

@@ -183,6 +183,8 @@ fn a_stale_owner_epoch_is_fenced_before_replay() {
     drop(open(dir.path()));
     let s = open(dir.path());
     assert_eq!(s.owner_epoch(), 2);
+    // The owner epoch is persisted before the handle's first write.
+    s.prepare_write().unwrap();
     let id = RequestId::random().unwrap();
     let cmd = command(&s, id, "a", 1);
     s.execute(cmd.clone()).unwrap();

@@ -2,7 +2,6 @@
 //! inconsistent or mixed store is refused with a typed error before anything is served, and its
 //! files stay byte-identical.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use meta::codec::system::{SchemaMarker, KEY_RECOVERY_TAIL, KEY_ROOT_PLACEMENT, KEY_SCHEMA};
@@ -10,24 +9,9 @@ use meta::codec::{RootActivationState, RootFence, RootPlacement};
 use meta::schema::{Family, SchemaMismatchKind};
 use meta::{Error, MetaShard, OpenOptions};
 
-fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.insert(
-                    p.strip_prefix(dir).unwrap().display().to_string(),
-                    std::fs::read(&p).unwrap(),
-                );
-            }
-        }
-    }
-    out
-}
+#[path = "fixtures/files.rs"]
+mod files;
+use files::files;
 
 /// Opens `dir` twice; both opens must fail with `kind` (reason containing `needle`) and leave
 /// every file byte-identical.

@@ -406,8 +406,9 @@ fn a_cursor_survives_reopen_while_nothing_changed() {
         put(&shard, "wb", "b", &[("n", IndexValue::Int(2))]);
         run(&shard, &req).next.unwrap()
     };
-    // Reopening advances the owner epoch (a commit without a change event).
+    // The reopened writer's owner-epoch advance is a commit without a change event.
     let shard = open(dir.path());
+    shard.prepare_write().unwrap();
     req.resume = Some(next);
     assert_eq!(hits(&run(&shard, &req)), ["wb:b"]);
 }

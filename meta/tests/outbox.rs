@@ -3,7 +3,6 @@
 //! whose outbox has a gap, a broken chain, a missing/orphan/truncated chunk, a foreign row or a
 //! tail that disagrees with System.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 #[path = "fixtures/engine.rs"]
@@ -23,24 +22,9 @@ use meta::{
     PublishRequest, RequestId,
 };
 
-fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.insert(
-                    p.strip_prefix(dir).unwrap().display().to_string(),
-                    std::fs::read(&p).unwrap(),
-                );
-            }
-        }
-    }
-    out
-}
+#[path = "fixtures/files.rs"]
+mod files;
+use files::files;
 
 fn open(dir: &Path) -> MetaShard {
     engine::open(dir)
@@ -239,11 +223,17 @@ fn every_command_appends_one_chained_record_bound_to_its_dedupe_row() {
 }
 
 #[test]
-fn each_reopen_appends_an_owner_epoch_advance_record() {
+fn the_first_write_after_a_reopen_appends_an_owner_epoch_advance_record() {
     let dir = tempfile::tempdir().unwrap();
     drop(open(dir.path()));
     let s = open(dir.path());
     assert_eq!(s.owner_epoch(), 2);
+    assert_eq!(
+        s.recovery_tail().unwrap().applied_lsn,
+        1,
+        "the open wrote nothing"
+    );
+    s.prepare_write().unwrap();
     let tail = s.recovery_tail().unwrap();
     assert_eq!(tail.applied_lsn, 2);
     let db = &RawView(s.store().snapshot());
@@ -282,8 +272,9 @@ fn a_record_larger_than_one_chunk_is_split_and_verifies_on_reopen() {
         assert!(header.record_len > CHUNK_BYTES as u64);
         assert!(header.chunk_count >= 2);
     }
+    // A reopen that only reads appends nothing.
     let s = open(dir.path());
-    assert_eq!(s.verify_recovery_outbox().unwrap().records, 4);
+    assert_eq!(s.verify_recovery_outbox().unwrap().records, 3);
 }
 
 #[test]
@@ -440,9 +431,10 @@ fn the_untampered_store_reopens_and_keeps_appending() {
     let tail = populated(dir.path());
     let rows_before = outbox_rows(&engine::raw_store(dir.path())).len();
     let s = open(dir.path());
-    // Epoch advance = one record of one chunk.
-    assert_eq!(s.recovery_tail().unwrap().applied_lsn, tail.applied_lsn + 1);
-    assert_eq!(outbox_rows(s.store()).len(), rows_before + 2);
+    // The open writes nothing; the first write adds the epoch advance (one record of one
+    // chunk) before its own record.
+    assert_eq!(s.recovery_tail().unwrap().applied_lsn, tail.applied_lsn);
+    assert_eq!(outbox_rows(s.store()).len(), rows_before);
     s.publish(request(&s, "c", 1)).unwrap();
     assert_eq!(
         s.verify_recovery_outbox().unwrap().records,

@@ -84,10 +84,97 @@ fn request(
 }
 
 fn put(shard: &MetaShard, wb: &str, path: &str) -> u64 {
-    shard
-        .publish(request(shard, wb, path, 5, PathCondition::Create))
-        .expect("publish")
-        .generation
+    match shard.publish(request(shard, wb, path, 5, PathCondition::Create)) {
+        Ok(r) => r.generation,
+        // Since the file-or-directory rule a clash exists only in stores written before it; the
+        // listing tests still read such stores, so write the row the way an older version did.
+        Err(meta::Error::PathIsDirectory | meta::Error::AncestorIsFile { .. }) => {
+            legacy_put(shard, wb, path)
+        }
+        Err(e) => panic!("publish {path}: {e}"),
+    }
+}
+
+/// Publishes `path` without the namespace rule (a raw command: new revision, its path reference
+/// and the PathCurrent row), as a store written before the rule could hold it.
+fn legacy_put(shard: &MetaShard, wb: &str, path: &str) -> u64 {
+    use meta::codec::{
+        artifact_revision, path_current, revision_ref, ArtifactRevision, CommandResult, PathEntry,
+        RefOwner, RevisionRef, RevisionState,
+    };
+    use meta::command::{Mutation, Predicate};
+    let read = shard.read();
+    let inc = read.visible_workspace(wb).unwrap().incarnation;
+    let root = shard.root_id();
+    let rev = ArtifactRevisionId::random().unwrap();
+    let cv = read.version() + 1;
+    let path = normalize(path).unwrap();
+    let digest = format!("sha256:{}", "ab".repeat(32));
+    let revision = ArtifactRevision {
+        logical_size: 0,
+        body_digest_uri: digest.clone(),
+        manifest_digest_uri: meta::codec::manifest_digest_uri(&[]),
+        block_count: 0,
+        dependency_count: 0,
+        dependency_depth: 0,
+        dependency_digest: [0; 32],
+        content_type: "text/plain".into(),
+        state: RevisionState::Available,
+        reference_epoch: 1,
+        strong_reference_count: 1,
+        last_zero_ref_version: None,
+        created_version: cv,
+    };
+    let entry = PathEntry {
+        generation: cv,
+        artifact_revision_id: rev,
+        logical_size: 0,
+        body_digest_uri: digest,
+        manifest_digest_uri: revision.manifest_digest_uri.clone(),
+        dependency_count: 0,
+        dependency_depth: 0,
+        content_type: "text/plain".into(),
+        producer: "legacy".into(),
+        manifest_id: None,
+        created_version: cv,
+        modified_version: cv,
+        index_projection: Vec::new(),
+    };
+    let pkey = path_current::key(&root, &inc, &path);
+    let mut cmd = shard.command_header(
+        RequestId::random().unwrap(),
+        [7; 32],
+        read.version(),
+        CommandResult::Applied { value: cv },
+    );
+    cmd.predicates = vec![Predicate::absent(Family::PathCurrent, pkey.clone())];
+    cmd.mutations = vec![
+        Mutation::put(
+            Family::ArtifactRevision,
+            artifact_revision::key(&root, &rev),
+            revision.encode(),
+        ),
+        Mutation::put(
+            Family::RevisionRef,
+            revision_ref::key(
+                &root,
+                &RefOwner::Path {
+                    incarnation: inc,
+                    path: path.clone(),
+                },
+                &rev,
+            ),
+            RevisionRef {
+                reference_epoch_at_add: 1,
+                created_version: cv,
+            }
+            .encode(),
+        ),
+        Mutation::put(Family::PathCurrent, pkey, entry.encode()),
+    ];
+    drop(read);
+    shard.execute(cmd).unwrap();
+    cv
 }
 
 fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -150,7 +237,7 @@ fn fresh_store_gets_the_exact_registry_marker_and_placement() {
 }
 
 #[test]
-fn reopen_keeps_identity_and_advances_owner_epoch_by_one_commit() {
+fn reopen_keeps_identity_and_advances_owner_epoch_by_one_commit_before_the_first_write() {
     let dir = tempfile::tempdir().unwrap();
     let (root, shard_id, v) = {
         let s = open(dir.path());
@@ -161,8 +248,16 @@ fn reopen_keeps_identity_and_advances_owner_epoch_by_one_commit() {
         assert_eq!(s.root_id(), root);
         assert_eq!(s.logical_shard_id(), shard_id);
         assert_eq!(s.owner_epoch(), expected_epoch);
+        // Opening writes nothing; the first write persists the epoch in one commit.
+        assert_eq!(engine::version(&s), v + expected_epoch - 2);
+        s.prepare_write().unwrap();
         assert_eq!(engine::version(&s), v + expected_epoch - 1);
     }
+    // A handle that only reads leaves the epoch where it was.
+    let s = open(dir.path());
+    assert_eq!(s.owner_epoch(), 5);
+    drop(s);
+    assert_eq!(open(dir.path()).owner_epoch(), 5);
 }
 
 // The refusal cases of the schema gate live in tests/gate.rs (one test per case).

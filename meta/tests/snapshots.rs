@@ -125,6 +125,7 @@ fn retire(shard: &MetaShard, wb: &str, sel: SnapshotSelector) -> meta::Result<bo
             request_id: RequestId::random().unwrap(),
             workbench_id: wb.into(),
             selector: sel,
+            annotation: None,
         },
         T0,
         &policy(),
@@ -538,6 +539,7 @@ fn snapshot_event_and_result_codecs_have_golden_bytes_and_reject_unknown_kinds()
         consumer_count: 0,
         consumer_epoch: 0,
         annotation: b"{}".to_vec(),
+        retire_annotation: None,
     };
     let r = CommandResult::SnapshotLifecycle {
         snapshot_id: SnapshotId(10),

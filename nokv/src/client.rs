@@ -78,6 +78,18 @@ pub struct ClientOptions {
     /// default 10 s): the open client owns the root's logical shard and renews the lease; a
     /// crashed process's store can be reopened once it lapses.
     pub owner_lease_ttl: std::time::Duration,
+    /// The address this process serves the shard at, recorded in its shard-owner record so
+    /// clients can find it (`host:port`; empty, the default, for an embedded owner). Only for a
+    /// store whose metadata lives in etcd; `nokv serve` sets its listen address.
+    pub owner_address: String,
+    /// Open the store **read-only** (default false; see [`Client::open_read_only`]): no lock
+    /// (the handle shares the store with one writer and any number of other readers), the
+    /// state as of the open, nothing written — no owner-epoch advance, no recovery pass, no
+    /// reaper, no fdatasync — so it works on a read-only file system and on another user's
+    /// readable files. Every write answers [`Error::ReadOnlyStore`]. `create_if_missing`,
+    /// `lock_wait`, `recover_at_open` are ignored. On a store whose metadata lives in etcd the
+    /// handle takes no shard-owner lease.
+    pub read_only: bool,
 }
 
 impl Default for ClientOptions {
@@ -92,6 +104,8 @@ impl Default for ClientOptions {
             snapshot_policy: meta::ops::snapshot::SnapshotPolicy::default(),
             clock: Arc::new(meta::ops::lease_clock::SystemWallClock),
             owner_lease_ttl: std::time::Duration::from_secs(10),
+            owner_address: String::new(),
+            read_only: false,
         }
     }
 }
@@ -237,7 +251,33 @@ impl Client {
         Self::open_with(dir, ClientOptions::default())
     }
 
+    /// Opens the existing embedded store in `dir` read-only with default options (see
+    /// [`ClientOptions::read_only`]): the metadata as of this call through
+    /// `meta::MetaShard::open_read_only`, the object provider opened without creating or syncing
+    /// anything (an S3 store is read without its local block cache). Reads work exactly as on a
+    /// writer handle; every write answers [`Error::ReadOnlyStore`] and writes nothing.
+    ///
+    /// Errors: [`Error::StoreNotFound`] when `dir` holds no store (nothing is created);
+    /// [`Error::Meta`] when the schema gate refuses the store or its files are damaged or
+    /// unreadable; [`Error::StoreConfig`] / [`Error::NamespaceMismatch`] for the object
+    /// configuration.
+    pub fn open_read_only(dir: impl AsRef<Path>) -> Result<Client> {
+        Self::open_with(
+            dir,
+            ClientOptions {
+                read_only: true,
+                ..ClientOptions::default()
+            },
+        )
+    }
+
     /// Opens the embedded store in `dir` with explicit options.
+    ///
+    /// A writer open (the default) takes the store's lock; an existing store is not written by
+    /// the open itself — the owner epoch advances right before the first write of this handle —
+    /// except by the recovery pass and the snapshot reaper, which write only when they find
+    /// work. A store whose files cannot be written (read-only file system, another user's files)
+    /// answers [`Error::ReadOnlyStore`]; open it with [`ClientOptions::read_only`] to read it.
     pub fn open_with(dir: impl AsRef<Path>, options: ClientOptions) -> Result<Client> {
         let dir = dir.as_ref().to_path_buf();
         if !(1024..=64 * 1024 * 1024).contains(&options.block_size) {
@@ -245,6 +285,9 @@ impl Client {
                 "block size {} is outside 1 KiB ..= 64 MiB",
                 options.block_size
             )));
+        }
+        if options.read_only {
+            return Self::open_read_only_with(dir, options);
         }
         let store_config = crate::store_config::StoreConfig::load(&dir)?;
         let etcd_metadata = store_config
@@ -254,19 +297,30 @@ impl Client {
         if !options.create_if_missing && etcd_metadata.is_none() && !dir.join("meta").is_dir() {
             return Err(Error::StoreNotFound);
         }
-        std::fs::create_dir_all(&dir).map_err(|source| Error::LocalIo {
-            op: "create store directory",
-            path: dir.clone(),
-            source,
+        std::fs::create_dir_all(&dir).map_err(|source| match not_writable(&source) {
+            Some(reason) => Error::ReadOnlyStore {
+                reason: reason.into(),
+            },
+            None => Error::LocalIo {
+                op: "create store directory",
+                path: dir.clone(),
+                source,
+            },
         })?;
         let deadline = std::time::Instant::now() + options.lock_wait;
         let mut backoff = std::time::Duration::from_millis(2);
         let (meta, ownership) = if let Some(metadata) = etcd_metadata {
             let (meta, ownership) = crate::control::embedded::open_shard(
                 metadata,
-                options.presentation_root.clone(),
+                meta::OpenOptions {
+                    presentation_root: options.presentation_root.clone(),
+                    // Long-running writers keep their MVCC history bounded between reaper runs.
+                    history_policy: Some(options.snapshot_policy),
+                    ..Default::default()
+                },
                 options.lock_wait,
                 options.owner_lease_ttl,
+                &options.owner_address,
             )?;
             (meta, Some(ownership))
         } else {
@@ -302,7 +356,7 @@ impl Client {
                 inner.open_recovery = Some(outcome);
             }
         }
-        // The snapshot reaper runs at every open (best effort; see crate::snapshot).
+        // The snapshot reaper runs at every writer open (best effort; see crate::snapshot).
         let _ = client.reap_snapshots();
         Ok(client)
     }
@@ -319,6 +373,8 @@ impl Client {
                 dir.join("meta"),
                 meta::OpenOptions {
                     presentation_root: options.presentation_root.clone(),
+                    // Long-running writers keep their MVCC history bounded between reaper runs.
+                    history_policy: Some(options.snapshot_policy),
                     ..Default::default()
                 },
             );
@@ -330,14 +386,64 @@ impl Client {
                     std::thread::sleep(*backoff);
                     *backoff = (*backoff * 2).min(std::time::Duration::from_millis(100));
                 }
+                Err(meta::Error::Storage(holt::Error::Io { source, .. }))
+                    if not_writable(&source).is_some() =>
+                {
+                    return Err(Error::ReadOnlyStore {
+                        reason: not_writable(&source).unwrap_or_default().into(),
+                    });
+                }
                 other => break other?,
             }
         };
         Ok(meta)
     }
 
+    /// [`Client::open_with`] for [`ClientOptions::read_only`].
+    fn open_read_only_with(dir: PathBuf, options: ClientOptions) -> Result<Client> {
+        let store_config = crate::store_config::StoreConfig::load(&dir)?;
+        let open = meta::OpenOptions {
+            presentation_root: options.presentation_root.clone(),
+            ..Default::default()
+        };
+        let meta = match store_config.as_ref().map(|c| &c.metadata) {
+            Some(metadata) if !metadata.is_holt() => {
+                crate::control::embedded::open_shard_read_only(metadata, open)?
+            }
+            _ => {
+                if !dir.join("meta").is_dir() {
+                    return Err(Error::StoreNotFound);
+                }
+                MetaShard::open_read_only(dir.join("meta"), open)?
+            }
+        };
+        let objects: Arc<dyn ObjectStore> = match &options.objects {
+            Some(objects) => objects.clone(),
+            None => crate::store_config::open_objects_read_only(&dir, store_config.as_ref())?,
+        };
+        Ok(Client {
+            inner: Arc::new(Inner {
+                dir,
+                meta,
+                objects,
+                block_size: options.block_size,
+                in_flight: Mutex::new(HashSet::new()),
+                open_recovery: None,
+                snapshot_policy: options.snapshot_policy,
+                clock: options.clock,
+                ownership: None,
+            }),
+        })
+    }
+
+    /// True for a client opened read-only ([`ClientOptions::read_only`]).
+    pub fn is_read_only(&self) -> bool {
+        self.inner.meta.is_read_only()
+    }
+
     /// What the recovery pass at open did (`None` when [`ClientOptions::recover_at_open`] was
-    /// false); `Err` carries the message of a pass that could not read the operation list.
+    /// false or the client is read-only); `Err` carries the message of a pass that could not
+    /// read the operation list.
     pub fn open_recovery(&self) -> Option<&std::result::Result<RecoverySummary, String>> {
         self.inner.open_recovery.as_ref()
     }
@@ -412,7 +518,7 @@ impl Client {
                 meta::Error::WorkspaceUnavailable { .. } => Error::WorkbenchUnavailable {
                     workbench_id: workbench_id.to_string(),
                 },
-                other => Error::Meta(other),
+                other => Error::from(other),
             })?;
         Ok(WorkbenchInfo {
             workbench_id: workbench_id.to_string(),
@@ -451,8 +557,11 @@ impl Client {
     /// The precondition and the index fields are checked before any byte is uploaded and again,
     /// atomically, by the publishing metadata command, which also writes the artifact's
     /// SecondaryIndex rows. Errors: [`Error::WorkbenchNotFound`], [`Error::AlreadyExists`],
-    /// [`Error::NotFound`], [`Error::GenerationConflict`], [`Error::InvalidPath`] (also for the
-    /// reserved run/restore manifests and paths that would shadow a section),
+    /// [`Error::NotFound`], [`Error::GenerationConflict`], [`Error::DirectoryExists`] (create)
+    /// or [`Error::NotArtifact`] (replace) when the path is an implicit directory,
+    /// [`Error::NotDirectory`] when a proper prefix of the path is a file (a path is a file or a
+    /// directory, never both), [`Error::InvalidPath`] (also for the
+    /// reserved run/restore manifests, paths below them, and paths that would shadow a section),
     /// [`Error::InvalidArgument`] for invalid index fields or an `index_json` body that is not a
     /// JSON object (or is larger than 16 MiB), [`Error::ObjectUnavailable`], [`Error::LocalIo`]
     /// when the reader fails.
@@ -504,6 +613,18 @@ impl Client {
             .visible_workspace(workbench_id)
             .map_err(|e| map_workspace_error(e, workbench_id))?;
         let current = read.path_entry(&ws.incarnation, &path)?;
+        if current.is_none() {
+            // The namespace rule, checked before any byte is uploaded (the publishing command
+            // repeats it atomically).
+            let wanted = match options.condition {
+                WriteCondition::Create => PathCondition::Create,
+                WriteCondition::Replace { .. } => PathCondition::Replace {
+                    expected_generation: 0,
+                },
+            };
+            read.check_creatable(&ws.incarnation, &path)
+                .map_err(|e| map_publish_error(e, &path, workbench_id, wanted))?;
+        }
         let condition = match (options.condition, &current) {
             (WriteCondition::Create, Some(_)) => {
                 return Err(Error::AlreadyExists {
@@ -575,6 +696,11 @@ impl Client {
     /// revision with zero dependencies (seed 000, "Upload And Append").
     ///
     /// `content_type`: `None` keeps the existing type (or `text/plain; charset=utf-8` on create).
+    ///
+    /// Errors: [`Error::WorkbenchNotFound`], [`Error::NotArtifact`] when the path is an implicit
+    /// directory, [`Error::NotDirectory`] when a proper prefix of it is a file,
+    /// [`Error::GenerationConflict`] after the bounded retries, [`Error::InvalidPath`],
+    /// [`Error::InvalidArgument`], [`Error::ObjectUnavailable`].
     pub fn append(
         &self,
         workbench_id: &str,
@@ -652,6 +778,15 @@ impl Client {
             .visible_workspace(workbench_id)
             .map_err(|e| map_workspace_error(e, workbench_id))?;
         let base = read.path_entry(&ws.incarnation, path)?;
+        if base.is_none() {
+            // The namespace rule, checked before any byte is uploaded (the publishing command
+            // repeats it atomically).
+            let append = PathCondition::Append {
+                expected_generation: None,
+            };
+            read.check_creatable(&ws.incarnation, path)
+                .map_err(|e| map_publish_error(e, path, workbench_id, append))?;
+        }
         let revision_id = ArtifactRevisionId::random()?;
         // An append extends the same artifact: its custom index fields carry over.
         let index_fields = match &base {
@@ -851,10 +986,10 @@ impl Client {
 
     pub(crate) fn publishable_path(&self, path: &str) -> Result<NormPath> {
         let norm = Self::normalize(path)?;
-        if RESERVED_PATHS.contains(&norm.as_str()) {
+        if meta::ops::publish::is_reserved(&norm) {
             return Err(Error::InvalidPath {
                 path: path.to_string(),
-                reason: "this path is owned by commit/restore and cannot be written directly"
+                reason: "this path is owned by commit/restore (or lies below a path that is) and cannot be written directly"
                     .into(),
             });
         }
@@ -899,6 +1034,16 @@ impl Client {
     }
 }
 
+/// Why an I/O error means the store cannot be written by this process: `Some("read-only file
+/// system")` for `EROFS`, `Some("no write permission")` for `EACCES`/`EPERM`, `None` otherwise.
+pub(crate) fn not_writable(e: &std::io::Error) -> Option<&'static str> {
+    match e.kind() {
+        std::io::ErrorKind::ReadOnlyFilesystem => Some("read-only file system"),
+        std::io::ErrorKind::PermissionDenied => Some("no write permission"),
+        _ => None,
+    }
+}
+
 /// A content type is 1..=255 bytes of printable ASCII (no control characters such as CR/LF).
 fn validate_content_type(ct: &str) -> Result<()> {
     if ct.is_empty() || ct.len() > 255 || !ct.bytes().all(|b| (0x20..0x7f).contains(&b)) {
@@ -933,12 +1078,41 @@ pub(crate) fn map_workspace_error(err: meta::Error, workbench_id: &str) -> Error
         meta::Error::WorkspaceNotFound { .. } => Error::WorkbenchNotFound {
             workbench_id: workbench_id.to_string(),
         },
-        other => Error::Meta(other),
+        other => Error::from(other),
+    }
+}
+
+/// Maps a refusal of the namespace rule (a path is a file or a directory, never both) to the
+/// SDK's typed errors: a create over a directory is [`Error::DirectoryExists`], a replace or
+/// append of one [`Error::NotArtifact`], any write below a file [`Error::NotDirectory`].
+/// Other errors are returned unchanged.
+pub(crate) fn map_namespace_error(
+    err: meta::Error,
+    path: &NormPath,
+    condition: PathCondition,
+) -> std::result::Result<Error, meta::Error> {
+    let path = path.as_str().to_string();
+    match err {
+        meta::Error::PathIsDirectory if condition == PathCondition::Create => {
+            Ok(Error::DirectoryExists { path })
+        }
+        meta::Error::PathIsDirectory => Ok(Error::NotArtifact { path }),
+        meta::Error::AncestorIsFile { file } => Ok(Error::NotDirectory { path, file }),
+        other => Err(other),
     }
 }
 
 /// Maps a publication refusal of the metadata layer to the SDK's typed errors.
-pub(crate) fn map_publish_error(err: meta::Error, path: &NormPath, workbench_id: &str) -> Error {
+pub(crate) fn map_publish_error(
+    err: meta::Error,
+    path: &NormPath,
+    workbench_id: &str,
+    condition: PathCondition,
+) -> Error {
+    let err = match map_namespace_error(err, path, condition) {
+        Ok(mapped) => return mapped,
+        Err(other) => other,
+    };
     match err {
         meta::Error::WorkspaceNotFound { .. } => Error::WorkbenchNotFound {
             workbench_id: workbench_id.to_string(),
@@ -955,6 +1129,6 @@ pub(crate) fn map_publish_error(err: meta::Error, path: &NormPath, workbench_id:
             actual: (actual != 0).then_some(actual),
         },
         meta::Error::ReadVersionConflict { .. } => Error::Busy,
-        other => Error::Meta(other),
+        other => Error::from(other),
     }
 }

@@ -779,7 +779,8 @@ fn find_step(facade: &Workbench, out: &mut dyn Write) -> Result<Vec<(String, Str
     for m in matches {
         let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("-").to_string();
         let id = text(m.get("workbench_id"));
-        let species = text(m.pointer("/manifest/species"));
+        // `manifest` is the run-manifest envelope; the run's own manifest is its `manifest`.
+        let species = text(m.pointer("/manifest/manifest/species"));
         let commit = text(m.get("commit_identity"));
         // The parent as recorded (and consumer-counted) on the Commit row, not the manifest's.
         let parent = match facade.client().commit_info(&commit) {

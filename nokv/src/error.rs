@@ -40,6 +40,30 @@ pub enum Error {
         /// Workbench-relative path.
         path: String,
     },
+    /// A create-only publication named a path that is an implicit directory (published paths
+    /// lie below it). A path is a file or a directory, never both (WORKBENCH.md, "Files and
+    /// directories"); the Workbench facade answers `AlreadyExists` with `details.kind =
+    /// "directory"`.
+    #[error("`{path}` is a directory (paths exist below it); a file cannot be created there")]
+    DirectoryExists {
+        /// Workbench-relative path.
+        path: String,
+    },
+    /// A replace or append named an implicit directory, not a file (facade `NotArtifact`).
+    #[error("`{path}` is a directory, not a file")]
+    NotArtifact {
+        /// Workbench-relative path.
+        path: String,
+    },
+    /// A write named a path below a file (facade `NotDirectory`): `file` is a published file and
+    /// a proper prefix of `path`.
+    #[error("`{file}` is a file, so `{path}` cannot be written below it")]
+    NotDirectory {
+        /// Workbench-relative path that was to be written.
+        path: String,
+        /// Workbench-relative path of the file that is a proper prefix of `path`.
+        file: String,
+    },
     /// A conditional write lost its compare-and-swap on the path generation.
     #[error("`{path}` changed concurrently: expected generation {expected:?}, found {actual:?}")]
     GenerationConflict {
@@ -78,6 +102,15 @@ pub enum Error {
     /// A concurrent writer kept moving the read version; retries were exhausted.
     #[error("the store was busy with concurrent writers; retry")]
     Busy,
+    /// The store cannot be written through this handle: the client was opened read-only
+    /// ([`crate::ClientOptions::read_only`]), or the store's files are on a read-only file system
+    /// or belong to another user without write permission. Nothing was written; retrying the
+    /// same write does not help. `reason` says which (no host paths).
+    #[error("the store is read-only ({reason}); nothing was written")]
+    ReadOnlyStore {
+        /// `opened read-only`, `read-only file system` or `no write permission`.
+        reason: String,
+    },
     /// The metadata layer refused or failed the operation.
     #[error(transparent)]
     Meta(meta::Error),
@@ -135,6 +168,50 @@ pub enum Error {
         /// Human-readable message without storage identities.
         message: String,
     },
+    /// The NoKV server could not be reached, or the connection broke before a complete response
+    /// arrived (remote client). Retryable: a write retried with the same request id is executed
+    /// at most once.
+    #[error("cannot reach the NoKV server at {url}: {reason}")]
+    Connection {
+        /// Server base URL.
+        url: String,
+        /// What failed (connect, timeout, reset …).
+        reason: String,
+    },
+    /// The NoKV server refused the request itself (authentication, a malformed request,
+    /// limits, shutdown) with this HTTP status and stable code (remote client).
+    #[error("the NoKV server refused the request ({status} {code}): {message}")]
+    Server {
+        /// HTTP status.
+        status: u16,
+        /// Stable code (`Unauthorized`, `InvalidArguments`, `PayloadTooLarge`, `Timeout`,
+        /// `Unavailable`, `RequestInFlight`, `RequestIdReused`, `OutcomeUnknown`, …).
+        code: String,
+        /// What was wrong.
+        message: String,
+        /// Whether repeating the request may succeed.
+        retryable: bool,
+    },
+}
+
+impl Error {
+    /// Whether repeating the same call may succeed: busy stores, connection failures, retryable
+    /// server refusals and retryable Workbench codes (`Conflict`, `ReadFenceChanged`,
+    /// `ObjectUnavailable`).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Busy | Error::StoreBusy | Error::Connection { .. } => true,
+            Error::ObjectUnavailable(_) | Error::GenerationConflict { .. } => true,
+            Error::Server { retryable, .. } => *retryable,
+            Error::OperationFailed { code, .. } => {
+                matches!(
+                    code.as_str(),
+                    "Conflict" | "ReadFenceChanged" | "ObjectUnavailable"
+                )
+            }
+            _ => false,
+        }
+    }
 }
 
 /// Result alias for the SDK.
@@ -146,6 +223,9 @@ impl From<meta::Error> for Error {
             meta::Error::WorkspaceNotFound { workbench_id } => {
                 Error::WorkbenchNotFound { workbench_id }
             }
+            meta::Error::ReadOnly => Error::ReadOnlyStore {
+                reason: "opened read-only".into(),
+            },
             other => Error::Meta(other),
         }
     }

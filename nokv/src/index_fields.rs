@@ -31,29 +31,42 @@ fn invalid(msg: impl Into<String>) -> Error {
     Error::InvalidArgument(msg.into())
 }
 
+/// The bare message of an [`Error::InvalidArgument`] (other errors as displayed), for wrapping
+/// into a more specific one.
+fn reason(e: Error) -> String {
+    match e {
+        Error::InvalidArgument(msg) => msg,
+        other => other.to_string(),
+    }
+}
+
 /// Validates a field id. Errors: [`Error::InvalidArgument`] naming the rule.
 pub fn field_id(name: &str) -> Result<FieldId> {
     FieldId::new(name).map_err(|e| invalid(format!("index field `{name}`: {e}")))
 }
 
-/// The typed value of a JSON scalar: `null`, `true`/`false`, integers as `Int` (or `UInt` above
-/// `i64::MAX`), other numbers as `Float`, strings as `String`. `None` for arrays and objects.
-pub fn json_to_index_value(value: &Value) -> Option<IndexValue> {
-    Some(match value {
+/// The typed value of a JSON scalar: `null`, `true`/`false`, integer literals as `Int` (or `UInt`
+/// above `i64::MAX`), other numbers as `Float`, strings as `String`. `Ok(None)` for arrays and
+/// objects.
+///
+/// Numbers are taken exactly or not at all (WORKBENCH.md, "Numbers"): an integer beyond 64 bits,
+/// a decimal that an `f64` would round (`0.1000000000000000000001`) or a value beyond the `f64`
+/// range is [`Error::InvalidArgument`] naming the number — an index never stores a rounded
+/// value (see [`crate::workbench::numbers::exact_index_number`]).
+pub fn json_scalar_to_index_value(value: &Value) -> Result<Option<IndexValue>> {
+    Ok(Some(match value {
         Value::Null => IndexValue::Null,
         Value::Bool(b) => IndexValue::Bool(*b),
-        Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                IndexValue::Int(i)
-            } else if let Some(u) = n.as_u64() {
-                IndexValue::UInt(u)
-            } else {
-                IndexValue::float(n.as_f64()?).ok()?
-            }
-        }
+        Value::Number(n) => crate::workbench::numbers::exact_index_number(n).map_err(invalid)?,
         Value::String(s) => IndexValue::String(s.clone()),
-        Value::Array(_) | Value::Object(_) => return None,
-    })
+        Value::Array(_) | Value::Object(_) => return Ok(None),
+    }))
+}
+
+/// [`json_scalar_to_index_value`] without the reason: `None` for arrays, objects and numbers an
+/// index cannot hold exactly.
+pub fn json_to_index_value(value: &Value) -> Option<IndexValue> {
+    json_scalar_to_index_value(value).ok().flatten()
 }
 
 /// The JSON presentation of an index value (see the module docs).
@@ -101,7 +114,14 @@ pub fn parse_field_arg(spec: &str) -> Result<(FieldId, IndexValue)> {
             IndexValue::UInt(raw.parse::<u64>().map_err(|_| bad("an unsigned integer"))?)
         }
         Some("float") => {
-            let f = raw.parse::<f64>().map_err(|_| bad("a number"))?;
+            let n = raw
+                .strip_prefix('+')
+                .unwrap_or(raw)
+                .parse::<Number>()
+                .map_err(|_| bad("a number"))?;
+            let f = crate::workbench::numbers::exact_f64(&n).ok_or_else(|| {
+                bad("a number that 64-bit floating point holds exactly (it would be rounded)")
+            })?;
             IndexValue::float(f).map_err(|_| bad("a finite number"))?
         }
         Some("bool") => match raw {
@@ -125,7 +145,9 @@ pub fn parse_field_arg(spec: &str) -> Result<(FieldId, IndexValue)> {
                     if v.is_array() { "arrays" } else { "objects" }
                 )))
             }
-            Ok(v) => json_to_index_value(&v).ok_or_else(|| bad("a scalar"))?,
+            Ok(v) => json_scalar_to_index_value(&v)
+                .map_err(|e| invalid(format!("--field `{spec}`: {}", reason(e))))?
+                .ok_or_else(|| bad("a scalar"))?,
             Err(_) => IndexValue::String(raw.to_owned()),
         },
     };
@@ -138,7 +160,8 @@ pub fn parse_field_arg(spec: &str) -> Result<(FieldId, IndexValue)> {
 /// the usual limits apply (≤64 fields, strings ≤4096 bytes).
 ///
 /// Errors: [`Error::InvalidArgument`] when the body is not a JSON object, a projected member's
-/// name is not a valid field id or is built in, or the limits are exceeded.
+/// name is not a valid field id or is built in, a member's number cannot be held exactly
+/// (see [`json_scalar_to_index_value`]; nothing is rounded), or the limits are exceeded.
 pub fn json_object_fields(body: &[u8]) -> Result<IndexFields> {
     let parsed: Value = serde_json::from_slice(body)
         .map_err(|e| invalid(format!("index_json: the body is not valid JSON ({e})")))?;
@@ -147,7 +170,9 @@ pub fn json_object_fields(body: &[u8]) -> Result<IndexFields> {
     };
     let mut out = IndexFields::new();
     for (name, value) in &members {
-        let Some(v) = json_to_index_value(value) else {
+        let Some(v) = json_scalar_to_index_value(value)
+            .map_err(|e| invalid(format!("index_json: member `{name}`: {}", reason(e))))?
+        else {
             continue;
         };
         let id = field_id(name).map_err(|e| invalid(format!("index_json: {e}")))?;
@@ -235,6 +260,34 @@ mod tests {
         }
         // A nested member with an invalid name is skipped, not refused.
         assert!(json_object_fields(br#"{"bad name":{"x":1},"a":1}"#).is_ok());
+    }
+
+    #[test]
+    fn numbers_an_index_cannot_hold_exactly_are_refused_never_rounded() {
+        for body in [
+            &br#"{"big":12345678901234567890123}"#[..],
+            br#"{"neg_big":-99999999999999999999}"#,
+            br#"{"long":0.1000000000000000000001}"#,
+            br#"{"huge":1e400}"#,
+        ] {
+            let e = json_object_fields(body).unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        }
+        let f = json_object_fields(br#"{"x":1.50,"y":2e3}"#).unwrap();
+        assert_eq!(f[&field_id("x").unwrap()], IndexValue::float(1.5).unwrap());
+        assert_eq!(
+            f[&field_id("y").unwrap()],
+            IndexValue::float(2000.0).unwrap()
+        );
+        for bad in [
+            "x=12345678901234567890123",
+            "x:float=0.1000000000000000000001",
+        ] {
+            assert!(
+                matches!(parse_field_arg(bad), Err(Error::InvalidArgument(_))),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

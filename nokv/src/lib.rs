@@ -24,12 +24,23 @@
 //! * [`control`] — the control plane on etcd: RootPlacement records, shard records naming the
 //!   TxnStore behind each logical shard, and lease-bound shard-owner records with strictly
 //!   increasing owner epochs and the fail-stop rule (`nokv root`, `nokv shard`).
+//! * [`mcp`] — `nokv mcp`: the 18 tools as an MCP server over stdio, on the embedded store or
+//!   through a `nokv serve` process (`--server URL`).
+//! * [`lifetime`] — object lifetime: [`Client::remove`] / [`Client::remove_prefix`],
+//!   [`Client::gc`] (and `--explain`), [`Client::fsck`] / [`Client::repair_index`], durable
+//!   settings ([`Client::config_set`]) and [`Client::start_background_maintenance`].
 //! * [`demo`] — the reference research workflow of seed 001 on the Palmer penguins data, with
 //!   commits, a tag, a snapshot, a restore and `workbench_find`.
 //! * the `nokv` binary (`src/bin/nokv.rs`, [`cli`]) — `nokv workbench <tool> '<json>'`,
 //!   `nokv schema`, `nokv materialize`, `nokv collect`, `nokv append --operation-id`,
 //!   `nokv operation recover|list`, `nokv demo`, `nokv commit`, `nokv tag`, `nokv find`,
-//!   `nokv snapshot`, `nokv restore`, `nokv changes`.
+//!   `nokv snapshot`, `nokv restore`, `nokv changes`, `nokv rm`, `nokv gc`, `nokv fsck`,
+//!   `nokv config`, `nokv mcp`.
+//!
+//! * [`server`] — `nokv serve`: one owner process serves many agents over the versioned `/v1/`
+//!   HTTP protocol (the 18 tools, streaming bodies, the CLI's commands, the change feed,
+//!   metrics); [`remote::RemoteClient`] — the Rust SDK against it, and the CLI's
+//!   `--server URL` / `NOKV_SERVER`.
 //!
 //! The store directory of the CLI is `--store DIR`, else `$NOKV_STORE`, else `./.nokv`.
 
@@ -41,9 +52,14 @@ pub mod control;
 pub mod demo;
 pub mod error;
 pub mod index_fields;
+pub mod lifetime;
 pub mod materialize;
+pub mod mcp;
+mod periodic;
 pub mod publication;
+pub mod remote;
 pub mod restore;
+pub mod server;
 pub mod snapshot;
 pub mod store_config;
 pub mod workbench;

@@ -75,6 +75,30 @@ pub fn materialize_with_progress(
     dest: &Path,
     progress: &mut dyn FnMut(ProgressEvent<'_>),
 ) -> Result<Vec<MaterializedFile>> {
+    let (read, files) = list_at(client, workbench_id, prefix)?;
+    write_files(&files, dest, progress, &mut |_, entry, out, advance| {
+        client.read_to_writer(&read, entry, out, advance)
+    })
+}
+
+/// Every artifact of `workbench_id` under `prefix` (`None`: the whole workbench; a prefix naming
+/// one file: that file), in path order, at one consistent read version, which is returned too
+/// (a remote materialize downloads each body at that version).
+///
+/// Errors: [`Error::WorkbenchNotFound`], [`Error::InvalidPath`], [`Error::NotFound`] (empty
+/// prefix), [`Error::Meta`].
+pub fn list_files(
+    client: &Client,
+    workbench_id: &str,
+    prefix: Option<&str>,
+) -> Result<(u64, Vec<(NormPath, meta::PathEntry)>)> {
+    let (read, files) = list_at(client, workbench_id, prefix)?;
+    Ok((read.version(), files))
+}
+
+type Listing = (meta::Reader, Vec<(NormPath, meta::PathEntry)>);
+
+fn list_at(client: &Client, workbench_id: &str, prefix: Option<&str>) -> Result<Listing> {
     let prefix = prefix
         .filter(|p| !p.is_empty())
         .map(Client::normalize)
@@ -107,11 +131,33 @@ pub fn materialize_with_progress(
             });
         }
     }
+    Ok((read, files))
+}
+
+/// Copies the body of one listed file into a writer, reporting bytes done; returns the bytes
+/// written. [`write_files`] verifies length and whole-body digest itself.
+pub type CopyBody<'a> =
+    dyn FnMut(&NormPath, &meta::PathEntry, &mut dyn Write, &mut dyn FnMut(u64)) -> Result<u64> + 'a;
+
+/// Writes listed files under `dest` (the local half of [`materialize`], shared by the embedded
+/// store and the remote client): each body is streamed through `copy`, its length and whole-body
+/// SHA-256 compared with the entry, and the file renamed into place only after it matched — a
+/// failed verification leaves no file behind.
+///
+/// Errors: [`Error::InvalidArgument`] (a path that is both a file and a directory; a symlinked
+/// directory leading outside `dest`), [`Error::DigestMismatch`], [`Error::LocalIo`], and
+/// `copy`'s errors.
+pub fn write_files(
+    files: &[(NormPath, meta::PathEntry)],
+    dest: &Path,
+    progress: &mut dyn FnMut(ProgressEvent<'_>),
+    copy: &mut CopyBody<'_>,
+) -> Result<Vec<MaterializedFile>> {
     // A path may hold a file and, below the same name, other files (an exact file wins over an
     // implicit directory in listings); a local filesystem cannot hold both, so refuse up front
     // instead of leaving a partial tree behind.
     let names: std::collections::HashSet<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
-    for (path, _) in &files {
+    for (path, _) in files.iter() {
         let mut ancestor = path.parent();
         while let Some(a) = ancestor {
             if names.contains(a.as_str()) {
@@ -174,7 +220,7 @@ pub fn materialize_with_progress(
             path: path.as_str(),
             total: entry.logical_size,
         });
-        let written = client.read_to_writer(&read, &entry, &mut writer, &mut |done| {
+        let written = copy(path, entry, &mut writer, &mut |done| {
             progress(ProgressEvent::Advance { done })
         });
         let flushed = writer.inner.flush();
@@ -347,6 +393,33 @@ pub fn collect_indexed(
     index: &CollectIndex,
     progress: &mut dyn FnMut(ProgressEvent<'_>),
 ) -> Result<CollectedFile> {
+    collect_with(
+        local,
+        path,
+        content_type,
+        replace,
+        index,
+        progress,
+        &mut |reader, options| client.put_reader(workbench_id, path, reader, options),
+    )
+}
+
+/// Publishes one body read from a local file: `put(reader, options)` (the embedded or the
+/// remote client's `put_reader` into the target workbench and path).
+pub type PutBody<'a> = dyn FnMut(&mut dyn Read, &PutOptions) -> Result<crate::PutReceipt> + 'a;
+
+/// The lifecycle of [`collect_indexed`] over any `put` (shared by the embedded store and the
+/// remote client): hash the local file, stream it through `put`, and require the stored digest to
+/// equal the local one. Errors: as [`collect_indexed`].
+pub fn collect_with(
+    local: &Path,
+    path: &str,
+    content_type: &str,
+    replace: bool,
+    index: &CollectIndex,
+    progress: &mut dyn FnMut(ProgressEvent<'_>),
+    put: &mut PutBody<'_>,
+) -> Result<CollectedFile> {
     let total = std::fs::metadata(local).map(|m| m.len()).unwrap_or(0);
     progress(ProgressEvent::Begin {
         phase: "hashing",
@@ -379,12 +452,12 @@ pub fn collect_indexed(
         index_fields: index.fields.clone(),
         index_json: index.index_json,
     };
-    let reader = CountingReader {
+    let mut reader = CountingReader {
         inner: BufReader::with_capacity(1 << 20, file),
         done: 0,
         on_bytes: &mut |done| progress(ProgressEvent::Advance { done }),
     };
-    let receipt = client.put_reader(workbench_id, path, reader, &options)?;
+    let receipt = put(&mut reader, &options)?;
     if receipt.digest_uri != before {
         return Err(Error::DigestMismatch {
             path: local.display().to_string(),

@@ -32,9 +32,15 @@
 //! Quarantined operations from an earlier pass are reconciled (DELETE again, then HEAD must
 //! report the key absent).
 //!
-//! Multipart uploads: the S3 provider runs (and on failure aborts) its own multipart upload
-//! inside one `put_if_absent` call and does not expose the upload id, so
-//! `StagedObject.upload_id` stays `None`; the ledger owns the object key either way.
+//! Multipart uploads: a block the provider uploads in parts (S3 above its multipart threshold)
+//! goes through [`objstore::ObjectStore::put_if_absent_observed`]; the provider reports the
+//! upload id before the first part and [`meta::ops::publish_operation::record_upload_id`]
+//! records it on the block's StagedObject row in one command, so the parts are ledger-owned
+//! before they are sent (if the id cannot be recorded the provider aborts the upload and sends
+//! nothing). A process killed mid-upload leaves an open upload that recovery finds in the ledger:
+//! cleanup aborts it ([`objstore::ObjectStore::abort_upload`]) before deleting the key, so no
+//! parts stay billed and invisible. Crash tests stop after `multipart-after-upload-id` and
+//! `multipart-after-first-part` (feature `fault-points`).
 //!
 //! Append cost: the whole-body digest of an append re-hashes the base body (O(body) per
 //! append). Persisting the resumable SHA-256 state would need a field the seed's ArtifactRevision
@@ -217,14 +223,42 @@ enum SendError {
     Definite(Error),
 }
 
-/// Writes one block under its fresh revision-owned key.
+/// Records a multipart upload id in the ledger before the first part is sent.
+struct LedgerUpload<'a> {
+    meta: &'a meta::MetaShard,
+    operation_id: OperationId,
+    sequence: u64,
+}
+
+impl objstore::UploadObserver for LedgerUpload<'_> {
+    fn upload_started(&mut self, upload_id: &str) -> std::result::Result<(), objstore::Error> {
+        ledger::record_upload_id(self.meta, &self.operation_id, self.sequence, upload_id).map_err(
+            |e| objstore::Error::Unavailable {
+                key: String::new(),
+                reason: format!("the multipart upload id could not be recorded: {e}"),
+            },
+        )?;
+        crate::commit::fault_point("multipart-after-upload-id");
+        Ok(())
+    }
+
+    fn part_sent(&mut self, part_number: u32) {
+        if part_number == 1 {
+            crate::commit::fault_point("multipart-after-first-part");
+        }
+    }
+}
+
+/// Writes one block under its fresh revision-owned key; a multipart upload's id is recorded on
+/// the block's ledger row (`upload`) before its first part.
 fn send_block(
     objects: &dyn ObjectStore,
     key: &str,
     bytes: &[u8],
     digest_uri: &str,
+    upload: &mut LedgerUpload<'_>,
 ) -> std::result::Result<(), SendError> {
-    match objects.put_if_absent(key, bytes) {
+    match objects.put_if_absent_observed(key, bytes, upload) {
         Ok(PutOutcome::Created) => Ok(()),
         Ok(PutOutcome::AlreadyExists) => {
             match objstore::resolve_ambiguous(objects, key, bytes.len() as u64, digest_uri) {
@@ -251,6 +285,17 @@ pub(crate) fn delete_owned(objects: &dyn ObjectStore, row: &StagedObject) -> Del
     if row.provider_state == StagedProviderState::Planned && !reconcile {
         // Recorded as never sent: there is nothing to delete.
         return DeleteOutcome::Deleted;
+    }
+    // A multipart upload the ledger owns is aborted first, so its parts are freed (an upload
+    // that completed or was already aborted answers "no such upload", which is success).
+    if let Some(upload_id) = &row.upload_id {
+        match objects.abort_upload(&row.object_key, upload_id) {
+            Ok(()) => {}
+            Err(objstore::Error::Ambiguous { reason, .. }) => {
+                return DeleteOutcome::Quarantined(format!("ambiguous multipart abort: {reason}"))
+            }
+            Err(e) => return DeleteOutcome::Failed(e.to_string()),
+        }
     }
     match objects.delete(&row.object_key) {
         Ok(()) => {}
@@ -438,11 +483,17 @@ impl Client {
             for (i, (bytes, block)) in group.iter().zip(&blocks).enumerate() {
                 let seq = first_seq.saturating_add(i as u64);
                 sent_keys.push(block.object_key.clone());
+                let mut upload = LedgerUpload {
+                    meta: &meta,
+                    operation_id: id,
+                    sequence: seq,
+                };
                 let failure = match send_block(
                     objects.as_ref(),
                     &block.object_key,
                     bytes,
                     &block.digest_uri,
+                    &mut upload,
                 ) {
                     Ok(()) => None,
                     Err(SendError::Ambiguous(e)) => {
@@ -497,6 +548,7 @@ impl Client {
                     e,
                     &plan.path,
                     &plan.workbench_id,
+                    plan.condition,
                 ))
             }
         }
@@ -863,6 +915,8 @@ pub(crate) fn is_definite_refusal(e: &meta::Error) -> bool {
         e,
         meta::Error::PathAlreadyExists
             | meta::Error::PathNotFound
+            | meta::Error::PathIsDirectory
+            | meta::Error::AncestorIsFile { .. }
             | meta::Error::GenerationConflict { .. }
             | meta::Error::WorkspaceNotFound { .. }
             | meta::Error::WorkspaceUnavailable { .. }

@@ -386,10 +386,26 @@ impl Client {
         options: &RestoreOptions,
     ) -> Result<RestoreReceipt, RestoreError> {
         let meta = self.meta();
-        let desc = self.stage_restore_manifest(plan)?;
-        let mut op = ops::prepare(meta, plan, &desc)?;
-        let replay = op.phase == RestorePhase::Complete;
         let id = plan.operation_id;
+        // One driver per operation in this process (the store has one owning process), so the
+        // manifest block below is never deleted under a concurrent driver that prepares it.
+        let _running = RunningRestore::claim(self, id)?;
+        let desc = self.stage_restore_manifest(plan)?;
+        let mut op = match ops::prepare(meta, plan, &desc) {
+            Ok(op) => op,
+            Err(e) => {
+                // The manifest block was written object-first for an operation that was never
+                // created (e.g. the source snapshot was retired meanwhile): nothing owns it, so
+                // it goes now instead of staying behind unowned.
+                if ops::load(meta, &id)?.is_none() {
+                    for row in &desc.manifest {
+                        let _ = self.objects().delete(&row.object_key);
+                    }
+                }
+                return Err(e.into());
+            }
+        };
+        let replay = op.phase == RestorePhase::Complete;
         if op.phase == RestorePhase::Preparing {
             fault(FaultPoint::AfterPreparing, options)?;
         }
@@ -410,14 +426,21 @@ impl Client {
                 Ok(_) => {}
                 Err(
                     e @ (ops::RestoreError::SourceClosureMismatch { .. }
+                    | ops::RestoreError::SourceNamespaceClash { .. }
                     | ops::RestoreError::Meta(meta::Error::RevisionUnavailable { .. })),
                 ) => {
-                    // A definite source failure: abort and clean up, then report it.
+                    // A definite source failure: abort and clean up, then report it. A source
+                    // path that is both a file and a directory is the namespace rule's
+                    // `NotDirectory`; the rest are lifecycle failures.
+                    let code = match &e {
+                        ops::RestoreError::SourceNamespaceClash { .. } => "NotDirectory",
+                        _ => "InvalidState",
+                    };
                     ops::abort(
                         meta,
                         &id,
                         TerminalError {
-                            code: "InvalidState".into(),
+                            code: code.into(),
                             message: e.to_string(),
                         },
                     )?;
@@ -512,6 +535,40 @@ fn aborted(op: Option<RestoreOperation>) -> RestoreError {
         },
     };
     RestoreError::Operation(ops::RestoreError::Aborted(err))
+}
+
+/// Marks a restore operation as driven by a thread of this process (in the client's in-flight
+/// set, keyed by operation id) until dropped. A second driver of the same operation waits for the
+/// first to finish, then resumes from the durable phase (an identical restore replays).
+struct RunningRestore<'a> {
+    client: &'a Client,
+    id: OperationId,
+}
+
+impl<'a> RunningRestore<'a> {
+    fn claim(client: &'a Client, id: OperationId) -> Result<Self, RestoreError> {
+        let mut pause = std::time::Duration::from_millis(1);
+        loop {
+            {
+                let mut set = client.in_flight().lock().unwrap_or_else(|p| p.into_inner());
+                if set.insert(id) {
+                    return Ok(RunningRestore { client, id });
+                }
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for RunningRestore<'_> {
+    fn drop(&mut self) {
+        self.client
+            .in_flight()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.id);
+    }
 }
 
 fn receipt(

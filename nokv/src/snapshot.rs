@@ -14,8 +14,6 @@
 //! `SnapshotNotFound`, `SnapshotExpired` (expired, retired or reaped), `SnapshotLifecycle`
 //! (extend-only renewal, renewing a retired snapshot, no commit head), `ForkRetentionActive`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use meta::ops::snapshot::{
@@ -77,27 +75,13 @@ pub fn name_selector(name: &str) -> Result<SnapshotSelector> {
 /// Stops and joins the background reaper thread when dropped (see [`Client::start_reaper`]).
 #[derive(Debug)]
 pub struct ReaperHandle {
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    task: crate::periodic::Periodic,
 }
 
 impl ReaperHandle {
     /// Stops the reaper and waits for its thread (at most one pass plus one poll interval).
     pub fn stop(mut self) {
-        self.shutdown();
-    }
-
-    fn shutdown(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for ReaperHandle {
-    fn drop(&mut self) {
-        self.shutdown();
+        self.task.shutdown();
     }
 }
 
@@ -166,10 +150,27 @@ impl Client {
         workbench_id: &str,
         selector: &SnapshotSelector,
     ) -> Result<(SnapshotInfo, bool)> {
+        self.retire_snapshot_annotated(workbench_id, selector, None)
+    }
+
+    /// [`Client::retire_snapshot`] with a retire annotation (canonical JSON bytes, ≤ 4096; the
+    /// facade stores `{metadata, reason}`). The first retirement's annotation is durable: a
+    /// later call on a retired snapshot returns `false` and the stored record — the first
+    /// annotation (or none), never this call's.
+    ///
+    /// Errors: those of [`Client::retire_snapshot`]; [`Error::InvalidArgument`] for an
+    /// annotation over 4096 bytes.
+    pub fn retire_snapshot_annotated(
+        &self,
+        workbench_id: &str,
+        selector: &SnapshotSelector,
+        annotation: Option<Vec<u8>>,
+    ) -> Result<(SnapshotInfo, bool)> {
         let req = RetireSnapshotRequest {
             request_id: RequestId::random()?,
             workbench_id: workbench_id.to_string(),
             selector: selector.clone(),
+            annotation,
         };
         let receipt = ops::retire(self.meta(), &req, self.now_unix_ms(), &self.policy())
             .map_err(invalid_to_sdk)?;
@@ -236,25 +237,17 @@ impl Client {
     /// long-running processes). Errors of a pass are ignored; the next pass retries. Dropping
     /// or [`ReaperHandle::stop`]ping the handle stops it.
     pub fn start_reaper(&self, every: Duration) -> ReaperHandle {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
         let client = self.clone();
-        let poll = Duration::from_millis(50).min(every);
-        let thread = std::thread::Builder::new()
-            .name("nokv-snapshot-reaper".into())
-            .spawn(move || {
-                let mut waited = Duration::ZERO;
-                while !flag.load(Ordering::SeqCst) {
-                    if waited >= every {
-                        let _ = client.reap_snapshots();
-                        waited = Duration::ZERO;
-                    }
-                    std::thread::sleep(poll);
-                    waited += poll;
-                }
-            })
-            .ok();
-        ReaperHandle { stop, thread }
+        ReaperHandle {
+            task: crate::periodic::Periodic::spawn(
+                "nokv-snapshot-reaper",
+                every,
+                false,
+                move || {
+                    let _ = client.reap_snapshots();
+                },
+            ),
+        }
     }
 }
 

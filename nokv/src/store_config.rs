@@ -415,13 +415,41 @@ pub fn open_objects(dir: &Path, config: Option<&StoreConfig>) -> Result<Arc<dyn 
     let Some(config) = config else {
         return Ok(Arc::new(LocalDir::open(dir.join("objects"))?));
     };
-    let store = build_provider(dir, config)?;
+    let store = build_provider(dir, config, true)?;
     check_marker(store.as_ref(), config)?;
     Ok(store)
 }
 
-fn build_provider(dir: &Path, config: &StoreConfig) -> Result<Arc<dyn ObjectStore>> {
+/// [`open_objects`] for a read-only client: touches nothing on disk. A local provider is opened
+/// without creating or syncing its directory ([`LocalDir::open_existing`]); an S3 provider is
+/// used without the local block cache, whose directory a read-only store may not let it write.
+/// The namespace marker is checked like [`open_objects`] does.
+///
+/// Errors: [`Error::StoreConfig`] when the S3 client cannot be built;
+/// [`Error::NamespaceMismatch`] when the marker is missing or foreign.
+pub fn open_objects_read_only(
+    dir: &Path,
+    config: Option<&StoreConfig>,
+) -> Result<Arc<dyn ObjectStore>> {
+    let Some(config) = config else {
+        return Ok(Arc::new(LocalDir::open_existing(dir.join("objects"))));
+    };
+    let store = build_provider(dir, config, false)?;
+    check_marker(store.as_ref(), config)?;
+    Ok(store)
+}
+
+/// The configured provider; `writable` opens the local directory for writing (created and
+/// synced) and puts the block cache in front of S3, otherwise nothing local is touched.
+fn build_provider(
+    dir: &Path,
+    config: &StoreConfig,
+    writable: bool,
+) -> Result<Arc<dyn ObjectStore>> {
     match &config.objects {
+        ObjectsConfig::Local if !writable => {
+            Ok(Arc::new(LocalDir::open_existing(dir.join("objects"))))
+        }
         ObjectsConfig::Local => Ok(Arc::new(LocalDir::open(dir.join("objects"))?)),
         ObjectsConfig::S3 {
             bucket,
@@ -437,6 +465,7 @@ fn build_provider(dir: &Path, config: &StoreConfig) -> Result<Arc<dyn ObjectStor
             let s3 = S3::open(s3c).map_err(|e| config_error(e.to_string()))?;
             match &config.cache {
                 None => Ok(Arc::new(s3)),
+                Some(_) if !writable => Ok(Arc::new(s3)),
                 Some(cache) => {
                     let cache_dir = if cache.dir.is_absolute() {
                         cache.dir.clone()
@@ -573,7 +602,7 @@ pub fn init_store(dir: &Path, options: &InitOptions) -> Result<InitOutcome> {
             (wanted, true)
         }
     };
-    let store = build_provider(dir, &config)?;
+    let store = build_provider(dir, &config, true)?;
     match store.put_if_absent(MARKER_KEY, &marker_bytes(&config)?)? {
         PutOutcome::Created => {}
         PutOutcome::AlreadyExists => check_marker(store.as_ref(), &config)?,

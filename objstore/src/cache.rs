@@ -507,9 +507,11 @@ impl<S: ObjectStore> ObjectStore for CachedStore<S> {
     }
 
     fn delete(&self, key: &str) -> Result<(), Error> {
-        self.remote.delete(key)?;
+        // The local copy goes whatever the remote answers: a block being deleted is never
+        // served again, and an ambiguous remote DELETE must not leave a cached copy behind.
+        let remote = self.remote.delete(key);
         self.forget(&key_hash(key));
-        Ok(())
+        remote
     }
 
     fn list(&self, prefix: &str) -> Result<Vec<String>, Error> {
@@ -569,6 +571,29 @@ impl<S: ObjectStore> ObjectStore for CachedStore<S> {
 
     fn provider_name(&self) -> &'static str {
         self.remote.provider_name()
+    }
+
+    fn put_if_absent_observed(
+        &self,
+        key: &str,
+        bytes: &[u8],
+        observer: &mut dyn crate::UploadObserver,
+    ) -> Result<PutOutcome, Error> {
+        let outcome = self.remote.put_if_absent_observed(key, bytes, observer)?;
+        if outcome == PutOutcome::Created && self.populate_on_write {
+            let mut s = Sha256Stream::new();
+            s.update(bytes);
+            self.insert(key_hash(key), s.finish_bytes(), bytes);
+        }
+        Ok(outcome)
+    }
+
+    fn abort_upload(&self, key: &str, upload_id: &str) -> Result<(), Error> {
+        self.remote.abort_upload(key, upload_id)
+    }
+
+    fn list_uploads(&self, prefix: &str) -> Result<Vec<crate::OpenUpload>, Error> {
+        self.remote.list_uploads(prefix)
     }
 }
 

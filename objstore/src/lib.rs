@@ -73,6 +73,30 @@ impl ObjectMeta {
     }
 }
 
+/// Watches one upload of [`ObjectStore::put_if_absent_observed`] (seed 000, "Upload And Append":
+/// the StagedObject ledger owns "all object keys, multipart ids, lengths, and digests" before
+/// upload).
+pub trait UploadObserver {
+    /// Called when a provider that uploads in parts has created the multipart upload
+    /// `upload_id` for the key, before the first part is sent. Returning an error aborts the
+    /// upload (nothing is sent) and fails the put with that error — e.g. when the id could not be
+    /// recorded durably.
+    fn upload_started(&mut self, upload_id: &str) -> Result<(), Error>;
+    /// Called after part `part_number` (1-based) of the upload was sent and acknowledged.
+    fn part_sent(&mut self, part_number: u32) {
+        let _ = part_number;
+    }
+}
+
+/// One multipart upload a provider still holds open (see [`ObjectStore::list_uploads`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OpenUpload {
+    /// The object key the upload would create.
+    pub key: String,
+    /// The provider's upload id.
+    pub upload_id: String,
+}
+
 /// An object provider: a flat map from validated keys (see [`keys::validate_key`]) to
 /// immutable-by-convention byte strings.
 ///
@@ -134,6 +158,44 @@ pub trait ObjectStore: Send + Sync + std::fmt::Debug {
     /// Short provider name for logs and diagnostics: `"local"`, `"s3"` (a [`CachedStore`]
     /// reports its remote provider's name).
     fn provider_name(&self) -> &'static str;
+
+    /// [`ObjectStore::put_if_absent`] that reports a multipart upload to `observer` before its
+    /// first part is sent (so a ledger can own the upload id) and after each part. Providers that
+    /// never upload in parts (the default, [`LocalDir`]) just call `put_if_absent` and never call
+    /// the observer.
+    ///
+    /// Errors: those of `put_if_absent`, plus the error `observer.upload_started` returned (the
+    /// upload is then aborted).
+    fn put_if_absent_observed(
+        &self,
+        key: &str,
+        bytes: &[u8],
+        observer: &mut dyn UploadObserver,
+    ) -> Result<PutOutcome, Error> {
+        let _ = observer;
+        self.put_if_absent(key, bytes)
+    }
+
+    /// Aborts the multipart upload `upload_id` of `key` so its parts are freed. Idempotent: an
+    /// upload that is unknown, already aborted or completed is `Ok`. Providers without multipart
+    /// uploads (the default) have nothing to abort.
+    ///
+    /// Errors: [`Error::InvalidKey`]; [`Error::Unavailable`] / [`Error::Refused`] from remote
+    /// providers; [`Error::Ambiguous`] when an abort was sent and never answered.
+    fn abort_upload(&self, key: &str, upload_id: &str) -> Result<(), Error> {
+        let _ = (key, upload_id);
+        validate_key(key)
+    }
+
+    /// The multipart uploads still open under `prefix` (diagnostics and tests: ownership comes
+    /// from the StagedObject ledger, never from this listing). Default: none.
+    ///
+    /// Errors: [`Error::InvalidKey`] for a bad prefix; remote failures, including
+    /// [`Error::Refused`] (HTTP 501) from services that do not implement the listing.
+    fn list_uploads(&self, prefix: &str) -> Result<Vec<OpenUpload>, Error> {
+        let _ = prefix;
+        Ok(Vec::new())
+    }
 }
 
 /// Checks `bytes` (read from `key`) against an expected length in bytes and raw SHA-256
@@ -270,6 +332,20 @@ impl<T: ObjectStore + ?Sized> ObjectStore for Box<T> {
     fn provider_name(&self) -> &'static str {
         (**self).provider_name()
     }
+    fn put_if_absent_observed(
+        &self,
+        key: &str,
+        bytes: &[u8],
+        observer: &mut dyn UploadObserver,
+    ) -> Result<PutOutcome, Error> {
+        (**self).put_if_absent_observed(key, bytes, observer)
+    }
+    fn abort_upload(&self, key: &str, upload_id: &str) -> Result<(), Error> {
+        (**self).abort_upload(key, upload_id)
+    }
+    fn list_uploads(&self, prefix: &str) -> Result<Vec<OpenUpload>, Error> {
+        (**self).list_uploads(prefix)
+    }
 }
 
 impl<T: ObjectStore + ?Sized> ObjectStore for std::sync::Arc<T> {
@@ -299,6 +375,20 @@ impl<T: ObjectStore + ?Sized> ObjectStore for std::sync::Arc<T> {
     }
     fn provider_name(&self) -> &'static str {
         (**self).provider_name()
+    }
+    fn put_if_absent_observed(
+        &self,
+        key: &str,
+        bytes: &[u8],
+        observer: &mut dyn UploadObserver,
+    ) -> Result<PutOutcome, Error> {
+        (**self).put_if_absent_observed(key, bytes, observer)
+    }
+    fn abort_upload(&self, key: &str, upload_id: &str) -> Result<(), Error> {
+        (**self).abort_upload(key, upload_id)
+    }
+    fn list_uploads(&self, prefix: &str) -> Result<Vec<OpenUpload>, Error> {
+        (**self).list_uploads(prefix)
     }
 }
 

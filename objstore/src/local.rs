@@ -103,6 +103,19 @@ impl LocalDir {
         })
     }
 
+    /// A provider rooted at `root` for reading only: nothing on disk is created, synced or
+    /// otherwise touched (a read-only file system, another user's files). Reads behave like on
+    /// a provider from [`LocalDir::open`] (a missing `root` reads as missing objects); writes
+    /// fail with the file system's error.
+    pub fn open_existing(root: impl AsRef<Path>) -> LocalDir {
+        let mut known = HashSet::new();
+        known.insert(String::new());
+        LocalDir {
+            root: root.as_ref().to_path_buf(),
+            durable_dirs: Mutex::new(known),
+        }
+    }
+
     /// The root directory objects are stored under.
     pub fn root(&self) -> &Path {
         &self.root

@@ -22,7 +22,12 @@
 //!
 //! - Bodies up to [`S3Config::multipart_threshold`] (default 8 MiB) are one `PutObject`; larger
 //!   bodies use a multipart upload in [`S3Config::part_size`] parts, aborted on any failure so no
-//!   orphaned parts are left behind by a failed call.
+//!   orphaned parts are left behind by a failed call. A process killed mid-upload cannot abort:
+//!   [`ObjectStore::put_if_absent_observed`] hands the upload id to an [`UploadObserver`] before
+//!   the first part (the publish ledger records it), and [`ObjectStore::abort_upload`] lets
+//!   recovery abort it later; [`ObjectStore::list_uploads`] lists what is still open.
+//! - DELETE and AbortMultipartUpload are writes: sent without an answer after every retry, they
+//!   fail with [`Error::Ambiguous`] (the object may or may not be gone).
 //! - `put_if_absent` creates with `If-None-Match: *` (on `PutObject`, or on
 //!   `CompleteMultipartUpload`); HTTP 412 means [`PutOutcome::AlreadyExists`]. Services that
 //!   ignore the header are detected ([`ConditionalPut::Auto`] probes once with a dedicated key,
@@ -59,7 +64,7 @@ use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 
 use crate::keys::{list_dir_part, validate_key, MAX_KEY_LEN};
 use crate::retry::RetryPolicy;
-use crate::{Error, ObjectMeta, ObjectStore, PutOutcome, Resolution};
+use crate::{Error, ObjectMeta, ObjectStore, OpenUpload, PutOutcome, Resolution, UploadObserver};
 
 /// Default size above which a body is uploaded with multipart upload: 8 MiB.
 pub const DEFAULT_MULTIPART_THRESHOLD: u64 = 8 * 1024 * 1024;
@@ -560,12 +565,18 @@ impl S3 {
     /// Uploads `bytes` to `key` (single PUT or multipart). `create_only`: conditional on
     /// absence via `If-None-Match: *`. Returns `Created` or, only when `create_only`,
     /// `AlreadyExists`.
-    fn upload(&self, key: &str, bytes: &[u8], create_only: bool) -> Result<PutOutcome, Error> {
+    fn upload(
+        &self,
+        key: &str,
+        bytes: &[u8],
+        create_only: bool,
+        observer: Option<&mut dyn UploadObserver>,
+    ) -> Result<PutOutcome, Error> {
         let full = self.bucket_key(key)?;
         let op = if create_only { "put_if_absent" } else { "put" };
         let size = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
         let (created, maybe_applied) = if size > self.config.multipart_threshold {
-            self.multipart(key, &full, bytes, create_only)?
+            self.multipart(key, &full, bytes, create_only, observer)?
         } else {
             self.call(op, key, true, |s| {
                 let full = full.clone();
@@ -587,7 +598,8 @@ impl S3 {
         }
     }
 
-    /// Multipart upload of `bytes`; aborts the upload on any failure. Returns (created,
+    /// Multipart upload of `bytes`; aborts the upload on any failure. `observer` learns the
+    /// upload id before the first part and each acknowledged part. Returns (created,
     /// maybe_applied) like [`S3::call`].
     fn multipart(
         &self,
@@ -595,6 +607,7 @@ impl S3 {
         full: &str,
         bytes: &[u8],
         create_only: bool,
+        mut observer: Option<&mut dyn UploadObserver>,
     ) -> Result<(bool, bool), Error> {
         self.multipart_uploads.fetch_add(1, Ordering::Relaxed);
         let bucket = self.config.bucket.clone();
@@ -626,7 +639,20 @@ impl S3 {
                 }
             }
         })?;
-        let result = self.multipart_parts_and_complete(key, full, bytes, create_only, &upload_id);
+        let result = match observer
+            .as_deref_mut()
+            .map(|o| o.upload_started(&upload_id))
+        {
+            Some(Err(e)) => Err(e),
+            _ => self.multipart_parts_and_complete(
+                key,
+                full,
+                bytes,
+                create_only,
+                &upload_id,
+                observer,
+            ),
+        };
         let completed = matches!(result, Ok((true, _)));
         if !completed {
             // Best effort: a failed call never leaves parts behind (an upload that did complete
@@ -647,8 +673,10 @@ impl S3 {
                         .await
                     {
                         Ok(_) => Ok(()),
-                        Err(e) => absent_or_failure::<(), _>(&e, "abort_multipart_upload", key)
-                            .map(|_| ()),
+                        Err(e) => {
+                            absent_or_failure::<(), _>(&e, "abort_multipart_upload", key, false)
+                                .map(|_| ())
+                        }
                     }
                 }
             });
@@ -663,6 +691,7 @@ impl S3 {
         bytes: &[u8],
         create_only: bool,
         upload_id: &str,
+        mut observer: Option<&mut dyn UploadObserver>,
     ) -> Result<(bool, bool), Error> {
         let bucket = self.config.bucket.clone();
         let part_size = usize::try_from(self.config.part_size).unwrap_or(usize::MAX);
@@ -697,6 +726,9 @@ impl S3 {
                     .set_e_tag(etag)
                     .build(),
             );
+            if let Some(o) = observer.as_deref_mut() {
+                o.part_sent(u32::try_from(number).unwrap_or(u32::MAX));
+            }
         }
         let uses_header = create_only && self.conditional_header()?;
         if create_only && !uses_header && self.head(key)?.is_some() {
@@ -742,6 +774,25 @@ impl S3 {
         })
     }
 
+    /// `put_if_absent`, reporting a multipart upload to `observer`.
+    fn create_only(
+        &self,
+        key: &str,
+        bytes: &[u8],
+        observer: Option<&mut dyn UploadObserver>,
+    ) -> Result<PutOutcome, Error> {
+        validate_key(key)?;
+        let size = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+        // Multipart decides on the header itself (at completion time).
+        if size <= self.config.multipart_threshold && !self.conditional_header()? {
+            if self.head(key)?.is_some() {
+                return Ok(PutOutcome::AlreadyExists);
+            }
+            return self.upload(key, bytes, false, observer);
+        }
+        self.upload(key, bytes, true, observer)
+    }
+
     /// Whether `If-None-Match: *` is honoured (probing once under [`ConditionalPut::Auto`]).
     fn conditional_header(&self) -> Result<bool, Error> {
         if let Some(known) = *self.conditional_lock() {
@@ -778,20 +829,11 @@ impl S3 {
 
 impl ObjectStore for S3 {
     fn put(&self, key: &str, bytes: &[u8]) -> Result<(), Error> {
-        self.upload(key, bytes, false).map(|_| ())
+        self.upload(key, bytes, false, None).map(|_| ())
     }
 
     fn put_if_absent(&self, key: &str, bytes: &[u8]) -> Result<PutOutcome, Error> {
-        validate_key(key)?;
-        let size = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
-        // Multipart decides on the header itself (at completion time).
-        if size <= self.config.multipart_threshold && !self.conditional_header()? {
-            if self.head(key)?.is_some() {
-                return Ok(PutOutcome::AlreadyExists);
-            }
-            return self.upload(key, bytes, false);
-        }
-        self.upload(key, bytes, true)
+        self.create_only(key, bytes, None)
     }
 
     fn get(&self, key: &str) -> Result<Vec<u8>, Error> {
@@ -876,7 +918,7 @@ impl ObjectStore for S3 {
                     Ok(out) => Ok(Some(ObjectMeta::new(
                         u64::try_from(out.content_length().unwrap_or(0)).unwrap_or(0),
                     ))),
-                    Err(e) => absent_or_failure(&e, "head", key),
+                    Err(e) => absent_or_failure(&e, "head", key, false),
                 }
             }
         })?;
@@ -886,7 +928,9 @@ impl ObjectStore for S3 {
     fn delete(&self, key: &str) -> Result<(), Error> {
         let full = self.bucket_key(key)?;
         let bucket = self.config.bucket.clone();
-        self.call("delete", key, false, |s| {
+        // A DELETE sent without an answer may have been applied: `write = true` makes the
+        // exhausted retries an `Ambiguous` outcome (never guessed; GC quarantines it).
+        self.call("delete", key, true, |s| {
             let full = full.clone();
             let bucket = bucket.clone();
             async move {
@@ -899,7 +943,7 @@ impl ObjectStore for S3 {
                     .await
                 {
                     Ok(_) => Ok(()),
-                    Err(e) => absent_or_failure::<(), _>(&e, "delete", key).map(|_| ()),
+                    Err(e) => absent_or_failure::<(), _>(&e, "delete", key, true).map(|_| ()),
                 }
             }
         })
@@ -972,6 +1016,117 @@ impl ObjectStore for S3 {
 
     fn provider_name(&self) -> &'static str {
         "s3"
+    }
+
+    fn put_if_absent_observed(
+        &self,
+        key: &str,
+        bytes: &[u8],
+        observer: &mut dyn UploadObserver,
+    ) -> Result<PutOutcome, Error> {
+        self.create_only(key, bytes, Some(observer))
+    }
+
+    fn abort_upload(&self, key: &str, upload_id: &str) -> Result<(), Error> {
+        let full = self.bucket_key(key)?;
+        let bucket = self.config.bucket.clone();
+        // An abort sent without an answer may have been applied: ambiguous, like a DELETE.
+        self.call("abort_multipart_upload", key, true, |s| {
+            let full = full.clone();
+            let bucket = bucket.clone();
+            async move {
+                match s
+                    .client
+                    .abort_multipart_upload()
+                    .bucket(&bucket)
+                    .key(&full)
+                    .upload_id(upload_id)
+                    .send()
+                    .await
+                {
+                    Ok(_) => Ok(()),
+                    Err(e) => absent_or_failure::<(), _>(&e, "abort_multipart_upload", key, true)
+                        .map(|_| ()),
+                }
+            }
+        })
+        .map(|_| ())
+    }
+
+    fn list_uploads(&self, prefix: &str) -> Result<Vec<OpenUpload>, Error> {
+        if list_dir_part(prefix)?.is_none() {
+            return Ok(Vec::new());
+        }
+        let base = self.config.key_base();
+        let full_prefix = format!("{base}{prefix}");
+        let bucket = self.config.bucket.clone();
+        let mut out = Vec::new();
+        let mut markers: (Option<String>, Option<String>) = (None, None);
+        loop {
+            let (page, _) = self.call("list_multipart_uploads", prefix, false, |s| {
+                let bucket = bucket.clone();
+                let full_prefix = full_prefix.clone();
+                let (key_marker, id_marker) = markers.clone();
+                async move {
+                    let mut req = s.client.list_multipart_uploads().bucket(&bucket);
+                    if !full_prefix.is_empty() {
+                        req = req.prefix(&full_prefix);
+                    }
+                    if let Some(k) = key_marker {
+                        req = req.key_marker(k);
+                    }
+                    if let Some(u) = id_marker {
+                        req = req.upload_id_marker(u);
+                    }
+                    match req.send().await {
+                        Ok(o) => {
+                            let uploads: Vec<(String, String)> = o
+                                .uploads()
+                                .iter()
+                                .filter_map(|u| {
+                                    Some((u.key()?.to_owned(), u.upload_id()?.to_owned()))
+                                })
+                                .collect();
+                            let next = if o.is_truncated() == Some(true) {
+                                (
+                                    o.next_key_marker().map(str::to_owned),
+                                    o.next_upload_id_marker().map(str::to_owned),
+                                )
+                            } else {
+                                (None, None)
+                            };
+                            Ok((uploads, next))
+                        }
+                        Err(e) => Err(classify(
+                            &e,
+                            answer_of(&e),
+                            "list_multipart_uploads",
+                            prefix,
+                            false,
+                        )),
+                    }
+                }
+            })?;
+            let (uploads, next) = page;
+            for (name, upload_id) in uploads {
+                if let Some(key) = name.strip_prefix(&base) {
+                    if key.starts_with(prefix) {
+                        out.push(OpenUpload {
+                            key: key.to_owned(),
+                            upload_id,
+                        });
+                    }
+                }
+            }
+            match next {
+                (None, None) => break,
+                n if n == markers => break,
+                n => markers = n,
+            }
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
     }
 }
 
@@ -1082,17 +1237,19 @@ fn failed_before_send(err: &(dyn std::error::Error + 'static)) -> bool {
 }
 
 /// For a read-only or idempotent request on which "no such key / upload" means done (HEAD,
-/// DELETE, multipart abort): a 404 answer is `Ok(None)`; any other failure is [`classify`]d.
+/// DELETE, multipart abort): a 404 answer is `Ok(None)`; any other failure is [`classify`]d
+/// (`write`: the request changes state, so a sent-but-unanswered attempt may have applied).
 fn absent_or_failure<T, E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static>(
     err: &SdkError<E, aws_sdk_s3::config::http::HttpResponse>,
     op: &'static str,
     key: &str,
+    write: bool,
 ) -> Result<Option<T>, Failure> {
     let answer = answer_of(err);
     if answer.status == Some(404) {
         return Ok(None);
     }
-    Err(classify(err, answer, op, key, false))
+    Err(classify(err, answer, op, key, write))
 }
 
 /// Maps a failed request to a retry decision. `write`: the request may change state, so a
@@ -1147,13 +1304,15 @@ fn classify<E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static>
                     "SlowDown" | "Throttling" | "ThrottlingException" | "RequestLimitExceeded"
                 );
             let reason = format!("HTTP {status} {code}: {}", answer.message);
+            // 501 Not Implemented is the one 5xx that is permanent: the service lacks the
+            // operation (it falls through to `Refused`).
             if throttled {
                 // Throttling rejects the request before it is applied.
                 Failure::Transient {
                     reason,
                     maybe_applied: false,
                 }
-            } else if status >= 500
+            } else if (status >= 500 && status != 501)
                 || matches!(
                     code,
                     "RequestTimeout"

@@ -182,4 +182,21 @@ impl<S: ObjectStore> ObjectStore for FaultyStore<S> {
     fn provider_name(&self) -> &'static str {
         self.inner.provider_name()
     }
+
+    fn put_if_absent_observed(
+        &self,
+        key: &str,
+        bytes: &[u8],
+        observer: &mut dyn crate::UploadObserver,
+    ) -> Result<PutOutcome, Error> {
+        self.faulted_put(key, |s| s.put_if_absent_observed(key, bytes, observer))
+    }
+
+    fn abort_upload(&self, key: &str, upload_id: &str) -> Result<(), Error> {
+        self.inner.abort_upload(key, upload_id)
+    }
+
+    fn list_uploads(&self, prefix: &str) -> Result<Vec<crate::OpenUpload>, Error> {
+        self.inner.list_uploads(prefix)
+    }
 }

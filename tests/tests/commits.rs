@@ -450,10 +450,43 @@ fn find_filters_committed_workbenches_and_matches_manifest_literals() {
     ));
     assert_eq!(gentoo["match_count"], 1);
     assert_eq!(gentoo["matches"][0]["workbench_id"], "run-gentoo");
-    assert_eq!(gentoo["matches"][0]["manifest"]["species"], "Gentoo");
+    // `manifest` is the whole run-manifest envelope; the user manifest is its `manifest`.
+    let envelope = &gentoo["matches"][0]["manifest"];
+    assert_eq!(envelope["manifest"]["species"], "Gentoo");
+    assert_eq!(envelope["schema"], "nokv.workbench.run_manifest.v1");
+    assert_eq!(envelope["workbench_id"], "run-gentoo");
     assert_eq!(
-        gentoo["matches"][0]["manifest_summary"]["schema"],
-        "nokv.workbench.run_manifest.v1"
+        envelope["commit_identity"],
+        gentoo["matches"][0]["commit_identity"]
+    );
+    let summary = &gentoo["matches"][0]["manifest_summary"];
+    assert_eq!(summary["schema"], "nokv.workbench.run_manifest.v1");
+    assert_eq!(summary["workbench_id"], "run-gentoo");
+    assert_eq!(summary["commit_identity"], envelope["commit_identity"]);
+    assert_eq!(
+        summary["content_digest_uri"],
+        envelope["content_digest_uri"]
+    );
+    assert_eq!(
+        summary["manifest_digest_uri"],
+        envelope["manifest_digest_uri"]
+    );
+    assert_eq!(
+        summary["committed_at_unix_seconds"],
+        envelope["committed_at_unix_seconds"]
+    );
+    let mut keys: Vec<String> = envelope["manifest"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    keys.sort();
+    assert_eq!(summary["manifest_keys"], json!(keys));
+    assert_eq!(
+        summary["manifest_task"],
+        Value::Null,
+        "no string `task` member"
     );
     // Pagination over one read version.
     let p1 = ok(wb.call("workbench_find", &json!({"committed": true, "limit": 1})));

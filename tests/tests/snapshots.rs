@@ -328,12 +328,23 @@ fn retire_reports_first_success_then_false_and_refuses_live_consumers() {
     assert_eq!(r["retired"], true);
     assert_eq!(r["state"], "retired");
     assert_eq!(r["name"], "keep");
-    assert_eq!(r["retire_annotation"], json!({"reason": "done"}));
+    assert_eq!(
+        r["retire_annotation"],
+        json!({"metadata": null, "reason": "done"})
+    );
     let again = ok(wb.call(
         "workbench_snapshot_retire",
         &json!({"id": "wb", "snapshot_id": sid}),
     ));
     assert_eq!(again["retired"], false);
+    // A retry keeps (and returns) the first retirement's annotation, with or without a reason.
+    assert_eq!(again["retire_annotation"], r["retire_annotation"]);
+    let other = ok(wb.call(
+        "workbench_snapshot_retire",
+        &json!({"id": "wb", "snapshot_id": sid, "reason": "another"}),
+    ));
+    assert_eq!(other["retired"], false);
+    assert_eq!(other["retire_annotation"], r["retire_annotation"]);
     err(
         wb.call("workbench_stat", &json!({"id": "wb", "at_snapshot": sid})),
         "SnapshotExpired",

@@ -660,7 +660,16 @@ fn grep_matches_lines_of_bodies_with_stray_binary_bytes() {
 fn materialize_refuses_a_path_that_is_both_file_and_directory() {
     let (tmp, wb) = setup();
     put(&wb, "logs", "d/x", "inner");
-    put(&wb, "logs", "d", "outer");
+    put(&wb, "logs", "e", "outer");
+    // Every writer now refuses the clash; an older store may still hold one.
+    err(
+        wb.call(
+            "workbench_put_file",
+            &json!({"id":"wb","section":"logs","path":"d","text":"outer"}),
+        ),
+        "AlreadyExists",
+    );
+    nokv_tests::fabricate_clash(wb.client(), "wb", "logs/d", "logs/e");
     let dest = tmp.path().join("sandbox");
     let e = nokv::materialize::materialize(wb.client(), "wb", None, &dest).unwrap_err();
     assert!(matches!(e, nokv::Error::InvalidArgument(_)), "{e}");

@@ -328,8 +328,7 @@ impl<V: Summarize> Art<V> {
         Iter::seek(self.root.as_ref(), start, Some(Filter::new(skip)))
     }
 
-    /// Aggregate over the whole tree.
-    #[cfg(test)]
+    /// Aggregate over the whole tree (live and dead slots, an upper bound of the stamps).
     pub(crate) fn summary(&self) -> Summary {
         self.root.as_ref().map(Child::summary).unwrap_or_default()
     }

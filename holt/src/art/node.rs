@@ -282,7 +282,6 @@ impl<V> Child<V> {
     }
 }
 
-#[cfg(test)]
 impl<V: Summarize> Child<V> {
     /// Aggregate of this subtree (a leaf summarises its own value).
     #[inline]

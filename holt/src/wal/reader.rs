@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::state::State;
 use crate::wal::fs::WalFs;
-use crate::wal::record::{parse_segment_name, record_crc, Record, HEADER_LEN};
+use crate::wal::record::{parse_segment_name, record_crc, RecordRef, HEADER_LEN};
 
 /// What recovery learned about the last segment, handed to the writer.
 #[derive(Debug, Clone)]
@@ -89,8 +89,8 @@ pub(crate) fn recover(fs: &dyn WalFs, wal_dir: &Path, mut state: State) -> Resul
                     return Ok(());
                 }
                 state
-                    .apply_record(rec, lsn)
-                    .map_err(|reason| Error::corrupt(path, off, reason))?;
+                    .apply_record_ref(rec, lsn)?
+                    .map_err(|reason| Error::corrupt(path, off, format!("bad record: {reason}")))?;
                 expected = lsn + 1;
                 replayed_bytes += len;
                 Ok(())
@@ -142,7 +142,7 @@ fn scan_segment(
     data: &[u8],
     start_lsn: u64,
     is_last: bool,
-    mut f: impl FnMut(u64, Record, u64, u64) -> Result<()>,
+    mut f: impl FnMut(u64, RecordRef<'_>, u64, u64) -> Result<()>,
 ) -> Result<(u64, u64)> {
     let mut off = 0usize;
     let mut next_lsn = start_lsn;
@@ -183,7 +183,7 @@ fn scan_segment(
                 format!("LSN gap: expected LSN {next_lsn}, found {lsn}"),
             ));
         }
-        let rec = Record::decode(payload)
+        let rec = RecordRef::parse(payload)
             .map_err(|reason| Error::corrupt(path, off as u64, format!("bad record: {reason}")))?;
         f(lsn, rec, (end - off) as u64, off as u64)?;
         next_lsn = lsn + 1;

@@ -17,6 +17,7 @@
 //! A Commit lists the *physical* writes, including the MVCC history rows (puts into tag 0x00),
 //! so replay never re-derives them. Deletes in versioned trees replay as tombstones.
 
+#[cfg(test)]
 use std::sync::Arc;
 
 use crate::codec::{put_bytes, put_u32, put_u64, put_u8, Dec};
@@ -99,7 +100,8 @@ impl Record {
         Ok(buf)
     }
 
-    /// Decodes a payload whose CRC already matched.
+    /// Decodes a payload whose CRC already matched (owned; replay uses [`RecordRef`]).
+    #[cfg(test)]
     pub(crate) fn decode(payload: &[u8]) -> std::result::Result<Record, String> {
         let mut d = Dec::new(payload);
         let rec = match d.u8()? {
@@ -141,6 +143,110 @@ impl Record {
                 }
             }
             KIND_SET_FLOOR => Record::SetFloor { floor: d.u64()? },
+            other => return Err(format!("unknown record kind {other}")),
+        };
+        if !d.is_done() {
+            return Err(format!(
+                "{} trailing bytes after record",
+                payload.len() - d.pos()
+            ));
+        }
+        Ok(rec)
+    }
+}
+
+/// A record borrowed from its payload (replay): the ops of a commit are decoded one at a time,
+/// so replay copies only what ends up in the in-memory delta.
+pub(crate) enum RecordRef<'a> {
+    Commit {
+        version: u64,
+        ops: OpsRef<'a>,
+    },
+    CreateTree {
+        tag: u8,
+        versioned: bool,
+        name: &'a str,
+    },
+    SetFloor {
+        floor: u64,
+    },
+}
+
+/// The ops of a borrowed commit record: `(tag, key, value)` (`None`: a delete). The last item
+/// is an error if the payload has trailing bytes.
+pub(crate) struct OpsRef<'a> {
+    d: Dec<'a>,
+    left: u32,
+    done: bool,
+}
+
+impl<'a> Iterator for OpsRef<'a> {
+    type Item = std::result::Result<(u8, &'a [u8], Option<&'a [u8]>), String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        if self.left == 0 {
+            self.done = true;
+            return (!self.d.is_done()).then(|| Err("trailing bytes after record".to_string()));
+        }
+        self.left -= 1;
+        let op = (|| {
+            let tag = self.d.u8()?;
+            let has_value = match self.d.u8()? {
+                0 => false,
+                1 => true,
+                other => return Err(format!("bad op flag {other}")),
+            };
+            let key = self.d.bytes()?;
+            let value = if has_value {
+                Some(self.d.bytes()?)
+            } else {
+                None
+            };
+            Ok((tag, key, value))
+        })();
+        if op.is_err() {
+            self.done = true;
+        }
+        Some(op)
+    }
+}
+
+impl<'a> RecordRef<'a> {
+    /// Parses a payload whose CRC already matched (commit ops are checked as they are read).
+    pub(crate) fn parse(payload: &'a [u8]) -> std::result::Result<Self, String> {
+        let mut d = Dec::new(payload);
+        let rec = match d.u8()? {
+            KIND_COMMIT => {
+                let version = d.u64()?;
+                let left = d.u32()?;
+                return Ok(RecordRef::Commit {
+                    version,
+                    ops: OpsRef {
+                        d,
+                        left,
+                        done: false,
+                    },
+                });
+            }
+            KIND_CREATE_TREE => {
+                let tag = d.u8()?;
+                let versioned = match d.u8()? {
+                    0 => false,
+                    1 => true,
+                    other => return Err(format!("bad versioned flag {other}")),
+                };
+                let name = std::str::from_utf8(d.bytes()?)
+                    .map_err(|_| "tree name is not UTF-8".to_string())?;
+                RecordRef::CreateTree {
+                    tag,
+                    versioned,
+                    name,
+                }
+            }
+            KIND_SET_FLOOR => RecordRef::SetFloor { floor: d.u64()? },
             other => return Err(format!("unknown record kind {other}")),
         };
         if !d.is_done() {

@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use crate::state::State;
 use crate::wal::sim::{Rng, SimCounts, SimFs};
 use crate::{Batch, Db, Durability, Options, Tree, WalIo};
 
@@ -404,13 +405,15 @@ fn commits_are_acknowledged_while_a_background_checkpoint_is_being_written() {
         .unwrap()
         .filter_map(|e| {
             let name = e.unwrap().file_name().into_string().unwrap();
-            name.strip_prefix("checkpoint-")?
-                .strip_suffix(".ckpt")?
+            name.strip_prefix("image-")?
+                .strip_suffix(".holt")?
+                .split_once('-')?
+                .1
                 .parse()
                 .ok()
         })
         .max()
-        .expect("an installed checkpoint");
+        .expect("an installed image");
     for e in std::fs::read_dir(dir.path().join("wal")).unwrap() {
         let name = e.unwrap().file_name().into_string().unwrap();
         let start: u64 = name.trim_end_matches(".wal").parse().unwrap();
@@ -524,4 +527,168 @@ fn a_due_checkpoint_completes_at_close_so_short_lived_processes_keep_the_wal_bou
         }
     }
     assert_eq!(db.stats().checkpoint_failures, 0);
+}
+
+/// One run of [`power_loss_at_every_step_of_flushes_and_merges_keeps_every_acknowledged_commit`]:
+/// builds a base image and two small images above it (explicit flushes), then crashes at the
+/// `k`-th mutating file operation counted from the next commits: the commits, a flush (WAL
+/// rotation, image file creation, block writes, fdatasync, rename, directory fsync, unlinks of
+/// covered WAL segments and leftovers) that makes three small images, hence a merge of them
+/// (merged image written, installed, its inputs unlinked), then more commits. Reopens and
+/// verifies. Returns `(crash point reached, acknowledged batches)`.
+fn crash_flush_at(k: u64, seed: u64) -> (bool, usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        durability: Durability::Sync,
+        wal_io: WalIo::Blocking,
+        checkpoint_wal_bytes: 0,
+    };
+    let mut statuses: BTreeMap<u64, Status> = BTreeMap::new();
+    let sim = SimFs::quiet(seed);
+    let db = Db::open_with_fs(dir.path(), opts, Arc::new(sim.clone())).unwrap();
+    for (name, tag, versioned) in TREES {
+        db.create_tree(name, tag, versioned).unwrap();
+    }
+    let mut id = 0;
+    let mut commit_n = |db: &Db, n: u64, statuses: &mut BTreeMap<u64, Status>| {
+        for _ in 0..n {
+            let res = commit_batch(db, id);
+            statuses.insert(id, res.map_or(Status::Unknown, Status::Acked));
+            id += 1;
+        }
+    };
+    // A large base, then two small images: the next flush makes the third small one, which
+    // the merge policy merges with the other two.
+    commit_n(&db, 400, &mut statuses);
+    db.flush().unwrap();
+    for _ in 0..2 {
+        commit_n(&db, 3, &mut statuses);
+        db.flush().unwrap();
+    }
+    assert_eq!(db.stats().images, 3, "base + two small images");
+    let merges_before = db.stats().merges;
+    sim.arm(k);
+    commit_n(&db, 3, &mut statuses);
+    let flushed = db.flush();
+    let crashed_before_flush_end = sim.counts().crashed;
+    assert_eq!(
+        flushed.is_err(),
+        crashed_before_flush_end,
+        "k {k}: {flushed:?}"
+    );
+    if flushed.is_ok() {
+        assert_eq!(
+            db.stats().merges,
+            merges_before + 1,
+            "the flush triggered a merge"
+        );
+        assert_eq!(db.stats().images, 2);
+    }
+    commit_n(&db, 3, &mut statuses);
+    let crashed = sim.counts().crashed;
+    drop(db);
+    sim.crash().unwrap();
+    let context = format!("flush/merge crash at op {k} (seed {seed})");
+    let db = Db::open_with_fs(dir.path(), opts, Arc::new(SimFs::quiet(seed + 1)))
+        .unwrap_or_else(|e| panic!("{context}: reopen failed: {e}"));
+    verify(&db, &mut statuses, &context);
+    db.flush().unwrap();
+    drop(db);
+    let db = Db::open(dir.path(), opts).unwrap();
+    verify(
+        &db,
+        &mut statuses,
+        &format!("{context}, after a clean flush"),
+    );
+    let acked = statuses
+        .values()
+        .filter(|s| matches!(s, Status::Acked(_) | Status::Present))
+        .count();
+    (crashed, acked)
+}
+
+#[test]
+fn power_loss_at_every_step_of_flushes_and_merges_keeps_every_acknowledged_commit() {
+    let mut steps = 0;
+    let mut crashes = 0;
+    let mut acked = 0;
+    for k in 0..400 {
+        let mut reached = false;
+        for seed in 0..2 {
+            let (hit, a) = crash_flush_at(k, seed * 7919 + k);
+            reached |= hit;
+            crashes += u64::from(hit);
+            acked += a;
+        }
+        if !reached {
+            break;
+        }
+        steps += 1;
+    }
+    eprintln!(
+        "flush + merge crash points covered: {steps} ({crashes} crashes, {acked} acknowledged \
+         batches checked after them)"
+    );
+    // commits, rotation, image create/writes/fdatasync/rename/fsync, unlinks, merge image,
+    // unlinks of its inputs, then commits.
+    assert!(
+        (20..400).contains(&steps),
+        "unexpected number of crash points: {steps}"
+    );
+}
+
+/// A store written before images existed (a `checkpoint-<lsn>.ckpt` of format 1 plus WAL)
+/// opens with every commit, and the first flush converts it: one base image, no old file.
+#[test]
+fn a_store_with_a_legacy_checkpoint_opens_and_the_first_flush_converts_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        durability: Durability::Sync,
+        wal_io: WalIo::Blocking,
+        checkpoint_wal_bytes: 0,
+    };
+    let mut statuses: BTreeMap<u64, Status> = BTreeMap::new();
+    {
+        let db = Db::open(dir.path(), opts).unwrap();
+        for (name, tag, versioned) in TREES {
+            db.create_tree(name, tag, versioned).unwrap();
+        }
+        for id in 0..30 {
+            statuses.insert(id, Status::Acked(commit_batch(&db, id).unwrap()));
+        }
+    }
+    // Rewrite the store in the old layout: a legacy checkpoint of everything so far, the WAL
+    // it covers removed, then more commits in a fresh WAL segment.
+    let (lsn, state) = {
+        let db = Db::open(dir.path(), opts).unwrap();
+        let st = db.current_state();
+        (st.lsn, State::clone(&st))
+    };
+    let fs = crate::wal::fs::os();
+    let tmp = crate::checkpoint::write(&*fs, dir.path(), &state, &mut |_| Ok(())).unwrap();
+    crate::checkpoint::install(&*fs, dir.path(), lsn, &tmp).unwrap();
+    for e in std::fs::read_dir(dir.path().join("wal")).unwrap() {
+        std::fs::remove_file(e.unwrap().path()).unwrap();
+    }
+    {
+        // The WAL is empty, the legacy checkpoint holds everything: reopen and commit more.
+        let db = Db::open(dir.path(), opts).unwrap();
+        assert_eq!(db.stats().images, 0);
+        verify(&db, &mut statuses, "legacy checkpoint, empty WAL");
+        for id in 30..40 {
+            statuses.insert(id, Status::Acked(commit_batch(&db, id).unwrap()));
+        }
+    }
+    let db = Db::open(dir.path(), opts).unwrap();
+    verify(&db, &mut statuses, "legacy checkpoint + WAL");
+    db.flush().unwrap();
+    assert_eq!(db.stats().images, 1);
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(names.iter().all(|n| !n.ends_with(".ckpt")), "{names:?}");
+    drop(db);
+    let db = Db::open(dir.path(), opts).unwrap();
+    verify(&db, &mut statuses, "after conversion");
 }

@@ -7,7 +7,8 @@
 //!
 //! ChangeKind discriminants (chosen here; the seed leaves the typed event open):
 //! `WorkspaceCreated=1, ArtifactPublished=2, ArtifactAppended=3, ArtifactRemoved=4`.
-//! `ArtifactRemoved` is reserved for path removal and not emitted yet.
+//! `ArtifactRemoved` is emitted by path removal ([`crate::ops::remove`]): `before_generation` is
+//! the removed generation, `after_generation` is `None`.
 //! Snapshot lifecycle kinds: `SnapshotCreated=16, SnapshotRenewed=17, SnapshotRetired=18,
 //! SnapshotReaped=19`; their compact after projection `after_generation` carries the numeric
 //! snapshot id (`path` and `before_generation` are `None`).
@@ -30,7 +31,7 @@ durable_enum!(
         ArtifactPublished = 2,
         /// An append publication.
         ArtifactAppended = 3,
-        /// A path removal (reserved; not emitted yet).
+        /// A path removal (`before_generation` = removed generation).
         ArtifactRemoved = 4,
         /// A leased snapshot was minted (`after_generation` = snapshot id).
         SnapshotCreated = 16,

@@ -13,6 +13,8 @@
 //!   discriminant of the kind's phase enum, validated per kind).
 //! - `4` Applied: `u64 value` — a single-command mutation whose only deterministic output is one
 //!   number (e.g. a new tag generation);
+//! - `5` Removed: `bytes(PathEntry value)` — the PathEntry a path removal deleted (its generation
+//!   is the removed generation; see [`crate::ops::remove`]);
 //! - `16` SnapshotLifecycle: `u64 snapshot_id | bytes(SnapshotRef value)` — the SnapshotRef a
 //!   snapshot command (create, renew, retire, reap, consumer attach/release) wrote.
 
@@ -65,6 +67,11 @@ pub enum CommandResult {
     Applied {
         /// The number.
         value: u64,
+    },
+    /// A path was removed (seed 000, "Ordinary put/replace/remove").
+    Removed {
+        /// The PathEntry the removal deleted.
+        entry: PathEntry,
     },
     /// A snapshot lifecycle command (seed 000, "Snapshot Lifecycle And History Holds") wrote
     /// this SnapshotRef value.
@@ -120,6 +127,9 @@ impl CommandResult {
             CommandResult::Applied { value } => {
                 e.u8(4).u64(*value);
             }
+            CommandResult::Removed { entry } => {
+                e.u8(5).bytes(&entry.encode());
+            }
             CommandResult::SnapshotLifecycle {
                 snapshot_id,
                 snapshot,
@@ -165,6 +175,9 @@ impl CommandResult {
                 }
             }
             4 => CommandResult::Applied { value: d.u64()? },
+            5 => CommandResult::Removed {
+                entry: PathEntry::decode(d.bytes()?)?,
+            },
             16 => CommandResult::SnapshotLifecycle {
                 snapshot_id: SnapshotId(d.u64()?),
                 snapshot: SnapshotRef::decode(d.bytes()?)?,
@@ -294,6 +307,11 @@ mod tests {
         let mut bad_phase = op.encode();
         *bad_phase.last_mut().unwrap() = 9;
         assert!(CommandResult::decode(&bad_phase).is_err());
+        let removed = CommandResult::Removed { entry: sample() };
+        let enc = removed.encode();
+        assert_eq!(enc[0], 5);
+        assert_eq!(CommandResult::decode(&enc).unwrap(), removed);
+        assert!(CommandResult::decode(&enc[..enc.len() - 1]).is_err());
         let mut bad = ws.encode();
         bad[0] = 4;
         assert!(CommandResult::decode(&bad).is_err());

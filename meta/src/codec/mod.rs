@@ -43,6 +43,7 @@ pub mod restore_member;
 pub mod revision_ref;
 pub mod root_fence;
 pub mod secondary_index;
+pub mod setting;
 pub mod snapshot_alias;
 pub mod snapshot_ref;
 pub mod staged_object;

@@ -2,24 +2,41 @@
 //!
 //! Key: `root_id 16 | workspace_incarnation_id 16 | u64 snapshot_id` (big-endian).
 //!
-//! Value (format version 1):
+//! Value, format version 1 (every row without a retire annotation):
 //!
 //! ```text
 //! u16 1 | u64 read_version | option(u16 len | alias) | u64 lease_deadline_unix_ms |
 //! u8 SnapshotState | u64 consumer_count | u64 consumer_epoch | bytes annotation
 //! ```
 //!
-//! `annotation` is the canonical `{reason, metadata}` JSON (u32 length; WORKBENCH.md caps it at
-//! 4096 bytes, enforced by the writer). The alias follows the snapshot-alias rule
-//! ([`crate::ids::AliasName`]).
+//! Format version 2 (a row retired with an annotation) appends the retire annotation:
+//!
+//! ```text
+//! u16 2 | <the version-1 fields> | bytes retire_annotation
+//! ```
+//!
+//! `annotation` is the canonical `{reason, metadata}` JSON of the mint and `retire_annotation`
+//! the canonical `{metadata, reason}` JSON of the *first* retirement (u32 lengths; WORKBENCH.md
+//! caps each at 4096 bytes, enforced by the writer). The retire annotation is durable and never
+//! replaced: a later retire of a retired snapshot writes nothing (WORKBENCH.md,
+//! "snapshot_retire"). The encoder writes the lowest version that holds the row — version 1
+//! unless a retire annotation is present — so rows of stores that never stored one keep their
+//! bytes; the decoder accepts both and fails closed on any other version.
+//!
+//! Schema note: seed 000's "Durable Format Registry" lists SnapshotRef among the version-1
+//! records; version 2 is this codec's addition for the durable first retire annotation
+//! (golden bytes of both versions in `meta/tests/fixtures/snapshot_ref.hex`). The alias follows
+//! the snapshot-alias rule ([`crate::ids::AliasName`]).
 
 use super::wire::{durable_enum, Dec, Enc};
 use crate::error::Result;
 use crate::ids::{AliasName, RootId, SnapshotId, WorkspaceIncarnationId};
 
 const FAMILY: &str = "snapshot_ref";
-/// Value format version.
-pub const VALUE_VERSION: u16 = 1;
+/// Newest value format version (rows with a retire annotation).
+pub const VALUE_VERSION: u16 = 2;
+/// Value format version of rows without a retire annotation (the original layout).
+pub const VALUE_VERSION_V1: u16 = 1;
 
 durable_enum!(
     /// Durable snapshot lifecycle (seed 000 discriminants). `expired` is derived, not stored.
@@ -84,14 +101,22 @@ pub struct SnapshotRef {
     pub consumer_count: u64,
     /// Incremented by every consumer attach/release.
     pub consumer_epoch: u64,
-    /// Canonical `{reason, metadata}` annotation bytes.
+    /// Canonical `{reason, metadata}` annotation bytes of the mint.
     pub annotation: Vec<u8>,
+    /// Canonical `{metadata, reason}` annotation bytes of the first retirement, if it carried
+    /// one (only with `state == Retired`; value version 2).
+    pub retire_annotation: Option<Vec<u8>>,
 }
 
 impl SnapshotRef {
-    /// Encodes the value (format version 1).
+    /// Encodes the value: format version 1, or 2 when a retire annotation is present.
     pub fn encode(&self) -> Vec<u8> {
-        let mut e = Enc::version(VALUE_VERSION);
+        let version = if self.retire_annotation.is_some() {
+            VALUE_VERSION
+        } else {
+            VALUE_VERSION_V1
+        };
+        let mut e = Enc::version(version);
         e.u64(self.read_version);
         match &self.alias {
             None => {
@@ -106,13 +131,17 @@ impl SnapshotRef {
             .u64(self.consumer_count)
             .u64(self.consumer_epoch)
             .bytes(&self.annotation);
+        if let Some(r) = &self.retire_annotation {
+            e.bytes(r);
+        }
         e.finish()
     }
 
-    /// Decodes the value. Errors: [`crate::Error::Codec`].
+    /// Decodes the value (format version 1 or 2). Errors: [`crate::Error::Codec`] for any other
+    /// version, truncation, trailing bytes or an unknown state.
     pub fn decode(b: &[u8]) -> Result<Self> {
         let mut d = Dec::new(FAMILY, b);
-        d.expect_version(VALUE_VERSION)?;
+        let version = d.version_in(&[VALUE_VERSION_V1, VALUE_VERSION])?;
         let read_version = d.u64()?;
         let alias = if d.opt_tag()? {
             Some(AliasName::from_stored(FAMILY, d.bytes16()?)?)
@@ -127,6 +156,15 @@ impl SnapshotRef {
             consumer_count: d.u64()?,
             consumer_epoch: d.u64()?,
             annotation: d.bytes()?.to_vec(),
+            retire_annotation: None,
+        };
+        let v = if version == VALUE_VERSION {
+            SnapshotRef {
+                retire_annotation: Some(d.bytes()?.to_vec()),
+                ..v
+            }
+        } else {
+            v
         };
         d.finish()?;
         Ok(v)

@@ -7,8 +7,10 @@
 //! | `schema`             | [`SchemaMarker`]: u16 value_format_version=1, u32 len + `nokv_workspace`, u32 format_version=8 |
 //! | `root_placement`     | [`RootPlacement`]: u16 1, root_id 16, logical_shard_id 16, u64 placement_generation, u8 RootPlacementLifecycle |
 //! | `presentation_root`  | u16 1, u32 len + UTF-8 absolute presentation root                     |
-//! | `owner_epoch`        | u16 1, u64 owner epoch (advanced by one commit at every open)         |
+//! | `owner_epoch`        | u16 1, u64 owner epoch (advanced by one commit before a writer handle's first write) |
 //! | `recovery_tail`      | [`RecoveryTail`]: u16 1, u64 applied recovery LSN, 32-byte chain digest |
+//! | `recovery_pruned`    | [`RecoveryTail`] shape: the last RecoveryOutbox LSN removed by retention and the chain digest after it (absent: nothing pruned, LSN 0 and the genesis digest) |
+//! | `recovery_verified`  | [`RecoveryTail`] shape: the RecoveryOutbox LSN up to which the chain was read back and verified, and the chain digest after it (absent: the `recovery_pruned` point) |
 //! | `pending_operation` \| u8 OperationKind \| operation_id 16 | u16 1 ([`PENDING_OPERATION_VALUE`]): one row per non-terminal operation |
 //!
 //! ## Pending-operation registry
@@ -47,6 +49,15 @@ pub const KEY_OWNER_EPOCH: &[u8] = b"owner_epoch";
 /// Key of the applied recovery LSN and chain digest (seed 000, System: "applied recovery LSN,
 /// recovery chain digest").
 pub const KEY_RECOVERY_TAIL: &[u8] = b"recovery_tail";
+
+/// Key of the pruned chain point: the last RecoveryOutbox LSN removed by retention and the
+/// chain digest after it (see [`crate::outbox`], "Retention"). Same encoding as
+/// [`RecoveryTail`]; absent means nothing was pruned ([`RecoveryTail::GENESIS`]).
+pub const KEY_RECOVERY_PRUNED: &[u8] = b"recovery_pruned";
+/// Key of the verified chain head: the RecoveryOutbox LSN up to which a writer read the chain
+/// back and verified it, and the chain digest after it (see [`crate::outbox`], "Verification").
+/// Same encoding as [`RecoveryTail`]; absent means the pruned point.
+pub const KEY_RECOVERY_VERIFIED: &[u8] = b"recovery_verified";
 
 /// Key prefix of the pending-operation registry rows (see the module docs).
 pub const PENDING_OPERATION_PREFIX: &[u8] = b"pending_operation";

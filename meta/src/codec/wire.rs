@@ -134,6 +134,18 @@ impl<'a> Dec<'a> {
         Ok(())
     }
 
+    /// Reads the leading u16 value format version and requires it to be one of `supported`;
+    /// returns it.
+    pub(crate) fn version_in(&mut self, supported: &[u16]) -> Result<u16> {
+        let v = self.u16()?;
+        if !supported.contains(&v) {
+            return Err(self.err(format!(
+                "unknown value format version {v} (supported: {supported:?})"
+            )));
+        }
+        Ok(v)
+    }
+
     pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8]> {
         let end = self
             .pos

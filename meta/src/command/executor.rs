@@ -5,7 +5,8 @@
 //! holt commit boundary:
 //! 0. shape: the command's predicate / mutation / event counts are within their fixed bounds
 //!    ([`Error::InvalidArgument`] otherwise; nothing is read), and it writes no reserved tree
-//!    except the System pending-operation registry rows ([`crate::codec::system`]);
+//!    except the System pending-operation registry rows ([`crate::codec::system`]) and setting
+//!    rows ([`crate::codec::setting`]);
 //! 1. schema marker and RootFence: `schema_id` is `nokv_workspace`, `System("schema")` holds the
 //!    exact marker, the command's root/logical shard/placement generation equal this handle's,
 //!    and `RootFence(root)` is `Active` with that logical shard and placement generation —
@@ -50,7 +51,7 @@ use crate::error::{Error, Result};
 use crate::ids::{LogicalShardId, RootId};
 use crate::outbox::{self, RecoveryEntry};
 use crate::schema::{marker_bytes, Family};
-use crate::store::{CheckedWrite, Snapshot, TxnStore, WriteFailure};
+use crate::store::{CheckedWrite, PendingWrite, Snapshot, TxnStore, WriteFailure};
 
 /// The identity and fence rows a shard handle validates every command against.
 #[derive(Debug, Clone)]
@@ -141,7 +142,7 @@ fn check_bounds(cmd: &MetadataCommand) -> Result<()> {
         | Mutation::Delete {
             family: Family::System,
             key,
-        } => !is_pending_operation_key(key),
+        } => !is_pending_operation_key(key) && !crate::codec::setting::is_setting_key(key),
         m => m.family() == Family::RecoveryOutbox,
     }) {
         return Err(Error::invalid(format!(
@@ -344,7 +345,10 @@ fn plan(cmd: &MetadataCommand, rows: FenceRows) -> Result<PlannedWrite> {
     })
 }
 
-/// Executes `cmd` against `store` under `fence` (see the module docs).
+/// Executes `cmd` against `store` under `fence` (see the module docs), outside any command
+/// sequencer: the command races other writers of `store` on the read-version fence. A
+/// [`crate::MetaShard`]'s operations (and [`crate::MetaShard::execute`]) run through its
+/// sequencer instead ([`super::sequencer`]), where that race cannot happen.
 ///
 /// Errors: [`Error::InvalidArgument`] (bounds, reserved trees other than the System
 /// pending-operation registry rows), [`Error::Fenced`],
@@ -406,6 +410,68 @@ pub fn execute<S: TxnStore>(
             // `read_version` itself: the ops layer re-reads and names the precise error.
             _ => Err(Error::CommandPredicateFailed),
         },
+        Err(WriteFailure::Other(e)) => Err(e),
+    }
+}
+
+/// What [`submit`] did with a command.
+pub(crate) enum Submitted {
+    /// The stored result of an earlier identical request; nothing was submitted.
+    Replay(CommandOutcome),
+    /// Accepted by the store at `outcome.commit_version`; durable once the write is waited for.
+    Pending(CommandOutcome, PendingWrite),
+}
+
+/// Steps 0–5 of [`execute`] against `snap` — a snapshot of the store's newest *accepted* state
+/// taken under the shard's command sequencer (see [`super::sequencer`]) — then submits the batch
+/// pipelined ([`TxnStore::write_pipelined`]): validated and accepted now, durable when the
+/// returned write is waited for. Under the sequencer nothing can be accepted between `snap` and
+/// the submission, so the read-version fence and the command predicates fail only when the
+/// command itself is stale or a predicate is really false.
+///
+/// Errors: as [`execute`]; nothing is accepted on any error.
+pub(crate) fn submit<S: TxnStore>(
+    store: &S,
+    fence: &ShardFence,
+    snap: &S::Snap,
+    cmd: MetadataCommand,
+) -> Result<Submitted> {
+    check_bounds(&cmd)?;
+    let rows = check_fences(snap, fence, &Identity::of(&cmd))?;
+    if let Some(out) = replay_lookup(snap, &cmd.root_id, &cmd.request_id, &cmd.command_digest)? {
+        return Ok(Submitted::Replay(out));
+    }
+    if cmd.read_version != snap.version() {
+        return Err(Error::ReadVersionConflict { attempts: 1 });
+    }
+    let planned = plan(&cmd, rows)?;
+    let commit_version = cmd.read_version + 1;
+    match store.write_pipelined(planned.write) {
+        Ok(pending) if pending.version() == commit_version => Ok(Submitted::Pending(
+            CommandOutcome {
+                commit_version,
+                result: cmd.result,
+                idempotent_replay: false,
+                recovery_lsn: Some(planned.recovery_lsn),
+            },
+            pending,
+        )),
+        // Unreachable while the store honours the read-version expectation.
+        Ok(pending) => Err(fenced(format!(
+            "commit version {} is not read version + 1 ({commit_version})",
+            pending.version()
+        ))),
+        Err(WriteFailure::ReadVersion { .. }) => Err(Error::ReadVersionConflict { attempts: 1 }),
+        Err(WriteFailure::Predicate { family, key }) => Err(match family {
+            Some(Family::RootFence) => fenced("RootFence changed; reopen the store"),
+            Some(Family::System) if key == KEY_RECOVERY_TAIL => {
+                Error::ReadVersionConflict { attempts: 1 }
+            }
+            Some(Family::System) => {
+                fenced("schema marker or owner epoch changed; another owner opened the store")
+            }
+            _ => Error::CommandPredicateFailed,
+        }),
         Err(WriteFailure::Other(e)) => Err(e),
     }
 }

@@ -12,9 +12,11 @@
 
 pub mod executor;
 pub mod predicate;
+pub mod sequencer;
 
 pub use executor::{execute, CommandOutcome, ShardFence};
 pub use predicate::{Expectation, Mutation, Predicate};
+pub use sequencer::Sequenced;
 
 use crate::codec::{ChangeEvent, CommandResult};
 use crate::ids::{LogicalShardId, RequestId, RootId};

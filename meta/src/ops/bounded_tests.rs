@@ -144,8 +144,10 @@ fn publish_counted(shard: &MetaShard, req: PublishRequest) -> Shape {
     }
     let predicates = planned.write.predicates.len();
     let before = counting.counters.gets.load(Ordering::SeqCst);
-    // `plan_for_test` repeated the executor's fence reads; count them once.
+    // `plan_for_test` repeated the executor's fence reads; count them once. The first plan's
+    // scans are not counted either: the shape is that of the second plan plus the execution.
     counting.counters.gets.fetch_sub(before, Ordering::SeqCst);
+    counting.counters.scans.store(0, Ordering::SeqCst);
     let snap = counting.snapshot();
     let Planned::Command(cmd) = plan(shard, &snap, &req, d).unwrap() else {
         panic!("still fresh");
@@ -164,7 +166,7 @@ fn publish_counted(shard: &MetaShard, req: PublishRequest) -> Shape {
 }
 
 #[test]
-fn publish_is_one_bounded_write_with_no_prefix_scan_for_any_manifest_size() {
+fn publish_is_one_bounded_write_with_at_most_one_namespace_probe_for_any_manifest_size() {
     let dir = tempfile::tempdir().unwrap();
     let shard = crate::test_engine::open(dir.path());
     shard.create_workspace("w").unwrap();
@@ -180,7 +182,14 @@ fn publish_is_one_bounded_write_with_no_prefix_scan_for_any_manifest_size() {
         let shape = publish_counted(&shard, request(&shard, rows, condition));
         generation = Some(shard.version().unwrap());
         assert_eq!(shape.writes, 1, "one holt batch per command");
-        assert_eq!(shape.scans, 0, "publication performs no prefix scan");
+        // Creating a path runs the namespace rule's one limit-1 descendant probe (a path is a
+        // file or a directory, never both); replacing an existing file scans nothing.
+        let created = matches!(condition, PathCondition::Create);
+        assert_eq!(
+            shape.scans,
+            usize::from(created),
+            "publication performs at most the namespace probe"
+        );
         assert_eq!(
             shape.by_family.get("artifact_manifest"),
             Some(&(rows as usize))
@@ -217,4 +226,65 @@ fn publish_is_one_bounded_write_with_no_prefix_scan_for_any_manifest_size() {
     // path_current, workspace_current, artifact_revision ×2, revision_ref put + delete,
     // gc_candidate, change_event, command_dedupe, system (recovery tail).
     assert_eq!(total, 10, "{bounded:?}");
+}
+
+#[test]
+fn remove_is_one_bounded_write_with_no_prefix_scan_for_any_manifest_size() {
+    use crate::ops::remove::{self, RemoveRequest};
+    let dir = tempfile::tempdir().unwrap();
+    let shard = MetaShard::open(dir.path(), crate::OpenOptions::default()).unwrap();
+    shard.create_workspace("w").unwrap();
+    let mut shapes = Vec::new();
+    for rows in [1u64, 700, 7_000] {
+        shard
+            .publish(request(&shard, rows, PathCondition::Create))
+            .unwrap();
+        let counting = Counting {
+            inner: shard.inner.store.clone(),
+            counters: Arc::default(),
+        };
+        let req = RemoveRequest {
+            request_id: RequestId::random().unwrap(),
+            workbench_id: "w".into(),
+            path: normalize("outputs/data.bin").unwrap(),
+            expected_generation: Some(shard.version().unwrap()),
+        };
+        let d = remove::command_digest(&req);
+        let snap = counting.snapshot();
+        let remove::Planned::Command(cmd) = remove::plan(&shard, &snap, &req, d).unwrap() else {
+            panic!("a fresh removal plans a command");
+        };
+        drop(snap);
+        assert_eq!(
+            counting.counters.scans.load(Ordering::SeqCst),
+            0,
+            "removal performs no prefix scan"
+        );
+        let gets = counting.counters.gets.load(Ordering::SeqCst);
+        // 4 fence reads, dedupe, workspace, path, revision.
+        assert!(gets <= 8, "{gets} point reads");
+        let mut by_family = BTreeMap::new();
+        for m in &cmd.mutations {
+            *by_family.entry(m.family().name()).or_insert(0) += 1;
+        }
+        let predicates = cmd.predicates.len();
+        execute(&counting, &shard.inner.fence, *cmd).unwrap();
+        assert_eq!(counting.counters.writes.lock().unwrap().len(), 1);
+        shapes.push((predicates, by_family));
+    }
+    // The same fixed shape whatever the manifest size: PathCurrent delete, RevisionRef delete,
+    // ArtifactRevision put, GcCandidate put, WorkspaceCurrent put and the index deletes.
+    let (predicates, by_family) = &shapes[0];
+    assert!(shapes
+        .iter()
+        .all(|(p, b)| p == predicates && b == by_family));
+    assert_eq!(*predicates, 3, "workspace, path, revision");
+    assert_eq!(by_family.get("path_current"), Some(&1));
+    assert_eq!(by_family.get("revision_ref"), Some(&1));
+    assert_eq!(by_family.get("artifact_revision"), Some(&1));
+    assert_eq!(by_family.get("gc_candidate"), Some(&1));
+    assert_eq!(by_family.get("workspace_current"), Some(&1));
+    assert!(by_family.get("artifact_manifest").is_none());
+    let index = by_family.get("secondary_index").copied().unwrap_or(0);
+    assert!((7..=crate::command::MAX_INDEX_MUTATIONS).contains(&index));
 }

@@ -494,7 +494,8 @@ fn read_commit(
     }
 }
 
-fn read_build(
+/// Reads the BuildCommit operation `op_id` at `snap`: `(bytes, decoded)`.
+pub(crate) fn read_build(
     snap: &impl Snapshot,
     root: &RootId,
     op_id: &OperationId,
@@ -1229,7 +1230,11 @@ pub struct ClosureSeals {
     pub referenced_revisions: Vec<ArtifactRevisionId>,
 }
 
-fn recompute_seals(snap: &impl Snapshot, root: &RootId, id: &CommitId) -> Result<ClosureSeals> {
+pub(crate) fn recompute_seals(
+    snap: &impl Snapshot,
+    root: &RootId,
+    id: &CommitId,
+) -> Result<ClosureSeals> {
     let mprefix = commit_member::commit_prefix(root, id);
     let mut member_digest = [0u8; 32];
     let mut member_count = 0u64;
@@ -1257,6 +1262,16 @@ fn recompute_seals(snap: &impl Snapshot, root: &RootId, id: &CommitId) -> Result
         member_revisions,
         referenced_revisions: referenced,
     })
+}
+
+/// The parent digest a commit seals over its unique parents in ascending order: chained like the
+/// member digest, `d_i = sha256("nokv.commit.parent.v1\0" | d_{i-1} | u32 len | parent_id)`
+/// from `d_0 = 0^32` (see the module docs). `parents` must already be unique and ascending (the
+/// Commit record's order).
+pub fn parent_digest(parents: &[CommitId]) -> [u8; 32] {
+    parents
+        .iter()
+        .fold([0u8; 32], |d, p| chain(PARENT_DOMAIN, &d, &[p.as_bytes()]))
 }
 
 /// Recomputes the closure seals of commit `id` from its CommitMember and `RevisionRef(Commit)`
@@ -1327,7 +1342,7 @@ fn seal(shard: &MetaShard, op_id: &OperationId) -> Result<()> {
 
 /// Adjusts a revision row's reference count by `delta` (±1) and bumps its epoch; at zero it
 /// records `last_zero_ref_version` and returns the GcCandidate mutation too.
-fn adjust_revision(
+pub(crate) fn adjust_revision(
     root: &RootId,
     rev: &ArtifactRevisionId,
     row: &mut ArtifactRevision,

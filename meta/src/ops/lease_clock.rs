@@ -38,14 +38,12 @@ use crate::codec::system::{
 };
 use crate::codec::wire::{Dec, Enc};
 use crate::command::executor::check_handle_fences;
-use crate::command::{Mutation, Predicate};
+use crate::command::{Mutation, Predicate, Sequenced};
 use crate::error::{Error, Result};
 use crate::outbox::RecoveryEntry;
 use crate::schema::{marker_bytes, Family};
 use crate::shard::MetaShard;
-use crate::store::{CheckedWrite, Snapshot, TxnStore, WriteFailure};
-
-use super::MAX_ATTEMPTS;
+use crate::store::{CheckedWrite, Snapshot, WriteFailure};
 
 /// System key of the persisted lease clock.
 pub const KEY_LEASE_CLOCK: &[u8] = b"lease_clock";
@@ -222,99 +220,104 @@ pub fn peek<S: Snapshot>(snap: &S, wall_unix_ms: u64, skew_grace_ms: u64) -> Res
 }
 
 /// Observes `wall_unix_ms` (see the module docs) and returns the reading after any write. The
-/// row is written (with its RecoveryOutbox record) only when it changes.
+/// row is written (with its RecoveryOutbox record) only when it changes; the write goes through
+/// the shard's command sequencer and is durable when this returns.
 ///
 /// Errors: [`Error::Fenced`] (stale owner epoch, changed RootFence or marker);
-/// [`Error::ReadVersionConflict`] after [`MAX_ATTEMPTS`] concurrent commits; codec and storage
+/// [`Error::ReadVersionConflict`] after [`super::MAX_ATTEMPTS`] stale attempts; codec and storage
 /// errors.
 pub fn observe(shard: &MetaShard, wall_unix_ms: u64, skew_grace_ms: u64) -> Result<LeaseReading> {
-    let store = &shard.inner.store;
-    let fence = &shard.inner.fence;
-    for _ in 0..MAX_ATTEMPTS {
-        let snap = store.snapshot();
-        check_handle_fences(&snap, fence)?;
-        let reading = peek(&snap, wall_unix_ms, skew_grace_ms)?;
-        let next = reading.clock.observe(wall_unix_ms, skew_grace_ms);
-        if reading.stored.is_some() && next == reading.clock {
-            return Ok(reading);
-        }
-        let tail_bytes = snap
-            .get(Family::System, KEY_RECOVERY_TAIL)?
-            .ok_or_else(|| Error::Fenced {
-                reason: "no System recovery tail is recorded".into(),
-            })?;
-        let tail = RecoveryTail::decode(&tail_bytes)?;
-        let read_version = snap.version();
-        drop(snap);
-        let commit_version = read_version
-            .checked_add(1)
-            .ok_or_else(|| Error::invalid("commit version exhausted"))?;
-        let next_bytes = next.encode();
-        let mutations = vec![Mutation::put(
-            Family::System,
-            KEY_LEASE_CLOCK.to_vec(),
-            next_bytes.clone(),
-        )];
-        let appended = crate::outbox::append(
-            &tail,
-            commit_version,
-            &RecoveryEntry::LeaseClockObservation {
-                owner_epoch: fence.owner_epoch,
-                observed_wall_unix_ms: wall_unix_ms,
-                previous_high_water_unix_ms: reading.clock.high_water_unix_ms,
-                high_water_unix_ms: next.high_water_unix_ms,
-                reap_not_before_unix_ms: next.reap_not_before_unix_ms,
-            },
-            &mutations,
-        )?;
-        let write = CheckedWrite {
-            read_version: Some(read_version),
-            predicates: vec![
-                Predicate::equals(Family::System, KEY_SCHEMA.to_vec(), marker_bytes()),
-                Predicate::equals(
-                    Family::RootFence,
-                    crate::codec::root_fence::key(&fence.root_id),
-                    fence.root_fence_bytes.clone(),
-                ),
-                Predicate::equals(
-                    Family::System,
-                    KEY_OWNER_EPOCH.to_vec(),
-                    encode_owner_epoch(fence.owner_epoch),
-                ),
-                appended.tail_predicate,
-                reading.predicate(),
-            ],
-            mutations: mutations.into_iter().chain(appended.rows).collect(),
-        };
-        match store.write(write) {
-            Ok(_) => {
-                return Ok(LeaseReading {
-                    wall_unix_ms,
-                    clock: next,
-                    stored: Some(next_bytes),
-                    skew_grace_ms,
-                })
-            }
-            Err(WriteFailure::ReadVersion { actual, .. }) => {
-                store.wait_for_version(actual);
-            }
-            Err(WriteFailure::Predicate { family, key }) => match family {
-                Some(Family::System) if key == KEY_LEASE_CLOCK || key == KEY_RECOVERY_TAIL => {
-                    store.wait_for_version(store.version());
-                }
-                _ => {
-                    return Err(Error::Fenced {
-                        reason: "schema marker, RootFence or owner epoch changed; reopen the store"
-                            .into(),
-                    })
-                }
-            },
-            Err(WriteFailure::Other(e)) => return Err(e),
-        }
-    }
-    Err(Error::ReadVersionConflict {
-        attempts: MAX_ATTEMPTS,
+    super::sequenced_retrying(shard, |seq| {
+        observe_in(shard, seq, wall_unix_ms, skew_grace_ms)
     })
+}
+
+/// [`observe`] inside a command-sequencer section: the observation is planned at the newest
+/// accepted state and submitted to group commit, so a command planned next in the same section
+/// predicates the observed clock (see [`LeaseReading::predicate`]) without any race.
+///
+/// Errors: as [`observe`] ([`Error::ReadVersionConflict`] with `attempts: 1` for a stale plan).
+pub(crate) fn observe_in(
+    shard: &MetaShard,
+    seq: &mut Sequenced<'_>,
+    wall_unix_ms: u64,
+    skew_grace_ms: u64,
+) -> Result<LeaseReading> {
+    seq.prepare_write()?;
+    let fence = &shard.inner.fence;
+    let snap = seq.snapshot();
+    check_handle_fences(&snap, fence)?;
+    let reading = peek(&snap, wall_unix_ms, skew_grace_ms)?;
+    let next = reading.clock.observe(wall_unix_ms, skew_grace_ms);
+    if reading.stored.is_some() && next == reading.clock {
+        return Ok(reading);
+    }
+    let tail_bytes = snap
+        .get(Family::System, KEY_RECOVERY_TAIL)?
+        .ok_or_else(|| Error::Fenced {
+            reason: "no System recovery tail is recorded".into(),
+        })?;
+    let tail = RecoveryTail::decode(&tail_bytes)?;
+    let read_version = snap.version();
+    drop(snap);
+    let commit_version = read_version
+        .checked_add(1)
+        .ok_or_else(|| Error::invalid("commit version exhausted"))?;
+    let next_bytes = next.encode();
+    let mutations = vec![Mutation::put(
+        Family::System,
+        KEY_LEASE_CLOCK.to_vec(),
+        next_bytes.clone(),
+    )];
+    let appended = crate::outbox::append(
+        &tail,
+        commit_version,
+        &RecoveryEntry::LeaseClockObservation {
+            owner_epoch: fence.owner_epoch,
+            observed_wall_unix_ms: wall_unix_ms,
+            previous_high_water_unix_ms: reading.clock.high_water_unix_ms,
+            high_water_unix_ms: next.high_water_unix_ms,
+            reap_not_before_unix_ms: next.reap_not_before_unix_ms,
+        },
+        &mutations,
+    )?;
+    let write = CheckedWrite {
+        read_version: Some(read_version),
+        predicates: vec![
+            Predicate::equals(Family::System, KEY_SCHEMA.to_vec(), marker_bytes()),
+            Predicate::equals(
+                Family::RootFence,
+                crate::codec::root_fence::key(&fence.root_id),
+                fence.root_fence_bytes.clone(),
+            ),
+            Predicate::equals(
+                Family::System,
+                KEY_OWNER_EPOCH.to_vec(),
+                encode_owner_epoch(fence.owner_epoch),
+            ),
+            appended.tail_predicate,
+            reading.predicate(),
+        ],
+        mutations: mutations.into_iter().chain(appended.rows).collect(),
+    };
+    match seq.write(write) {
+        Ok(_) => Ok(LeaseReading {
+            wall_unix_ms,
+            clock: next,
+            stored: Some(next_bytes),
+            skew_grace_ms,
+        }),
+        Err(WriteFailure::ReadVersion { .. }) => Err(Error::ReadVersionConflict { attempts: 1 }),
+        Err(WriteFailure::Predicate { family, key }) => match family {
+            Some(Family::System) if key == KEY_LEASE_CLOCK || key == KEY_RECOVERY_TAIL => {
+                Err(Error::ReadVersionConflict { attempts: 1 })
+            }
+            _ => Err(Error::Fenced {
+                reason: "schema marker, RootFence or owner epoch changed; reopen the store".into(),
+            }),
+        },
+        Err(WriteFailure::Other(e)) => Err(e),
+    }
 }
 
 #[cfg(test)]

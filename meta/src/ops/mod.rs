@@ -1,17 +1,25 @@
 //! Workspace operations built from one [`crate::command::MetadataCommand`] each.
 //!
-//! Every operation reads at one version, builds its command with `read_version` set to that
-//! version, and on [`crate::Error::ReadVersionConflict`] or
-//! [`crate::Error::CommandPredicateFailed`] re-reads and rebuilds, at most [`MAX_ATTEMPTS`]
-//! times. A re-read turns a failed predicate into the precise typed error.
+//! Every write plans its command inside a section of the shard's command sequencer
+//! ([`crate::shard::MetaShard::sequenced`], see [`crate::command::sequencer`]): at a snapshot of
+//! the newest accepted state, with `read_version` set to that snapshot's version, submitted to
+//! group commit before the next section plans. Concurrent writers therefore never meet a stale
+//! read version; a failed predicate means the operation's own precondition is false. Operations
+//! still re-plan on [`crate::Error::ReadVersionConflict`] or
+//! [`crate::Error::CommandPredicateFailed`] (at most [`MAX_ATTEMPTS`] times), so the re-read
+//! names the precise typed error.
 
 pub mod changes;
 pub mod commit;
 pub mod find;
+pub mod fsck;
+pub mod gc;
 pub mod lease_clock;
 pub mod publish;
 pub mod publish_operation;
+pub mod remove;
 pub mod restore;
+pub mod settings;
 pub mod snapshot;
 pub mod tag;
 pub mod workspace;
@@ -28,9 +36,11 @@ pub(crate) enum Step<T> {
     Command(Box<crate::command::MetadataCommand>, T),
 }
 
-/// Plans a step at a fresh snapshot (handle fences checked first) and executes its command; on a
-/// stale read version or a failed predicate it re-plans, so the re-read names the precise error,
-/// at most [`MAX_ATTEMPTS`] times. Shared by the publish ledger, commits and tags.
+/// Plans a step inside a command-sequencer section (after
+/// [`crate::command::Sequenced::prepare_write`]), at a snapshot of the newest accepted state
+/// (handle fences checked first), and submits its command; on a stale read version or a failed
+/// predicate it re-plans, so the re-read names the precise error, at most [`MAX_ATTEMPTS`] times.
+/// Returns once the command is durable. Shared by the publish ledger, commits and tags.
 ///
 /// Errors: those of `plan` and of the command; [`crate::Error::ReadVersionConflict`] after
 /// [`MAX_ATTEMPTS`] attempts.
@@ -38,22 +48,43 @@ pub(crate) fn run_step<T>(
     shard: &crate::shard::MetaShard,
     mut plan: impl FnMut(&crate::store::ShardSnapshot) -> crate::Result<Step<T>>,
 ) -> crate::Result<T> {
-    use crate::store::TxnStore;
-    let store = &shard.inner.store;
     for _ in 0..MAX_ATTEMPTS {
-        let snap = store.snapshot();
-        crate::command::executor::check_handle_fences(&snap, &shard.inner.fence)?;
-        let step = plan(&snap)?;
-        drop(snap);
-        match step {
-            Step::Done(v) => return Ok(v),
-            Step::Command(cmd, v) => match crate::command::execute(store, &shard.inner.fence, *cmd)
-            {
-                Ok(_) => return Ok(v),
-                Err(crate::Error::ReadVersionConflict { .. })
-                | Err(crate::Error::CommandPredicateFailed) => continue,
-                Err(e) => return Err(e),
-            },
+        let attempt = shard.sequenced(|seq| {
+            seq.prepare_write()?;
+            let snap = seq.snapshot();
+            crate::command::executor::check_handle_fences(&snap, &shard.inner.fence)?;
+            let step = plan(&snap)?;
+            drop(snap);
+            match step {
+                Step::Done(v) => Ok(v),
+                Step::Command(cmd, v) => seq.execute(*cmd).map(|_| v),
+            }
+        });
+        match attempt {
+            Err(crate::Error::ReadVersionConflict { .. })
+            | Err(crate::Error::CommandPredicateFailed) => continue,
+            other => return other,
+        }
+    }
+    Err(crate::Error::ReadVersionConflict {
+        attempts: MAX_ATTEMPTS,
+    })
+}
+
+/// Runs `section` as one command-sequencer section ([`crate::shard::MetaShard::sequenced`]),
+/// again on a stale read version or a failed predicate (the re-read names the precise error), at
+/// most [`MAX_ATTEMPTS`] times.
+///
+/// Errors: the section's; [`crate::Error::ReadVersionConflict`] after [`MAX_ATTEMPTS`] attempts.
+pub(crate) fn sequenced_retrying<T>(
+    shard: &crate::shard::MetaShard,
+    mut section: impl FnMut(&mut crate::command::Sequenced<'_>) -> crate::Result<T>,
+) -> crate::Result<T> {
+    for _ in 0..MAX_ATTEMPTS {
+        match shard.sequenced(&mut section) {
+            Err(crate::Error::ReadVersionConflict { .. })
+            | Err(crate::Error::CommandPredicateFailed) => continue,
+            other => return other,
         }
     }
     Err(crate::Error::ReadVersionConflict {
@@ -63,5 +94,7 @@ pub(crate) fn run_step<T>(
 
 #[cfg(test)]
 mod bounded_tests;
+#[cfg(test)]
+mod publish_namespace_tests;
 #[cfg(test)]
 mod publish_operation_tests;

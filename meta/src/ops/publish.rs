@@ -16,7 +16,17 @@
 //! - index projection (see [`crate::index::projection`]): the SecondaryIndex rows of the new
 //!   PathEntry (built-in fields plus the request's `index_fields`, which PathCurrent also stores
 //!   in `index_projection`) are put and the replaced entry's rows whose keys changed are
-//!   deleted, in this same command — there is no second index mutation path.
+//!   deleted, in this same command — there is no second index mutation path;
+//! - namespace rule (WORKBENCH.md, "Files and directories": a path is a file or an implicit
+//!   directory, never both), checked by [`namespace_check`] whenever the command creates the
+//!   path: every proper prefix of the path must be absent (one PathCurrent point read each,
+//!   re-asserted as `Absent` predicates) and the path must have no descendants (one limit-1 scan
+//!   of its subtree prefix). The scan has no predicate form; the command's read-version fence
+//!   (commit version = read version + 1, see [`crate::command::executor`]) guarantees that no row
+//!   entered the subtree between the probe and the commit, so two racing writers of `d` and
+//!   `d/x` cannot both succeed. Replacing or appending to an existing file skips the check: the
+//!   file's position was checked when it was created. This is the one bounded prefix probe of an
+//!   ordinary publication (seed 000 otherwise asks for point reads only).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -29,16 +39,16 @@ use crate::codec::{
     WorkspaceCurrent, WorkspaceState,
 };
 use crate::command::executor::{check_handle_fences, replay_lookup};
-use crate::command::{execute, CommandOutcome, MetadataCommand, Mutation, Predicate};
+use crate::command::{CommandOutcome, MetadataCommand, Mutation, Predicate, Sequenced};
 use crate::error::{Error, Result};
-use crate::ids::{validate_workbench_id, ArtifactRevisionId, RequestId};
+use crate::ids::{
+    validate_workbench_id, ArtifactRevisionId, RequestId, RootId, WorkspaceIncarnationId,
+};
 use crate::index::projection::{self as index_projection, IndexFields};
-use crate::path::NormPath;
+use crate::path::{normalize_stored, NormPath};
 use crate::schema::Family;
 use crate::shard::MetaShard;
-use crate::store::{Snapshot, TxnStore};
-
-use super::MAX_ATTEMPTS;
+use crate::store::{ScanSpec, Snapshot};
 
 /// Paths owned by commit/restore; generic publication refuses them (seed 000, "Commit Closure").
 pub const RESERVED_PATHS: [&str; 2] = [
@@ -144,12 +154,66 @@ pub fn validate_digest_uri(what: &str, uri: &str) -> Result<()> {
     }
 }
 
+/// Whether `path` is one of [`RESERVED_PATHS`] or lies below one. Commit and restore publish
+/// the reserved paths as files, so nothing may be written below them either (a path is a file
+/// or a directory, never both).
+pub fn is_reserved(path: &NormPath) -> bool {
+    RESERVED_PATHS.iter().any(|r| {
+        let p = path.as_str();
+        p == *r || (p.starts_with(r) && p.as_bytes().get(r.len()) == Some(&b'/'))
+    })
+}
+
+/// The namespace rule of a path about to be created (WORKBENCH.md, "Files and directories"),
+/// checked at `snap`:
+/// - no proper prefix (ancestor) of `path` is a file: one PathCurrent point read per ancestor
+///   (at most 64), shallowest first;
+/// - `path` has no descendants: one limit-1 scan of its subtree prefix `ordered(path) 0x00`
+///   (seed 000's key order puts that subtree immediately before the exact row, so the probe
+///   never sees `path` itself or a longer sibling such as `path\u{1}` or `pathx`).
+///
+/// Returns the `Absent` predicates of the ancestor rows for the publishing command to
+/// re-assert. The descendant probe has no predicate form; the command's read-version fence
+/// covers it (see the module docs).
+///
+/// Errors: [`Error::AncestorIsFile`] naming the shallowest ancestor that is a file;
+/// [`Error::PathIsDirectory`]; storage errors.
+pub fn namespace_check<S: Snapshot>(
+    snap: &S,
+    root: &RootId,
+    inc: &WorkspaceIncarnationId,
+    path: &NormPath,
+) -> Result<Vec<Predicate>> {
+    let text = path.as_str();
+    let mut predicates = Vec::new();
+    for (i, _) in text.match_indices('/') {
+        let ancestor = normalize_stored(&text[..i])?;
+        let key = path_current::key(root, inc, &ancestor);
+        if snap.get(Family::PathCurrent, &key)?.is_some() {
+            return Err(Error::AncestorIsFile {
+                file: ancestor.as_str().to_owned(),
+            });
+        }
+        predicates.push(Predicate::absent(Family::PathCurrent, key));
+    }
+    let probe = ScanSpec {
+        prefix: path_current::children_prefix(root, inc, Some(path)),
+        start_after: None,
+        delimiter: None,
+        limit: 1,
+    };
+    if !snap.scan(Family::PathCurrent, &probe)?.is_empty() {
+        return Err(Error::PathIsDirectory);
+    }
+    Ok(predicates)
+}
+
 /// Pure validation of a request (no storage access). Errors: [`Error::InvalidArgument`].
 pub fn validate_request(req: &PublishRequest) -> Result<()> {
     validate_workbench_id(&req.workbench_id)?;
-    if RESERVED_PATHS.contains(&req.path.as_str()) {
+    if is_reserved(&req.path) {
         return Err(Error::invalid(format!(
-            "{} is reserved for commit/restore and cannot be published directly",
+            "{} is reserved for commit/restore (or lies below a reserved path) and cannot be published directly",
             req.path
         )));
     }
@@ -228,7 +292,7 @@ fn dependency_owners(req: &PublishRequest) -> BTreeSet<ArtifactRevisionId> {
 }
 
 /// SHA-256 over the sorted, concatenated 16-byte owner ids.
-fn dependency_digest(owners: &BTreeSet<ArtifactRevisionId>) -> [u8; 32] {
+pub(crate) fn dependency_digest(owners: &BTreeSet<ArtifactRevisionId>) -> [u8; 32] {
     let mut h = Sha256::new();
     for o in owners {
         h.update(o.as_bytes());
@@ -321,22 +385,14 @@ pub(crate) fn receipt(out: CommandOutcome) -> Result<PublishReceipt> {
 /// exact request-id replay returns the stored receipt even after later commits.
 ///
 /// Errors: [`Error::InvalidArgument`], [`Error::WorkspaceNotFound`], [`Error::PathAlreadyExists`],
-/// [`Error::PathNotFound`], [`Error::GenerationConflict`], [`Error::RequestReplayMismatch`],
-/// [`Error::RevisionUnavailable`], [`Error::ReadVersionConflict`] after [`MAX_ATTEMPTS`],
+/// [`Error::PathNotFound`], [`Error::PathIsDirectory`], [`Error::AncestorIsFile`],
+/// [`Error::GenerationConflict`], [`Error::RequestReplayMismatch`],
+/// [`Error::RevisionUnavailable`], [`Error::ReadVersionConflict`] after [`super::MAX_ATTEMPTS`],
 /// [`Error::Fenced`], codec and storage errors.
 pub fn publish(shard: &MetaShard, req: PublishRequest) -> Result<PublishReceipt> {
     validate_request(&req)?;
     let digest = command_digest(&req);
-    for _ in 0..MAX_ATTEMPTS {
-        match attempt(shard, &req, digest) {
-            Ok(r) => return Ok(r),
-            Err(Error::ReadVersionConflict { .. }) | Err(Error::CommandPredicateFailed) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(Error::ReadVersionConflict {
-        attempts: MAX_ATTEMPTS,
-    })
+    super::sequenced_retrying(shard, |seq| attempt(shard, seq, &req, digest))
 }
 
 /// Reads one ArtifactRevision row, returning its bytes and decoded value.
@@ -358,21 +414,28 @@ pub(crate) enum Planned {
     Command(Box<MetadataCommand>),
 }
 
-fn attempt(shard: &MetaShard, req: &PublishRequest, digest: [u8; 32]) -> Result<PublishReceipt> {
-    let store = &shard.inner.store;
-    let snap = store.snapshot();
+fn attempt(
+    shard: &MetaShard,
+    seq: &mut Sequenced<'_>,
+    req: &PublishRequest,
+    digest: [u8; 32],
+) -> Result<PublishReceipt> {
+    seq.prepare_write()?;
+    let snap = seq.snapshot();
     match plan(shard, &snap, req, digest)? {
         Planned::Replay(out) => receipt(*out),
         Planned::Command(cmd) => {
             drop(snap);
-            receipt(execute(store, &shard.inner.fence, *cmd)?)
+            receipt(seq.execute(*cmd)?)
         }
     }
 }
 
-/// Builds the publication command at `snap` with point reads only (no prefix scan): the fence
-/// rows (marker, RootFence, owner epoch, recovery tail), the CommandDedupe row, WorkspaceCurrent, PathCurrent, the new ArtifactRevision (must be absent),
-/// each distinct dependency owner (≤ [`MAX_DEPENDENCY_OWNERS`]) and the replaced revision.
+/// Builds the publication command at `snap`: point reads of the fence rows (marker, RootFence,
+/// owner epoch, recovery tail), the CommandDedupe row, WorkspaceCurrent, PathCurrent, the new
+/// ArtifactRevision (must be absent), each distinct dependency owner (≤
+/// [`MAX_DEPENDENCY_OWNERS`]) and the replaced revision; when the path is created, the
+/// [`namespace_check`] (ancestor point reads and one limit-1 descendant probe).
 pub(crate) fn plan<S: Snapshot>(
     shard: &MetaShard,
     snap: &S,
@@ -434,6 +497,12 @@ pub(crate) fn plan_with<S: Snapshot>(
     let old_bytes = snap.get(Family::PathCurrent, &path_key)?;
     let old = old_bytes.as_deref().map(PathEntry::decode).transpose()?;
     let actual = old.as_ref().map(|e| e.generation);
+    // A path the command would create must be neither below a file nor a directory; this is
+    // checked before the condition so a replace or append naming a directory is refused as one.
+    let namespace = match old {
+        None => namespace_check(snap, &root, &inc, &req.path)?,
+        Some(_) => Vec::new(),
+    };
     match req.condition {
         PathCondition::Create => {
             if old.is_some() {
@@ -481,6 +550,7 @@ pub(crate) fn plan_with<S: Snapshot>(
         },
         Predicate::absent(Family::ArtifactRevision, new_rev_key.clone()),
     ];
+    predicates.extend(namespace);
     let mut mutations = Vec::new();
 
     // Revisions whose reference counts change: id -> (original bytes, updated row).

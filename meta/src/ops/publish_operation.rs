@@ -78,7 +78,7 @@ use crate::codec::{
     StagedCleanupState, StagedObject, StagedObjectKey, StagedProviderState, TerminalError,
 };
 use crate::command::executor::check_handle_fences;
-use crate::command::{execute, MetadataCommand, Mutation, Predicate};
+use crate::command::{MetadataCommand, Mutation, Predicate};
 use crate::error::{Error, Result};
 use crate::ids::{ArtifactRevisionId, OperationId, RequestId};
 use crate::index::projection::{self as index_projection, IndexFields};
@@ -91,7 +91,7 @@ use crate::schema::Family;
 use crate::shard::MetaShard;
 use crate::store::{Snapshot, TxnStore};
 
-use super::{Step, MAX_ATTEMPTS};
+use super::Step;
 
 /// Most StagedObject rows one command stages, marks or settles (keeps every ledger command
 /// within [`crate::command::MAX_COMMAND_MUTATIONS`] and [`crate::command::MAX_COMMAND_PREDICATES`]).
@@ -245,6 +245,21 @@ fn state_error(id: &OperationId, phase: Option<PublishPhase>, wanted: &str) -> E
     }
 }
 
+/// Reads the Publish operation row at `key` and requires it to be Uploading: `(bytes, record)`.
+/// Errors: [`Error::OperationState`] naming `wanted` when it is absent or in another phase.
+fn read_uploading<S: Snapshot>(
+    snap: &S,
+    key: &[u8],
+    id: &OperationId,
+    wanted: &str,
+) -> Result<(Vec<u8>, PublishOperation)> {
+    match read_op(snap, key)? {
+        Some((bytes, op)) if op.phase == PublishPhase::Uploading => Ok((bytes, op)),
+        Some((_, op)) => Err(state_error(id, Some(op.phase), wanted)),
+        None => Err(state_error(id, None, wanted)),
+    }
+}
+
 /// Reads and decodes one Publish operation row at `snap`: `(bytes, record)`.
 fn read_op<S: Snapshot>(snap: &S, key: &[u8]) -> Result<Option<(Vec<u8>, PublishOperation)>> {
     let Some(bytes) = snap.get(Family::Operation, key)? else {
@@ -367,7 +382,15 @@ fn ledger_at<S: Snapshot>(
 ///
 /// Errors: [`Error::Codec`]; storage errors.
 pub fn published_receipt(shard: &MetaShard, id: &OperationId) -> Result<Option<PublishReceipt>> {
-    let snap = shard.inner.store.snapshot();
+    published_receipt_at(shard, &shard.inner.store.snapshot(), id)
+}
+
+/// [`published_receipt`] at `snap`.
+fn published_receipt_at<S: Snapshot>(
+    shard: &MetaShard,
+    snap: &S,
+    id: &OperationId,
+) -> Result<Option<PublishReceipt>> {
     let key = command_dedupe::key(&shard.root_id(), &final_request_id(id));
     let Some(bytes) = snap.get(Family::CommandDedupe, &key)? else {
         return Ok(None);
@@ -432,9 +455,9 @@ fn validate_block(b: &StagedBlock) -> Result<()> {
 
 fn validate_intent(intent: &PublishIntent) -> Result<()> {
     crate::ids::validate_workbench_id(&intent.workbench_id)?;
-    if publish::RESERVED_PATHS.contains(&intent.path.as_str()) {
+    if publish::is_reserved(&intent.path) {
         return Err(Error::invalid(format!(
-            "{} is reserved for commit/restore and cannot be published directly",
+            "{} is reserved for commit/restore (or lies below a reserved path) and cannot be published directly",
             intent.path
         )));
     }
@@ -724,20 +747,7 @@ pub fn stage(
     }
     let key = op_key(shard, id);
     run(shard, |snap, version| {
-        let Some((bytes, op)) = read_op(snap, &key)? else {
-            return Err(state_error(
-                id,
-                None,
-                "staging needs an Uploading operation",
-            ));
-        };
-        if op.phase != PublishPhase::Uploading {
-            return Err(state_error(
-                id,
-                Some(op.phase),
-                "staging needs an Uploading operation",
-            ));
-        }
+        let (bytes, op) = read_uploading(snap, &key, id, "staging needs an Uploading operation")?;
         let start = op.staged_object_count;
         let mut next = op.clone();
         next.staged_object_count = start.saturating_add(blocks.len() as u64);
@@ -767,6 +777,74 @@ pub fn stage(
     })
 }
 
+/// Records the provider's multipart upload id on StagedObject row `sequence` of an Uploading
+/// operation, in one command predicating the operation row — called by the uploader after the
+/// provider created the upload and before its first part is sent, so a process killed mid-upload
+/// leaves the upload owned by the ledger and cleanup can abort it (seed 000, "Upload And
+/// Append": the ledger owns "all object keys, multipart ids, lengths, and digests").
+///
+/// Errors: [`Error::OperationState`] when the operation is not Uploading (cleanup won: the caller
+/// must not send the parts); [`Error::InvalidArgument`] for an unknown sequence, a row of an
+/// earlier attempt, an empty or over-long id (> 1024 bytes) or a row that already records
+/// another id; codec and storage errors.
+pub fn record_upload_id(
+    shard: &MetaShard,
+    id: &OperationId,
+    sequence: u64,
+    upload_id: &str,
+) -> Result<()> {
+    if upload_id.is_empty() || upload_id.len() > publish::MAX_OBJECT_KEY_BYTES {
+        return Err(Error::invalid(
+            "a multipart upload id must be 1..=1024 bytes",
+        ));
+    }
+    let key = op_key(shard, id);
+    run(shard, |snap, version| {
+        let (bytes, op) =
+            read_uploading(snap, &key, id, "an upload id needs an Uploading operation")?;
+        let k = staged_key(shard, id, sequence);
+        let Some(row_bytes) = snap.get(Family::StagedObject, &k)? else {
+            return Err(Error::invalid(format!(
+                "no staged object at sequence {sequence}"
+            )));
+        };
+        let mut row = StagedObject::decode(&row_bytes)?;
+        if row.artifact_revision_id != op.artifact_revision_id {
+            return Err(Error::invalid(format!(
+                "staged object {sequence} belongs to an earlier attempt"
+            )));
+        }
+        match row.upload_id.as_deref() {
+            Some(existing) if existing == upload_id => return Ok(Step::Done(())),
+            Some(_) => {
+                return Err(Error::invalid(format!(
+                    "staged object {sequence} already records another upload id"
+                )))
+            }
+            None => {}
+        }
+        row.upload_id = Some(upload_id.to_owned());
+        row.provider_state = StagedProviderState::Uploading;
+        let mut cmd = command(
+            shard,
+            version,
+            ledger_digest(b"upload-id", id, &sequence.to_be_bytes()),
+            id,
+            PublishPhase::Uploading,
+        )?;
+        cmd.predicates
+            .push(Predicate::equals(Family::Operation, key.clone(), bytes));
+        cmd.predicates.push(Predicate::equals(
+            Family::StagedObject,
+            k.clone(),
+            row_bytes,
+        ));
+        cmd.mutations
+            .push(Mutation::put(Family::StagedObject, k, row.encode()));
+        Ok(Step::Command(Box::new(cmd), ()))
+    })
+}
+
 /// Finalize CAS: Uploading -> Finalizing in one command that seals the body length (bytes) and
 /// `sha256:` digest and records the provider states `marks` (at most
 /// [`MAX_LEDGER_ROWS_PER_COMMAND`]; mark earlier ones with [`stage`] and no new blocks).
@@ -788,20 +866,8 @@ pub fn finalize(
     }
     let key = op_key(shard, id);
     run(shard, |snap, version| {
-        let Some((bytes, op)) = read_op(snap, &key)? else {
-            return Err(state_error(
-                id,
-                None,
-                "finalization needs an Uploading operation",
-            ));
-        };
-        if op.phase != PublishPhase::Uploading {
-            return Err(state_error(
-                id,
-                Some(op.phase),
-                "finalization needs an Uploading operation",
-            ));
-        }
+        let (bytes, op) =
+            read_uploading(snap, &key, id, "finalization needs an Uploading operation")?;
         let mut next = op.clone();
         next.phase = PublishPhase::Finalizing;
         next.expected_length = expected_length;
@@ -953,8 +1019,9 @@ pub fn own_objects(shard: &MetaShard, id: &OperationId) -> Result<Vec<(String, u
 /// …) — the operation then stays Finalizing and the caller takes it over with [`abort`].
 pub fn publish_operation(shard: &MetaShard, id: &OperationId) -> Result<PublishReceipt> {
     let key = op_key(shard, id);
-    for _ in 0..MAX_ATTEMPTS {
-        let snap = shard.inner.store.snapshot();
+    super::sequenced_retrying(shard, |seq| {
+        seq.prepare_write()?;
+        let snap = seq.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         let Some((bytes, op)) = read_op(&snap, &key)? else {
             return Err(state_error(
@@ -964,8 +1031,7 @@ pub fn publish_operation(shard: &MetaShard, id: &OperationId) -> Result<PublishR
             ));
         };
         if op.phase == PublishPhase::Published {
-            drop(snap);
-            return published_receipt(shard, id)?.ok_or_else(|| {
+            return published_receipt_at(shard, &snap, id)?.ok_or_else(|| {
                 Error::codec("operation", "Published operation without its receipt")
             });
         }
@@ -987,21 +1053,14 @@ pub fn publish_operation(shard: &MetaShard, id: &OperationId) -> Result<PublishR
         let planned = plan_with(shard, &snap, &req, digest, Some(&binding))?;
         drop(snap);
         let out = match planned {
-            Planned::Replay(out) => Ok(*out),
+            Planned::Replay(out) => *out,
             Planned::Command(mut cmd) => {
                 // Published is terminal: the registry row goes in the publication command.
                 cmd.mutations.push(unregister(id));
-                execute(&shard.inner.store, &shard.inner.fence, *cmd)
+                seq.execute(*cmd)?
             }
         };
-        match out {
-            Ok(out) => return publish::receipt(out),
-            Err(Error::ReadVersionConflict { .. }) | Err(Error::CommandPredicateFailed) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(Error::ReadVersionConflict {
-        attempts: MAX_ATTEMPTS,
+        publish::receipt(out)
     })
 }
 

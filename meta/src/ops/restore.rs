@@ -63,6 +63,11 @@
 //! `source_read_version + 1` (greater than every copied generation, deterministic across retries).
 //! A source `metadata/restore_manifest.json` (a source that was itself restored) is not copied:
 //! the destination holds its own.
+//!
+//! A restore never publishes a path that is both a file and a directory: a source that holds
+//! such a clash (written before the rule was enforced) fails its copy step with
+//! [`RestoreError::SourceNamespaceClash`] and is aborted and cleaned up, so no destination
+//! becomes visible that listings and materialization could not walk.
 
 use std::collections::BTreeMap;
 
@@ -80,7 +85,7 @@ use crate::codec::{
     WorkspaceIncarnationClaim, WorkspaceState,
 };
 use crate::command::{
-    execute, MetadataCommand, Mutation, Predicate, MAX_COMMAND_MUTATIONS, MAX_COMMAND_PREDICATES,
+    MetadataCommand, Mutation, Predicate, Sequenced, MAX_COMMAND_MUTATIONS, MAX_COMMAND_PREDICATES,
     MAX_INDEX_MUTATIONS,
 };
 use crate::error::Error;
@@ -174,6 +179,15 @@ pub enum RestoreError {
     SourceClosureMismatch {
         /// What differed.
         reason: String,
+    },
+    /// The source holds `path` both as a file and as an implicit directory (a namespace written
+    /// before the file-or-directory rule was enforced). A restore never publishes such a
+    /// namespace: the copy step refuses it and the caller aborts and cleans up the operation.
+    /// `path` is workbench-relative.
+    #[error("the restore source holds {path} both as a file and as a directory")]
+    SourceNamespaceClash {
+        /// The path that is both a file and a directory in the source.
+        path: String,
     },
     /// The operation ended in cleanup with this terminal error.
     #[error("restore aborted: {}", .0.message)]
@@ -392,7 +406,7 @@ fn op_key(root: &RootId, id: &OperationId) -> Vec<u8> {
 }
 
 /// Reads the restore operation `id` at `snap`: `(bytes, decoded)`.
-fn read_op<S: Snapshot>(
+pub(crate) fn read_op<S: Snapshot>(
     snap: &S,
     root: &RootId,
     id: &OperationId,
@@ -642,223 +656,217 @@ pub fn prepare(
     let op_id = plan.operation_id;
     let t = &plan.target;
     let mpath = manifest_path()?;
-    for _ in 0..MAX_ATTEMPTS {
-        let snap = shard.inner.store.snapshot();
-        if let Some((_, op)) = read_op(&snap, &root, &op_id)? {
-            return authenticate(op);
-        }
-        let read_version = snap.version();
-        let cv = read_version + 1;
-        let mut predicates = vec![Predicate::absent(Family::Operation, op_key(&root, &op_id))];
-        let mut mutations = Vec::new();
+    retrying(|| {
+        shard.sequenced(|seq| {
+            let snap = seq.snapshot();
+            if let Some((_, op)) = read_op(&snap, &root, &op_id)? {
+                return authenticate(op);
+            }
+            let read_version = snap.version();
+            let cv = read_version + 1;
+            let mut predicates = vec![Predicate::absent(Family::Operation, op_key(&root, &op_id))];
+            let mut mutations = Vec::new();
 
-        // Destination marker: absent, or the exact Retired marker of a cleaned restore.
-        let dest_key = workspace_current::key(&root, &t.destination_workbench_id);
-        let current = snap.get(Family::WorkspaceCurrent, &dest_key)?;
-        match (&current, &plan.reclaim_marker) {
-            (None, _) => predicates.push(Predicate::absent(
-                Family::WorkspaceCurrent,
-                dest_key.clone(),
-            )),
-            (Some(b), Some(r)) if b == r => predicates.push(Predicate::equals(
-                Family::WorkspaceCurrent,
-                dest_key.clone(),
-                b.clone(),
-            )),
-            _ => {
-                return Err(RestoreError::DestinationExists {
-                    workbench_id: t.destination_workbench_id.clone(),
-                })
-            }
-        }
-        let marker = WorkspaceCurrent {
-            incarnation: plan.destination_incarnation,
-            workspace_revision: 1,
-            state: WorkspaceState::Staging,
-            owning_operation: Some(op_id),
-            created_version: cv,
-            modified_version: cv,
-        };
-        mutations.push(Mutation::put(
-            Family::WorkspaceCurrent,
-            dest_key,
-            marker.encode(),
-        ));
-        let claim_key = workspace_incarnation_claim::key(&root, &plan.destination_incarnation);
-        predicates.push(Predicate::absent(
-            Family::WorkspaceIncarnationClaim,
-            claim_key.clone(),
-        ));
-        mutations.push(Mutation::put(
-            Family::WorkspaceIncarnationClaim,
-            claim_key,
-            WorkspaceIncarnationClaim {
-                workbench_id: t.destination_workbench_id.clone(),
-            }
-            .encode(),
-        ));
-
-        // Source attachment.
-        match t.source {
-            RestoreSource::Snapshot(id) => {
-                let lease = lease_clock::peek(&snap, t.now_unix_ms, t.policy.skew_grace_ms)?;
-                let parts = attach_consumer_parts(
-                    shard,
-                    &snap,
-                    &plan.source_incarnation,
-                    id,
-                    op_id,
-                    &lease,
-                )
-                .map_err(|e| snapshot_error(e, id.get()))?;
-                if parts.read_version != plan.source_read_version {
-                    return Err(RestoreError::SnapshotNotFound {
-                        snapshot_id: id.get(),
-                    });
+            // Destination marker: absent, or the exact Retired marker of a cleaned restore.
+            let dest_key = workspace_current::key(&root, &t.destination_workbench_id);
+            let current = snap.get(Family::WorkspaceCurrent, &dest_key)?;
+            match (&current, &plan.reclaim_marker) {
+                (None, _) => predicates.push(Predicate::absent(
+                    Family::WorkspaceCurrent,
+                    dest_key.clone(),
+                )),
+                (Some(b), Some(r)) if b == r => predicates.push(Predicate::equals(
+                    Family::WorkspaceCurrent,
+                    dest_key.clone(),
+                    b.clone(),
+                )),
+                _ => {
+                    return Err(RestoreError::DestinationExists {
+                        workbench_id: t.destination_workbench_id.clone(),
+                    })
                 }
-                predicates.extend(parts.predicates);
-                mutations.extend(parts.mutations);
             }
-            RestoreSource::Commit(id) => {
-                let (bytes, mut c) = read_commit(&snap, &root, &id)?.ok_or_else(|| {
-                    RestoreError::CommitNotFound {
-                        commit_id: id.to_hex(),
-                    }
-                })?;
-                if c.state != CommitState::Sealed {
-                    return Err(RestoreError::CommitUnavailable {
-                        commit_id: id.to_hex(),
-                        state: c.state,
-                    });
-                }
-                c.consumer_count = c.consumer_count.saturating_add(1);
-                c.consumer_epoch = c.consumer_epoch.saturating_add(1);
-                let key = CommitKey {
-                    root,
-                    commit_id: id,
-                }
-                .encode();
-                predicates.push(Predicate::equals(Family::Commit, key.clone(), bytes));
-                let consumer_key = CommitConsumerKey {
-                    root,
-                    commit_id: id,
-                    owner: ConsumerOwner::Lease {
-                        operation_id: op_id,
-                    },
-                }
-                .encode();
-                predicates.push(Predicate::absent(
-                    Family::CommitConsumer,
-                    consumer_key.clone(),
-                ));
-                mutations.push(Mutation::put(
-                    Family::CommitConsumer,
-                    consumer_key,
-                    CommitConsumer {
-                        consumer_epoch_at_add: c.consumer_epoch,
-                        created_version: cv,
-                    }
-                    .encode(),
-                ));
-                mutations.push(Mutation::put(Family::Commit, key, c.encode()));
-            }
-        }
-
-        // RestoreStaging manifest: hidden revision, its path reference and PathCurrent under
-        // the staging incarnation.
-        let rev_key = artifact_revision::key(&root, &desc.revision_id);
-        predicates.push(Predicate::absent(Family::ArtifactRevision, rev_key.clone()));
-        mutations.push(Mutation::put(
-            Family::ArtifactRevision,
-            rev_key,
-            ArtifactRevision {
-                logical_size: desc.logical_size,
-                body_digest_uri: desc.body_digest_uri.clone(),
-                manifest_digest_uri: entry.manifest_digest_uri.clone(),
-                block_count: desc.manifest.len() as u64,
-                dependency_count: 0,
-                dependency_depth: 0,
-                dependency_digest: Sha256::digest(b"").into(),
-                content_type: desc.content_type.clone(),
-                state: RevisionState::Available,
-                reference_epoch: 1,
-                strong_reference_count: 1,
-                last_zero_ref_version: None,
+            let marker = WorkspaceCurrent {
+                incarnation: plan.destination_incarnation,
+                workspace_revision: 1,
+                state: WorkspaceState::Staging,
+                owning_operation: Some(op_id),
                 created_version: cv,
-            }
-            .encode(),
-        ));
-        for row in &desc.manifest {
+                modified_version: cv,
+            };
             mutations.push(Mutation::put(
-                Family::ArtifactManifest,
-                artifact_manifest::key(&root, &desc.revision_id, row.object_index),
-                row.encode_value(),
+                Family::WorkspaceCurrent,
+                dest_key,
+                marker.encode(),
             ));
-        }
-        mutations.push(Mutation::put(
-            Family::RevisionRef,
-            revision_ref::key(
-                &root,
-                &RefOwner::Path {
-                    incarnation: plan.destination_incarnation,
-                    path: mpath.clone(),
-                },
-                &desc.revision_id,
-            ),
-            RevisionRef {
-                reference_epoch_at_add: 1,
-                created_version: cv,
-            }
-            .encode(),
-        ));
-        mutations.push(Mutation::put(
-            Family::PathCurrent,
-            path_current::key(&root, &plan.destination_incarnation, &mpath),
-            entry_bytes.clone(),
-        ));
-        mutations.extend(index_projection::index_mutations(
-            &root,
-            &plan.destination_incarnation,
-            &t.destination_workbench_id,
-            &mpath,
-            None,
-            Some(&entry),
-        )?);
+            let claim_key = workspace_incarnation_claim::key(&root, &plan.destination_incarnation);
+            predicates.push(Predicate::absent(
+                Family::WorkspaceIncarnationClaim,
+                claim_key.clone(),
+            ));
+            mutations.push(Mutation::put(
+                Family::WorkspaceIncarnationClaim,
+                claim_key,
+                WorkspaceIncarnationClaim {
+                    workbench_id: t.destination_workbench_id.clone(),
+                }
+                .encode(),
+            ));
 
-        let op = RestoreOperation {
-            phase: RestorePhase::Preparing,
-            source_workbench_id: t.source_workbench_id.clone(),
-            source_incarnation: plan.source_incarnation,
-            source: t.source,
-            source_read_version: plan.source_read_version,
-            destination_workbench_id: t.destination_workbench_id.clone(),
-            destination_incarnation: plan.destination_incarnation,
-            identity_digest: plan.identity_digest,
-            initialization_digest: init,
-            restore_manifest_entry: entry_bytes.clone(),
-            cursor: RestoreCursor::default(),
-            member_count: 0,
-            member_digest: EMPTY_MEMBER_DIGEST,
-            cleanup_next_sequence: 0,
-            result: OperationResult::Pending,
-        };
-        mutations.push(Mutation::put(
-            Family::Operation,
-            op_key(&root, &op_id),
-            Operation::Restore(Box::new(op.clone())).encode(),
-        ));
-        let cmd = command(shard, read_version, b"prepare", &op_id, &marker)?;
-        match run(shard, cmd, predicates, mutations, Vec::new()) {
-            Ok(()) => return Ok(op),
-            Err(RestoreError::Meta(Error::ReadVersionConflict { .. }))
-            | Err(RestoreError::Meta(Error::CommandPredicateFailed)) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(Error::ReadVersionConflict {
-        attempts: MAX_ATTEMPTS,
-    }
-    .into())
+            // Source attachment.
+            match t.source {
+                RestoreSource::Snapshot(id) => {
+                    let lease = lease_clock::peek(&snap, t.now_unix_ms, t.policy.skew_grace_ms)?;
+                    let parts = attach_consumer_parts(
+                        shard,
+                        &snap,
+                        &plan.source_incarnation,
+                        id,
+                        op_id,
+                        &lease,
+                    )
+                    .map_err(|e| snapshot_error(e, id.get()))?;
+                    if parts.read_version != plan.source_read_version {
+                        return Err(RestoreError::SnapshotNotFound {
+                            snapshot_id: id.get(),
+                        });
+                    }
+                    predicates.extend(parts.predicates);
+                    mutations.extend(parts.mutations);
+                }
+                RestoreSource::Commit(id) => {
+                    let (bytes, mut c) = read_commit(&snap, &root, &id)?.ok_or_else(|| {
+                        RestoreError::CommitNotFound {
+                            commit_id: id.to_hex(),
+                        }
+                    })?;
+                    if c.state != CommitState::Sealed {
+                        return Err(RestoreError::CommitUnavailable {
+                            commit_id: id.to_hex(),
+                            state: c.state,
+                        });
+                    }
+                    c.consumer_count = c.consumer_count.saturating_add(1);
+                    c.consumer_epoch = c.consumer_epoch.saturating_add(1);
+                    let key = CommitKey {
+                        root,
+                        commit_id: id,
+                    }
+                    .encode();
+                    predicates.push(Predicate::equals(Family::Commit, key.clone(), bytes));
+                    let consumer_key = CommitConsumerKey {
+                        root,
+                        commit_id: id,
+                        owner: ConsumerOwner::Lease {
+                            operation_id: op_id,
+                        },
+                    }
+                    .encode();
+                    predicates.push(Predicate::absent(
+                        Family::CommitConsumer,
+                        consumer_key.clone(),
+                    ));
+                    mutations.push(Mutation::put(
+                        Family::CommitConsumer,
+                        consumer_key,
+                        CommitConsumer {
+                            consumer_epoch_at_add: c.consumer_epoch,
+                            created_version: cv,
+                        }
+                        .encode(),
+                    ));
+                    mutations.push(Mutation::put(Family::Commit, key, c.encode()));
+                }
+            }
+
+            // RestoreStaging manifest: hidden revision, its path reference and PathCurrent under
+            // the staging incarnation.
+            let rev_key = artifact_revision::key(&root, &desc.revision_id);
+            predicates.push(Predicate::absent(Family::ArtifactRevision, rev_key.clone()));
+            mutations.push(Mutation::put(
+                Family::ArtifactRevision,
+                rev_key,
+                ArtifactRevision {
+                    logical_size: desc.logical_size,
+                    body_digest_uri: desc.body_digest_uri.clone(),
+                    manifest_digest_uri: entry.manifest_digest_uri.clone(),
+                    block_count: desc.manifest.len() as u64,
+                    dependency_count: 0,
+                    dependency_depth: 0,
+                    dependency_digest: Sha256::digest(b"").into(),
+                    content_type: desc.content_type.clone(),
+                    state: RevisionState::Available,
+                    reference_epoch: 1,
+                    strong_reference_count: 1,
+                    last_zero_ref_version: None,
+                    created_version: cv,
+                }
+                .encode(),
+            ));
+            for row in &desc.manifest {
+                mutations.push(Mutation::put(
+                    Family::ArtifactManifest,
+                    artifact_manifest::key(&root, &desc.revision_id, row.object_index),
+                    row.encode_value(),
+                ));
+            }
+            mutations.push(Mutation::put(
+                Family::RevisionRef,
+                revision_ref::key(
+                    &root,
+                    &RefOwner::Path {
+                        incarnation: plan.destination_incarnation,
+                        path: mpath.clone(),
+                    },
+                    &desc.revision_id,
+                ),
+                RevisionRef {
+                    reference_epoch_at_add: 1,
+                    created_version: cv,
+                }
+                .encode(),
+            ));
+            mutations.push(Mutation::put(
+                Family::PathCurrent,
+                path_current::key(&root, &plan.destination_incarnation, &mpath),
+                entry_bytes.clone(),
+            ));
+            mutations.extend(index_projection::index_mutations(
+                &root,
+                &plan.destination_incarnation,
+                &t.destination_workbench_id,
+                &mpath,
+                None,
+                Some(&entry),
+            )?);
+
+            let op = RestoreOperation {
+                phase: RestorePhase::Preparing,
+                source_workbench_id: t.source_workbench_id.clone(),
+                source_incarnation: plan.source_incarnation,
+                source: t.source,
+                source_read_version: plan.source_read_version,
+                destination_workbench_id: t.destination_workbench_id.clone(),
+                destination_incarnation: plan.destination_incarnation,
+                identity_digest: plan.identity_digest,
+                initialization_digest: init,
+                restore_manifest_entry: entry_bytes.clone(),
+                cursor: RestoreCursor::default(),
+                member_count: 0,
+                member_digest: EMPTY_MEMBER_DIGEST,
+                cleanup_next_sequence: 0,
+                result: OperationResult::Pending,
+            };
+            mutations.push(Mutation::put(
+                Family::Operation,
+                op_key(&root, &op_id),
+                Operation::Restore(Box::new(op.clone())).encode(),
+            ));
+            let cmd = command(shard, read_version, b"prepare", &op_id, &marker)?;
+            run(seq, cmd, predicates, mutations, Vec::new())?;
+            Ok(op)
+        })
+    })
 }
 
 /// A command header for one restore step; the command digest binds the step name, operation id
@@ -887,16 +895,19 @@ fn command(
 }
 
 fn run(
-    shard: &MetaShard,
+    seq: &mut Sequenced<'_>,
     mut cmd: MetadataCommand,
     predicates: Vec<Predicate>,
     mutations: Vec<Mutation>,
     events: Vec<ChangeEvent>,
 ) -> Result<()> {
+    // A writer's first write advances its owner epoch (a commit) first; the command then meets a
+    // stale read version and every caller's retry loop re-plans it.
+    seq.prepare_write()?;
     cmd.predicates = predicates;
     cmd.mutations = mutations;
     cmd.event_projection = events;
-    execute(&shard.inner.store, &shard.inner.fence, cmd)?;
+    seq.execute(cmd)?;
     Ok(())
 }
 
@@ -1066,7 +1077,7 @@ fn staging_marker<S: Snapshot>(
 /// `RevisionUnavailable` when a shared revision is no longer `Available`, exhausted read-version
 /// retries, fence, codec and storage errors.
 pub fn advance(shard: &MetaShard, op_id: &OperationId) -> Result<RestorePhase> {
-    retrying(|| advance_once(shard, op_id))
+    retrying(|| shard.sequenced(|seq| advance_once(shard, seq, op_id)))
 }
 
 /// Runs `attempt` (one re-read and one command) up to [`MAX_ATTEMPTS`] times, again on a stale
@@ -1085,13 +1096,17 @@ fn retrying<T>(mut attempt: impl FnMut() -> Result<T>) -> Result<T> {
     .into())
 }
 
-fn advance_once(shard: &MetaShard, op_id: &OperationId) -> Result<RestorePhase> {
+fn advance_once(
+    shard: &MetaShard,
+    seq: &mut Sequenced<'_>,
+    op_id: &OperationId,
+) -> Result<RestorePhase> {
     let root = shard.root_id();
-    let snap = shard.inner.store.snapshot();
+    let snap = seq.snapshot();
     let (bytes, op) = read_op(&snap, &root, op_id)?.ok_or(RestoreError::OperationNotFound)?;
     match op.phase {
         RestorePhase::Preparing | RestorePhase::Copying if !op.cursor.source_eof => {
-            copy_batch(shard, &snap, bytes, op)
+            copy_batch(shard, seq, &snap, bytes, op)
         }
         RestorePhase::Copying => {
             let (_, marker) = staging_marker(&snap, &root, &op)?;
@@ -1099,7 +1114,7 @@ fn advance_once(shard: &MetaShard, op_id: &OperationId) -> Result<RestorePhase> 
                 phase: RestorePhase::SourceSealed,
                 ..op
             };
-            commit_op(shard, &snap, bytes, next, &marker, b"seal")
+            commit_op(shard, seq, &snap, bytes, next, &marker, b"seal")
         }
         RestorePhase::SourceSealed => {
             verify(shard, &snap, &op)?;
@@ -1108,10 +1123,12 @@ fn advance_once(shard: &MetaShard, op_id: &OperationId) -> Result<RestorePhase> 
                 phase: RestorePhase::Ready,
                 ..op
             };
-            commit_op(shard, &snap, bytes, next, &marker, b"ready")
+            commit_op(shard, seq, &snap, bytes, next, &marker, b"ready")
         }
-        RestorePhase::Ready => publish(shard, &snap, bytes, op),
-        RestorePhase::Aborting | RestorePhase::Cleaning => cleanup_batch(shard, &snap, bytes, op),
+        RestorePhase::Ready => publish(shard, seq, &snap, bytes, op),
+        RestorePhase::Aborting | RestorePhase::Cleaning => {
+            cleanup_batch(shard, seq, &snap, bytes, op)
+        }
         RestorePhase::Preparing => Err(RestoreError::InvalidPhase {
             phase: op.phase,
             reason: "end of source recorded before copying".into(),
@@ -1123,6 +1140,7 @@ fn advance_once(shard: &MetaShard, op_id: &OperationId) -> Result<RestorePhase> 
 /// A command that only rewrites the Operation row (CAS on its exact bytes).
 fn commit_op<S: Snapshot>(
     shard: &MetaShard,
+    seq: &mut Sequenced<'_>,
     snap: &S,
     old: Vec<u8>,
     next: RestoreOperation,
@@ -1135,7 +1153,7 @@ fn commit_op<S: Snapshot>(
     let phase = next.phase;
     let cmd = command(shard, snap.version(), step, &id, marker)?;
     run(
-        shard,
+        seq,
         cmd,
         vec![Predicate::equals(Family::Operation, key.clone(), old)],
         vec![Mutation::put(
@@ -1150,6 +1168,7 @@ fn commit_op<S: Snapshot>(
 
 fn copy_batch<S: Snapshot>(
     shard: &MetaShard,
+    seq: &mut Sequenced<'_>,
     snap: &S,
     old: Vec<u8>,
     mut op: RestoreOperation,
@@ -1166,6 +1185,21 @@ fn copy_batch<S: Snapshot>(
     let mut touched = Touched::new();
     let mut consumed = 0usize;
     for (path, entry) in &page {
+        // The namespace rule (a path is a file or a directory, never both). Seed 000's key order
+        // puts a path's whole subtree immediately before its exact row, so the source holds
+        // `path` as both exactly when the entry copied just before it lies below it; a source
+        // path below the restore manifest would clash with the destination's own manifest.
+        let below_previous = op
+            .cursor
+            .after_path
+            .as_ref()
+            .is_some_and(|prev| prev.starts_with_dir(path));
+        if below_previous || path.starts_with_dir(&mpath) {
+            let clash = if below_previous { path } else { &mpath };
+            return Err(RestoreError::SourceNamespaceClash {
+                path: clash.as_str().to_owned(),
+            });
+        }
         if *path != mpath {
             let index = index_projection::index_mutations(
                 &root,
@@ -1255,7 +1289,7 @@ fn copy_batch<S: Snapshot>(
         key,
         Operation::Restore(Box::new(op)).encode(),
     ));
-    run(shard, cmd, predicates, mutations, Vec::new())?;
+    run(seq, cmd, predicates, mutations, Vec::new())?;
     Ok(RestorePhase::Copying)
 }
 
@@ -1435,6 +1469,7 @@ fn release_source<S: Snapshot>(
 /// released).
 fn publish<S: Snapshot>(
     shard: &MetaShard,
+    seq: &mut Sequenced<'_>,
     snap: &S,
     old: Vec<u8>,
     mut op: RestoreOperation,
@@ -1487,7 +1522,7 @@ fn publish<S: Snapshot>(
         key,
         Operation::Restore(Box::new(op)).encode(),
     ));
-    run(shard, cmd, predicates, mutations, vec![event])?;
+    run(seq, cmd, predicates, mutations, vec![event])?;
     Ok(RestorePhase::Complete)
 }
 
@@ -1501,23 +1536,26 @@ fn publish<S: Snapshot>(
 pub fn abort(shard: &MetaShard, op_id: &OperationId, error: TerminalError) -> Result<RestorePhase> {
     let root = shard.root_id();
     retrying(|| {
-        let snap = shard.inner.store.snapshot();
-        let (bytes, op) = read_op(&snap, &root, op_id)?.ok_or(RestoreError::OperationNotFound)?;
-        match op.phase {
-            RestorePhase::Preparing
-            | RestorePhase::Copying
-            | RestorePhase::SourceSealed
-            | RestorePhase::Ready => {}
-            p => return Ok(p),
-        }
-        let (_, marker) = staging_marker(&snap, &root, &op)?;
-        let next = RestoreOperation {
-            phase: RestorePhase::Aborting,
-            cleanup_next_sequence: 0,
-            result: OperationResult::Failed(error.clone()),
-            ..op
-        };
-        commit_op(shard, &snap, bytes, next, &marker, b"abort")
+        shard.sequenced(|seq| {
+            let snap = seq.snapshot();
+            let (bytes, op) =
+                read_op(&snap, &root, op_id)?.ok_or(RestoreError::OperationNotFound)?;
+            match op.phase {
+                RestorePhase::Preparing
+                | RestorePhase::Copying
+                | RestorePhase::SourceSealed
+                | RestorePhase::Ready => {}
+                p => return Ok(p),
+            }
+            let (_, marker) = staging_marker(&snap, &root, &op)?;
+            let next = RestoreOperation {
+                phase: RestorePhase::Aborting,
+                cleanup_next_sequence: 0,
+                result: OperationResult::Failed(error.clone()),
+                ..op
+            };
+            commit_op(shard, seq, &snap, bytes, next, &marker, b"abort")
+        })
     })
 }
 
@@ -1602,6 +1640,7 @@ fn unstage_path<S: Snapshot>(
 
 fn cleanup_batch<S: Snapshot>(
     shard: &MetaShard,
+    seq: &mut Sequenced<'_>,
     snap: &S,
     old: Vec<u8>,
     mut op: RestoreOperation,
@@ -1712,7 +1751,7 @@ fn cleanup_batch<S: Snapshot>(
         key,
         Operation::Restore(Box::new(op)).encode(),
     ));
-    run(shard, cmd, predicates, mutations, Vec::new())?;
+    run(seq, cmd, predicates, mutations, Vec::new())?;
     Ok(phase)
 }
 

@@ -44,7 +44,7 @@ use crate::codec::{
     SnapshotState, WorkspaceCurrent, WorkspaceIncarnationClaim, WorkspaceState,
 };
 use crate::command::executor::{check_handle_fences, replay_lookup};
-use crate::command::{execute, CommandOutcome, Mutation, Predicate};
+use crate::command::{CommandOutcome, Mutation, Predicate};
 use crate::error::{Error, Result};
 use crate::ids::{
     validate_workbench_id, AliasName, OperationId, RequestId, RootId, SnapshotId,
@@ -56,7 +56,6 @@ use crate::shard::MetaShard;
 use crate::store::{Snapshot, TxnStore};
 
 use super::lease_clock::{self, LeaseReading, DEFAULT_SKEW_GRACE_MS};
-use super::MAX_ATTEMPTS;
 
 /// Milliseconds in one day (the facade's `ttl_days` unit).
 pub const DAY_MS: u64 = 86_400_000;
@@ -209,6 +208,10 @@ pub struct RetireSnapshotRequest {
     pub workbench_id: String,
     /// Which snapshot.
     pub selector: SnapshotSelector,
+    /// Canonical `{metadata, reason}` retire annotation bytes (≤ [`MAX_ANNOTATION_BYTES`]),
+    /// stored with the first retirement and never replaced (`None`: the retirement carries
+    /// none).
+    pub annotation: Option<Vec<u8>>,
 }
 
 /// What one reaper pass did.
@@ -487,20 +490,6 @@ fn selector_bytes(s: &SnapshotSelector) -> Vec<u8> {
     }
 }
 
-/// Runs `attempt` up to [`MAX_ATTEMPTS`] times, rebuilding on a stale read version or a failed
-/// predicate.
-fn retrying<T>(mut attempt: impl FnMut() -> Result<T>) -> Result<T> {
-    for _ in 0..MAX_ATTEMPTS {
-        match attempt() {
-            Err(Error::ReadVersionConflict { .. }) | Err(Error::CommandPredicateFailed) => continue,
-            other => return other,
-        }
-    }
-    Err(Error::ReadVersionConflict {
-        attempts: MAX_ATTEMPTS,
-    })
-}
-
 // ---------------------------------------------------------------------------------------------
 // Create / renew / retire
 
@@ -510,7 +499,7 @@ fn retrying<T>(mut attempt: impl FnMut() -> Result<T>) -> Result<T> {
 /// Errors: [`Error::InvalidArgument`] (ttl, annotation size, workbench id);
 /// [`Error::WorkspaceNotFound`]; [`Error::SnapshotLifecycle`] when `require_commit_head` and the
 /// workbench has no commit head; [`Error::RequestReplayMismatch`]; [`Error::ReadVersionConflict`]
-/// after [`MAX_ATTEMPTS`]; [`Error::Fenced`]; codec and storage errors.
+/// after [`super::MAX_ATTEMPTS`]; [`Error::Fenced`]; codec and storage errors.
 pub fn create(
     shard: &MetaShard,
     req: &CreateSnapshotRequest,
@@ -541,9 +530,9 @@ pub fn create(
         ],
     );
     let root = shard.root_id();
-    retrying(|| {
-        let lease = lease_clock::observe(shard, wall_unix_ms, policy.skew_grace_ms)?;
-        let snap = shard.inner.store.snapshot();
+    super::sequenced_retrying(shard, |seq| {
+        let lease = lease_clock::observe_in(shard, seq, wall_unix_ms, policy.skew_grace_ms)?;
+        let snap = seq.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         if let Some(out) = replay_lookup(&snap, &root, &req.request_id, &digest)? {
             return receipt(out);
@@ -591,6 +580,7 @@ pub fn create(
             consumer_count: 0,
             consumer_epoch: 0,
             annotation: req.annotation.clone(),
+            retire_annotation: None,
         };
         let rkey = ref_key(&root, &inc, id);
         let hkey = hold_key(&root, HoldId::Snapshot(id));
@@ -655,7 +645,7 @@ pub fn create(
             id,
         )];
         drop(snap);
-        receipt(execute(&shard.inner.store, &shard.inner.fence, cmd)?)
+        receipt(seq.execute(cmd)?)
     })
 }
 
@@ -682,9 +672,9 @@ pub fn renew(
         ],
     );
     let root = shard.root_id();
-    retrying(|| {
-        let lease = lease_clock::observe(shard, wall_unix_ms, policy.skew_grace_ms)?;
-        let snap = shard.inner.store.snapshot();
+    super::sequenced_retrying(shard, |seq| {
+        let lease = lease_clock::observe_in(shard, seq, wall_unix_ms, policy.skew_grace_ms)?;
+        let snap = seq.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         if let Some(out) = replay_lookup(&snap, &root, &req.request_id, &digest)? {
             return receipt(out);
@@ -755,17 +745,19 @@ pub fn renew(
             r.id,
         )];
         drop(snap);
-        receipt(execute(&shard.inner.store, &shard.inner.fence, cmd)?)
+        receipt(seq.execute(cmd)?)
     })
 }
 
 /// Retires the selected snapshot (retirement does not depend on the lease clock; `wall_unix_ms`
 /// and `policy` keep the lifecycle calls uniform): `Active -> Retired` with zero consumers at the
-/// expected epoch,
-/// its hold released. Retiring an already retired snapshot writes nothing and returns
-/// `changed = false`.
+/// expected epoch, its hold released, and the request's retire annotation stored in the same
+/// SnapshotRef row (value version 2). Retiring an already retired snapshot writes nothing and
+/// returns `changed = false` with the stored record — the *first* retirement's annotation, never
+/// the retry's.
 ///
-/// Errors: [`Error::WorkspaceNotFound`]; [`Error::SnapshotNotFound`];
+/// Errors: [`Error::InvalidArgument`] for an annotation over [`MAX_ANNOTATION_BYTES`];
+/// [`Error::WorkspaceNotFound`]; [`Error::SnapshotNotFound`];
 /// [`Error::ForkRetentionActive`] while restore/fork consumers hold it;
 /// [`Error::SnapshotExpired`] (`reaped`) after the reaper's claim; [`Error::ReadVersionConflict`];
 /// [`Error::Fenced`]; codec and storage errors.
@@ -776,13 +768,27 @@ pub fn retire(
     policy: &SnapshotPolicy,
 ) -> Result<SnapshotReceipt> {
     let _ = (wall_unix_ms, policy);
-    let digest = digest(
-        b"nokv.snapshot.retire.v1\0",
-        &[req.workbench_id.as_bytes(), &selector_bytes(&req.selector)],
-    );
+    if req
+        .annotation
+        .as_ref()
+        .is_some_and(|a| a.len() > MAX_ANNOTATION_BYTES)
+    {
+        return Err(Error::invalid(format!(
+            "retire annotation is longer than {MAX_ANNOTATION_BYTES} bytes"
+        )));
+    }
+    // A request without an annotation keeps its original digest.
+    let selector = selector_bytes(&req.selector);
+    let mut parts: Vec<&[u8]> = vec![req.workbench_id.as_bytes(), &selector];
+    if let Some(a) = &req.annotation {
+        parts.push(b"retire_annotation");
+        parts.push(a);
+    }
+    let digest = digest(b"nokv.snapshot.retire.v1\0", &parts);
     let root = shard.root_id();
-    retrying(|| {
-        let snap = shard.inner.store.snapshot();
+    super::sequenced_retrying(shard, |seq| {
+        seq.prepare_write()?;
+        let snap = seq.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         if let Some(out) = replay_lookup(&snap, &root, &req.request_id, &digest)? {
             return receipt(out);
@@ -815,6 +821,7 @@ pub fn retire(
         }
         let record = SnapshotRef {
             state: SnapshotState::Retired,
+            retire_annotation: req.annotation.clone(),
             ..r.record.clone()
         };
         let (mut predicates, mut mutations) = alias_rows(&r, Some(SnapshotState::Retired));
@@ -855,7 +862,7 @@ pub fn retire(
             r.id,
         )];
         drop(snap);
-        receipt(execute(&shard.inner.store, &shard.inner.fence, cmd)?)
+        receipt(seq.execute(cmd)?)
     })
 }
 
@@ -980,14 +987,18 @@ pub fn min_hold_version(shard: &MetaShard) -> Result<Option<u64>> {
 
 /// Raises the holt history floor to `min(lowest hold read version, version -
 /// history_retention_versions)` when that is above the current floor, and returns the floor.
-/// The floor never passes a hold (see the module docs).
+/// The floor never passes a hold (see the module docs). The durable store setting
+/// `history_retention_versions` ([`crate::ops::settings`]) wins over
+/// `policy.history_retention_versions` once it is set.
 ///
 /// Errors: codec and storage errors.
 pub fn maintain_history_floor(shard: &MetaShard, policy: &SnapshotPolicy) -> Result<u64> {
     let store = &shard.inner.store;
     // Read the tip first: every hold committed after this point has read_version >= tip.
     let tip = shard.version()?;
-    let mut target = tip.saturating_sub(policy.history_retention_versions);
+    let retention =
+        super::settings::history_retention_versions(shard, policy.history_retention_versions)?;
+    let mut target = tip.saturating_sub(retention);
     if let Some(min) = min_hold_version(shard)? {
         target = target.min(min);
     }
@@ -1079,8 +1090,9 @@ fn workbench_of<S: Snapshot>(
 /// snapshot. Returns its workbench id when this call claimed it.
 fn claim(shard: &MetaShard, k: &SnapshotRefKey, lease: &LeaseReading) -> Result<Option<String>> {
     let root = shard.root_id();
-    retrying(|| {
-        let snap = shard.inner.store.snapshot();
+    super::sequenced_retrying(shard, |seq| {
+        seq.prepare_write()?;
+        let snap = seq.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         let key = k.encode();
         let Some(bytes) = snap.get(Family::SnapshotRef, &key)? else {
@@ -1136,7 +1148,7 @@ fn claim(shard: &MetaShard, k: &SnapshotRefKey, lease: &LeaseReading) -> Result<
             k.snapshot_id,
         )];
         drop(snap);
-        execute(&shard.inner.store, &shard.inner.fence, cmd)?;
+        seq.execute(cmd)?;
         Ok(Some(workbench_id))
     })
 }
@@ -1144,8 +1156,9 @@ fn claim(shard: &MetaShard, k: &SnapshotRefKey, lease: &LeaseReading) -> Result<
 /// `ReapClaimed -> Reaped` (terminal), alias projection updated. Returns whether it wrote.
 fn finalize(shard: &MetaShard, k: &SnapshotRefKey) -> Result<bool> {
     let root = shard.root_id();
-    retrying(|| {
-        let snap = shard.inner.store.snapshot();
+    super::sequenced_retrying(shard, |seq| {
+        seq.prepare_write()?;
+        let snap = seq.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         let key = k.encode();
         let Some(bytes) = snap.get(Family::SnapshotRef, &key)? else {
@@ -1179,7 +1192,7 @@ fn finalize(shard: &MetaShard, k: &SnapshotRefKey) -> Result<bool> {
         cmd.predicates = predicates;
         cmd.mutations = mutations;
         drop(snap);
-        execute(&shard.inner.store, &shard.inner.fence, cmd)?;
+        seq.execute(cmd)?;
         Ok(true)
     })
 }
@@ -1314,9 +1327,9 @@ fn consumer_command(
     policy: &SnapshotPolicy,
 ) -> Result<SnapshotReceipt> {
     let root = shard.root_id();
-    retrying(|| {
-        let lease = lease_clock::observe(shard, wall_unix_ms, policy.skew_grace_ms)?;
-        let snap = shard.inner.store.snapshot();
+    super::sequenced_retrying(shard, |seq| {
+        let lease = lease_clock::observe_in(shard, seq, wall_unix_ms, policy.skew_grace_ms)?;
+        let snap = seq.snapshot();
         check_handle_fences(&snap, &shard.inner.fence)?;
         let (_, ws) = visible_marker(&snap, &root, workbench_id)?;
         let parts = if attach {
@@ -1352,7 +1365,7 @@ fn consumer_command(
         cmd.predicates = parts.predicates;
         cmd.mutations = parts.mutations;
         drop(snap);
-        receipt(execute(&shard.inner.store, &shard.inner.fence, cmd)?)
+        receipt(seq.execute(cmd)?)
     })
 }
 

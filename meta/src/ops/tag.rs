@@ -88,8 +88,11 @@ fn consumer_key(
     .encode()
 }
 
-fn visible_ws(
-    snap: &ShardSnapshot,
+/// Reads the Visible WorkspaceCurrent marker of `workbench_id`: `(key, bytes, value)`.
+///
+/// Errors: [`Error::WorkspaceNotFound`] when absent or not Visible; codec and storage errors.
+pub(crate) fn visible_ws(
+    snap: &impl Snapshot,
     root: &RootId,
     workbench_id: &str,
 ) -> Result<(Vec<u8>, Vec<u8>, WorkspaceCurrent)> {

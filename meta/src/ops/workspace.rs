@@ -6,14 +6,12 @@ use crate::codec::{
     workspace_current, workspace_incarnation_claim, ChangeEvent, ChangeKind, CommandResult,
     WorkspaceCurrent, WorkspaceIncarnationClaim, WorkspaceState,
 };
-use crate::command::{execute, Mutation, Predicate};
+use crate::command::{Mutation, Predicate};
 use crate::error::{Error, Result};
 use crate::ids::{validate_workbench_id, RequestId, WorkspaceIncarnationId};
 use crate::schema::Family;
 use crate::shard::MetaShard;
-use crate::store::{Snapshot, TxnStore};
-
-use super::MAX_ATTEMPTS;
+use crate::store::Snapshot;
 
 /// Result of [`MetaShard::create_workspace`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,14 +30,14 @@ pub struct CreateWorkspaceOutcome {
 /// An existing `Visible` marker returns `created = false` without writing.
 ///
 /// Errors: [`Error::InvalidArgument`] for an invalid id; [`Error::WorkspaceUnavailable`] for a
-/// `Staging`/`Retired` marker; [`Error::ReadVersionConflict`] after [`MAX_ATTEMPTS`];
+/// `Staging`/`Retired` marker; [`Error::ReadVersionConflict`] after [`super::MAX_ATTEMPTS`];
 /// [`Error::Fenced`]; storage and codec errors.
 pub fn create_workspace(shard: &MetaShard, workbench_id: &str) -> Result<CreateWorkspaceOutcome> {
     validate_workbench_id(workbench_id)?;
     let root = shard.root_id();
     let ws_key = workspace_current::key(&root, workbench_id);
-    for _ in 0..MAX_ATTEMPTS {
-        let snap = shard.inner.store.snapshot();
+    super::sequenced_retrying(shard, |seq| {
+        let snap = seq.snapshot();
         if let Some(b) = snap.get(Family::WorkspaceCurrent, &ws_key)? {
             let ws = WorkspaceCurrent::decode(&b)?;
             if ws.state == WorkspaceState::Visible {
@@ -53,6 +51,9 @@ pub fn create_workspace(shard: &MetaShard, workbench_id: &str) -> Result<CreateW
                 state: ws.state,
             });
         }
+        // A write is due: a writer's first write advances its owner epoch (a commit), after
+        // which the command below meets a stale read version and the loop re-reads.
+        seq.prepare_write()?;
         let read_version = snap.version();
         let commit_version = read_version + 1;
         let incarnation = WorkspaceIncarnationId::random()?;
@@ -102,18 +103,11 @@ pub fn create_workspace(shard: &MetaShard, workbench_id: &str) -> Result<CreateW
             before_generation: None,
             after_generation: None,
         }];
-        match execute(&shard.inner.store, &shard.inner.fence, cmd) {
-            Ok(_) => {
-                return Ok(CreateWorkspaceOutcome {
-                    workspace: ws,
-                    created: true,
-                })
-            }
-            Err(Error::ReadVersionConflict { .. }) | Err(Error::CommandPredicateFailed) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(Error::ReadVersionConflict {
-        attempts: MAX_ATTEMPTS,
+        drop(snap);
+        seq.execute(cmd)?;
+        Ok(CreateWorkspaceOutcome {
+            workspace: ws,
+            created: true,
+        })
     })
 }

@@ -7,7 +7,8 @@
 //! under an Equals predicate on its previous bytes. The entrypoints are:
 //!
 //! - store initialization (LSN 1: marker, placement, presentation root, owner epoch 1, RootFence);
-//! - physical-owner epoch advancement at every open ([`RecoveryEntry::OwnerEpochAdvance`]);
+//! - physical-owner epoch advancement before a writer handle's first write
+//!   ([`RecoveryEntry::OwnerEpochAdvance`]);
 //! - every [`crate::command::MetadataCommand`];
 //! - every monotonic lease-clock observation that changes the persisted lease clock
 //!   ([`RecoveryEntry::LeaseClockObservation`], see [`crate::ops::lease_clock`]).
@@ -48,7 +49,9 @@
 //!
 //! The mutation list is the exact ordered list of authoritative puts/deletes the batch applied
 //! (command mutations, ChangeEvent rows and the CommandDedupe row for a command), excluding the
-//! outbox rows themselves and the System recovery tail, which are derived. The typed result
+//! outbox rows themselves, the System recovery tail and the retention bookkeeping of a
+//! maintenance step carried by the same batch (removed outbox rows, the `recovery_pruned` and
+//! `recovery_verified` points), which are derived. The typed result
 //! evidence is the kind body: the encoded [`CommandResult`] (the same bytes CommandDedupe
 //! stores) for a command, the new epoch for an epoch advance.
 //!
@@ -64,23 +67,69 @@
 //! LSNs start at 1 (the initialization record) and are contiguous. The header repeats the
 //! previous digest so a single header can be checked against its predecessor.
 //!
-//! ## Verification at open
+//! ## Verification
 //!
-//! Verification (at every open, and on demand through
-//! [`crate::MetaShard::verify_recovery_outbox`]) walks the whole tree once — O(outbox) time at
-//! every open, accepted for now; memory bounded by the largest record — and checks:
-//! contiguous LSNs from 1, strict header/chunk framing, declared vs present chunks (missing or
-//! orphan chunk, any key outside the two row shapes), the complete hash chain, a decodable
-//! logical record naming its own LSN, and agreement of the last header with the System tail.
-//! Any failure is [`Error::RecoveryOutboxCorrupt`] naming the LSN; the store is refused before
-//! anything is written. A checkpointed chain tail (verify only the suffix after a trusted
-//! checkpoint) is future work; so are replay to a remote consumer, ACK and truncation (the seed
-//! wires none of them yet).
+//! Three System chain points bound the work (all in the [`RecoveryTail`] encoding):
+//!
+//! ```text
+//! recovery_pruned   ≤   recovery_verified   ≤   recovery_tail
+//! (last removed LSN)    (read back and verified) (last applied LSN)
+//! ```
+//!
+//! - **At open** (writer or read-only) only the records after the verified head are read:
+//!   the head must be anchored (its LSN within `[pruned, tail]`, and the retained header at
+//!   its LSN carries exactly its digest), and the records after it must verify —
+//!   contiguous LSNs, strict header/chunk framing, declared vs present chunks (missing or
+//!   orphan chunk), the hash chain continuing from the head's digest, a decodable logical
+//!   record naming its own LSN, no row after the last record, agreement of the last header
+//!   with the System tail. Any failure is [`Error::RecoveryOutboxCorrupt`] naming the LSN
+//!   and the store is refused before anything is written. The cost is the number of records
+//!   appended since the head last moved — bounded by the maintenance interval of writers —
+//!   not the store's history. A store written before these System records existed has no
+//!   head and no pruned point: its first open verifies the whole chain from LSN 1 once.
+//! - **The head moves** only in a writer's maintenance step (see below): to the tail that
+//!   writer verified at its own open (recorded in the batch of its first write), or to the
+//!   current tail after the step has read back and verified every record after the head.
+//!   A head is therefore never ahead of what some open or step actually verified.
+//! - **Full verification** — [`crate::MetaShard::verify_recovery_outbox`], the `nokv verify`
+//!   command — reads every retained record from the pruned point to the tail, checks that
+//!   nothing below the pruned point remains, and that the head is anchored. O(retained
+//!   records); it runs on a read-only handle too.
+//!
+//! ## Retention
+//!
+//! Records below the applied recovery LSN are kept per a [`RetentionPolicy`]: at most
+//! `max_records` (default 1,024) of the newest records and at most `max_bytes` (default
+//! 2 MiB) of their logical bytes, whichever keeps fewer — but never a record after the
+//! verified head. A **maintenance step** removes the oldest records the policy no longer keeps,
+//! at most [`MAX_PRUNE_STEP`] (256) records (header and chunk rows) per step, and records the
+//! new `recovery_pruned` point (the removed record's chain digest) in the same holt batch,
+//! under Equals/Absent predicates on the previous points. Writers run one step with their
+//! first write (in the owner-epoch advance batch) and one more whenever the shard's commit
+//! version has advanced by [`RetentionPolicy::maintenance_interval`] (default
+//! [`MAINTENANCE_INTERVAL`], 128) since the last one, so a long-running
+//! writer keeps both the unverified suffix and the retained outbox bounded, and no step is a
+//! pass over the whole history. Read-only handles never write. The pruned point and the head
+//! are derived recovery bookkeeping like the tail: they get no outbox record of their own.
+//!
+//! This retention is a contract change of seed 000 (which wires no outbox truncation):
+//! the outbox keeps a bounded window of recent records as local recovery material; no remote
+//! consumer, ACK protocol or replay to a consumer exists yet, so nothing depends on older
+//! records. CommandDedupe rows keep their recovery LSN even after the record is removed.
 
+mod retention;
 mod verify;
 
-pub(crate) use verify::verify;
+pub(crate) use retention::{plan_step, verify_after_head, verify_all};
+pub use retention::{
+    read_points, ChainPoints, MaintenanceReport, RetentionPolicy, DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_RECORDS, MAX_PRUNE_STEP,
+};
 pub use verify::OutboxSummary;
+
+/// A writer handle runs one maintenance step whenever the shard's commit version has advanced
+/// by this many versions since its last step (see "Retention").
+pub const MAINTENANCE_INTERVAL: u64 = 128;
 
 use sha2::{Digest, Sha256};
 

@@ -1,8 +1,8 @@
-//! Open-time verification of the RecoveryOutbox (see the parent module docs).
+//! Verification of the RecoveryOutbox chain (see the parent module docs, "Verification").
 
 use super::{
-    chain_digest, decode_chunk, decode_chunk_key, decode_header_key, decode_record, OutboxHeader,
-    CHUNK_BYTES, CHUNK_KEY_TAG, HEADER_KEY_TAG,
+    chain_digest, chunk_key, decode_chunk, decode_chunk_key, decode_header_key, decode_record,
+    header_key, OutboxHeader, CHUNK_BYTES, CHUNK_KEY_TAG, HEADER_KEY_TAG,
 };
 use crate::codec::system::RecoveryTail;
 use crate::error::{Error, Result};
@@ -12,12 +12,27 @@ use crate::store::{ScanItem, ScanSpec, Snapshot, MAX_SCAN_ITEMS};
 /// What a successful verification walked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OutboxSummary {
-    /// Number of records (= the last LSN, since LSNs start at 1).
+    /// Number of records verified.
     pub records: u64,
-    /// Number of chunk rows.
+    /// Number of chunk rows verified.
     pub chunks: u64,
-    /// Sum of logical record lengths in bytes.
+    /// Sum of the verified logical record lengths in bytes.
     pub record_bytes: u64,
+    /// First LSN verified (`last_lsn + 1` when there was nothing to verify).
+    pub first_lsn: u64,
+    /// Last LSN of the chain (the System recovery tail's applied LSN).
+    pub last_lsn: u64,
+}
+
+/// How much of the outbox a verification covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// Every row of the tree: the retained records start right after the pruned chain point
+    /// `from` and nothing below it may remain (the explicit full verification).
+    Full,
+    /// Only the records after the chain point `from` (open: after the verified head); rows at or
+    /// below it are not read.
+    Suffix,
 }
 
 fn corrupt(lsn: u64, reason: impl Into<String>) -> Error {
@@ -27,8 +42,8 @@ fn corrupt(lsn: u64, reason: impl Into<String>) -> Error {
     }
 }
 
-/// An ordered cursor over the rows of one RecoveryOutbox key prefix, fetched in bounded scans
-/// of [`MAX_SCAN_ITEMS`] rows (memory: one page).
+/// An ordered cursor over the rows of one RecoveryOutbox key prefix after an optional marker,
+/// fetched in bounded scans of [`MAX_SCAN_ITEMS`] rows (memory: one page).
 struct Rows<'a, S: Snapshot> {
     snap: &'a S,
     prefix: Vec<u8>,
@@ -38,12 +53,12 @@ struct Rows<'a, S: Snapshot> {
 }
 
 impl<'a, S: Snapshot> Rows<'a, S> {
-    fn new(snap: &'a S, prefix: Vec<u8>) -> Self {
+    fn new(snap: &'a S, prefix: u8, after: Option<Vec<u8>>) -> Self {
         Rows {
             snap,
-            prefix,
+            prefix: vec![prefix],
             page: Default::default(),
-            marker: None,
+            marker: after,
             exhausted: false,
         }
     }
@@ -101,26 +116,102 @@ fn hex(b: &[u8]) -> String {
     crate::ids::to_hex(b)
 }
 
-/// Verifies the whole outbox at `snap` against the System `tail`.
+/// Checks that the chain point `point` (the verified head) is anchored in the stored chain: at
+/// the pruned point itself it must equal it; above it, the retained header at `point.applied_lsn`
+/// must carry exactly its digest; and it may not pass the System `tail`.
 ///
-/// Errors: [`Error::RecoveryOutboxCorrupt`] naming the first bad LSN; storage errors.
-pub(crate) fn verify<S: Snapshot>(snap: &S, tail: &RecoveryTail) -> Result<OutboxSummary> {
-    let mut headers = Rows::new(snap, vec![HEADER_KEY_TAG]);
-    let mut chunks = Rows::new(snap, vec![CHUNK_KEY_TAG]);
+/// Errors: [`Error::RecoveryOutboxCorrupt`] naming `point.applied_lsn`; [`Error::Storage`].
+pub(crate) fn check_anchor<S: Snapshot>(
+    snap: &S,
+    pruned: &RecoveryTail,
+    point: &RecoveryTail,
+    tail: &RecoveryTail,
+) -> Result<()> {
+    let lsn = point.applied_lsn;
+    if lsn < pruned.applied_lsn || lsn > tail.applied_lsn || pruned.applied_lsn > tail.applied_lsn {
+        return Err(corrupt(
+            lsn,
+            format!(
+                "verified head LSN {lsn} is outside the retained chain (pruned through LSN {}, \
+                 tail LSN {})",
+                pruned.applied_lsn, tail.applied_lsn
+            ),
+        ));
+    }
+    if lsn == pruned.applied_lsn {
+        if point.chain_digest != pruned.chain_digest {
+            return Err(corrupt(
+                lsn,
+                "verified head digest differs from the pruned point",
+            ));
+        }
+        return Ok(());
+    }
+    let Some(bytes) = snap.get(Family::RecoveryOutbox, &header_key(lsn))? else {
+        return Err(corrupt(
+            lsn,
+            format!("the verified head's record LSN {lsn} is missing"),
+        ));
+    };
+    let header =
+        OutboxHeader::decode(&bytes).map_err(|e| corrupt(lsn, format!("malformed header: {e}")))?;
+    if header.chain_digest != point.chain_digest {
+        return Err(corrupt(
+            lsn,
+            "verified head digest differs from the stored record",
+        ));
+    }
+    Ok(())
+}
+
+/// Verifies the outbox at `snap` from the chain point `from` (exclusive) to the System
+/// `tail`, in `scope`.
+///
+/// Checks: contiguous LSNs starting at `from.applied_lsn + 1`, strict header/chunk framing,
+/// declared vs present chunks (missing and orphan chunks), the hash chain starting at
+/// `from.chain_digest`, a decodable logical record naming its own LSN, no row after the last
+/// record (foreign rows), agreement of the last record with `tail`; with [`Scope::Full`] also
+/// that no row below `from` remains. Memory is bounded by the largest record.
+///
+/// Errors: [`Error::RecoveryOutboxCorrupt`] naming the first bad LSN; [`Error::Storage`].
+pub(crate) fn verify<S: Snapshot>(
+    snap: &S,
+    from: &RecoveryTail,
+    scope: Scope,
+    tail: &RecoveryTail,
+) -> Result<OutboxSummary> {
+    let start = from.applied_lsn;
+    let (header_after, chunk_after) = match scope {
+        Scope::Full => (None, None),
+        Scope::Suffix => (
+            (start > 0).then(|| header_key(start)),
+            (start > 0).then(|| chunk_key(start, u32::MAX)),
+        ),
+    };
+    let mut headers = Rows::new(snap, HEADER_KEY_TAG, header_after);
+    let mut chunks = Rows::new(snap, CHUNK_KEY_TAG, chunk_after.clone());
     if snap.get(Family::RecoveryOutbox, &[])?.is_some() {
-        return Err(corrupt(1, "row with an empty key"));
+        return Err(corrupt(start + 1, "row with an empty key"));
     }
     let mut summary = OutboxSummary {
         records: 0,
         chunks: 0,
         record_bytes: 0,
+        first_lsn: start + 1,
+        last_lsn: tail.applied_lsn,
     };
-    let mut previous = RecoveryTail::GENESIS.chain_digest;
-    let mut last_key: Option<Vec<u8>> = None;
-    let mut expected_lsn: u64 = 1;
+    let mut previous = from.chain_digest;
+    let mut last_key: Option<Vec<u8>> = chunk_after;
+    let mut expected_lsn: u64 = start + 1;
     while let Some((key, value)) = headers.next_row(expected_lsn)? {
         let lsn = decode_header_key(&key)
             .map_err(|_| corrupt(expected_lsn, format!("malformed header key {}", hex(&key))))?;
+        if lsn < expected_lsn {
+            return Err(corrupt(
+                lsn,
+                format!("record LSN {lsn} remains below the pruned chain point (LSN {start})"),
+            ));
+        }
         if lsn != expected_lsn {
             return Err(corrupt(
                 expected_lsn,
@@ -216,7 +307,8 @@ pub(crate) fn verify<S: Snapshot>(snap: &S, tail: &RecoveryTail) -> Result<Outbo
     if let Some((lsn, index)) = peek_chunk(&mut chunks, expected_lsn)? {
         return Err(corrupt(lsn, format!("orphan chunk {index} of LSN {lsn}")));
     }
-    // Every 0x00/0x01 key has been seen; anything after the largest one is foreign.
+    // Every 0x00/0x01 key of the verified range has been seen; anything after the largest one
+    // is foreign.
     let rest = snap.scan(
         Family::RecoveryOutbox,
         &ScanSpec {

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use super::{
-    CheckedWrite, RegistryEntry, ScanItem, ScanSpec, Snapshot, TxnStore, WriteFailure,
-    MAX_SCAN_ITEMS, VISIBILITY_WAIT,
+    CheckedWrite, PendingWrite, RegistryEntry, ScanItem, ScanSpec, Snapshot, TxnStore,
+    WriteFailure, MAX_SCAN_ITEMS, VISIBILITY_WAIT,
 };
 use crate::command::predicate::{Expectation, Mutation};
 use crate::error::{Error, Result};
@@ -152,6 +152,48 @@ impl TxnStore for HoltStore {
     }
 
     fn write(&self, write: CheckedWrite) -> std::result::Result<u64, WriteFailure> {
+        self.db.commit(self.batch(write)).map_err(write_failure)
+    }
+
+    fn accepted_snapshot(&self) -> HoltSnapshot {
+        HoltSnapshot {
+            view: self.db.accepted_view(),
+            trees: Arc::clone(&self.trees),
+        }
+    }
+
+    /// `holt::Db::commit_pipelined`: validated and accepted now, durable on wait.
+    fn write_pipelined(
+        &self,
+        write: CheckedWrite,
+    ) -> std::result::Result<PendingWrite, WriteFailure> {
+        let ticket = self
+            .db
+            .commit_pipelined(self.batch(write))
+            .map_err(write_failure)?;
+        let version = ticket.version();
+        Ok(PendingWrite::deferred(version, move || {
+            ticket.wait().map_err(Error::Storage)
+        }))
+    }
+
+    /// `holt::Db::wait_visible` (no polling).
+    fn wait_visible(&self, version: u64) -> Result<()> {
+        if self.db.wait_visible(version, VISIBILITY_WAIT)? {
+            Ok(())
+        } else {
+            Err(Error::Storage(holt::Error::Poisoned {
+                reason: format!(
+                    "version {version} did not become visible within {VISIBILITY_WAIT:?}"
+                ),
+            }))
+        }
+    }
+}
+
+impl HoltStore {
+    /// The holt batch of one checked write.
+    fn batch(&self, write: CheckedWrite) -> holt::Batch {
         let mut batch = holt::Batch::new();
         if let Some(v) = write.read_version {
             batch.expect_version(v);
@@ -170,16 +212,20 @@ impl TxnStore for HoltStore {
                 Mutation::Delete { family, key } => batch.delete(self.tree(family), key),
             }
         }
-        match self.db.commit(batch) {
-            Ok(v) => Ok(v),
-            Err(holt::Error::PredicateFailed { tree, key, .. }) => Err(WriteFailure::Predicate {
-                family: Family::from_name(&tree),
-                key,
-            }),
-            Err(holt::Error::VersionMismatch { expected, actual }) => {
-                Err(WriteFailure::ReadVersion { expected, actual })
-            }
-            Err(e) => Err(WriteFailure::Other(Error::Storage(e))),
+        batch
+    }
+}
+
+/// Maps a holt commit refusal to the store's [`WriteFailure`].
+fn write_failure(e: holt::Error) -> WriteFailure {
+    match e {
+        holt::Error::PredicateFailed { tree, key, .. } => WriteFailure::Predicate {
+            family: Family::from_name(&tree),
+            key,
+        },
+        holt::Error::VersionMismatch { expected, actual } => {
+            WriteFailure::ReadVersion { expected, actual }
         }
+        e => WriteFailure::Other(Error::from(e)),
     }
 }

@@ -107,6 +107,59 @@ pub enum WriteFailure {
     Other(Error),
 }
 
+/// A checked write the store has accepted — validated against its newest accepted state, which
+/// later writes are validated against — whose durability is pending (see
+/// [`TxnStore::write_pipelined`]).
+#[must_use = "a pipelined write is acknowledged only by PendingWrite::wait"]
+pub struct PendingWrite {
+    version: u64,
+    wait: Option<Box<dyn FnOnce() -> Result<u64> + Send>>,
+}
+
+impl std::fmt::Debug for PendingWrite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingWrite")
+            .field("version", &self.version)
+            .field("pending", &self.wait.is_some())
+            .finish()
+    }
+}
+
+impl PendingWrite {
+    /// A write that is already durable and visible at commit `version`.
+    pub fn done(version: u64) -> Self {
+        PendingWrite {
+            version,
+            wait: None,
+        }
+    }
+
+    /// A write accepted at commit `version` whose durability `wait` awaits (and returns the
+    /// commit version).
+    pub fn deferred(version: u64, wait: impl FnOnce() -> Result<u64> + Send + 'static) -> Self {
+        PendingWrite {
+            version,
+            wait: Some(Box::new(wait)),
+        }
+    }
+
+    /// The commit version the write was accepted at.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Waits until the write is durable and visible; returns its commit version.
+    ///
+    /// Errors: the store's durability failure ([`Error::Storage`] from holt: the group's I/O
+    /// error, or `Poisoned` when a group it was accepted on top of failed).
+    pub fn wait(self) -> Result<u64> {
+        match self.wait {
+            None => Ok(self.version),
+            Some(wait) => wait(),
+        }
+    }
+}
+
 /// A consistent read view at one version.
 pub trait Snapshot {
     /// The read version.
@@ -230,6 +283,41 @@ pub trait TxnStore: Send + Sync {
             pause = (pause * 2).min(std::time::Duration::from_millis(1));
         }
         true
+    }
+
+    /// A snapshot of the newest *accepted* state: every write accepted so far, including
+    /// pipelined ones not yet durable. For planning under the command sequencer only (see
+    /// [`crate::command::sequencer`]); never return data read from it before
+    /// [`TxnStore::wait_visible`] for its version returned. The default is
+    /// [`TxnStore::snapshot`] (a store without pipelining accepts only durable writes).
+    fn accepted_snapshot(&self) -> Self::Snap {
+        self.snapshot()
+    }
+
+    /// Validates `write` against the newest accepted state and accepts it without waiting for
+    /// durability; [`PendingWrite::wait`] returns once it is durable and visible. The default
+    /// runs [`TxnStore::write`] (durable at return).
+    ///
+    /// Errors: as [`TxnStore::write`]; nothing is accepted on any error.
+    fn write_pipelined(
+        &self,
+        write: CheckedWrite,
+    ) -> std::result::Result<PendingWrite, WriteFailure> {
+        self.write(write).map(PendingWrite::done)
+    }
+
+    /// Waits until `version` is visible to new snapshots (bounded by [`VISIBILITY_WAIT`]).
+    ///
+    /// Errors: [`Error::Storage`] when the engine failed (a poisoned WAL: the version will never
+    /// become visible) or the wait timed out.
+    fn wait_visible(&self, version: u64) -> Result<()> {
+        if self.wait_for_version(version) {
+            Ok(())
+        } else {
+            Err(Error::Storage(holt::Error::Poisoned {
+                reason: format!("version {version} did not become visible"),
+            }))
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 //! [`ShardStore`]: the engine that backs one shard — the one switch between holt and etcd.
 
 use super::{
-    CheckedWrite, HoltSnapshot, HoltStore, ScanItem, ScanSpec, Snapshot, TxnStore, WriteFailure,
+    CheckedWrite, HoltSnapshot, HoltStore, PendingWrite, ScanItem, ScanSpec, Snapshot, TxnStore,
+    WriteFailure,
 };
 use crate::error::Result;
 use crate::schema::Family;
@@ -148,6 +149,33 @@ impl TxnStore for ShardStore {
             ShardStore::Holt(s) => s.set_history_floor(version),
             #[cfg(feature = "etcd")]
             ShardStore::Etcd(s) => s.set_history_floor(version),
+        }
+    }
+
+    fn accepted_snapshot(&self) -> ShardSnapshot {
+        match self {
+            ShardStore::Holt(s) => ShardSnapshot::Holt(s.accepted_snapshot()),
+            #[cfg(feature = "etcd")]
+            ShardStore::Etcd(s) => ShardSnapshot::Etcd(s.accepted_snapshot()),
+        }
+    }
+
+    fn write_pipelined(
+        &self,
+        write: CheckedWrite,
+    ) -> std::result::Result<PendingWrite, WriteFailure> {
+        match self {
+            ShardStore::Holt(s) => s.write_pipelined(write),
+            #[cfg(feature = "etcd")]
+            ShardStore::Etcd(s) => s.write_pipelined(write),
+        }
+    }
+
+    fn wait_visible(&self, version: u64) -> Result<()> {
+        match self {
+            ShardStore::Holt(s) => s.wait_visible(version),
+            #[cfg(feature = "etcd")]
+            ShardStore::Etcd(s) => s.wait_visible(version),
         }
     }
 }

@@ -23,7 +23,7 @@ use crate::workbench::{store_error, Workbench};
 use meta::ops::tag::{TagCondition, TagInfo};
 
 /// `nokv commit` arguments.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args, serde::Serialize, serde::Deserialize)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct CommitArgs {
     /// `retire` / `show` (omit to commit WORKBENCH).
@@ -49,7 +49,7 @@ pub struct CommitArgs {
 }
 
 /// `nokv commit` sub-actions.
-#[derive(Debug, Subcommand)]
+#[derive(Debug, Clone, Subcommand, serde::Serialize, serde::Deserialize)]
 pub enum CommitAction {
     /// Retire a commit that has no consumers left (no head, tag, lease or child commit).
     Retire {
@@ -67,7 +67,7 @@ pub enum CommitAction {
 }
 
 /// `nokv tag` actions.
-#[derive(Debug, Subcommand)]
+#[derive(Debug, Clone, Subcommand, serde::Serialize, serde::Deserialize)]
 pub enum TagCommand {
     /// Create or move a tag to a commit (CAS: `--create` = must be absent, `--expect G` = must
     /// be at generation G).
@@ -110,7 +110,7 @@ pub enum TagCommand {
 }
 
 /// `nokv find` arguments (the `workbench_find` tool).
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args, serde::Serialize, serde::Deserialize)]
 pub struct FindArgs {
     /// Only committed (`true`) or uncommitted (`false`) workbenches.
     #[arg(long)]
@@ -129,14 +129,9 @@ pub struct FindArgs {
     pub limit: Option<u64>,
 }
 
-fn open(dir: &Path, out: &mut dyn Write) -> Option<Client> {
-    match Client::open_with(
-        dir,
-        crate::client::ClientOptions {
-            create_if_missing: false,
-            ..Default::default()
-        },
-    ) {
+/// Opens the existing store (read-only for the reading actions, see [`super::read_only`]).
+fn open(dir: &Path, read_only: bool, out: &mut dyn Write) -> Option<Client> {
+    match super::read_only::open_existing(dir, read_only) {
         Ok(c) => Some(c),
         Err(e) => {
             print_json(out, &store_error(e).envelope());
@@ -171,9 +166,16 @@ fn obj(v: Value) -> Map<String, Value> {
 
 /// Runs `nokv commit …`; returns the exit code.
 pub fn run_commit(dir: &Path, args: CommitArgs, out: &mut dyn Write) -> u8 {
-    let Some(client) = open(dir, out) else {
+    let reads_only = matches!(args.action, Some(CommitAction::Show { .. }));
+    let Some(client) = open(dir, reads_only, out) else {
         return EXIT_TOOL_ERROR;
     };
+    run_commit_with(&client, args, out)
+}
+
+/// [`run_commit`] on an open client (the server runs it for `nokv --server`).
+pub fn run_commit_with(client: &Client, args: CommitArgs, out: &mut dyn Write) -> u8 {
+    let client = client.clone();
     match args.action {
         Some(CommitAction::Retire { commit }) => match client.retire_commit(&commit) {
             Ok(r) => success(
@@ -286,9 +288,16 @@ pub fn run_commit(dir: &Path, args: CommitArgs, out: &mut dyn Write) -> u8 {
 
 /// Runs `nokv tag …`; returns the exit code.
 pub fn run_tag(dir: &Path, cmd: TagCommand, out: &mut dyn Write) -> u8 {
-    let Some(client) = open(dir, out) else {
+    let reads_only = matches!(cmd, TagCommand::Get { .. } | TagCommand::List { .. });
+    let Some(client) = open(dir, reads_only, out) else {
         return EXIT_TOOL_ERROR;
     };
+    run_tag_with(&client, cmd, out)
+}
+
+/// [`run_tag`] on an open client (the server runs it for `nokv --server`).
+pub fn run_tag_with(client: &Client, cmd: TagCommand, out: &mut dyn Write) -> u8 {
+    let client = client.clone();
     match cmd {
         TagCommand::Set {
             workbench,
@@ -345,9 +354,15 @@ pub fn run_tag(dir: &Path, cmd: TagCommand, out: &mut dyn Write) -> u8 {
 
 /// Runs `nokv find …` through the `workbench_find` tool; returns the exit code.
 pub fn run_find(dir: &Path, args: FindArgs, out: &mut dyn Write) -> u8 {
-    let Some(client) = open(dir, out) else {
+    let Some(client) = open(dir, true, out) else {
         return EXIT_TOOL_ERROR;
     };
+    run_find_with(&client, args, out)
+}
+
+/// [`run_find`] on an open client (the server runs it for `nokv --server`).
+pub fn run_find_with(client: &Client, args: FindArgs, out: &mut dyn Write) -> u8 {
+    let client = client.clone();
     let mut input = Map::new();
     if let Some(c) = args.committed {
         input.insert("committed".into(), Value::from(c));

@@ -11,11 +11,20 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use serde_json::Value;
 
-mod commit_cmd;
-mod restore_cmd;
+pub(crate) mod commit_cmd;
+mod config_cmd;
+pub(crate) mod fsck_cmd;
+pub(crate) mod gc_cmd;
+mod mcp_cmd;
+pub mod read_only;
+pub(crate) mod remote_cmd;
+pub(crate) mod restore_cmd;
+mod rm_cmd;
 mod root_cmd;
+mod serve_cmd;
 mod shard_cmd;
-mod snapshot_cmd;
+pub(crate) mod snapshot_cmd;
+mod verify_cmd;
 
 use crate::client::Client;
 use crate::workbench::errors::ToolError;
@@ -38,6 +47,10 @@ pub struct Cli {
     /// No progress bars (they are also off when stdout is not a terminal).
     #[arg(long, short = 'q', global = true)]
     pub quiet: bool,
+    /// Talk to a `nokv serve` server instead of opening the store (default: $NOKV_SERVER; the
+    /// bearer token comes from $NOKV_TOKEN). Output is identical to the embedded store's.
+    #[arg(long, global = true, value_name = "URL")]
+    pub server: Option<String>,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
@@ -55,6 +68,10 @@ pub enum Command {
     },
     /// Print every tool's name, description and input schema (JSON).
     Schema,
+    /// Serve the 18 Workbench tools over MCP (JSON-RPC on stdin/stdout) until stdin closes or
+    /// SIGTERM: on the embedded store (this process owns it while it runs) or, with `--server
+    /// URL`, through a `nokv serve` process shared by many clients.
+    Mcp(mcp_cmd::McpArgs),
     /// Copy a workbench (or one section/path prefix) into a local directory, verifying digests.
     Materialize {
         /// Workbench id.
@@ -157,7 +174,8 @@ pub enum Command {
         action: snapshot_cmd::SnapshotCommand,
     },
     /// Print visible change events (one JSON object per line, each with its resume `cursor`).
-    /// The process owns the store while it runs (embedded store: one process at a time).
+    /// Opens the store read-only (never waits for or blocks a writer); `--follow` reopens it at
+    /// every poll.
     Changes {
         /// Resume strictly after this cursor (from an earlier line's `cursor`).
         #[arg(long, value_name = "CURSOR")]
@@ -175,6 +193,29 @@ pub enum Command {
         #[arg(long, default_value_t = 500)]
         poll_ms: u64,
     },
+    /// Serve the store to many agents over HTTP (`/v1/` protocol; see docs/server.md):
+    /// `nokv serve --store DIR --listen ADDR [--token-file F]`. Runs until SIGTERM/SIGINT, then
+    /// drains in-flight requests and closes the store.
+    Serve(serve_cmd::ServeArgs),
+    /// Remove an artifact (`nokv rm WB PATH [--expected-generation G] [--request-id HEX32]`) or
+    /// everything under a prefix (`nokv rm -r WB PREFIX`); prints one JSON envelope.
+    Rm(rm_cmd::RmArgs),
+    /// Garbage collection: one pass (`--dry-run`, `--max-revisions N`), or `--explain WB PATH |
+    /// REVISION` to say why a revision is kept.
+    Gc(gc_cmd::GcArgs),
+    /// Check every count, seal, index row and the recovery chain from authoritative rows; exit 1
+    /// on findings. `--repair-index` rebuilds the SecondaryIndex rows first.
+    Fsck(fsck_cmd::FsckArgs),
+    /// Durable store settings: `get NAME`, `set NAME VALUE`, `list`.
+    Config {
+        /// The config action.
+        #[command(subcommand)]
+        action: config_cmd::ConfigCommand,
+    },
+    /// Verify the store's RecoveryOutbox chain in full (every retained record, from the pruned
+    /// point to the tail), read-only and without the lock; `--maintain` also runs outbox
+    /// maintenance steps as the writer until retention holds. Prints one JSON envelope.
+    Verify(verify_cmd::VerifyArgs),
     /// Create a new store and persist where its objects live (default: the local directory
     /// `<store>/objects`). With `--objects s3://bucket/prefix` the store keeps its blocks in an
     /// S3-compatible bucket (credentials from the standard AWS environment/profile chain) behind
@@ -212,7 +253,7 @@ pub enum Command {
 }
 
 /// `nokv operation` subcommands.
-#[derive(Debug, Subcommand)]
+#[derive(Debug, Clone, Subcommand, serde::Serialize, serde::Deserialize)]
 pub enum OperationAction {
     /// Recover orphaned Publish operations from the ledger (never by listing the bucket):
     /// resume verified Finalizing ones, abort and clean the others, reconcile quarantined ones.
@@ -241,6 +282,16 @@ pub fn store_dir(flag: Option<&Path>) -> PathBuf {
     }
 }
 
+/// The server to talk to: `--server`, else `$NOKV_SERVER` (empty: none).
+pub fn server_url(flag: Option<&str>) -> Option<String> {
+    match flag {
+        Some(u) => Some(u.to_string()),
+        None => std::env::var("NOKV_SERVER")
+            .ok()
+            .filter(|u| !u.trim().is_empty()),
+    }
+}
+
 /// Parses the process arguments and runs the command; returns the process exit code.
 pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
     let args: Vec<std::ffi::OsString> = args.into_iter().collect();
@@ -252,13 +303,8 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
                 return ExitCode::from(EXIT_OK); // --help / --version
             }
             // `nokv workbench …` promises one JSON envelope on stdout, even for usage errors.
-            if args.iter().skip(1).any(|a| a == "workbench") {
-                let env = ToolError::invalid_arguments(format!(
-                    "usage: nokv [--store DIR] workbench <tool> ['<json>' | -] ({})",
-                    err.kind()
-                ))
-                .envelope();
-                print_json(&mut std::io::stdout().lock(), &env);
+            if is_workbench_call(&args) {
+                print_json(&mut std::io::stdout().lock(), &usage_envelope(&err));
             }
             return ExitCode::from(EXIT_USAGE);
         }
@@ -266,7 +312,17 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
     let dir = store_dir(cli.store.as_deref());
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
+    if let Some(url) = server_url(cli.server.as_deref()) {
+        let local = matches!(
+            cli.command,
+            Command::Serve(_) | Command::Init { .. } | Command::Verify(_)
+        );
+        if !matches!(cli.command, Command::Mcp(_)) && (!local || cli.server.is_some()) {
+            return ExitCode::from(remote_cmd::run(&url, cli.quiet, cli.command, &mut out));
+        }
+    }
     let code = match cli.command {
+        Command::Serve(args) => serve_cmd::run_serve(&dir, args),
         Command::Workbench { tool, input } => {
             run_workbench(&dir, &tool, input.as_deref(), &mut out)
         }
@@ -274,11 +330,16 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
             print_json(&mut out, &schema::describe_all());
             EXIT_OK
         }
+        // The MCP transport writes stdout from another thread: release this thread's lock first.
+        Command::Mcp(args) => {
+            drop(out);
+            mcp_cmd::run_mcp(cli.store.as_deref(), cli.server.as_deref(), &args)
+        }
         Command::Materialize {
             workbench,
             dest,
             prefix,
-        } => with_client(&dir, |client| {
+        } => with_read_only_client(&dir, |client| {
             let mut bar = Bar::new(cli.quiet);
             let files = crate::materialize::materialize_with_progress(
                 client,
@@ -288,17 +349,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
                 &mut |e| bar.event(e),
             );
             bar.finish();
-            let files = files?;
-            let total: u64 = files.iter().map(|f| f.size_bytes).sum();
-            for f in &files {
-                let _ = writeln!(out, "{}  {}  {} bytes", f.digest_uri, f.path, f.size_bytes);
-            }
-            let _ = writeln!(
-                out,
-                "materialized {} files ({total} bytes) into {}, digests verified",
-                files.len(),
-                dest.display()
-            );
+            print_materialized(&mut out, &files?, &dest);
             Ok(())
         }),
         Command::Collect {
@@ -310,44 +361,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
             fields,
             index_json,
         } => with_client(&dir, |client| {
-            // Parse the index fields first: a refused collect must leave nothing behind.
-            let mut index = crate::materialize::CollectIndex {
-                index_json,
-                ..Default::default()
-            };
-            for spec in &fields {
-                let (name, value) = crate::index_fields::parse_field_arg(spec)?;
-                index.fields.insert(name, value);
-            }
-            // Check the local file first: a failed collect must not leave a new workbench behind.
-            let meta = std::fs::metadata(&file).map_err(|source| crate::Error::LocalIo {
-                op: "open",
-                path: file.clone(),
-                source,
-            })?;
-            if !meta.is_file() {
-                return Err(crate::Error::InvalidArgument(format!(
-                    "{} is not a regular file",
-                    file.display()
-                )));
-            }
-            Client::normalize(&path)?;
-            meta::index::projection::validate_index_fields(&index.fields)
-                .map_err(|e| crate::Error::InvalidArgument(e.to_string()))?;
-            if index.index_json {
-                if meta.len() > crate::index_fields::MAX_INDEX_JSON_BYTES as u64 {
-                    return Err(crate::Error::InvalidArgument(format!(
-                        "--index-json files are at most {} bytes",
-                        crate::index_fields::MAX_INDEX_JSON_BYTES
-                    )));
-                }
-                let body = std::fs::read(&file).map_err(|source| crate::Error::LocalIo {
-                    op: "read",
-                    path: file.clone(),
-                    source,
-                })?;
-                crate::index_fields::json_object_fields(&body)?;
-            }
+            let index = collect_precheck(&file, &path, &fields, index_json)?;
             client.create_workbench(&workbench)?;
             let ct = content_type
                 .unwrap_or_else(|| crate::materialize::guess_content_type(&path).to_string());
@@ -363,12 +377,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
                 &mut |e| bar.event(e),
             );
             bar.finish();
-            let c = c?;
-            let _ = writeln!(
-                out,
-                "{}  {}  {} bytes  generation {}",
-                c.digest_uri, c.path, c.size_bytes, c.generation
-            );
+            print_collected(&mut out, &c?);
             Ok(())
         }),
         Command::Append {
@@ -388,94 +397,20 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
             content_type.as_deref(),
             &mut out,
         ),
-        Command::Operation { action } => match action {
-            OperationAction::Recover => {
-                // The open itself runs one pass (orphans of dead processes); a second pass
-                // reconciles what the first one quarantined earlier and reports totals.
-                let opts = crate::client::ClientOptions {
-                    create_if_missing: false,
-                    recover_at_open: false,
-                    ..Default::default()
-                };
-                match Client::open_with(&dir, opts).and_then(|c| c.recover_operations()) {
-                    Ok(s) => {
-                        let _ = writeln!(
-                            out,
-                            "resumed {} cleaned {} quarantined {} reconciled {} pending {} in_flight {} errors {}",
-                            s.resumed,
-                            s.cleaned,
-                            s.quarantined,
-                            s.reconciled,
-                            s.pending,
-                            s.in_flight,
-                            s.errors.len()
-                        );
-                        for e in &s.errors {
-                            let _ = writeln!(out, "error {e}");
-                        }
-                        if s.errors.is_empty() {
-                            EXIT_OK
-                        } else {
-                            EXIT_TOOL_ERROR
-                        }
-                    }
-                    Err(err) => {
-                        eprintln!("nokv: {err}");
-                        EXIT_TOOL_ERROR
-                    }
-                }
-            }
-            OperationAction::List { all, recent } => {
-                let opts = crate::client::ClientOptions {
-                    create_if_missing: false,
-                    recover_at_open: false,
-                    ..Default::default()
-                };
-                match Client::open_with(&dir, opts).and_then(|c| c.list_operations(true)) {
-                    Ok(every) => {
-                        let ops = if all {
-                            every
-                        } else {
-                            let terminal = |p: &str| p == "Published" || p == "Cleaned";
-                            let mut published: Vec<_> = every
-                                .iter()
-                                .filter(|o| o.phase == "Published")
-                                .cloned()
-                                .collect();
-                            published.sort_by_key(|o| std::cmp::Reverse(o.generation));
-                            published.truncate(recent);
-                            let mut ops: Vec<_> =
-                                every.into_iter().filter(|o| !terminal(&o.phase)).collect();
-                            ops.extend(published);
-                            ops
-                        };
-                        for op in &ops {
-                            let _ = writeln!(
-                                out,
-                                "{}  {:<11}  {}/{}  objects {} live {}  {}{}",
-                                op.operation_id,
-                                op.phase,
-                                op.workbench_id,
-                                op.path,
-                                op.staged_objects,
-                                op.live_objects,
-                                op.generation
-                                    .map_or_else(String::new, |g| format!("generation {g}")),
-                                op.note
-                                    .as_ref()
-                                    .map_or_else(String::new, |n| format!("  ({n})"))
-                            );
-                        }
-                        let _ = writeln!(out, "{} operation(s)", ops.len());
-                        EXIT_OK
-                    }
-                    Err(err) => {
-                        eprintln!("nokv: {err}");
-                        EXIT_TOOL_ERROR
-                    }
-                }
-            }
-        },
+        Command::Operation { action } => {
+            // The open itself runs no recovery pass here: `recover` runs its own and reports it.
+            let opts = crate::client::ClientOptions {
+                create_if_missing: false,
+                recover_at_open: false,
+                ..Default::default()
+            };
+            run_operation_with(
+                Client::open_with(&dir, opts),
+                action,
+                &mut out,
+                &mut std::io::stderr(),
+            )
+        }
         Command::Restore { action } => restore_cmd::run_restore(&dir, action, &mut out),
         Command::Commit(args) => commit_cmd::run_commit(&dir, args, &mut out),
         Command::Tag { action } => commit_cmd::run_tag(&dir, action, &mut out),
@@ -500,6 +435,11 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
             },
             &mut out,
         ),
+        Command::Rm(args) => rm_cmd::run_rm(&dir, args, &mut out),
+        Command::Gc(args) => gc_cmd::run_gc(&dir, args, &mut out),
+        Command::Fsck(args) => fsck_cmd::run_fsck(&dir, args, &mut out),
+        Command::Config { action } => config_cmd::run_config(&dir, action, &mut out),
+        Command::Verify(args) => verify_cmd::run_verify(&dir, &args, &mut out),
         Command::Demo => with_client(&dir, |client| {
             crate::demo::run_demo(client, &mut out)?;
             Ok(())
@@ -552,6 +492,169 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
     ExitCode::from(code)
 }
 
+/// Prints the lines of a finished materialize (shared by the embedded and the remote path).
+fn print_materialized(
+    out: &mut dyn Write,
+    files: &[crate::materialize::MaterializedFile],
+    dest: &Path,
+) {
+    let total: u64 = files.iter().map(|f| f.size_bytes).sum();
+    for f in files {
+        let _ = writeln!(out, "{}  {}  {} bytes", f.digest_uri, f.path, f.size_bytes);
+    }
+    let _ = writeln!(
+        out,
+        "materialized {} files ({total} bytes) into {}, digests verified",
+        files.len(),
+        dest.display()
+    );
+}
+
+/// Prints the line of a finished collect (shared by the embedded and the remote path).
+fn print_collected(out: &mut dyn Write, c: &crate::materialize::CollectedFile) {
+    let _ = writeln!(
+        out,
+        "{}  {}  {} bytes  generation {}",
+        c.digest_uri, c.path, c.size_bytes, c.generation
+    );
+}
+
+/// The checks `nokv collect` makes before anything is created or sent (index fields, the local
+/// file, the path, `--index-json`): a refused collect leaves nothing behind. Returns the index
+/// fields to publish with.
+fn collect_precheck(
+    file: &Path,
+    path: &str,
+    fields: &[String],
+    index_json: bool,
+) -> crate::Result<crate::materialize::CollectIndex> {
+    let mut index = crate::materialize::CollectIndex {
+        index_json,
+        ..Default::default()
+    };
+    for spec in fields {
+        let (name, value) = crate::index_fields::parse_field_arg(spec)?;
+        index.fields.insert(name, value);
+    }
+    let meta = std::fs::metadata(file).map_err(|source| crate::Error::LocalIo {
+        op: "open",
+        path: file.to_path_buf(),
+        source,
+    })?;
+    if !meta.is_file() {
+        return Err(crate::Error::InvalidArgument(format!(
+            "{} is not a regular file",
+            file.display()
+        )));
+    }
+    Client::normalize(path)?;
+    meta::index::projection::validate_index_fields(&index.fields)
+        .map_err(|e| crate::Error::InvalidArgument(e.to_string()))?;
+    if index.index_json {
+        if meta.len() > crate::index_fields::MAX_INDEX_JSON_BYTES as u64 {
+            return Err(crate::Error::InvalidArgument(format!(
+                "--index-json files are at most {} bytes",
+                crate::index_fields::MAX_INDEX_JSON_BYTES
+            )));
+        }
+        let body = std::fs::read(file).map_err(|source| crate::Error::LocalIo {
+            op: "read",
+            path: file.to_path_buf(),
+            source,
+        })?;
+        crate::index_fields::json_object_fields(&body)?;
+    }
+    Ok(index)
+}
+
+/// `nokv operation recover|list` on an opened (or failed-to-open) client; human text on `out`,
+/// failures as `nokv: …` on `err`. Shared by the CLI and the server.
+pub(crate) fn run_operation_with(
+    client: crate::Result<Client>,
+    action: OperationAction,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    match action {
+        OperationAction::Recover => {
+            // The open itself runs one pass (orphans of dead processes); a second pass
+            // reconciles what the first one quarantined earlier and reports totals.
+            match client.and_then(|c| c.recover_operations()) {
+                Ok(s) => {
+                    let _ = writeln!(
+                        out,
+                        "resumed {} cleaned {} quarantined {} reconciled {} pending {} in_flight {} errors {}",
+                        s.resumed,
+                        s.cleaned,
+                        s.quarantined,
+                        s.reconciled,
+                        s.pending,
+                        s.in_flight,
+                        s.errors.len()
+                    );
+                    for e in &s.errors {
+                        let _ = writeln!(out, "error {e}");
+                    }
+                    if s.errors.is_empty() {
+                        EXIT_OK
+                    } else {
+                        EXIT_TOOL_ERROR
+                    }
+                }
+                Err(e) => {
+                    let _ = writeln!(err, "nokv: {e}");
+                    EXIT_TOOL_ERROR
+                }
+            }
+        }
+        OperationAction::List { all, recent } => {
+            match client.and_then(|c| c.list_operations(true)) {
+                Ok(every) => {
+                    let ops = if all {
+                        every
+                    } else {
+                        let terminal = |p: &str| p == "Published" || p == "Cleaned";
+                        let mut published: Vec<_> = every
+                            .iter()
+                            .filter(|o| o.phase == "Published")
+                            .cloned()
+                            .collect();
+                        published.sort_by_key(|o| std::cmp::Reverse(o.generation));
+                        published.truncate(recent);
+                        let mut ops: Vec<_> =
+                            every.into_iter().filter(|o| !terminal(&o.phase)).collect();
+                        ops.extend(published);
+                        ops
+                    };
+                    for op in &ops {
+                        let _ = writeln!(
+                            out,
+                            "{}  {:<11}  {}/{}  objects {} live {}  {}{}",
+                            op.operation_id,
+                            op.phase,
+                            op.workbench_id,
+                            op.path,
+                            op.staged_objects,
+                            op.live_objects,
+                            op.generation
+                                .map_or_else(String::new, |g| format!("generation {g}")),
+                            op.note
+                                .as_ref()
+                                .map_or_else(String::new, |n| format!("  ({n})"))
+                        );
+                    }
+                    let _ = writeln!(out, "{} operation(s)", ops.len());
+                    EXIT_OK
+                }
+                Err(e) => {
+                    let _ = writeln!(err, "nokv: {e}");
+                    EXIT_TOOL_ERROR
+                }
+            }
+        }
+    }
+}
+
 /// A byte progress bar on stderr for collect/materialize; inert when `--quiet` or when stdout
 /// is not a terminal.
 struct Bar {
@@ -602,7 +705,15 @@ impl Bar {
 }
 
 fn with_client(dir: &Path, f: impl FnOnce(&Client) -> crate::Result<()>) -> u8 {
-    let result = Client::open(dir).and_then(|client| f(&client));
+    report(Client::open(dir).and_then(|client| f(&client)))
+}
+
+/// [`with_client`] on the existing store opened read-only (see [`read_only`]).
+fn with_read_only_client(dir: &Path, f: impl FnOnce(&Client) -> crate::Result<()>) -> u8 {
+    report(read_only::open_existing(dir, true).and_then(|client| f(&client)))
+}
+
+fn report(result: crate::Result<()>) -> u8 {
     match result {
         Ok(()) => EXIT_OK,
         Err(err) => {
@@ -639,50 +750,11 @@ fn run_append(
     content_type: Option<&str>,
     out: &mut dyn Write,
 ) -> u8 {
-    let fail = |out: &mut dyn Write, err: ToolError, code: u8| {
-        print_json(out, &err.envelope());
-        code
-    };
-    let Some(id) = parse_operation_id(operation_id) else {
-        return fail(
-            out,
-            ToolError::invalid_arguments("--operation-id must be exactly 32 hex characters"),
-            EXIT_USAGE,
-        );
-    };
-    if let Some(s) = stdin {
-        if s != "-" {
-            return fail(
-                out,
-                ToolError::invalid_arguments("the only positional input is `-` (stdin)"),
-                EXIT_USAGE,
-            );
-        }
-    }
-    let bytes = match file {
-        Some(f) if f != Path::new("-") => match std::fs::read(f) {
-            Ok(b) => b,
-            Err(e) => {
-                return fail(
-                    out,
-                    ToolError::invalid_arguments(format!(
-                        "cannot read the input file: {}",
-                        e.kind()
-                    )),
-                    EXIT_TOOL_ERROR,
-                )
-            }
-        },
-        _ => {
-            let mut b = Vec::new();
-            if let Err(e) = std::io::stdin().read_to_end(&mut b) {
-                return fail(
-                    out,
-                    ToolError::invalid_arguments(format!("cannot read stdin: {}", e.kind())),
-                    EXIT_TOOL_ERROR,
-                );
-            }
-            b
+    let bytes = match append_input(file, stdin, operation_id) {
+        Ok(b) => b,
+        Err((err, code)) => {
+            print_json(out, &err.envelope());
+            return code;
         }
     };
     // Append never creates a store or a workbench (same rule as `workbench_append`): a missing
@@ -693,11 +765,77 @@ fn run_append(
     };
     let client = match Client::open_with(dir, options) {
         Ok(c) => c,
-        Err(e) => return fail(out, store_error(e), EXIT_TOOL_ERROR),
+        Err(e) => {
+            print_json(out, &store_error(e).envelope());
+            return EXIT_TOOL_ERROR;
+        }
+    };
+    let (env, code) = append_envelope(&client, workbench, path, &bytes, operation_id, content_type);
+    print_json(out, &env);
+    code
+}
+
+/// The client-side half of `nokv append`: checks the operation id and the positional argument,
+/// then reads the bytes (`--file F`, else stdin). Errors: the envelope to print and the exit
+/// code.
+pub(crate) fn append_input(
+    file: Option<&Path>,
+    stdin: Option<&str>,
+    operation_id: &str,
+) -> std::result::Result<Vec<u8>, (ToolError, u8)> {
+    if parse_operation_id(operation_id).is_none() {
+        return Err((
+            ToolError::invalid_arguments("--operation-id must be exactly 32 hex characters"),
+            EXIT_USAGE,
+        ));
+    }
+    if let Some(s) = stdin {
+        if s != "-" {
+            return Err((
+                ToolError::invalid_arguments("the only positional input is `-` (stdin)"),
+                EXIT_USAGE,
+            ));
+        }
+    }
+    match file {
+        Some(f) if f != Path::new("-") => std::fs::read(f).map_err(|e| {
+            (
+                ToolError::invalid_arguments(format!("cannot read the input file: {}", e.kind())),
+                EXIT_TOOL_ERROR,
+            )
+        }),
+        _ => {
+            let mut b = Vec::new();
+            match std::io::stdin().read_to_end(&mut b) {
+                Ok(_) => Ok(b),
+                Err(e) => Err((
+                    ToolError::invalid_arguments(format!("cannot read stdin: {}", e.kind())),
+                    EXIT_TOOL_ERROR,
+                )),
+            }
+        }
+    }
+}
+
+/// The store-side half of `nokv append` (shared by the CLI and the server): the durable
+/// idempotent append and the envelope to print, with the exit code.
+pub(crate) fn append_envelope(
+    client: &Client,
+    workbench: &str,
+    path: &str,
+    bytes: &[u8],
+    operation_id: &str,
+    content_type: Option<&str>,
+) -> (Value, u8) {
+    let fail = |err: ToolError, code: u8| (err.envelope(), code);
+    let Some(id) = parse_operation_id(operation_id) else {
+        return fail(
+            ToolError::invalid_arguments("--operation-id must be exactly 32 hex characters"),
+            EXIT_USAGE,
+        );
     };
     if let Err(e) = meta::validate_workbench_id(workbench) {
         return fail(
-            out,
             ToolError::invalid_arguments(match e {
                 meta::Error::InvalidArgument(msg) => msg,
                 other => other.to_string(),
@@ -705,7 +843,7 @@ fn run_append(
             EXIT_TOOL_ERROR,
         );
     }
-    let result = client.append_idempotent(workbench, path, &bytes, id, content_type, "nokv append");
+    let result = client.append_idempotent(workbench, path, bytes, id, content_type, "nokv append");
     match result {
         Ok(r) => {
             let env = serde_json::json!({
@@ -723,12 +861,10 @@ fn run_append(
                 "content_type": r.content_type,
                 "idempotent_replay": r.idempotent_replay,
             });
-            print_json(out, &env);
-            EXIT_OK
+            (env, EXIT_OK)
         }
         // Retrying can never succeed: the id stays bound to its first append.
         Err(crate::Error::Meta(meta::Error::OperationIntentMismatch { .. })) => fail(
-            out,
             ToolError::invalid_arguments(
                 "this --operation-id is already bound to a different append (another path or \
                  other bytes); pick a new operation id for a new append",
@@ -741,54 +877,28 @@ fn run_append(
             EXIT_TOOL_ERROR,
         ),
         Err(crate::Error::Meta(meta::Error::OperationState { .. })) => {
-            fail(out, ToolError::conflict("OperationState"), EXIT_TOOL_ERROR)
+            fail(ToolError::conflict("OperationState"), EXIT_TOOL_ERROR)
         }
         Err(e) => fail(
-            out,
-            crate::workbench::tool_error(&client, workbench, e),
+            crate::workbench::tool_error(client, workbench, e),
             EXIT_TOOL_ERROR,
         ),
     }
 }
 
 fn run_workbench(dir: &Path, tool: &str, input: Option<&str>, out: &mut dyn Write) -> u8 {
-    // Order: tool name, JSON syntax, schema — all before the store is touched, so a refused call
-    // opens, creates and writes nothing.
-    let Some(name) = schema::canonical_tool_name(tool) else {
-        print_json(out, &ToolError::unknown_tool(tool).envelope());
-        return EXIT_TOOL_ERROR;
-    };
-    let text = match input {
-        None => "{}".to_string(),
-        Some("-") => {
-            let mut buf = String::new();
-            if let Err(e) = std::io::stdin().read_to_string(&mut buf) {
-                let err = ToolError::invalid_arguments(format!("cannot read stdin: {e}"));
-                print_json(out, &err.envelope());
-                return EXIT_USAGE;
-            }
-            buf
-        }
-        Some(s) => s.to_string(),
-    };
-    let input: Value = match serde_json::from_str(if text.trim().is_empty() { "{}" } else { &text })
-    {
-        Ok(v) => v,
-        Err(e) => {
-            let err =
-                ToolError::invalid_arguments(format!("the tool input is not valid JSON: {e}"));
-            print_json(out, &err.envelope());
-            return EXIT_USAGE;
+    let (name, input) = match workbench_input(tool, input) {
+        Ok(x) => x,
+        Err((env, code)) => {
+            print_json(out, &env);
+            return code;
         }
     };
-    if let Err(err) = schema::validate(name, &input) {
-        print_json(out, &err.envelope());
-        return EXIT_TOOL_ERROR;
-    }
     // Only `create` may bring a new store into existence; every other tool on a missing store is
-    // NotFound instead of silently creating an empty one.
+    // NotFound instead of silently creating an empty one. Reading tools open read-only.
     let options = crate::client::ClientOptions {
         create_if_missing: name == "workbench_create",
+        read_only: read_only::tool_reads_only(name),
         ..Default::default()
     };
     let client = match Client::open_with(dir, options) {
@@ -800,14 +910,92 @@ fn run_workbench(dir: &Path, tool: &str, input: Option<&str>, out: &mut dyn Writ
     };
     let result = Workbench::new(client).call(name, &input);
     print_json(out, &result);
-    if result.get("status").and_then(Value::as_str) == Some("success") {
+    envelope_exit_code(&result)
+}
+
+/// Exit code of a printed envelope: 0 for `"status":"success"`, else 1.
+pub(crate) fn envelope_exit_code(envelope: &Value) -> u8 {
+    if envelope.get("status").and_then(Value::as_str) == Some("success") {
         EXIT_OK
     } else {
         EXIT_TOOL_ERROR
     }
 }
 
-fn print_json(out: &mut dyn Write, value: &Value) {
+/// The client-side checks of `nokv workbench` (tool name, JSON syntax, schema), in that order —
+/// all before any store is touched, so a refused call opens, creates and writes nothing.
+/// Errors: the envelope to print and the exit code.
+pub(crate) fn workbench_input(
+    tool: &str,
+    input: Option<&str>,
+) -> std::result::Result<(&'static str, Value), (Value, u8)> {
+    let Some(name) = schema::canonical_tool_name(tool) else {
+        return Err((ToolError::unknown_tool(tool).envelope(), EXIT_TOOL_ERROR));
+    };
+    let text = match input {
+        None => "{}".to_string(),
+        Some("-") => {
+            let mut buf = String::new();
+            if let Err(e) = std::io::stdin().read_to_string(&mut buf) {
+                let err = ToolError::invalid_arguments(format!("cannot read stdin: {e}"));
+                return Err((err.envelope(), EXIT_USAGE));
+            }
+            buf
+        }
+        Some(s) => s.to_string(),
+    };
+    let input: Value = match serde_json::from_str(if text.trim().is_empty() { "{}" } else { &text })
+    {
+        Ok(v) => v,
+        Err(e) => {
+            let err =
+                ToolError::invalid_arguments(format!("the tool input is not valid JSON: {e}"));
+            return Err((err.envelope(), EXIT_USAGE));
+        }
+    };
+    if let Err(err) = schema::validate(name, &input) {
+        return Err((err.envelope(), EXIT_TOOL_ERROR));
+    }
+    Ok((name, input))
+}
+
+/// Whether the command line names the `workbench` subcommand: the first argument that is
+/// neither a flag nor the value of `--store` / `--server`.
+fn is_workbench_call(args: &[std::ffi::OsString]) -> bool {
+    let mut rest = args.iter().skip(1);
+    while let Some(a) = rest.next() {
+        if a == "--store" || a == "--server" {
+            rest.next();
+        } else if !a.to_string_lossy().starts_with('-') {
+            return a == "workbench";
+        }
+    }
+    false
+}
+
+/// The `InvalidArguments` envelope of a command-line usage error under `nokv workbench`: clap's
+/// message (plain text) plus `details {usage, reason}`.
+fn usage_envelope(err: &clap::Error) -> Value {
+    let rendered = err.render().to_string();
+    let first = rendered
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default()
+        .trim_start_matches("error: ")
+        .trim()
+        .to_string();
+    ToolError::invalid_arguments(format!(
+        "{first}; usage: nokv [--store DIR] workbench <tool> ['<json>' | -]"
+    ))
+    .with_detail(
+        "usage",
+        "nokv [--store DIR] workbench <tool> ['<json>' | -]",
+    )
+    .with_detail("reason", format!("{:?}", err.kind()))
+    .envelope()
+}
+
+pub(crate) fn print_json(out: &mut dyn Write, value: &Value) {
     let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "{}".to_string());
     let _ = writeln!(out, "{text}");
 }

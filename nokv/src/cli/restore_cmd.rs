@@ -58,7 +58,7 @@ fn op_error(client: &Client, destination: &str, err: RestoreError) -> ToolError 
 }
 
 /// `nokv restore` actions.
-#[derive(Debug, Subcommand)]
+#[derive(Debug, Clone, Subcommand, serde::Serialize, serde::Deserialize)]
 pub enum RestoreCommand {
     /// Restore a snapshot or commit of SOURCE into the new workbench DEST (`workbench_restore`).
     Run {
@@ -100,6 +100,12 @@ pub fn run_restore(dir: &Path, cmd: RestoreCommand, out: &mut dyn Write) -> u8 {
             return EXIT_TOOL_ERROR;
         }
     };
+    run_restore_with(&client, cmd, out)
+}
+
+/// [`run_restore`] on an open client (the server runs it for `nokv --server`).
+pub fn run_restore_with(client: &Client, cmd: RestoreCommand, out: &mut dyn Write) -> u8 {
+    let client = client.clone();
     match cmd {
         RestoreCommand::Run {
             source,

@@ -18,7 +18,7 @@ use crate::client::Client;
 use crate::workbench::{store_error, tool_error, Workbench};
 
 /// `nokv snapshot` actions.
-#[derive(Debug, Subcommand)]
+#[derive(Debug, Clone, Subcommand, serde::Serialize, serde::Deserialize)]
 pub enum SnapshotCommand {
     /// Mint a leased snapshot of a committed workbench (`workbench_snapshot`).
     Create {
@@ -76,19 +76,20 @@ fn selector_args(snapshot: &str, args: &mut Map<String, Value>) {
 
 /// Runs one `nokv snapshot` action; returns the exit code.
 pub fn run_snapshot(dir: &Path, cmd: SnapshotCommand, out: &mut dyn Write) -> u8 {
-    let client = match Client::open_with(
-        dir,
-        crate::client::ClientOptions {
-            create_if_missing: false,
-            ..Default::default()
-        },
-    ) {
+    let reads_only = matches!(cmd, SnapshotCommand::List { .. });
+    let client = match super::read_only::open_existing(dir, reads_only) {
         Ok(c) => c,
         Err(e) => {
             print_json(out, &store_error(e).envelope());
             return EXIT_TOOL_ERROR;
         }
     };
+    run_snapshot_with(&client, cmd, out)
+}
+
+/// [`run_snapshot`] on an open client (the server runs it for `nokv --server`).
+pub fn run_snapshot_with(client: &Client, cmd: SnapshotCommand, out: &mut dyn Write) -> u8 {
+    let client = client.clone();
     let mut args = Map::new();
     let tool = match cmd {
         SnapshotCommand::Create {
@@ -173,7 +174,7 @@ pub fn run_snapshot(dir: &Path, cmd: SnapshotCommand, out: &mut dyn Write) -> u8
 }
 
 /// Options of `nokv changes`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct ChangesArgs {
     /// Resume strictly after this opaque cursor.
     pub after: Option<String>,
@@ -190,31 +191,41 @@ pub struct ChangesArgs {
 /// Runs `nokv changes`; prints one compact JSON object per event. A failure (store missing,
 /// malformed or foreign `--after` cursor, …) ends the output with one standard error envelope
 /// `{"status":"error","code":…,"message":…,"retryable":…,"details":{…}}` on stdout, exit 1.
+///
+/// The store is opened read-only (no lock, nothing written); with `--follow` every poll reopens
+/// it read-only and resumes after the last printed cursor, so a follower never blocks writers.
 pub fn run_changes(dir: &Path, args: &ChangesArgs, out: &mut dyn Write) -> u8 {
-    let client = match Client::open_with(
-        dir,
-        crate::client::ClientOptions {
-            create_if_missing: false,
-            ..Default::default()
-        },
-    ) {
+    let client = match super::read_only::open_existing(dir, true) {
         Ok(c) => c,
         Err(e) => {
             print_json(out, &store_error(e).envelope());
             return EXIT_TOOL_ERROR;
         }
     };
+    let reopen = || super::read_only::open_existing(dir, true);
+    run_changes_with(client, args, out, &reopen, &|| false)
+}
+
+/// [`run_changes`] on an open client. Every `--follow` round after the first reads through the
+/// client `next_round` returns (the CLI reopens its read-only handle; a server's writer client
+/// sees new commits as they land and returns itself) and resumes after the last printed cursor;
+/// `stop` is polled between rounds (a server stops when the client went away).
+pub fn run_changes_with(
+    mut client: Client,
+    args: &ChangesArgs,
+    out: &mut dyn Write,
+    next_round: &dyn Fn() -> crate::Result<Client>,
+    stop: &dyn Fn() -> bool,
+) -> u8 {
     let result = (|| -> crate::Result<()> {
-        let mut feed = match &args.workbench {
-            Some(wb) => client.workbench_changes(wb, args.after.as_deref())?,
-            None => client.changes(args.after.as_deref())?,
-        };
-        let _reaper = args
-            .follow
-            .then(|| client.start_reaper(Duration::from_secs(60)));
+        let mut after = args.after.clone();
         let mut printed = 0u64;
         loop {
-            for item in feed.by_ref() {
+            let feed = match &args.workbench {
+                Some(wb) => client.workbench_changes(wb, after.as_deref())?,
+                None => client.changes(after.as_deref())?,
+            };
+            for item in feed {
                 let item = item?;
                 let line = json!({
                     "cursor": item.cursor,
@@ -230,15 +241,17 @@ pub fn run_changes(dir: &Path, args: &ChangesArgs, out: &mut dyn Write) -> u8 {
                 let text = serde_json::to_string(&line).unwrap_or_default();
                 let _ = writeln!(out, "{text}");
                 let _ = out.flush();
+                after = Some(item.cursor);
                 printed += 1;
                 if args.limit.is_some_and(|l| printed >= l) {
                     return Ok(());
                 }
             }
-            if !args.follow {
+            if !args.follow || stop() {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(args.poll_ms.max(10)));
+            client = next_round()?;
         }
     })();
     match result {

@@ -12,7 +12,8 @@ use crate::error::{Error, Result};
 use crate::store_config::MetadataConfig;
 
 /// Opens the etcd-backed shard of the root named by `metadata`: resolves root → logical shard in
-/// the control plane, acquires the shard-owner lease (waiting up to `lock_wait` for another
+/// the control plane, acquires the shard-owner lease (recording `address`, where this process
+/// serves the shard; empty for an embedded owner) (waiting up to `lock_wait` for another
 /// owner to release it or for its lease to lapse), opens the shard with that ownership as the
 /// fence of every transaction, and moves a `Provisioning` root to `Active` once its RootFence is
 /// installed.
@@ -22,10 +23,72 @@ use crate::store_config::MetadataConfig;
 /// [`MetaShard::open_etcd`].
 pub(crate) fn open_shard(
     metadata: &MetadataConfig,
-    presentation_root: Option<String>,
+    open: meta::OpenOptions,
     lock_wait: Duration,
     lease_ttl: Duration,
+    address: &str,
 ) -> Result<(MetaShard, ShardOwnership)> {
+    let (control, record, endpoints, namespace, root) = resolve(metadata)?;
+    let shard = record.placement.logical_shard_id;
+    let owner_id = format!("embedded-{}-{}", std::process::id(), random_tag()?);
+    let ownership = control
+        .acquire_shard_waiting(&shard, &owner_id, address, lease_ttl, lock_wait)
+        .map_err(|e| match e {
+            Error::Placement {
+                kind: PlacementErrorKind::OwnerHeld,
+                ..
+            } => Error::StoreBusy,
+            other => other,
+        })?;
+    let mut options = meta::store::etcd::EtcdOptions::new(endpoints.clone(), shard);
+    options.namespace = namespace.clone();
+    options.owner_fence = Some(ownership.fence());
+    let meta = MetaShard::open_etcd(
+        options,
+        meta::OpenOptions {
+            placement: Some(record.placement),
+            ..open
+        },
+    )?;
+    if record.placement.lifecycle == RootPlacementLifecycle::Provisioning {
+        control.activate_root(&record.placement)?;
+    } else if record.placement.lifecycle != RootPlacementLifecycle::Active {
+        return Err(refused(
+            PlacementErrorKind::PopulatedRoot,
+            format!("root {root} is {:?}", record.placement.lifecycle),
+        ));
+    }
+    Ok((meta, ownership))
+}
+
+/// Opens the etcd-backed shard of the root named by `metadata` **read-only**
+/// ([`MetaShard::open_etcd_read_only`]): no shard-owner lease, nothing written, the state as of
+/// the open.
+///
+/// Errors: [`Error::StoreConfig`] when the root or shard is missing or not etcd-backed; the
+/// errors of [`MetaShard::open_etcd_read_only`].
+pub(crate) fn open_shard_read_only(
+    metadata: &MetadataConfig,
+    open: meta::OpenOptions,
+) -> Result<MetaShard> {
+    let (_, record, endpoints, namespace, _) = resolve(metadata)?;
+    let mut options =
+        meta::store::etcd::EtcdOptions::new(endpoints, record.placement.logical_shard_id);
+    options.namespace = namespace;
+    Ok(MetaShard::open_etcd_read_only(
+        options,
+        meta::OpenOptions {
+            placement: Some(record.placement),
+            ..open
+        },
+    )?)
+}
+
+/// The control plane, root record, endpoints, namespace and root name of an etcd-backed store
+/// whose shard record names the etcd engine.
+fn resolve(
+    metadata: &MetadataConfig,
+) -> Result<(ControlPlane, super::RootRecord, Vec<String>, String, String)> {
     let MetadataConfig::Etcd {
         endpoints,
         namespace,
@@ -48,36 +111,13 @@ pub(crate) fn open_shard(
         Some(_) => return Err(config(&format!("logical shard {shard} is not etcd-backed"))),
         None => return Err(config(&format!("logical shard {shard} has no record"))),
     }
-    let owner_id = format!("embedded-{}-{}", std::process::id(), random_tag()?);
-    let ownership = control
-        .acquire_shard_waiting(&shard, &owner_id, "", lease_ttl, lock_wait)
-        .map_err(|e| match e {
-            Error::Placement {
-                kind: PlacementErrorKind::OwnerHeld,
-                ..
-            } => Error::StoreBusy,
-            other => other,
-        })?;
-    let mut options = meta::store::etcd::EtcdOptions::new(endpoints.clone(), shard);
-    options.namespace = namespace.clone();
-    options.owner_fence = Some(ownership.fence());
-    let meta = MetaShard::open_etcd(
-        options,
-        meta::OpenOptions {
-            presentation_root,
-            placement: Some(record.placement),
-            ..Default::default()
-        },
-    )?;
-    if record.placement.lifecycle == RootPlacementLifecycle::Provisioning {
-        control.activate_root(&record.placement)?;
-    } else if record.placement.lifecycle != RootPlacementLifecycle::Active {
-        return Err(refused(
-            PlacementErrorKind::PopulatedRoot,
-            format!("root {root} is {:?}", record.placement.lifecycle),
-        ));
-    }
-    Ok((meta, ownership))
+    Ok((
+        control,
+        record,
+        endpoints.clone(),
+        namespace.clone(),
+        root.clone(),
+    ))
 }
 
 fn config(reason: &str) -> Error {

@@ -370,6 +370,10 @@ impl ShardOwnership {
         OwnerFence {
             key: self.shared.control.shard_key(&self.shared.shard, "owner"),
             lease_id: self.shared.record.lease_id,
+            serving: Some({
+                let shared = Arc::clone(&self.shared);
+                meta::store::etcd::ServingCheck(Arc::new(move || shared.serving()))
+            }),
         }
     }
 

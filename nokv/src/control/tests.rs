@@ -218,3 +218,48 @@ fn a_lapsed_owner_stops_serving_before_another_takes_over_and_cannot_commit() {
         "no write of the fenced owner is visible"
     );
 }
+
+#[test]
+fn an_owner_past_its_serving_deadline_refuses_writes_before_sending_them() {
+    let cp = control();
+    let root = cp.create_root("fail-stop", None).expect("root");
+    let shard = root.placement.logical_shard_id;
+    let ttl = Duration::from_secs(2);
+    let mut a = cp
+        .acquire_shard(&shard, "owner-a", "127.0.0.1:1", ttl)
+        .expect("acquire");
+    let mut o = meta::store::etcd::EtcdOptions::new(cp.endpoints().to_vec(), shard);
+    o.namespace = cp.namespace().to_owned();
+    o.owner_fence = Some(a.fence());
+    let shard_a = meta::MetaShard::open_etcd(
+        o,
+        meta::OpenOptions {
+            placement: Some(root.placement),
+            ..Default::default()
+        },
+    )
+    .expect("open the shard as its owner");
+    cp.activate_root(&root.placement).expect("activate");
+    shard_a.create_workspace("before").expect("owner A writes");
+    let version = shard_a.version().expect("version");
+    // A freezes: no more renewals; its own clock ends its serving window first.
+    a.stop_renewing();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while a.is_serving() {
+        assert!(Instant::now() < deadline, "the serving window never closed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The local fail-stop check refuses the write before it is sent, whatever etcd's lease.
+    match shard_a.create_workspace("late") {
+        Err(meta::Error::Fenced { reason }) => {
+            assert!(reason.contains("stopped serving"), "{reason}")
+        }
+        other => panic!("expected the fail-stop refusal, got {other:?}"),
+    }
+    assert_eq!(
+        shard_a.version().expect("version"),
+        version,
+        "nothing applied"
+    );
+    assert!(shard_a.read().visible_workspace("late").is_err());
+}

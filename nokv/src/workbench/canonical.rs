@@ -1,10 +1,13 @@
 //! The one canonical-JSON function and the commit identity of `WORKBENCH.md` ("commit").
 //!
 //! Canonical JSON = compact (no insignificant whitespace), object keys sorted recursively by
-//! their UTF-8 bytes, array order kept, numbers in serde_json's shortest round-trip form, strings
-//! escaped minimally (`"`, `\`, control characters). The run manifest, its digest, the commit
-//! identity and the `run_manifest.json` envelope are all derived from these bytes, so replays
-//! reproduce them exactly.
+//! their UTF-8 bytes, array order kept, numbers in the form of
+//! [`super::numbers::canonical_number`] (integers as their exact digits; other numbers as their
+//! exact decimal value in serde_json's `f64` layout, so a number an `f64` holds exactly keeps the
+//! bytes it always had and a longer one is never rounded), strings escaped minimally (`"`, `\`,
+//! control characters). The run manifest, its digest, the commit identity and the
+//! `run_manifest.json` envelope are all derived from these bytes, so replays reproduce them
+//! exactly.
 
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -54,6 +57,11 @@ fn sort_keys(value: &Value, depth: usize) -> ToolResult<Value> {
                 .iter()
                 .map(|v| sort_keys(v, depth + 1))
                 .collect::<ToolResult<Vec<_>>>()?,
+        ),
+        Value::Number(n) => Value::Number(
+            super::numbers::canonical_number(n)
+                .parse()
+                .unwrap_or_else(|_| n.clone()),
         ),
         other => other.clone(),
     })
@@ -176,6 +184,18 @@ mod tests {
         assert_eq!(
             String::from_utf8(bytes).unwrap(),
             r#"{"a":{"Z":3,"e":2,"é":1},"b":[3,1,{"a":2,"z":1}]}"#
+        );
+    }
+
+    #[test]
+    fn canonical_json_keeps_large_and_long_numbers_exact() {
+        let v: Value = serde_json::from_str(
+            r#"{"big":12345678901234567890123,"neg_big":-99999999999999999999,"long":0.1000000000000000000001,"plain":1.50,"e":1e3}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(canonical_json(&v).unwrap()).unwrap(),
+            r#"{"big":12345678901234567890123,"e":1000.0,"long":0.1000000000000000000001,"neg_big":-99999999999999999999,"plain":1.5}"#
         );
     }
 

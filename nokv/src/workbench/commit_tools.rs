@@ -5,6 +5,10 @@
 //! operation. `workbench_find` pages over the root's visible workbenches at one read version
 //! (a snapshot-fenced cursor), reads each published `metadata/run_manifest.json` and matches
 //! `manifest_pattern` as an ASCII case-insensitive literal substring of its canonical bytes.
+//! Each match carries `manifest_path`, `manifest_size_bytes`, `manifest_generation`, the
+//! envelope's digests and identity, `commit_identity_verified`, `manifest_summary` (see
+//! [`summary`]) and, with `include_manifest`, `manifest` = the whole run-manifest envelope
+//! (`null` otherwise).
 
 use serde_json::{Map, Value};
 
@@ -24,9 +28,10 @@ const FIND_SCAN_BUDGET: usize = 1000;
 /// every committed manifest is read; larger files are reported unmatched.
 const MAX_FIND_MANIFEST_BYTES: u64 = crate::workbench::payload::MAX_PAYLOAD_BYTES + 64 * 1024;
 
-/// Maps commit-path errors to the contract's codes; everything else goes through
-/// [`tool_error`].
-pub(crate) fn commit_error(client: &Client, workbench_id: &str, err: crate::Error) -> ToolError {
+/// Maps commit- and tag-path errors to the contract's codes (`WorkbenchCommitConflict`,
+/// `WorkbenchCommitProtocolMismatch`, `NotFound`, `InvalidState`, `Conflict/CommitHead`, …);
+/// everything else goes through [`tool_error`].
+pub fn commit_error(client: &Client, workbench_id: &str, err: crate::Error) -> ToolError {
     use crate::Error as E;
     let wb_path = client.workbench_path(workbench_id);
     match err {
@@ -161,22 +166,40 @@ fn identity_verified(env: &Value, workbench_id: &str, head_hex: Option<&str>) ->
     recomputed_md == md && recomputed == identity && head_hex == Some(identity)
 }
 
+/// `manifest_summary` (WORKBENCH.md "find"): `schema`, `workbench_id`, `commit_identity`,
+/// `content_digest_uri`, `manifest_digest_uri`, `committed_at_unix_seconds` of the envelope,
+/// `manifest_keys` (the user manifest's top-level keys sorted by their UTF-8 bytes) and
+/// `manifest_task` (its `task` member when that is a string, else null).
 fn summary(env: &Value) -> Value {
     let mut s = Map::new();
-    s.insert("schema".into(), str_field(env, "schema"));
+    for key in [
+        "schema",
+        "workbench_id",
+        "commit_identity",
+        "content_digest_uri",
+        "manifest_digest_uri",
+    ] {
+        s.insert(key.into(), str_field(env, key));
+    }
     s.insert(
         "committed_at_unix_seconds".into(),
         env.get("committed_at_unix_seconds")
+            .filter(|v| v.is_number())
             .cloned()
             .unwrap_or(Value::Null),
     );
-    let keys: Vec<Value> = env
-        .get("manifest")
-        .and_then(Value::as_object)
-        .map(|m| m.keys().map(|k| Value::from(k.as_str())).collect())
+    let user = env.get("manifest").and_then(Value::as_object);
+    let mut keys: Vec<&str> = user
+        .map(|m| m.keys().map(String::as_str).collect())
         .unwrap_or_default();
-    s.insert("key_count".into(), Value::from(keys.len()));
-    s.insert("keys".into(), Value::from(keys));
+    keys.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    s.insert("manifest_keys".into(), Value::from(keys));
+    s.insert(
+        "manifest_task".into(),
+        user.and_then(|m| m.get("task"))
+            .and_then(Value::as_str)
+            .map_or(Value::Null, Value::from),
+    );
     Value::Object(s)
 }
 
@@ -320,10 +343,12 @@ pub(super) fn find(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<
                         summary(&env)
                     },
                 );
+                // The whole run-manifest envelope (its eight keys, the user manifest under
+                // `manifest`), when asked for.
                 m.insert(
                     "manifest".into(),
-                    if include_manifest {
-                        env.get("manifest").cloned().unwrap_or(Value::Null)
+                    if include_manifest && env.is_object() {
+                        env.clone()
                     } else {
                         Value::Null
                     },

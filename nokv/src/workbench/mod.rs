@@ -21,16 +21,19 @@ pub mod cursor;
 pub mod edit;
 pub mod errors;
 pub mod grep;
+pub mod numbers;
 pub mod payload;
 pub mod schema;
 pub mod shape;
 
 pub(crate) mod commit_tools;
+pub use commit_tools::commit_error;
+pub use snapshot_tools::snapshot_error;
 mod query_tools;
 mod read_tools;
 mod restore_tools;
 mod scope;
-mod snapshot_tools;
+pub(crate) mod snapshot_tools;
 mod write_tools;
 
 use serde_json::{Map, Value};
@@ -117,8 +120,9 @@ impl Workbench {
     }
 }
 
-/// Maps an SDK error to the facade's typed error. Messages never carry storage identities.
-pub(crate) fn tool_error(client: &Client, workbench_id: &str, err: crate::Error) -> ToolError {
+/// Maps an SDK error concerning `workbench_id` to the facade's typed error (the one mapping every
+/// front door uses: tools, CLI, Python SDK). Messages never carry storage identities.
+pub fn tool_error(client: &Client, workbench_id: &str, err: crate::Error) -> ToolError {
     use crate::Error as E;
     let wb_path = client.workbench_path(workbench_id);
     let presented = |rel: &str| format!("{wb_path}/{rel}");
@@ -135,6 +139,27 @@ pub(crate) fn tool_error(client: &Client, workbench_id: &str, err: crate::Error)
         .with_detail("path", Value::from(wb_path)),
         E::NotFound { path } => ToolError::not_found(&presented(&path)),
         E::AlreadyExists { path } => ToolError::already_exists(&presented(&path)),
+        // A path is a file or a directory, never both (WORKBENCH.md, "Files and directories").
+        E::DirectoryExists { path } => ToolError::new(
+            ErrorCode::AlreadyExists,
+            format!(
+                "{} is a directory (files exist below it), so a file cannot be created there; choose another name",
+                presented(&path)
+            ),
+        )
+        .with_detail("path", Value::from(presented(&path)))
+        .with_detail("kind", Value::from("directory")),
+        E::NotArtifact { path } => ToolError::not_artifact(&presented(&path)),
+        E::NotDirectory { path, file } => ToolError::new(
+            ErrorCode::NotDirectory,
+            format!(
+                "{} is a file, so nothing can be written below it at {}; choose a path outside it",
+                presented(&file),
+                presented(&path)
+            ),
+        )
+        .with_detail("path", Value::from(presented(&path)))
+        .with_detail("file", Value::from(presented(&file))),
         E::GenerationConflict {
             path,
             expected,
@@ -189,8 +214,25 @@ pub fn store_error(err: crate::Error) -> ToolError {
             ToolError::internal(format!("{op} failed: {}", source.kind()))
         }
         E::InvalidArgument(msg) => ToolError::invalid_arguments(msg),
+        E::ReadOnlyStore { reason } => read_only_store(&reason),
         other => ToolError::internal(other.to_string()),
     }
+}
+
+/// The typed, non-retryable refusal of a write on a read-only store: `InvalidState` with
+/// `details.reason = "read_only_store"` and `details.cause` (`opened read-only`, `read-only file
+/// system` or `no write permission`). The Workbench code list is closed, so the existing code
+/// carries the reason.
+pub(crate) fn read_only_store(cause: &str) -> ToolError {
+    ToolError::new(
+        ErrorCode::InvalidState,
+        format!(
+            "the store is read-only ({cause}): this call writes, and nothing was written; \
+             read tools keep working — run writing calls where the store is writable"
+        ),
+    )
+    .with_detail("reason", Value::from("read_only_store"))
+    .with_detail("cause", Value::from(cause))
 }
 
 /// Maps a metadata-layer error to a typed, storage-neutral tool error (no keys, ids or host
@@ -213,6 +255,7 @@ pub(crate) fn meta_tool_error(err: &meta::Error) -> ToolError {
             ToolError::internal(format!("metadata {op} failed: {}", source.kind()))
         }
         meta::Error::ReadVersionConflict { .. } => ToolError::conflict("ReadVersion"),
+        meta::Error::ReadOnly => read_only_store("opened read-only"),
         meta::Error::Storage(_) => ToolError::internal("the metadata store failed; retry"),
         other => ToolError::internal(format!("metadata error: {other}")),
     }

@@ -34,7 +34,7 @@ use super::errors::{ErrorCode, ToolError, ToolResult};
 use super::scope::{opt_bool, opt_str, opt_u64, present, split_section, Scope};
 use super::{meta_tool_error, Workbench};
 use crate::client::Client;
-use crate::index_fields::{index_value_to_json, json_to_index_value};
+use crate::index_fields::{index_value_to_json, json_scalar_to_index_value};
 
 const SEARCH_DEFAULT_LIMIT: u64 = 10;
 const SEARCH_MAX_LIMIT: u64 = 10;
@@ -93,12 +93,21 @@ fn field_list(args: &Map<String, Value>, key: &str) -> ToolResult<Option<Vec<Fie
 
 /// A scalar predicate value → typed operand alternatives.
 fn operands(value: &Value, op: Op, field_name: &str) -> ToolResult<Vec<IndexValue>> {
-    let typed = json_to_index_value(value).ok_or_else(|| {
-        ToolError::invalid_arguments(format!(
-            "predicate on `{field_name}`: `{}` takes a scalar value",
-            op.as_str()
-        ))
-    })?;
+    let typed = json_scalar_to_index_value(value)
+        .map_err(|e| {
+            let reason = match e {
+                crate::Error::InvalidArgument(msg) => msg,
+                other => other.to_string(),
+            };
+            ToolError::invalid_arguments(format!("predicate on `{field_name}`: {reason}"))
+                .with_detail("field", "predicates")
+        })?
+        .ok_or_else(|| {
+            ToolError::invalid_arguments(format!(
+                "predicate on `{field_name}`: `{}` takes a scalar value",
+                op.as_str()
+            ))
+        })?;
     let mut out = vec![typed];
     if let (Value::String(s), false) = (value, matches!(op, Op::Prefix | Op::Suffix | Op::Contains))
     {

@@ -14,7 +14,8 @@
 //! (source workbench, or no such commit of it), `SnapshotNotFound`, `SnapshotExpired` (expired,
 //! retired or reaped; `details.state`, as a read at the snapshot answers), `AlreadyExists` (destination visible or reserved by another operation),
 //! `RestoreProtocolMismatch` (operation-id collision or a retry that does not match the prepared
-//! operation), `InvalidState` (retiring commit, failed closure verification, aborted operation),
+//! operation), `NotDirectory` (the source holds a path both as a file and as a directory — an
+//! older store; the restore is rolled back), `InvalidState` (retiring commit, failed closure verification, aborted operation),
 //! `Conflict` (`OperationState`, `ReadVersion`), `ObjectUnavailable`, `Internal`.
 
 use meta::ids::CommitId;
@@ -136,6 +137,17 @@ pub(crate) fn restore_error(client: &Client, req: &RestoreRequest, err: RestoreE
                 ErrorCode::InvalidState,
                 format!("the restore source failed verification and the restore was rolled back: {reason}"),
             ),
+            OpError::SourceNamespaceClash { path } => ToolError::new(
+                ErrorCode::NotDirectory,
+                format!(
+                    "the restore source holds `{path}` both as a file and as a directory (written by an older version); a restore never publishes such a namespace, so it was rolled back — read the files by their exact paths, or remove one side in the source and commit or snapshot again"
+                ),
+            )
+            .with_detail(
+                "path",
+                Value::from(format!("{}/{path}", client.workbench_path(src))),
+            )
+            .with_detail("kind", Value::from("file_and_directory")),
             OpError::Aborted(t) => ToolError::new(
                 ErrorCode::parse(&t.code).unwrap_or(ErrorCode::InvalidState),
                 t.message,

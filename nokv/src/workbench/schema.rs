@@ -43,22 +43,22 @@ pub const TOOL_NAMES: [&str; 18] = [
 
 const DESCRIPTIONS: [&str; 18] = [
     "Create an empty workbench with the given id; it shows the five virtual sections input, scripts, outputs, logs and metadata, and an exact retry returns the same result.",
-    "Write one file (text or base64, at most 16 MiB) into a section: create-only by default, or replace=true to overwrite an existing file, optionally guarded by expected_generation.",
-    "Append text or base64 bytes (at most 16 MiB per call) to a file in a section, creating it when missing; earlier bytes are shared, not rewritten.",
-    "Replace an exact, literal occurrence of old_string with new_string in a UTF-8 file (no regex, no whitespace tolerance); replace_all replaces every occurrence.",
+    "Write one file (text or base64, at most 16 MiB) into a section: create-only by default, or replace=true to overwrite an existing file, optionally guarded by expected_generation. A path is a file or a directory, never both: creating over a directory is AlreadyExists (details.kind directory), replacing one NotArtifact, writing below a file NotDirectory.",
+    "Append text or base64 bytes (at most 16 MiB per call) to a file in a section, creating it when missing; earlier bytes are shared, not rewritten. Appending to a directory is NotArtifact, below a file NotDirectory.",
+    "Replace an exact, literal occurrence of old_string with new_string in a UTF-8 file (no regex, no whitespace tolerance); replace_all replaces every occurrence. On NoMatch, details.hints names near misses (line endings, tabs vs spaces, indentation, trailing whitespace, NFC/NFD, case) with their line numbers and the file's exact text; nothing is applied.",
     "List the direct children (files and directories) of a workbench, section or directory, at the live state or a snapshot, one page at a time.",
     "Describe one file or directory (kind, size, generation, content type, digest, producer) without reading the file body.",
-    "Read a file as structured records (JSON elements, a YAML document or sequence, or text lines) or as a base64 byte range, page by page.",
+    "Read a file as structured records (JSON elements, a YAML document or sequence, or text lines) or as a base64 byte range, page by page. JSON numbers come back exactly as stored (no rounding of large integers or long decimals).",
     "Search files for lines containing any of the given literal, case-insensitive patterns (not regex), optionally recursively and filtered by a file-name glob.",
     "Find files across one workbench or the whole root with typed predicates over indexed fields, with sorting, projected fields and facet counts.",
-    "Compute count/sum/avg/min/max measures over indexed fields of matching files, optionally grouped by fields.",
+    "Compute count/sum/avg/min/max measures over indexed fields of matching files, optionally grouped by fields; a count measure takes no field (absent or null).",
     "Show which indexed fields can be filtered, sorted, faceted and aggregated in a workbench or the whole root.",
-    "Page over the workbenches of the root, filtering by committed state or by a case-insensitive substring of the run manifest.",
+    "Page over the workbenches of the root, filtering by committed state or by a case-insensitive substring of the run manifest; each match carries manifest_summary (schema, ids, digests, commit time, manifest_keys, manifest_task) and, with include_manifest, manifest = the whole run-manifest envelope.",
     "Commit a workbench: publish metadata/run_manifest.json binding the given manifest to a content digest; an exact retry is an idempotent replay.",
     "Pin the current committed state of a workbench as a named, leased snapshot (ttl_days 1-90, default 7) that reads and restores can use later.",
     "Extend the lease of a snapshot, selected by snapshot_id or name, to ttl_days from now; leases never shrink.",
-    "Retire a snapshot, selected by snapshot_id or name, so it can be reaped; an exact retry reports retired=false.",
-    "List the snapshots of a workbench with their lease deadlines and states (alive, expired, retired, reaped).",
+    "Retire a snapshot, selected by snapshot_id or name, so it can be reaped; the first retirement's reason is kept as retire_annotation {metadata, reason}, and a retry reports retired=false with that first annotation.",
+    "List the snapshots of a workbench with their lease deadlines, states (alive, expired, retired, reaped), annotation and retire_annotation.",
     "Restore a snapshot or a commit of a workbench into a new, absent destination workbench of the same root, leaving the source unchanged.",
 ];
 
@@ -76,7 +76,7 @@ fn tool_index(name: &str) -> Option<usize> {
     TOOL_NAMES.iter().position(|t| *t == canonical)
 }
 
-/// One-sentence description of a tool (name with or without prefix); `""` for an unknown name.
+/// Short description of a tool (name with or without prefix); `""` for an unknown name.
 pub fn tool_description(name: &str) -> &'static str {
     tool_index(name).map_or("", |i| DESCRIPTIONS[i])
 }

@@ -4,7 +4,9 @@
 //!
 //! Snapshot results carry `snapshot_id`, `name`, `read_version`, `lease_expires_at` (RFC 3339,
 //! UTC, milliseconds), `lease_expires_unix_ms`, `annotation {reason, metadata}`, `state`
-//! (`alive`/`expired`/`retired`/`reaped`), `workbench_id` and `path`.
+//! (`alive`/`expired`/`retired`/`reaped`), `workbench_id` and `path`; `snapshot_list` rows and
+//! `snapshot_retire` add `retire_annotation {metadata, reason}` — the *first* retirement's,
+//! stored durably in the SnapshotRef row and never replaced by a retry (`null` unless retired).
 
 use meta::ops::snapshot::{SnapshotInfo, SnapshotSelector};
 use meta::Reader;
@@ -32,9 +34,10 @@ fn depth(v: &Value) -> usize {
     }
 }
 
-/// Maps SDK errors of snapshot operations to tool errors (snapshot codes first, then the shared
-/// mapping). Messages carry no storage identities.
-pub(crate) fn snapshot_error(client: &Client, workbench_id: &str, err: crate::Error) -> ToolError {
+/// Maps SDK errors of snapshot operations and snapshot reads to tool errors (snapshot codes
+/// first — `SnapshotNotFound`, `SnapshotExpired`, `ForkRetentionActive`, … — then the shared
+/// mapping of [`super::tool_error`]). Messages carry no storage identities.
+pub fn snapshot_error(client: &Client, workbench_id: &str, err: crate::Error) -> ToolError {
     match err {
         crate::Error::Meta(meta::Error::SnapshotNotFound) => ToolError::new(
             ErrorCode::SnapshotNotFound,
@@ -132,6 +135,20 @@ fn rfc3339_ms(unix_ms: u64) -> String {
         (rem % 3600) / 60,
         rem % 60
     )
+}
+
+/// The `retire_annotation` of a snapshot: the first retirement's stored `{metadata, reason}`
+/// for a retired snapshot (`{"metadata": null, "reason": null}` when it carried none), `null`
+/// otherwise.
+fn retire_annotation_json(info: &SnapshotInfo) -> Value {
+    if info.record.state != meta::codec::SnapshotState::Retired {
+        return Value::Null;
+    }
+    info.record
+        .retire_annotation
+        .as_deref()
+        .and_then(|b| serde_json::from_slice::<Value>(b).ok())
+        .unwrap_or_else(|| serde_json::json!({"metadata": null, "reason": null}))
 }
 
 /// The JSON of one snapshot (shared by every snapshot tool).
@@ -263,9 +280,17 @@ pub(super) fn renew(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map
 pub(super) fn retire(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<String, Value>> {
     let id = req_str(args, "id")?;
     let selector = id_or_name(args)?;
+    // The annotation of this retirement; stored only if this call retires the snapshot (the
+    // first retirement's annotation is durable and never replaced).
+    let annotation = match opt_str(args, "reason") {
+        None => None,
+        Some(reason) => Some(canonical_json(
+            &serde_json::json!({"metadata": null, "reason": reason}),
+        )?),
+    };
     let client = wb.client();
     let (info, retired) = client
-        .retire_snapshot(id, &selector)
+        .retire_snapshot_annotated(id, &selector, annotation)
         .map_err(|e| snapshot_error(client, id, e))?;
     let mut out = Map::new();
     out.insert("workbench_id".into(), Value::from(id));
@@ -280,12 +305,7 @@ pub(super) fn retire(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Ma
     );
     out.insert("retired".into(), Value::from(retired));
     out.insert("state".into(), Value::from(info.status.as_str()));
-    out.insert(
-        "retire_annotation".into(),
-        serde_json::json!({
-            "reason": opt_str(args, "reason").map_or(Value::Null, Value::from),
-        }),
-    );
+    out.insert("retire_annotation".into(), retire_annotation_json(&info));
     Ok(out)
 }
 
@@ -303,7 +323,11 @@ pub(super) fn list(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<
         "snapshots".into(),
         Value::Array(
             all.iter()
-                .map(|i| Value::Object(snapshot_json(client, i)))
+                .map(|i| {
+                    let mut row = snapshot_json(client, i);
+                    row.insert("retire_annotation".into(), retire_annotation_json(i));
+                    Value::Object(row)
+                })
                 .collect(),
         ),
     );

@@ -74,19 +74,12 @@ pub(super) fn put_file(
         index_fields: Default::default(),
         index_json: false,
     };
-    let receipt = match client.put(id, full.as_str(), &body, &options) {
-        Ok(receipt) => receipt,
-        // Replacing a directory is NotArtifact, not NotFound: probe only on this failure path,
-        // so a successful replace costs no extra reads.
-        Err(crate::Error::NotFound { .. }) if replace && is_directory(client, id, &full)? => {
-            return Err(ToolError::not_artifact(&super::scope::present(
-                client,
-                id,
-                Some(&full),
-            )));
-        }
-        Err(e) => return Err(tool_error(client, id, e)),
-    };
+    // The SDK applies the namespace rule: a create over a directory is AlreadyExists
+    // (`details.kind = "directory"`), a replace of one NotArtifact, a write below a file
+    // NotDirectory.
+    let receipt = client
+        .put(id, full.as_str(), &body, &options)
+        .map_err(|e| tool_error(client, id, e))?;
     let mut out = scope.fields(client);
     out.insert("size_bytes".into(), Value::from(receipt.size_bytes));
     out.insert("generation".into(), Value::from(receipt.generation));
@@ -94,16 +87,6 @@ pub(super) fn put_file(
     out.insert("content_type".into(), Value::from(receipt.content_type));
     out.insert("replace".into(), Value::from(replace));
     Ok(out)
-}
-
-/// Whether `path` is an implicit directory (has descendants) in the live workbench.
-fn is_directory(client: &crate::Client, id: &str, path: &meta::NormPath) -> ToolResult<bool> {
-    let read = client.meta().read();
-    let ws = read
-        .visible_workspace(id)
-        .map_err(|e| tool_error(client, id, e.into()))?;
-    read.has_descendants(&ws.incarnation, path)
-        .map_err(|e| tool_error(client, id, e.into()))
 }
 
 pub(super) fn append(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<String, Value>> {
@@ -151,7 +134,7 @@ pub(super) fn edit(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<
         .clone()
         .ok_or_else(|| ToolError::invalid_arguments("path must name a file inside the section"))?;
     let presented = super::scope::present(client, id, Some(&full));
-    if crate::client::RESERVED_PATHS.contains(&full.as_str()) {
+    if meta::ops::publish::is_reserved(&full) {
         return Err(ToolError::invalid_arguments(format!(
             "{presented} is owned by commit/restore and cannot be edited"
         )));
@@ -167,13 +150,18 @@ pub(super) fn edit(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<
         {
             Some(entry) => entry,
             None => {
-                if read
-                    .has_descendants(&ws.incarnation, &full)
-                    .map_err(|e| tool_error(client, id, e.into()))?
-                {
-                    return Err(ToolError::not_artifact(&presented));
-                }
-                return Err(ToolError::not_found(&presented));
+                // A directory is NotArtifact and a path below a file NotDirectory (the namespace
+                // rule); anything else is simply missing.
+                let edit = meta::PathCondition::Replace {
+                    expected_generation: 0,
+                };
+                return Err(match read.check_creatable(&ws.incarnation, &full) {
+                    Ok(()) => ToolError::not_found(&presented),
+                    Err(e) => match crate::client::map_namespace_error(e, &full, edit) {
+                        Ok(mapped) => tool_error(client, id, mapped),
+                        Err(other) => tool_error(client, id, other.into()),
+                    },
+                });
             }
         };
         if entry.logical_size > MAX_EDIT_BYTES {

@@ -4,7 +4,8 @@
 //! compare_runner all                 # everything below, in order
 //! compare_runner micro path|random   # single-op latencies, engines interleaved round by round
 //! compare_runner durable             # durable commits/s with 1, 4, 16 committer threads
-//! compare_runner reopen [ENGINE]     # load N, checkpoint, N/10 single commits, drop, time open
+//! compare_runner reopen              # load N, checkpoint, N/10 single commits, close; a fresh
+//!                                    # process times open + one get and reads its RSS
 //! compare_runner rss [ENGINE SHAPE]  # RSS delta per key around loading, one child process each
 //! compare_runner probe               # upstream-holt correctness probes, against both holts
 //! compare_runner profile WORKLOAD [ENGINE] [SHAPE]  # one workload in a loop (for `perf record`)
@@ -108,13 +109,40 @@ fn micro(shape: Shape) {
     let n = key_count();
     let ds = Dataset::generate(shape, n);
     let ops = Operands::new(&ds, 1);
+    // Reads first, on the settled store (each engine checkpointed after loading: ours serves
+    // them from one image), then the writes, then the reads again on top of those writes (ours:
+    // the in-memory delta and newer images above the base image).
     let workloads: Vec<Workload> = match shape {
-        Shape::Path => Workload::BOTH
-            .iter()
-            .chain(&Workload::PATH_ONLY)
-            .copied()
-            .collect(),
-        Shape::Random => Workload::BOTH.to_vec(),
+        Shape::Path => vec![
+            Workload::GetHit,
+            Workload::GetMiss,
+            Workload::List8,
+            Workload::List1000,
+            Workload::Scan100,
+            Workload::Put,
+            Workload::Batch3,
+            Workload::GetHit,
+            Workload::GetMiss,
+            Workload::List8,
+            Workload::List1000,
+            Workload::Scan100,
+        ],
+        Shape::Random => vec![
+            Workload::GetHit,
+            Workload::GetMiss,
+            Workload::Put,
+            Workload::GetHit,
+            Workload::GetMiss,
+        ],
+    };
+    // Row labels: a read repeated after a write workload is marked as such.
+    let first_write = workloads.iter().position(|w| is_write(*w)).unwrap_or(usize::MAX);
+    let row_label = |wi: usize, w: Workload| -> String {
+        if wi > first_write && !is_write(w) {
+            format!("{} (after writes)", w.label())
+        } else {
+            w.label().to_string()
+        }
     };
     let mut loaded: Vec<Loaded> = Vec::new();
     for kind in kinds() {
@@ -237,7 +265,7 @@ fn micro(shape: Shape) {
     }
     println!("{header}\n{sep}");
     for (wi, &w) in workloads.iter().enumerate() {
-        let mut row = format!("| {} |", w.label());
+        let mut row = format!("| {} |", row_label(wi, w));
         for (ei, l) in loaded.iter().enumerate() {
             let cell = if let Some((_, why)) = l.skip.iter().find(|(s, _)| *s == w) {
                 format!("— ({})", shorten(why))
@@ -287,7 +315,7 @@ fn micro(shape: Shape) {
                 v.sort_by(|a, b| a.total_cmp(b));
                 v.get(v.len() / 2).copied()
             };
-            let mut row = format!("| {} |", w.label());
+            let mut row = format!("| {} |", row_label(wi, w));
             for ei in 0..loaded.len() {
                 let cell = match (med(ei), med(oi)) {
                     (Some(a), Some(b)) if b > 0.0 => format!("{:.2}×", a / b),
@@ -416,33 +444,45 @@ fn self_exe() -> PathBuf {
     std::env::current_exe().unwrap_or_else(|_| PathBuf::from("compare_runner"))
 }
 
-/// Child: load N, checkpoint, N/10 single commits, drop, time open + one get. Prints
-/// `RESULT <secs> <disk bytes>` on success.
-fn reopen_child(kind: Kind) -> Res<()> {
+/// Child: load N, checkpoint, N/10 single commits, drop — into `dir` (the parent owns it).
+fn reopen_prep_child(kind: Kind, dir: &std::path::Path) -> Res<()> {
     let n = key_count();
     let ds = Dataset::generate(Shape::Path, n);
-    let dir = tempdir(kind.token());
-    {
-        let e = open_engine(kind, dir.path(), Mode::Fast)?;
-        ds.load_into(e.as_ref(), 10_000)?;
-        e.checkpoint()?;
-        let v = value_for(3);
-        for i in 0..(n / 10) as u64 {
-            e.put(&path_new_key(i), &v)?;
-        }
+    let e = open_engine(kind, dir, Mode::Fast)?;
+    ds.load_into(e.as_ref(), 10_000)?;
+    e.checkpoint()?;
+    let v = value_for(3);
+    for i in 0..(n / 10) as u64 {
+        e.put(&path_new_key(i), &v)?;
     }
-    let disk = dir_size(dir.path());
+    drop(e);
+    println!("RESULT {}", dir_size(dir));
+    Ok(())
+}
+
+/// Child, in a fresh process: time open + one get of the store `reopen_prep_child` left in
+/// `dir`, and the process's RSS before the open, right after it and after the get. Prints
+/// `RESULT <secs> <disk bytes> <rss before> <rss after open> <rss after get>`.
+fn reopen_child(kind: Kind, dir: &std::path::Path) -> Res<()> {
+    let n = key_count();
+    let probe = path_key(n / 2);
+    let want = value_for(n / 2);
+    let last_new = path_new_key((n / 10) as u64 - 1);
+    let disk = dir_size(dir);
+    let rss0 = rss_bytes()?;
     let t0 = Instant::now();
-    let e = open_engine(kind, dir.path(), Mode::Fast)?;
-    let got = e.get(&ds.keys[n / 2])?;
+    let e = open_engine(kind, dir, Mode::Fast)?;
+    let rss1 = rss_bytes()?;
+    let got = e.get(&probe)?;
     let el = t0.elapsed().as_secs_f64();
-    if got.as_deref() != Some(value_for(n / 2).as_slice()) {
+    let rss2 = rss_bytes()?;
+    if got.as_deref() != Some(want.as_slice()) {
         return Err("after reopen a loaded key is missing or wrong".into());
     }
-    if e.get(&path_new_key((n / 10) as u64 - 1))?.is_none() {
+    if e.get(&last_new)?.is_none() {
         return Err("after reopen the last post-checkpoint commit is missing".into());
     }
-    println!("RESULT {el} {disk}");
+    println!("RESULT {el} {disk} {rss0} {rss1} {rss2}");
     Ok(())
 }
 
@@ -498,20 +538,26 @@ fn run_child(args: &[&str]) -> Res<Vec<f64>> {
 fn reopen_all() {
     let n = key_count();
     println!();
-    println!("#### Reopen: {n} path keys loaded, checkpointed, then {} single-put commits; time to open and answer one get (lower is better)", n / 10);
+    println!("#### Reopen: {n} path keys loaded, checkpointed, then {} single-put commits, closed; a fresh process times open + one get (lower is better) and reads its RSS", n / 10);
     println!();
-    println!("| engine | reopen time | files on disk |");
-    println!("|---|---:|---:|");
+    println!("| engine | open + first get | files on disk | RSS right after open | RSS after the get |");
+    println!("|---|---:|---:|---:|---:|");
     for kind in kinds() {
-        match run_child(&["reopen-child", kind.token()]) {
-            Ok(v) if v.len() >= 2 => println!(
-                "| {} | {:.1} ms | {} |",
+        let dir = tempdir(kind.token());
+        let path = dir.path().to_string_lossy().to_string();
+        let row = run_child(&["reopen-prep-child", kind.token(), &path])
+            .and_then(|_| run_child(&["reopen-child", kind.token(), &path]));
+        match row {
+            Ok(v) if v.len() >= 5 => println!(
+                "| {} | {:.1} ms | {} | {} | {} |",
                 kind.label(),
                 v[0] * 1e3,
-                mib(v[1] as u64)
+                mib(v[1] as u64),
+                mib(v[3] as u64),
+                mib(v[4] as u64)
             ),
-            Ok(_) => println!("| {} | error: malformed child output | |", kind.label()),
-            Err(e) => println!("| {} | error: {} | |", kind.label(), shorten(&e)),
+            Ok(_) => println!("| {} | error: malformed child output | | | |", kind.label()),
+            Err(e) => println!("| {} | error: {} | | | |", kind.label(), shorten(&e)),
         }
     }
     println!();
@@ -781,6 +827,13 @@ fn profile(w: &str, kind: Kind, shape: Shape) -> Res<()> {
         load_aux(e.as_ref())?;
     }
     e.checkpoint()?;
+    // Optionally leave fresh writes above the checkpoint (as the micro runs' earlier write
+    // workloads do), so reads go through the in-memory delta and newer images too.
+    let puts = env_u64("NOKV_CMP_PROFILE_PUTS", 0);
+    let v = value_for(5);
+    for i in 0..puts {
+        e.put(&ds.new_key(i), &v)?;
+    }
     if let Some(native) = prepare(e.as_ref(), &ds, w)? {
         eprintln!("native roll-up wrong ({native}); timing the seek loop");
     }
@@ -837,9 +890,15 @@ fn main() {
             reopen_all();
             rss_all();
         }
-        "reopen-child" => match kind_arg(1) {
-            Some(k) => child_result(guarded(|| reopen_child(k))),
-            None => child_result(Err("usage: reopen-child ENGINE".into())),
+        "reopen-prep-child" => match (kind_arg(1), a.get(2)) {
+            (Some(k), Some(d)) => {
+                child_result(guarded(|| reopen_prep_child(k, std::path::Path::new(d))))
+            }
+            _ => child_result(Err("usage: reopen-prep-child ENGINE DIR".into())),
+        },
+        "reopen-child" => match (kind_arg(1), a.get(2)) {
+            (Some(k), Some(d)) => child_result(guarded(|| reopen_child(k, std::path::Path::new(d)))),
+            _ => child_result(Err("usage: reopen-child ENGINE DIR".into())),
         },
         "rss-child" => match kind_arg(1) {
             Some(k) => child_result(guarded(|| {

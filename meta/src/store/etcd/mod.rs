@@ -148,13 +148,46 @@ impl Default for EtcdLimits {
 /// and be bound to etcd lease `lease_id`. When the lease expires (the owner stopped renewing)
 /// etcd deletes the key, and every later transaction of the store fails with
 /// [`Error::Fenced`] — whatever the owner process believes.
+///
+/// With `serving` set, the owner's own fail-stop clock is consulted before every transaction is
+/// sent: once it says the owner may no longer serve (its lease could be about to expire), the
+/// write is refused with [`Error::Fenced`] without reaching etcd.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OwnerFence {
     /// The shard-owner record's etcd key.
     pub key: Vec<u8>,
     /// The etcd lease id the record is bound to.
     pub lease_id: i64,
+    /// The owner's fail-stop check (`None`: only etcd's lease compare fences).
+    pub serving: Option<ServingCheck>,
 }
+
+/// The owner-side fail-stop check of an [`OwnerFence`]: true while the owner may still serve
+/// (before its renewed lease can have expired, minus a safety margin).
+#[derive(Clone)]
+pub struct ServingCheck(pub std::sync::Arc<dyn Fn() -> bool + Send + Sync>);
+
+impl ServingCheck {
+    /// Whether the owner may still serve now.
+    pub fn serving(&self) -> bool {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for ServingCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ServingCheck")
+    }
+}
+
+/// Two checks are equal when they are the same closure.
+impl PartialEq for ServingCheck {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for ServingCheck {}
 
 /// How to reach and lay out one etcd-backed shard.
 #[derive(Debug, Clone)]

@@ -358,6 +358,7 @@ fn a_lost_owner_lease_fences_every_write() {
     opts.owner_fence = Some(OwnerFence {
         key: owner_key,
         lease_id: lease,
+        serving: None,
     });
     let s = EtcdStore::open(opts).expect("open");
     assert_eq!(write(&s, 0, vec![put(Family::Tag, b"a", b"1")]), 1);

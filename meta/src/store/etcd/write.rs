@@ -272,6 +272,17 @@ pub(crate) fn write(store: &EtcdStore, w: CheckedWrite) -> std::result::Result<u
     let mut backoff = Backoff::new(options.retry_window);
     let mut clock_moves = 0u32;
     loop {
+        // Fail-stop: an owner past its serving deadline sends nothing (every earlier iteration
+        // was answered and applied nothing, so refusing here leaves nothing behind).
+        if let Some(check) = fence.as_ref().and_then(|f| f.serving.as_ref()) {
+            if !check.serving() {
+                return Err(WriteFailure::Other(Error::Fenced {
+                    reason: "this owner stopped serving the shard: its lease could expire before \
+                             the write lands (fail-stop margin); nothing was written"
+                        .into(),
+                }));
+            }
+        }
         let read_version = match w.read_version {
             Some(v) => v,
             None => super::read::clock(store).map_err(WriteFailure::Other)?.0,

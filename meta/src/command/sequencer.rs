@@ -1,0 +1,214 @@
+//! The command sequencer: one per shard owner (seed 000, "Metadata Command": commit version =
+//! read version + 1, every predicate re-checked in the batch).
+//!
+//! Without it, every operation plans its command at a freshly *readable* snapshot and the
+//! executor fences `read_version` against the engine's newest *accepted* state; concurrent
+//! writers of unrelated paths race that fence, lose, re-plan and eventually give up. With it,
+//! planning and submission are serialized per shard:
+//!
+//! 1. [`MetaShard::sequenced`] takes the shard's sequencer lock;
+//! 2. the section plans against [`Sequenced::snapshot`], a snapshot of the newest **accepted**
+//!    state (`holt::Db::accepted_view`) — every command submitted before it, durable or not;
+//! 3. [`Sequenced::execute`] runs the executor's checks against that snapshot and hands the batch
+//!    to group commit without waiting for durability (`holt::Db::commit_pipelined`); the next
+//!    command plans on top of it at once;
+//! 4. the lock is released, then the section waits for the durability of everything it
+//!    submitted (one shared `fdatasync` per group) and for the visibility of everything it read.
+//!
+//! Because the snapshot a command is planned on is exactly the state its batch is validated
+//! against, the read-version fence always holds and a predicate fails only for a real reason (a
+//! generation that moved, a name that is taken). Writes to different paths never fail or retry
+//! for another writer's sake. The executor still re-checks every predicate inside the batch, and
+//! the commit version is still `read_version + 1`.
+//!
+//! A failed group fails every command accepted on top of it: holt poisons its WAL when a group's
+//! write or `fdatasync` fails, so every later ticket and submission returns the storage error.
+//!
+//! Data read from the accepted state is never returned before it is durable: a section that only
+//! read (a replayed result, a precondition error, an idempotent no-op) still waits until the
+//! accepted version it read is visible before its value or error is returned.
+//!
+//! Sections are short and CPU-only (point reads, bounded scans, command assembly); object-store
+//! I/O never runs inside one. A section must not start another on the same thread (that would
+//! deadlock); [`MetaShard::sequenced`] detects it and returns [`Error::InvalidArgument`].
+
+use std::cell::RefCell;
+use std::sync::{Mutex, MutexGuard};
+
+use super::executor::{self, Submitted};
+use super::{CommandOutcome, MetadataCommand};
+use crate::error::{Error, Result};
+use crate::shard::MetaShard;
+use crate::store::{CheckedWrite, PendingWrite, ShardSnapshot, Snapshot, TxnStore, WriteFailure};
+
+thread_local! {
+    /// Addresses of the sequencers this thread is inside of (re-entrance detection).
+    static HELD: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Marks this thread as inside sequencer `.0` while alive (unwinding included).
+struct Held(usize);
+
+impl Held {
+    fn enter(id: usize) {
+        HELD.with(|h| h.borrow_mut().push(id));
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let id = self.0;
+        HELD.with(|h| h.borrow_mut().retain(|held| *held != id));
+    }
+}
+
+/// The per-shard sequencer lock (one per [`MetaShard`] handle; holt's directory lock makes that
+/// one per store per process).
+#[derive(Debug, Default)]
+pub(crate) struct Sequencer {
+    lock: Mutex<()>,
+}
+
+impl Sequencer {
+    fn id(&self) -> usize {
+        self as *const Sequencer as usize
+    }
+}
+
+/// One sequenced section: the sequencer lock plus what the section submitted and read.
+pub struct Sequenced<'a> {
+    shard: &'a MetaShard,
+    _guard: MutexGuard<'a, ()>,
+    pending: Vec<PendingWrite>,
+    /// The newest accepted version any snapshot of this section was taken at.
+    read: u64,
+}
+
+impl std::fmt::Debug for Sequenced<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sequenced")
+            .field("pending", &self.pending.len())
+            .field("read", &self.read)
+            .finish()
+    }
+}
+
+impl Sequenced<'_> {
+    /// A snapshot of the newest accepted state, including the commands this and earlier sections
+    /// submitted that are not durable yet. For planning: its version is the read version of the
+    /// next command, and every command predicate is evaluated against exactly this state.
+    pub fn snapshot(&mut self) -> ShardSnapshot {
+        let snap = self.shard.inner.store.accepted_snapshot();
+        self.read = self.read.max(snap.version());
+        snap
+    }
+
+    /// [`MetaShard::prepare_write`] inside this section: a read-only handle answers
+    /// [`Error::ReadOnly`]; a writer handle advances its owner epoch before its first write and
+    /// runs the periodic RecoveryOutbox maintenance step. Both are durable commits, so a section
+    /// that writes calls this before it takes its [`Sequenced::snapshot`]; called after, a commit
+    /// it makes leaves the planned command stale ([`Error::ReadVersionConflict`], the caller
+    /// re-plans).
+    ///
+    /// Errors: those of [`MetaShard::prepare_write`].
+    pub fn prepare_write(&mut self) -> Result<()> {
+        self.shard.owner_step(true)
+    }
+
+    /// Executes `cmd` (built on [`Sequenced::snapshot`]) through the executor's checks (see
+    /// [`super::executor`]) against the newest accepted state and submits its batch to group
+    /// commit. Returns the outcome at once; it is durable when the section ends without error.
+    /// An exact request-id replay returns the stored result and submits nothing. A writer handle
+    /// whose owner epoch is not persisted yet advances it first (then `cmd`, planned before that
+    /// commit, meets a stale read version).
+    ///
+    /// Errors: [`Error::ReadOnly`] on a read-only handle; those of the owner-epoch advance;
+    /// those of [`super::execute`]; nothing is submitted on any error.
+    pub fn execute(&mut self, cmd: MetadataCommand) -> Result<CommandOutcome> {
+        self.shard.owner_step(false)?;
+        let snap = self.snapshot();
+        match executor::submit(&self.shard.inner.store, &self.shard.inner.fence, &snap, cmd)? {
+            Submitted::Replay(out) => Ok(out),
+            Submitted::Pending(out, pending) => {
+                self.pending.push(pending);
+                Ok(out)
+            }
+        }
+    }
+
+    /// Submits one raw checked write (the lease-clock observation, which is not a
+    /// MetadataCommand) to group commit; returns its commit version (durable when the section
+    /// ends without error).
+    ///
+    /// Errors: the write's failure (nothing submitted); [`Error::ReadOnly`] on a read-only
+    /// handle and the owner-epoch advance's errors as [`WriteFailure::Other`].
+    pub(crate) fn write(&mut self, write: CheckedWrite) -> std::result::Result<u64, WriteFailure> {
+        self.shard.owner_step(false).map_err(WriteFailure::Other)?;
+        let pending = self.shard.inner.store.write_pipelined(write)?;
+        let version = pending.version();
+        self.read = self.read.max(version);
+        self.pending.push(pending);
+        Ok(version)
+    }
+}
+
+impl MetaShard {
+    /// Runs `section` under this shard's command sequencer (see the module docs): planning and
+    /// submission are serialized, planning reads the newest accepted state, and the section's
+    /// commands are pipelined into group commit. After the section the lock is released, then
+    /// this call waits until every submitted command is durable and every version the section
+    /// read is visible, and only then returns the section's value or error.
+    ///
+    /// Generic over the section's error type `E` (any error a [`crate::Error`] converts into).
+    ///
+    /// Errors: the section's error; else the first durability failure of a submitted command
+    /// ([`Error::Storage`]: the group's I/O error or `Poisoned` — nothing of that command is
+    /// visible); [`Error::InvalidArgument`] when called from inside a section on the same
+    /// thread.
+    pub fn sequenced<T, E: From<Error>>(
+        &self,
+        section: impl FnOnce(&mut Sequenced<'_>) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
+        let sequencer = &self.inner.sequencer;
+        let id = sequencer.id();
+        if HELD.with(|h| h.borrow().contains(&id)) {
+            return Err(Error::invalid(
+                "a metadata command section was started inside another on the same shard",
+            )
+            .into());
+        }
+        let guard = sequencer.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut seq = Sequenced {
+            shard: self,
+            _guard: guard,
+            pending: Vec::new(),
+            read: 0,
+        };
+        let value = {
+            Held::enter(id);
+            let _held = Held(id);
+            section(&mut seq)
+        };
+        let Sequenced {
+            shard: _,
+            _guard: guard,
+            pending,
+            read,
+        } = seq;
+        drop(guard);
+        // The lock is released here: the next section plans on top while this one waits.
+        let mut failure = None;
+        for p in pending {
+            if let Err(e) = p.wait() {
+                failure.get_or_insert(e);
+            }
+        }
+        if let Some(e) = failure {
+            return Err(e.into());
+        }
+        if read > 0 {
+            self.inner.store.wait_visible(read)?;
+        }
+        value
+    }
+}

@@ -1,0 +1,114 @@
+//! `nokv serve --store DIR --listen ADDR [--token-file F]`: the owner process (see
+//! [`crate::server`] and `docs/server.md`).
+//!
+//! The bearer token is read from `--token-file F` (first line, trimmed) or `NOKV_TOKEN`; with a
+//! token every request must send `Authorization: Bearer <token>`. A non-loopback `--listen`
+//! without a token is refused (usage error). Exit codes: 0 after a clean shutdown (SIGTERM /
+//! SIGINT: in-flight requests drained, store closed), 1 when the store cannot be opened or
+//! served, 2 for a usage error.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Args;
+
+use super::{EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
+use crate::server::{self, ServerOptions};
+
+/// Arguments of `nokv serve` (the store is the global `--store`).
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (`HOST:PORT`; port 0 picks a free one).
+    #[arg(long, default_value = "127.0.0.1:7070", value_name = "ADDR")]
+    pub listen: String,
+    /// File holding the bearer token (first line). Default: $NOKV_TOKEN.
+    #[arg(long, value_name = "F")]
+    pub token_file: Option<PathBuf>,
+    /// Largest streamed upload in bytes (default 64 GiB).
+    #[arg(long, value_name = "BYTES")]
+    pub max_upload_bytes: Option<u64>,
+    /// Seconds allowed to receive a request head, and between two body chunks (default 10 / 30).
+    #[arg(long, value_name = "SECS")]
+    pub request_timeout: Option<u64>,
+    /// Seconds SIGTERM waits for in-flight requests (default 30).
+    #[arg(long, value_name = "SECS")]
+    pub drain_timeout: Option<u64>,
+    /// Seconds between background maintenance passes — the snapshot reaper, then one GC pass
+    /// (default 60; 0 disables).
+    #[arg(long, value_name = "SECS", alias = "reaper-interval")]
+    pub maintenance_interval: Option<u64>,
+    /// Seconds between publish-operation recovery passes (default 300; 0 disables).
+    #[arg(long, value_name = "SECS")]
+    pub recovery_interval: Option<u64>,
+    /// Shard-owner lease in seconds when the store keeps its metadata in etcd (default 10,
+    /// at least 2): the server stops committing before it can expire, and another server may
+    /// take the shard over once it lapses.
+    #[arg(long, value_name = "SECS")]
+    pub lease_ttl: Option<u64>,
+}
+
+/// Reads the token: `--token-file` (first line, trimmed), else `NOKV_TOKEN`.
+fn token(args: &ServeArgs) -> Result<Option<String>, String> {
+    match &args.token_file {
+        Some(f) => {
+            let text = std::fs::read_to_string(f)
+                .map_err(|e| format!("cannot read --token-file {}: {e}", f.display()))?;
+            let t = text.lines().next().unwrap_or_default().trim().to_string();
+            if t.is_empty() {
+                return Err(format!("--token-file {} is empty", f.display()));
+            }
+            Ok(Some(t))
+        }
+        None => Ok(std::env::var("NOKV_TOKEN")
+            .ok()
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty())),
+    }
+}
+
+/// Runs `nokv serve`; returns the exit code.
+pub fn run_serve(dir: &Path, args: ServeArgs) -> u8 {
+    let token = match token(&args) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("nokv serve: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let mut opts = ServerOptions {
+        store: dir.to_path_buf(),
+        listen: args.listen.clone(),
+        token,
+        ..ServerOptions::default()
+    };
+    if let Some(b) = args.max_upload_bytes {
+        opts.max_upload_bytes = b;
+    }
+    if let Some(s) = args.request_timeout {
+        opts.header_timeout = Duration::from_secs(s.max(1));
+        opts.body_idle_timeout = Duration::from_secs(s.max(1));
+    }
+    if let Some(s) = args.drain_timeout {
+        opts.drain_timeout = Duration::from_secs(s);
+    }
+    if let Some(s) = args.maintenance_interval {
+        opts.maintenance_interval = Duration::from_secs(s);
+    }
+    if let Some(s) = args.recovery_interval {
+        opts.recovery_interval = Duration::from_secs(s);
+    }
+    if let Some(s) = args.lease_ttl {
+        opts.owner_lease_ttl = Duration::from_secs(s);
+    }
+    match server::serve(opts) {
+        Ok(()) => EXIT_OK,
+        Err(e @ crate::Error::InvalidArgument(_)) => {
+            eprintln!("nokv serve: {e}");
+            EXIT_USAGE
+        }
+        Err(e) => {
+            eprintln!("nokv serve: {e}");
+            EXIT_TOOL_ERROR
+        }
+    }
+}

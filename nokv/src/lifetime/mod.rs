@@ -1,0 +1,41 @@
+//! Object lifetime: path removal, garbage collection, explainable retention, fsck and index
+//! repair, and the durable store settings they depend on (seed 000, "Ordinary put/replace/remove",
+//! "Artifact Revisions And Strong References", "Garbage Collection State Machine"; seed 001,
+//! "Safe Object Lifetime", "Indexes are derived and repairable").
+//!
+//! Every front door (CLI `nokv rm | gc | fsck | config`, the SDK, a long-running owner process)
+//! calls these [`crate::Client`] methods; the state machines themselves live in `meta`
+//! ([`meta::ops::remove`], [`meta::ops::gc`], [`meta::ops::fsck`], [`meta::ops::settings`]) and
+//! only the provider calls (DELETE, HEAD, listing) are made here, through `objstore`.
+//!
+//! | method | what |
+//! |--------|------|
+//! | [`Client::remove`] | remove one path (generation CAS optional, request-id idempotent) |
+//! | [`Client::remove_prefix`] | remove everything under a prefix in bounded batches |
+//! | [`Client::gc`] | one garbage-collection pass (dry run, budget) |
+//! | [`Client::gc_explain`] / [`Client::gc_explain_revision`] | why a revision is kept |
+//! | [`Client::fsck`] | typed findings from authoritative rows, plus unowned provider objects |
+//! | [`Client::repair_index`] | rebuild SecondaryIndex rows from PathCurrent |
+//! | [`Client::config_get`] / [`Client::config_set`] / [`Client::config_list`] | durable settings |
+//! | [`Client::start_background_maintenance`] | reaper + GC on a timer for long-running processes |
+//!
+//! Nothing here lists the bucket to decide what to delete: GC deletes exactly the objects the
+//! ArtifactManifest rows of a claimed revision name, and fsck's provider listing is information
+//! only.
+
+mod fsck;
+mod gc;
+mod remove;
+mod settings;
+
+pub use fsck::FsckOutcome;
+pub use gc::{MaintenanceHandle, MaintenanceReport};
+pub use remove::{PrefixRemoval, RemoveOptions, RemoveReceipt, RemovedPaths};
+
+pub use meta::ops::fsck::{Finding, FindingKind, FsckReport, FsckStats, RepairReport};
+pub use meta::ops::gc::explain::{Explanation, Holder, Verdict};
+pub use meta::ops::gc::{
+    CollectedRevision, GcOptions, GcReport, HoldHolder, HoldInfo, InterruptedRevision,
+    QuarantinedRevision, WaitReason, WaitingRevision,
+};
+pub use meta::ops::settings::{SetReceipt, SettingValue, HISTORY_RETENTION_VERSIONS};

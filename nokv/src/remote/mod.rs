@@ -1,0 +1,883 @@
+//! `nokv::remote::RemoteClient` — the Rust SDK against a `nokv serve` server.
+//!
+//! The remote client mirrors [`crate::Client`]'s data-path operations with the same names and
+//! types — [`RemoteClient::create_workbench`], [`RemoteClient::put`],
+//! [`RemoteClient::put_reader`], [`RemoteClient::read_all`], [`RemoteClient::read_range`],
+//! [`RemoteClient::stat`], [`RemoteClient::append_idempotent`], and object lifetime:
+//! [`RemoteClient::remove`], [`RemoteClient::remove_prefix`], [`RemoteClient::gc`],
+//! [`RemoteClient::gc_explain`], [`RemoteClient::fsck`], [`RemoteClient::repair_index`],
+//! [`RemoteClient::config_get`] / `config_set` / `config_list` — and reaches every other
+//! operation through the two protocol-level calls the CLI uses:
+//! [`RemoteClient::call_tool`] (the 18 Workbench tools, exactly the envelopes of
+//! [`crate::workbench::Workbench::call`]) and [`RemoteClient::command`] (the CLI's commit, tag,
+//! find, snapshot, restore, operation and demo commands, returning exactly what the CLI prints).
+//! Both clients are separate types (no shared trait): the embedded one exposes store internals
+//! (`meta()`, `objects()`, readers at a version) that a remote caller cannot have.
+//!
+//! Failures are typed: [`Error::Connection`] (retryable) when the server cannot be reached or the
+//! connection breaks, [`Error::Server`] when the server refuses the request itself (auth,
+//! malformed request, limits), and [`Error::OperationFailed`] with the stable Workbench code for
+//! an operation error. Every write carries a fresh `Idempotency-Key` that its retries reuse, so a
+//! response lost after the server committed is answered by the stored response (the server's
+//! request journal) and never writes twice. Calls are retried on connection failures and
+//! retryable refusals with exponential backoff (default 4 retries); a streamed upload from a
+//! non-replayable reader is not retried.
+//!
+//! The connection is plain HTTP/1.1 (put TLS in front with a terminating proxy); the bearer token
+//! comes from [`RemoteClient::connect`] or `NOKV_TOKEN`.
+
+use std::io::Read;
+use std::time::Duration;
+
+mod lifetime;
+
+use serde_json::Value;
+
+use crate::client::{PutOptions, PutReceipt, WriteCondition};
+use crate::error::{Error, Result};
+
+/// Default number of retries after a connection failure or a retryable refusal.
+pub const DEFAULT_RETRIES: u32 = 4;
+
+/// A client of one NoKV server. Cheap to clone (connections are pooled and shared).
+#[derive(Clone)]
+pub struct RemoteClient {
+    base: String,
+    token: Option<String>,
+    agent: ureq::Agent,
+    retries: u32,
+}
+
+impl std::fmt::Debug for RemoteClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteClient")
+            .field("base", &self.base)
+            .field("token", &self.token.as_ref().map(|_| "<set>"))
+            .finish()
+    }
+}
+
+/// What a CLI command printed on the server ([`RemoteClient::command`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandOutput {
+    /// The process exit code the CLI would return (0 success, 1 error, 2 usage).
+    pub exit_code: u8,
+    /// Standard output, byte for byte.
+    pub stdout: String,
+    /// Standard error (human commands only).
+    pub stderr: String,
+}
+
+/// A fresh request id: 32 lowercase hex characters from the OS random source.
+pub fn new_request_id() -> Result<String> {
+    let mut b = [0u8; 16];
+    getrandom::fill(&mut b).map_err(|e| Error::InvalidArgument(format!("no randomness: {e}")))?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+/// Percent-encodes one path segment or query value (RFC 3986 unreserved characters stay).
+pub fn encode_component(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Percent-encodes a workbench-relative path, keeping its `/` separators.
+fn encode_path(p: &str) -> String {
+    p.split('/')
+        .map(encode_component)
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// One prepared request body.
+enum Payload<'a> {
+    None,
+    Bytes(&'a [u8]),
+    Reader(&'a mut dyn Read),
+}
+
+impl RemoteClient {
+    /// A client of the server at `url` (`http://host:port`), sending `token` as the bearer token
+    /// (else `NOKV_TOKEN` when set). Nothing is sent until the first call.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for a URL that is not `http://…`.
+    pub fn connect(url: &str, token: Option<&str>) -> Result<RemoteClient> {
+        let base = url.trim().trim_end_matches('/').to_string();
+        let rest = base.strip_prefix("http://").ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "server URL {url:?} must start with http:// (put TLS in a terminating proxy)"
+            ))
+        })?;
+        if rest.is_empty() || rest.contains(['/', '?', '#', ' ']) {
+            return Err(Error::InvalidArgument(format!(
+                "server URL {url:?} must be http://HOST:PORT"
+            )));
+        }
+        let token = token
+            .map(str::to_string)
+            .or_else(|| std::env::var("NOKV_TOKEN").ok())
+            .filter(|t| !t.trim().is_empty());
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(Duration::from_secs(5)))
+            .max_idle_connections_per_host(64)
+            .build()
+            .into();
+        Ok(RemoteClient {
+            base,
+            token,
+            agent,
+            retries: DEFAULT_RETRIES,
+        })
+    }
+
+    /// The client of `NOKV_SERVER` (token `NOKV_TOKEN`), or `None` when it is not set.
+    ///
+    /// Errors: as [`RemoteClient::connect`].
+    pub fn from_env() -> Result<Option<RemoteClient>> {
+        match std::env::var("NOKV_SERVER") {
+            Ok(url) if !url.trim().is_empty() => Ok(Some(Self::connect(&url, None)?)),
+            _ => Ok(None),
+        }
+    }
+
+    /// Sets how many times a call is retried after a connection failure or a retryable refusal
+    /// (0: never).
+    pub fn with_retries(mut self, retries: u32) -> Self {
+        self.retries = retries;
+        self
+    }
+
+    /// The server base URL.
+    pub fn url(&self) -> &str {
+        &self.base
+    }
+
+    fn connection_error(&self, e: &ureq::Error) -> Error {
+        Error::Connection {
+            url: self.base.clone(),
+            reason: e.to_string(),
+        }
+    }
+
+    /// One HTTP exchange (no retry). Returns the status, the response headers of interest and
+    /// the response for the caller to read.
+    fn exchange(
+        &self,
+        method: &str,
+        path_and_query: &str,
+        key: Option<&str>,
+        extra: &[(&str, String)],
+        payload: Payload<'_>,
+    ) -> Result<ureq::http::Response<ureq::Body>> {
+        let url = format!("{}{}", self.base, path_and_query);
+        let mut req = ureq::http::Request::builder().method(method).uri(&url);
+        if let Some(t) = &self.token {
+            req = req.header("Authorization", format!("Bearer {t}"));
+        }
+        if let Some(k) = key {
+            req = req.header("Idempotency-Key", k);
+        }
+        for (name, value) in extra {
+            req = req.header(*name, value.as_str());
+        }
+        let result = match payload {
+            Payload::None => req
+                .body(())
+                .map_err(|e| Error::InvalidArgument(e.to_string()))
+                .and_then(|r| self.agent.run(r).map_err(|e| self.connection_error(&e))),
+            Payload::Bytes(b) => req
+                .header("Content-Type", "application/json")
+                .body(b.to_vec())
+                .map_err(|e| Error::InvalidArgument(e.to_string()))
+                .and_then(|r| self.agent.run(r).map_err(|e| self.connection_error(&e))),
+            Payload::Reader(r) => req
+                .header("Content-Type", "application/octet-stream")
+                .body(ureq::SendBody::from_reader(r))
+                .map_err(|e| Error::InvalidArgument(e.to_string()))
+                .and_then(|r| self.agent.run(r).map_err(|e| self.connection_error(&e))),
+        };
+        result
+    }
+
+    /// Reads a JSON response: a 2xx/4xx/5xx body of the envelope's shape. A transport refusal
+    /// (non-200 with an error body) becomes [`Error::Server`].
+    fn read_json(&self, mut resp: ureq::http::Response<ureq::Body>) -> Result<Value> {
+        let status = resp.status().as_u16();
+        let bytes = resp
+            .body_mut()
+            .with_config()
+            .limit(512 << 20)
+            .read_to_vec()
+            .map_err(|e| self.connection_error(&e))?;
+        let value: Value = serde_json::from_slice(&bytes).map_err(|_| Error::Connection {
+            url: self.base.clone(),
+            reason: format!("HTTP {status}: the response is not JSON"),
+        })?;
+        if status == 200 {
+            return Ok(value);
+        }
+        Err(server_error(status, &value))
+    }
+
+    /// Runs `attempt` with the retry policy: connection failures and retryable refusals are
+    /// retried (exponential backoff from 50 ms), anything else is returned.
+    fn retrying<T>(&self, mut attempt: impl FnMut() -> Result<T>) -> Result<T> {
+        let mut pause = Duration::from_millis(50);
+        let mut left = self.retries;
+        loop {
+            match attempt() {
+                Err(
+                    e @ (Error::Connection { .. }
+                    | Error::Server {
+                        retryable: true, ..
+                    }),
+                ) if left > 0 => {
+                    let _ = e;
+                    left -= 1;
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_secs(2));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// `POST` of a JSON body answered by one envelope, as a write (a fresh request id reused by
+    /// every retry) when `write`.
+    fn post_json(&self, path: &str, body: &Value, write: bool) -> Result<Value> {
+        let bytes = serde_json::to_vec(body).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        let key = if write { Some(new_request_id()?) } else { None };
+        self.retrying(|| {
+            let resp = self.exchange("POST", path, key.as_deref(), &[], Payload::Bytes(&bytes))?;
+            self.read_json(resp)
+        })
+    }
+
+    /// `GET /healthz`. Errors: [`Error::Connection`], [`Error::Server`].
+    pub fn health(&self) -> Result<Value> {
+        self.retrying(|| {
+            let resp = self.exchange("GET", "/healthz", None, &[], Payload::None)?;
+            self.read_json(resp)
+        })
+    }
+
+    /// Runs one Workbench tool on the server: `input` → exactly the envelope
+    /// [`crate::workbench::Workbench::call`] returns (success or tool error; a tool error is an
+    /// `Ok` envelope, as embedded). Write tools carry a request id reused by every retry.
+    ///
+    /// Errors: [`Error::Connection`], [`Error::Server`] (transport refusals only).
+    pub fn call_tool(&self, tool: &str, input: &Value) -> Result<Value> {
+        let name = crate::workbench::schema::canonical_tool_name(tool).unwrap_or(tool);
+        let write = !matches!(
+            name,
+            "workbench_list"
+                | "workbench_stat"
+                | "workbench_read"
+                | "workbench_grep"
+                | "workbench_search"
+                | "workbench_aggregate"
+                | "workbench_catalog"
+                | "workbench_find"
+                | "workbench_snapshot_list"
+        );
+        self.post_json(
+            &format!("/v1/tools/{}", encode_component(tool)),
+            input,
+            write,
+        )
+    }
+
+    /// Runs one of the CLI's commands on the server (`name`: `commit`, `tag`, `find`,
+    /// `snapshot`, `restore`, `operation`, `demo`; `args`: the command's arguments as the
+    /// protocol DTO, see `docs/server.md`) and returns what the CLI prints.
+    ///
+    /// Errors: [`Error::Connection`], [`Error::Server`].
+    pub fn command(&self, name: &str, args: &Value) -> Result<CommandOutput> {
+        let write = !matches!(name, "find");
+        let v = self.post_json(
+            &format!("/v1/commands/{}", encode_component(name)),
+            args,
+            write,
+        )?;
+        Ok(CommandOutput {
+            exit_code: v
+                .get("exit_code")
+                .and_then(Value::as_u64)
+                .and_then(|c| u8::try_from(c).ok())
+                .unwrap_or(1),
+            stdout: v
+                .get("stdout")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            stderr: v
+                .get("stderr")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+        })
+    }
+
+    /// Creates a workbench, or finds the visible one (idempotent); returns whether this call
+    /// created it.
+    ///
+    /// Errors: [`Error::OperationFailed`] (`InvalidArguments`, `AlreadyExists` for a reserved
+    /// name), [`Error::Connection`], [`Error::Server`].
+    pub fn create_workbench(&self, workbench_id: &str) -> Result<bool> {
+        let v = self.post_json(
+            &format!("/v1/workbenches/{}", encode_component(workbench_id)),
+            &Value::Null,
+            true,
+        )?;
+        let v = envelope_result(v)?;
+        Ok(v.get("created").and_then(Value::as_bool).unwrap_or(false))
+    }
+
+    fn upload_query(options: &PutOptions) -> Result<String> {
+        let mut q = vec![
+            format!("content_type={}", encode_component(&options.content_type)),
+            format!("producer={}", encode_component(&options.producer)),
+        ];
+        if let WriteCondition::Replace {
+            expected_generation,
+        } = options.condition
+        {
+            q.push("replace=true".into());
+            if let Some(g) = expected_generation {
+                q.push(format!("expected_generation={g}"));
+            }
+        }
+        if let Some(m) = &options.manifest_id {
+            q.push(format!("manifest_id={}", encode_component(m)));
+        }
+        if options.index_json {
+            q.push("index_json=true".into());
+        }
+        if !options.index_fields.is_empty() {
+            let specs = options
+                .index_fields
+                .iter()
+                .map(|(k, v)| field_arg(k.as_str(), v))
+                .collect::<Result<Vec<String>>>()?;
+            let text =
+                serde_json::to_string(&specs).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+            q.push(format!("fields={}", encode_component(&text)));
+        }
+        Ok(q.join("&"))
+    }
+
+    fn put_receipt(v: Value) -> Result<PutReceipt> {
+        let v = envelope_result(v)?;
+        let rel = v
+            .get("relative_path")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        Ok(PutReceipt {
+            path: crate::Client::normalize(rel)?,
+            generation: v.get("generation").and_then(Value::as_u64).unwrap_or(0),
+            size_bytes: v.get("size_bytes").and_then(Value::as_u64).unwrap_or(0),
+            digest_uri: v
+                .get("digest_uri")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            content_type: v
+                .get("content_type")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            created: v.get("created").and_then(Value::as_bool).unwrap_or(false),
+        })
+    }
+
+    /// Publishes a whole body held in memory (see [`crate::Client::put`]): retried with the same
+    /// request id after a lost response, so it is applied at most once.
+    ///
+    /// Errors: [`Error::OperationFailed`] with the Workbench code (`NotFound`, `AlreadyExists`,
+    /// `Conflict`, `InvalidArguments`, …), [`Error::Connection`], [`Error::Server`].
+    pub fn put(
+        &self,
+        workbench_id: &str,
+        path: &str,
+        body: &[u8],
+        options: &PutOptions,
+    ) -> Result<PutReceipt> {
+        let target = format!(
+            "/v1/workbenches/{}/files/{}?{}",
+            encode_component(workbench_id),
+            encode_path(path),
+            Self::upload_query(options)?
+        );
+        let key = new_request_id()?;
+        let digest = vec![(crate::server::CONTENT_SHA256, objstore::sha256_uri(body))];
+        let v = self.retrying(|| {
+            let mut reader: &[u8] = body;
+            let resp = self.exchange(
+                "PUT",
+                &target,
+                Some(&key),
+                &digest,
+                Payload::Reader(&mut reader),
+            )?;
+            self.read_json(resp)
+        })?;
+        Self::put_receipt(v)
+    }
+
+    /// Publishes a body streamed from `reader` (see [`crate::Client::put_reader`]; memory bounded
+    /// by the transfer buffers). Not retried: the stream cannot be replayed — on
+    /// [`Error::Connection`] nothing or everything was published (the server publishes only
+    /// complete bodies); [`RemoteClient::stat`] tells which.
+    ///
+    /// Errors: as [`RemoteClient::put`].
+    pub fn put_reader(
+        &self,
+        workbench_id: &str,
+        path: &str,
+        mut reader: impl Read,
+        options: &PutOptions,
+    ) -> Result<PutReceipt> {
+        let target = format!(
+            "/v1/workbenches/{}/files/{}?{}",
+            encode_component(workbench_id),
+            encode_path(path),
+            Self::upload_query(options)?
+        );
+        let key = new_request_id()?;
+        let resp = self.exchange(
+            "PUT",
+            &target,
+            Some(&key),
+            &[],
+            Payload::Reader(&mut reader),
+        )?;
+        Self::put_receipt(self.read_json(resp)?)
+    }
+
+    /// The path entry at `path` (live state; see [`crate::Client::stat`]).
+    ///
+    /// Errors: [`Error::OperationFailed`] (`NotFound`, …), [`Error::Connection`],
+    /// [`Error::Server`].
+    pub fn stat(&self, workbench_id: &str, path: &str) -> Result<meta::PathEntry> {
+        let target = format!(
+            "/v1/workbenches/{}/stat/{}",
+            encode_component(workbench_id),
+            encode_path(path)
+        );
+        let v = self.retrying(|| {
+            let resp = self.exchange("GET", &target, None, &[], Payload::None)?;
+            self.read_envelope(resp)
+        })?;
+        let v = envelope_result(v)?;
+        entry_from_json(v.get("entry").unwrap_or(&Value::Null))
+    }
+
+    /// Reads an error-or-success envelope from an endpoint that uses the status line for
+    /// operation errors too (the byte endpoints): any JSON envelope is returned as is.
+    fn read_envelope(&self, mut resp: ureq::http::Response<ureq::Body>) -> Result<Value> {
+        let status = resp.status().as_u16();
+        let bytes = resp
+            .body_mut()
+            .with_config()
+            .limit(64 << 20)
+            .read_to_vec()
+            .map_err(|e| self.connection_error(&e))?;
+        let value: Value = serde_json::from_slice(&bytes).map_err(|_| Error::Connection {
+            url: self.base.clone(),
+            reason: format!("HTTP {status}: the response is not JSON"),
+        })?;
+        if status == 200 || value.get("code").is_some_and(|c| !is_transport_code(c)) {
+            return Ok(value);
+        }
+        Err(server_error(status, &value))
+    }
+
+    /// Reads `[offset, offset + len)` of the artifact at `path` (live state; verified by the
+    /// server block by block). Errors: as [`RemoteClient::stat`], plus
+    /// [`Error::RangeOutOfBounds`].
+    pub fn read_range(
+        &self,
+        workbench_id: &str,
+        path: &str,
+        offset: u64,
+        len: u64,
+    ) -> Result<Vec<u8>> {
+        if len == 0 {
+            let entry = self.stat(workbench_id, path)?;
+            if offset > entry.logical_size {
+                return Err(Error::RangeOutOfBounds {
+                    offset,
+                    len,
+                    size: entry.logical_size,
+                });
+            }
+            return Ok(Vec::new());
+        }
+        let end = offset.checked_add(len - 1).ok_or(Error::RangeOutOfBounds {
+            offset,
+            len,
+            size: 0,
+        })?;
+        self.download(
+            workbench_id,
+            path,
+            Some((offset, end)),
+            None,
+            &mut |r, out| std::io::copy(r, out),
+        )
+        .and_then(|(bytes, size)| {
+            if bytes.len() as u64 != len {
+                return Err(Error::RangeOutOfBounds { offset, len, size });
+            }
+            Ok(bytes)
+        })
+    }
+
+    /// Reads the whole artifact at `path` (live state).
+    ///
+    /// Errors: as [`RemoteClient::stat`].
+    pub fn read_all(&self, workbench_id: &str, path: &str) -> Result<Vec<u8>> {
+        self.download(workbench_id, path, None, None, &mut |r, out| {
+            std::io::copy(r, out)
+        })
+        .map(|(b, _)| b)
+    }
+
+    /// Downloads a body (or the inclusive byte range `range`), at `version` when given, through
+    /// `copy`; returns the bytes and the body size.
+    #[allow(clippy::type_complexity)]
+    fn download(
+        &self,
+        workbench_id: &str,
+        path: &str,
+        range: Option<(u64, u64)>,
+        version: Option<u64>,
+        copy: &mut dyn FnMut(&mut dyn Read, &mut Vec<u8>) -> std::io::Result<u64>,
+    ) -> Result<(Vec<u8>, u64)> {
+        let mut target = format!(
+            "/v1/workbenches/{}/files/{}",
+            encode_component(workbench_id),
+            encode_path(path)
+        );
+        if let Some(v) = version {
+            target.push_str(&format!("?version={v}"));
+        }
+        let extra: Vec<(&str, String)> = range
+            .map(|(a, b)| vec![("Range", format!("bytes={a}-{b}"))])
+            .unwrap_or_default();
+        self.retrying(|| {
+            let mut resp = self.exchange("GET", &target, None, &extra, Payload::None)?;
+            let status = resp.status().as_u16();
+            let size = resp
+                .headers()
+                .get("content-range")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.rsplit('/').next())
+                .and_then(|v| v.parse().ok())
+                .or_else(|| {
+                    resp.headers()
+                        .get("content-length")
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.parse().ok())
+                })
+                .unwrap_or(0u64);
+            match status {
+                200 | 206 => {
+                    let mut out = Vec::new();
+                    let mut body = resp.body_mut().as_reader();
+                    copy(&mut body, &mut out).map_err(|e| Error::Connection {
+                        url: self.base.clone(),
+                        reason: format!("the body download broke: {e}"),
+                    })?;
+                    Ok((out, size))
+                }
+                416 => Err(Error::RangeOutOfBounds {
+                    offset: range.map_or(0, |r| r.0),
+                    len: range.map_or(0, |r| r.1.saturating_sub(r.0) + 1),
+                    size,
+                }),
+                _ => {
+                    let v = self.read_envelope(resp)?;
+                    envelope_result(v).map(|_| (Vec::new(), size))
+                }
+            }
+        })
+    }
+
+    /// Streams the body of `path` at read version `version` into `out` (materialize); returns
+    /// the bytes written.
+    ///
+    /// Errors: as [`RemoteClient::stat`]; [`Error::Connection`] when the stream breaks.
+    pub fn read_to_writer_at(
+        &self,
+        workbench_id: &str,
+        path: &str,
+        version: u64,
+        out: &mut dyn std::io::Write,
+        on_progress: &mut dyn FnMut(u64),
+    ) -> Result<u64> {
+        let target = format!(
+            "/v1/workbenches/{}/files/{}?version={version}",
+            encode_component(workbench_id),
+            encode_path(path)
+        );
+        let mut resp = self.exchange("GET", &target, None, &[], Payload::None)?;
+        if resp.status().as_u16() != 200 {
+            let v = self.read_envelope(resp)?;
+            envelope_result(v)?;
+            return Ok(0);
+        }
+        let mut body = resp.body_mut().as_reader();
+        let mut buf = vec![0u8; 1 << 20];
+        let mut written = 0u64;
+        loop {
+            let n = body.read(&mut buf).map_err(|e| Error::Connection {
+                url: self.base.clone(),
+                reason: format!("the body download broke: {e}"),
+            })?;
+            if n == 0 {
+                break;
+            }
+            out.write_all(&buf[..n]).map_err(|source| Error::LocalIo {
+                op: "write",
+                path: std::path::PathBuf::from("<output>"),
+                source,
+            })?;
+            written += n as u64;
+            on_progress(written);
+        }
+        Ok(written)
+    }
+
+    /// Every artifact of `workbench_id` under `prefix`, with the read version they were listed
+    /// at (see [`crate::materialize::list_files`]).
+    ///
+    /// Errors: [`Error::OperationFailed`] (`NotFound`, …), [`Error::Connection`],
+    /// [`Error::Server`].
+    pub fn list_files(
+        &self,
+        workbench_id: &str,
+        prefix: Option<&str>,
+    ) -> Result<(u64, Vec<(meta::NormPath, meta::PathEntry)>)> {
+        let mut target = format!("/v1/workbenches/{}/entries", encode_component(workbench_id));
+        if let Some(p) = prefix {
+            target.push_str(&format!("?prefix={}", encode_component(p)));
+        }
+        let v = self.retrying(|| {
+            let resp = self.exchange("GET", &target, None, &[], Payload::None)?;
+            self.read_envelope(resp)
+        })?;
+        let v = envelope_result(v)?;
+        let version = v.get("read_version").and_then(Value::as_u64).unwrap_or(0);
+        let mut files = Vec::new();
+        for f in v
+            .get("files")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let path = f.get("path").and_then(Value::as_str).unwrap_or_default();
+            files.push((
+                crate::Client::normalize(path)?,
+                entry_from_json(f.get("entry").unwrap_or(&Value::Null))?,
+            ));
+        }
+        Ok((version, files))
+    }
+
+    /// Durable idempotent append (see [`crate::Client::append_idempotent`]) → the envelope
+    /// `nokv append` prints (success or error).
+    ///
+    /// Errors: [`Error::Connection`], [`Error::Server`].
+    pub fn append_envelope(
+        &self,
+        workbench_id: &str,
+        path: &str,
+        bytes: &[u8],
+        operation_id: &str,
+        content_type: Option<&str>,
+    ) -> Result<Value> {
+        let mut target = format!(
+            "/v1/workbenches/{}/append/{}?operation_id={}",
+            encode_component(workbench_id),
+            encode_path(path),
+            encode_component(operation_id)
+        );
+        if let Some(ct) = content_type {
+            target.push_str(&format!("&content_type={}", encode_component(ct)));
+        }
+        let key = new_request_id()?;
+        self.retrying(|| {
+            let resp = self.exchange("POST", &target, Some(&key), &[], Payload::Bytes(bytes))?;
+            self.read_json(resp)
+        })
+    }
+
+    /// Durable idempotent append returning the receipt fields as the envelope's JSON object
+    /// (see [`RemoteClient::append_envelope`]).
+    ///
+    /// Errors: [`Error::OperationFailed`] with the Workbench code, [`Error::Connection`],
+    /// [`Error::Server`].
+    pub fn append_idempotent(
+        &self,
+        workbench_id: &str,
+        path: &str,
+        bytes: &[u8],
+        operation_id: [u8; 16],
+        content_type: Option<&str>,
+    ) -> Result<Value> {
+        let hex: String = operation_id.iter().map(|b| format!("{b:02x}")).collect();
+        envelope_result(self.append_envelope(workbench_id, path, bytes, &hex, content_type)?)
+    }
+
+    /// Opens the change feed (`GET /v1/changes`) and returns the response reader of its NDJSON
+    /// lines (exactly what `nokv changes` prints).
+    ///
+    /// Errors: [`Error::Connection`], [`Error::Server`].
+    pub fn changes_stream(&self, query: &str) -> Result<Box<dyn Read + Send>> {
+        let target = format!("/v1/changes?{query}");
+        let resp = self.exchange("GET", &target, None, &[], Payload::None)?;
+        if resp.status().as_u16() != 200 {
+            let v = self.read_json(resp)?;
+            return Err(server_error(400, &v));
+        }
+        Ok(Box::new(resp.into_body().into_reader()))
+    }
+}
+
+/// Whether an error code is a transport refusal of the server (not a Workbench code).
+fn is_transport_code(code: &Value) -> bool {
+    matches!(
+        code.as_str(),
+        Some(
+            "Unauthorized"
+                | "Timeout"
+                | "Unavailable"
+                | "RequestInFlight"
+                | "RequestIdReused"
+                | "OutcomeUnknown"
+                | "Internal"
+        )
+    )
+}
+
+fn server_error(status: u16, v: &Value) -> Error {
+    Error::Server {
+        status,
+        code: v
+            .get("code")
+            .and_then(Value::as_str)
+            .unwrap_or("Internal")
+            .to_string(),
+        message: v
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("the server refused the request")
+            .to_string(),
+        retryable: v.get("retryable").and_then(Value::as_bool).unwrap_or(false) || status == 503,
+    }
+}
+
+/// A success envelope as is; an error envelope as [`Error::OperationFailed`] with its code.
+pub fn envelope_result(v: Value) -> Result<Value> {
+    if v.get("status").and_then(Value::as_str) == Some("success") {
+        return Ok(v);
+    }
+    Err(Error::OperationFailed {
+        code: v
+            .get("code")
+            .and_then(Value::as_str)
+            .unwrap_or("Internal")
+            .to_string(),
+        message: v
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("the operation failed")
+            .to_string(),
+    })
+}
+
+/// A [`meta::PathEntry`] from its JSON card (`server::routes::entry_json`).
+fn entry_from_json(v: &Value) -> Result<meta::PathEntry> {
+    use base64::Engine as _;
+    let bad = |what: &str| Error::Connection {
+        url: String::new(),
+        reason: format!("the server's path entry lacks a valid {what}"),
+    };
+    let s = |k: &str| -> Result<String> {
+        v.get(k)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| bad(k))
+    };
+    let n = |k: &str| -> Result<u64> { v.get(k).and_then(Value::as_u64).ok_or_else(|| bad(k)) };
+    let mut projection = Vec::new();
+    for pair in v
+        .get("index_projection")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let name = pair
+            .get(0)
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad("index_projection"))?;
+        let bytes = pair
+            .get(1)
+            .and_then(Value::as_str)
+            .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+            .ok_or_else(|| bad("index_projection"))?;
+        projection.push((name.to_string(), bytes));
+    }
+    Ok(meta::PathEntry {
+        generation: n("generation")?,
+        artifact_revision_id: meta::ArtifactRevisionId::from_hex(&s("artifact_revision_id")?)
+            .map_err(|_| bad("artifact_revision_id"))?,
+        logical_size: n("logical_size")?,
+        body_digest_uri: s("body_digest_uri")?,
+        manifest_digest_uri: s("manifest_digest_uri")?,
+        dependency_count: u32::try_from(n("dependency_count")?)
+            .map_err(|_| bad("dependency_count"))?,
+        dependency_depth: u32::try_from(n("dependency_depth")?)
+            .map_err(|_| bad("dependency_depth"))?,
+        content_type: s("content_type")?,
+        producer: s("producer")?,
+        manifest_id: v
+            .get("manifest_id")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        created_version: n("created_version")?,
+        modified_version: n("modified_version")?,
+        index_projection: projection,
+    })
+}
+
+/// One typed index field as the `name:TYPE=value` spec the server parses with
+/// [`crate::index_fields::parse_field_arg`] (the CLI's `--field` syntax).
+///
+/// Errors: [`Error::InvalidArgument`] for a byte-string value (no `--field` type carries one).
+fn field_arg(name: &str, value: &crate::IndexValue) -> Result<String> {
+    use crate::IndexValue as V;
+    Ok(match value {
+        V::Null => format!("{name}=null"),
+        V::Bool(b) => format!("{name}:bool={b}"),
+        V::Int(i) => format!("{name}:int={i}"),
+        V::UInt(u) => format!("{name}:uint={u}"),
+        V::Float(f) => format!("{name}:float={:?}", f.get()),
+        V::Timestamp(t) => format!("{name}:ts={}", t.to_rfc3339()),
+        V::String(s) => format!("{name}:str={s}"),
+        V::Bytes(_) => {
+            return Err(Error::InvalidArgument(format!(
+                "index field `{name}`: byte-string values cannot be sent to a server"
+            )))
+        }
+    })
+}

@@ -1,0 +1,215 @@
+//! Bridges between async HTTP bodies and the synchronous SDK (`std::io::Read` / `Write`).
+//!
+//! Uploads: the connection task pumps request-body frames into a bounded channel while a
+//! blocking task reads them through [`ChannelReader`] (memory: the channel depth times one
+//! frame). A body over the size limit, an idle client (no frame within the idle timeout) or a
+//! broken connection reach the reader as an `io::Error`, so the publication aborts and cleans up
+//! exactly like any failed upload: nothing partial becomes visible.
+//!
+//! Downloads: a blocking task writes verified blocks into a [`ChannelWriter`]; the response body
+//! ([`ChannelBody`]) streams them. A client that goes away closes the channel, and the writer's
+//! next `write` fails, which stops the blocking task.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use http_body::Frame;
+use http_body_util::BodyExt;
+use tokio::sync::mpsc;
+
+/// Why an upload pump stopped early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PumpEnd {
+    /// The whole body was delivered.
+    Complete,
+    /// The body exceeded the limit (bytes).
+    TooLarge(u64),
+    /// No frame arrived within the idle timeout.
+    Idle,
+    /// The connection failed mid-body.
+    Broken,
+    /// The reader stopped early (the publication failed on its own).
+    ReaderGone,
+}
+
+/// Sends the frames of `body` into `tx` (at most `limit` bytes in total, each frame within
+/// `idle`), then closes the channel. Returns how it ended; on any early end the reader receives
+/// an error as its last item.
+pub(crate) async fn pump(
+    mut body: Body,
+    tx: mpsc::Sender<io::Result<Bytes>>,
+    limit: u64,
+    idle: Duration,
+) -> PumpEnd {
+    let mut total = 0u64;
+    loop {
+        let frame = match tokio::time::timeout(idle, body.frame()).await {
+            Err(_) => {
+                let _ = tx
+                    .send(Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "the client stopped sending the body",
+                    )))
+                    .await;
+                return PumpEnd::Idle;
+            }
+            Ok(None) => return PumpEnd::Complete,
+            Ok(Some(Err(_))) => {
+                let _ = tx
+                    .send(Err(io::Error::new(
+                        io::ErrorKind::ConnectionAborted,
+                        "the client connection broke mid-body",
+                    )))
+                    .await;
+                return PumpEnd::Broken;
+            }
+            Ok(Some(Ok(frame))) => frame,
+        };
+        let Ok(data) = frame.into_data() else {
+            continue; // trailers
+        };
+        total = total.saturating_add(data.len() as u64);
+        if total > limit {
+            let _ = tx
+                .send(Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "the body exceeds the server's upload limit",
+                )))
+                .await;
+            return PumpEnd::TooLarge(limit);
+        }
+        if tx.send(Ok(data)).await.is_err() {
+            return PumpEnd::ReaderGone;
+        }
+    }
+}
+
+/// A blocking `Read` over the frames [`pump`] sends.
+pub(crate) struct ChannelReader {
+    rx: mpsc::Receiver<io::Result<Bytes>>,
+    current: Bytes,
+}
+
+impl ChannelReader {
+    pub(crate) fn new(rx: mpsc::Receiver<io::Result<Bytes>>) -> Self {
+        ChannelReader {
+            rx,
+            current: Bytes::new(),
+        }
+    }
+}
+
+impl io::Read for ChannelReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.current.is_empty() {
+            match self.rx.blocking_recv() {
+                None => return Ok(0),
+                Some(Err(e)) => return Err(e),
+                Some(Ok(b)) => self.current = b,
+            }
+        }
+        let n = buf.len().min(self.current.len());
+        buf[..n].copy_from_slice(&self.current.split_to(n));
+        Ok(n)
+    }
+}
+
+/// A blocking `Write` whose bytes become the frames of a [`ChannelBody`].
+pub(crate) struct ChannelWriter {
+    tx: mpsc::Sender<io::Result<Bytes>>,
+}
+
+impl ChannelWriter {
+    /// A writer and the response body it feeds (`depth` chunks in flight).
+    pub(crate) fn pair(depth: usize) -> (ChannelWriter, ChannelBody) {
+        let (tx, rx) = mpsc::channel(depth);
+        (ChannelWriter { tx }, ChannelBody { rx })
+    }
+
+    /// A handle that tells whether the response body was dropped (the client went away).
+    pub(crate) fn closed_flag(&self) -> ClosedFlag {
+        ClosedFlag(self.tx.clone())
+    }
+
+    /// Ends the body with an error (the client sees a truncated response, never a complete one).
+    pub(crate) fn fail(self, message: String) {
+        let _ = self.tx.blocking_send(Err(io::Error::other(message)));
+    }
+}
+
+impl io::Write for ChannelWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        self.tx
+            .blocking_send(Ok(Bytes::copy_from_slice(buf)))
+            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the client went away"))?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// See [`ChannelWriter::closed_flag`].
+pub(crate) struct ClosedFlag(mpsc::Sender<io::Result<Bytes>>);
+
+impl ClosedFlag {
+    /// True once the response body was dropped.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.0.is_closed()
+    }
+}
+
+/// A response body fed by a [`ChannelWriter`].
+pub(crate) struct ChannelBody {
+    rx: mpsc::Receiver<io::Result<Bytes>>,
+}
+
+impl http_body::Body for ChannelBody {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        match self.rx.poll_recv(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Ready(Some(Ok(b))) => Poll::Ready(Some(Ok(Frame::data(b)))),
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e))),
+        }
+    }
+}
+
+/// Reads a whole (small) request body: at most `limit` bytes, each frame within `idle`.
+///
+/// Errors: [`PumpEnd::TooLarge`], [`PumpEnd::Idle`], [`PumpEnd::Broken`].
+pub(crate) async fn read_all(
+    mut body: Body,
+    limit: u64,
+    idle: Duration,
+) -> Result<Vec<u8>, PumpEnd> {
+    let mut out = Vec::new();
+    loop {
+        match tokio::time::timeout(idle, body.frame()).await {
+            Err(_) => return Err(PumpEnd::Idle),
+            Ok(None) => return Ok(out),
+            Ok(Some(Err(_))) => return Err(PumpEnd::Broken),
+            Ok(Some(Ok(frame))) => {
+                if let Ok(data) = frame.into_data() {
+                    if out.len() as u64 + data.len() as u64 > limit {
+                        return Err(PumpEnd::TooLarge(limit));
+                    }
+                    out.extend_from_slice(&data);
+                }
+            }
+        }
+    }
+}

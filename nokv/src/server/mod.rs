@@ -1,0 +1,357 @@
+//! `nokv serve`: one long-running owner process serves many agents (see `docs/server.md`).
+//!
+//! The server owns the store (holt's directory lock: one owner process at a time) and answers
+//! the versioned `/v1/` protocol over HTTP/1.1 (axum on hyper, tokio). Every endpoint calls the
+//! same [`crate::Client`] / Workbench facade / meta operations as the CLI; the command sequencer
+//! of the shard (`meta::command::sequencer`) turns the concurrent requests of many agents into
+//! pipelined group commits instead of racing writers.
+//!
+//! - `POST /v1/tools/{tool}`: the tool's JSON input → exactly the envelope `nokv workbench` prints
+//!   (HTTP 200 for success and for tool errors);
+//! - streaming uploads and downloads with range reads, the CLI's other commands as envelope
+//!   endpoints, the change feed as a streaming follow, `/healthz` and Prometheus `/metrics`;
+//! - a bearer token (`--token-file F` or `NOKV_TOKEN`) required on every request when set, and
+//!   always on a non-loopback address (the server refuses to start without one);
+//! - request-id replay: a write sent with `Idempotency-Key` is executed at most once; a retry after
+//!   a lost response returns the original response (see [`journal`]);
+//! - background: the snapshot reaper and publish-operation recovery, on intervals;
+//! - SIGTERM / SIGINT: stop accepting, drain in-flight requests (bounded), close the store.
+//!
+//! Transport failures (auth, malformed DTOs, limits, timeouts) are 4xx/5xx with a JSON error
+//! body of the envelope's shape ([`error::ApiError`]).
+
+mod body;
+pub mod error;
+mod feed;
+pub mod journal;
+mod lifetime;
+pub mod metrics;
+mod routes;
+
+pub use routes::{CONTENT_SHA256, IDEMPOTENCY_KEY, REPLAYED};
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::client::{Client, ClientOptions};
+use crate::error::{Error, Result};
+use crate::workbench::Workbench;
+
+/// Configuration of one server.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// Store directory (created when missing).
+    pub store: PathBuf,
+    /// Listen address, e.g. `127.0.0.1:7070` (port 0: any free port).
+    pub listen: String,
+    /// Bearer token every request must carry (`Authorization: Bearer <token>`). Required when
+    /// `listen` is not a loopback address.
+    pub token: Option<String>,
+    /// Largest JSON request body in bytes (tool inputs, DTOs; default 24 MiB: a 16 MiB payload
+    /// in base64 plus its envelope).
+    pub max_json_bytes: u64,
+    /// Largest streamed upload in bytes (default 64 GiB).
+    pub max_upload_bytes: u64,
+    /// Largest `append` body in bytes (default 16 MiB, the Workbench payload bound).
+    pub max_append_bytes: u64,
+    /// Time allowed to receive the request head (slow-loris bound; default 10 s).
+    pub header_timeout: Duration,
+    /// Longest pause between two body frames of a request (default 30 s).
+    pub body_idle_timeout: Duration,
+    /// How long SIGTERM waits for in-flight requests before closing anyway (default 30 s).
+    pub drain_timeout: Duration,
+    /// Background maintenance interval (default 60 s; zero disables): each pass runs the
+    /// snapshot reaper, then one GC pass ([`crate::Client::start_background_maintenance`]);
+    /// the request-journal compaction runs on the same interval.
+    pub maintenance_interval: Duration,
+    /// Publish-operation recovery interval (default 300 s; zero disables). One pass also runs
+    /// when the store is opened.
+    pub recovery_interval: Duration,
+    /// How long finished write responses are kept for request-id replay (default 24 h).
+    pub replay_retention: Duration,
+    /// Shard-owner lease when the store's metadata lives in etcd (whole seconds, at least 2;
+    /// default 10 s). The server stops committing before the lease can have expired
+    /// (fail-stop), and another server may take the shard over once it lapses.
+    pub owner_lease_ttl: Duration,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            store: PathBuf::from(".nokv"),
+            listen: "127.0.0.1:7070".into(),
+            token: None,
+            max_json_bytes: 24 << 20,
+            max_upload_bytes: 64 << 30,
+            max_append_bytes: 16 << 20,
+            header_timeout: Duration::from_secs(10),
+            body_idle_timeout: Duration::from_secs(30),
+            drain_timeout: Duration::from_secs(30),
+            maintenance_interval: Duration::from_secs(60),
+            recovery_interval: Duration::from_secs(300),
+            replay_retention: Duration::from_secs(24 * 3600),
+            owner_lease_ttl: Duration::from_secs(10),
+        }
+    }
+}
+
+/// State shared by every request of one server.
+pub(crate) struct AppState {
+    pub(crate) client: Client,
+    pub(crate) workbench: Workbench,
+    pub(crate) opts: ServerOptions,
+    pub(crate) metrics: metrics::Metrics,
+    pub(crate) journal: journal::Journal,
+}
+
+/// Whether `addr` is a loopback address (127.0.0.0/8 or ::1).
+pub fn is_loopback(addr: &SocketAddr) -> bool {
+    addr.ip().is_loopback()
+}
+
+/// Binds the listen address and checks the authentication rule. Errors:
+/// [`Error::InvalidArgument`] for an unparsable address, an empty token, or a non-loopback
+/// address without a token; [`Error::LocalIo`] when the address cannot be bound.
+fn bind(opts: &ServerOptions) -> Result<TcpListener> {
+    let addr: SocketAddr = opts.listen.parse().map_err(|_| {
+        Error::InvalidArgument(format!(
+            "--listen {:?} is not an address such as 127.0.0.1:7070",
+            opts.listen
+        ))
+    })?;
+    if opts.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
+        return Err(Error::InvalidArgument(
+            "the bearer token is empty; put a secret in --token-file or NOKV_TOKEN".into(),
+        ));
+    }
+    if opts.token.is_none() && !is_loopback(&addr) {
+        return Err(Error::InvalidArgument(format!(
+            "refusing to listen on non-loopback address {addr} without a bearer token \
+             (--token-file F or NOKV_TOKEN)"
+        )));
+    }
+    let listener = TcpListener::bind(addr).map_err(|source| Error::LocalIo {
+        op: "bind",
+        path: PathBuf::from(addr.to_string()),
+        source,
+    })?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|source| Error::LocalIo {
+            op: "listen",
+            path: PathBuf::from(addr.to_string()),
+            source,
+        })?;
+    Ok(listener)
+}
+
+/// A server running on its own thread (tests, embedding): [`RunningServer::shutdown`] drains it
+/// like SIGTERM does.
+pub struct RunningServer {
+    addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<Result<()>>>,
+}
+
+impl std::fmt::Debug for RunningServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunningServer")
+            .field("addr", &self.addr)
+            .finish()
+    }
+}
+
+impl RunningServer {
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://<addr>`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops accepting, drains in-flight requests (bounded by the drain timeout), closes the
+    /// store and joins the server thread. Errors: a failure of the server loop.
+    pub fn shutdown(mut self) -> Result<()> {
+        self.stop_and_join()
+    }
+
+    fn stop_and_join(&mut self) -> Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.thread.take() {
+            Some(t) => t.join().unwrap_or_else(|_| {
+                Err(Error::InvalidArgument("the server thread panicked".into()))
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        let _ = self.stop_and_join();
+    }
+}
+
+/// Opens the store, binds, and serves on a new thread until [`RunningServer::shutdown`].
+///
+/// Errors: those of [`Client::open_with`] and of binding (see [`serve`]).
+pub fn start(opts: ServerOptions) -> Result<RunningServer> {
+    let listener = bind(&opts)?;
+    let addr = listener.local_addr().map_err(|source| Error::LocalIo {
+        op: "local address",
+        path: PathBuf::from(&opts.listen),
+        source,
+    })?;
+    let state = open_state(opts, addr)?;
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name("nokv-server".into())
+        .spawn(move || {
+            run_loop(listener, state, async move {
+                let _ = rx.await;
+            })
+        })
+        .map_err(|source| Error::LocalIo {
+            op: "spawn server thread",
+            path: PathBuf::new(),
+            source,
+        })?;
+    Ok(RunningServer {
+        addr,
+        stop: Some(tx),
+        thread: Some(thread),
+    })
+}
+
+/// Opens the store, binds, prints `listening on http://ADDR` to stderr and serves until SIGTERM
+/// or SIGINT, then drains and closes the store. This is `nokv serve`.
+///
+/// Errors: [`Error::InvalidArgument`] (address, token rule), [`Error::LocalIo`] (bind),
+/// [`Error::StoreBusy`] / [`Error::Meta`] (the store cannot be opened).
+pub fn serve(opts: ServerOptions) -> Result<()> {
+    let listener = bind(&opts)?;
+    let addr = listener.local_addr().map_err(|source| Error::LocalIo {
+        op: "local address",
+        path: PathBuf::from(&opts.listen),
+        source,
+    })?;
+    let state = open_state(opts, addr)?;
+    eprintln!("nokv serve: listening on http://{addr}");
+    run_loop(listener, state, async {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+    })
+}
+
+/// Opens the store of `opts` for a server bound at `addr` (recorded as the shard owner's address
+/// when the metadata lives in etcd).
+fn open_state(opts: ServerOptions, addr: SocketAddr) -> Result<Arc<AppState>> {
+    let client = Client::open_with(
+        &opts.store,
+        ClientOptions {
+            // One owner: fail fast instead of waiting 30 s for another process's lock.
+            lock_wait: Duration::from_secs(2),
+            owner_address: addr.to_string(),
+            owner_lease_ttl: opts.owner_lease_ttl,
+            ..ClientOptions::default()
+        },
+    )?;
+    let journal = journal::Journal::open(&opts.store.join("server"), opts.replay_retention)?;
+    let workbench = Workbench::new(client.clone());
+    Ok(Arc::new(AppState {
+        client,
+        workbench,
+        opts,
+        metrics: metrics::Metrics::default(),
+        journal,
+    }))
+}
+
+fn run_loop(
+    listener: TcpListener,
+    state: Arc<AppState>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("nokv-server-io")
+        .build()
+        .map_err(|source| Error::LocalIo {
+            op: "start the server runtime",
+            path: PathBuf::new(),
+            source,
+        })?;
+    let result = runtime.block_on(accept_loop(listener, state.clone(), shutdown));
+    // Background passes and draining connections hold clones of the state; once the runtime is
+    // gone only this one is left, and dropping it closes the store (holt finishes a due
+    // checkpoint and releases the directory lock).
+    runtime.shutdown_timeout(state.opts.drain_timeout);
+    drop(state);
+    result
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    state: Arc<AppState>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let listener =
+        tokio::net::TcpListener::from_std(listener).map_err(|source| Error::LocalIo {
+            op: "listen",
+            path: PathBuf::new(),
+            source,
+        })?;
+    let router = routes::router(state.clone());
+    let (stop_background, stopped) = tokio::sync::watch::channel(false);
+    let background = routes::spawn_background(state.clone(), stopped);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(state.opts.header_timeout)
+        .keep_alive(true);
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else {
+                    // Out of file descriptors and similar: back off briefly, keep serving.
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                };
+                let _ = stream.set_nodelay(true);
+                let service = hyper_util::service::TowerToHyperService::new(router.clone());
+                let conn = http.serve_connection(TokioIo::new(stream), service);
+                let conn = graceful.watch(conn);
+                tokio::spawn(async move {
+                    let _ = conn.await;
+                });
+            }
+            _ = &mut shutdown => break,
+        }
+    }
+    drop(listener);
+    // In-flight requests finish; idle keep-alive connections close. A background pass in
+    // progress completes (it holds the store), then the loop stops.
+    let _ = tokio::time::timeout(state.opts.drain_timeout, graceful.shutdown()).await;
+    let _ = stop_background.send(true);
+    let _ = tokio::time::timeout(state.opts.drain_timeout, background).await;
+    Ok(())
+}

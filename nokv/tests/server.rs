@@ -1,0 +1,570 @@
+//! `nokv serve` behaviour (issue 14): request-id replay after a lost response, bearer-token
+//! authentication, bad input (oversized bodies, malformed DTOs, slow-loris clients, a client that
+//! disconnects mid-upload) leaving the store and the ledger consistent, the remote SDK's data
+//! path, metrics, and a SIGTERM drain of the real binary.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::time::Duration;
+
+use nokv::remote::RemoteClient;
+use nokv::server::{self, RunningServer, ServerOptions};
+use nokv::{Client, PutOptions};
+use serde_json::{json, Value};
+
+fn start(store: &Path, token: Option<&str>) -> RunningServer {
+    server::start(ServerOptions {
+        store: store.to_path_buf(),
+        listen: "127.0.0.1:0".into(),
+        token: token.map(str::to_string),
+        header_timeout: Duration::from_millis(800),
+        body_idle_timeout: Duration::from_millis(800),
+        max_json_bytes: 64 * 1024,
+        max_upload_bytes: 8 << 20,
+        maintenance_interval: Duration::ZERO,
+        recovery_interval: Duration::ZERO,
+        ..ServerOptions::default()
+    })
+    .unwrap()
+}
+
+/// Sends one raw HTTP/1.1 request and returns `(status, headers, body)`; `Connection: close`.
+fn raw(addr: std::net::SocketAddr, head: &str, body: &[u8]) -> (u16, String, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out).to_string();
+    let (h, b) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = h
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = if h
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(b.as_bytes())
+    } else {
+        b.as_bytes().to_vec()
+    };
+    (status, h.to_string(), body)
+}
+
+fn dechunk(mut b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let Some(pos) = b.windows(2).position(|w| w == b"\r\n") else {
+            return out;
+        };
+        let n = usize::from_str_radix(std::str::from_utf8(&b[..pos]).unwrap_or("0").trim(), 16)
+            .unwrap_or(0);
+        if n == 0 {
+            return out;
+        }
+        out.extend_from_slice(&b[pos + 2..pos + 2 + n]);
+        b = &b[pos + 2 + n + 2..];
+    }
+}
+
+fn post(addr: std::net::SocketAddr, path: &str, extra: &str, body: &str) -> (u16, String, Vec<u8>) {
+    raw(
+        addr,
+        &format!(
+            "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n{extra}\r\n",
+            body.len()
+        ),
+        body.as_bytes(),
+    )
+}
+
+fn json(b: &[u8]) -> Value {
+    serde_json::from_slice(b).unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(b)))
+}
+
+#[test]
+fn a_lost_response_retried_with_its_request_id_is_an_exact_replay() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s");
+    let srv = start(&store, None);
+    let addr = srv.addr();
+    let (st, _, b) = post(addr, "/v1/tools/workbench_create", "", r#"{"id":"wb"}"#);
+    assert_eq!((st, json(&b)["status"].clone()), (200, json!("success")));
+
+    // The first attempt: the client sends the whole request, the server commits, and the
+    // connection is cut before the client read the response.
+    let body = r#"{"id":"wb","section":"input","path":"a.txt","text":"hello"}"#;
+    let mut first = TcpStream::connect(addr).unwrap();
+    write!(
+        first,
+        "POST /v1/tools/workbench_put_file HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nIdempotency-Key: put-a-1\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let remote = RemoteClient::connect(&srv.url(), None).unwrap();
+    let mut entry = None;
+    for _ in 0..400 {
+        if let Ok(e) = remote.stat("wb", "input/a.txt") {
+            entry = Some(e);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let entry = entry.expect("the request was committed");
+    // The response is lost: the connection goes away unread.
+    first.shutdown(std::net::Shutdown::Both).unwrap();
+    drop(first);
+
+    // The retry with the same request id: the original response, not AlreadyExists.
+    let (st, head, b1) = post(
+        addr,
+        "/v1/tools/workbench_put_file",
+        "Idempotency-Key: put-a-1\r\n",
+        body,
+    );
+    assert_eq!(st, 200);
+    assert!(
+        head.to_ascii_lowercase().contains("x-nokv-replayed: true"),
+        "{head}"
+    );
+    let env = json(&b1);
+    assert_eq!(env["status"], "success", "{env}");
+    assert_eq!(env["generation"], json!(entry.generation));
+    // A second retry is byte-for-byte the same response.
+    let (_, _, b2) = post(
+        addr,
+        "/v1/tools/workbench_put_file",
+        "Idempotency-Key: put-a-1\r\n",
+        body,
+    );
+    assert_eq!(b1, b2);
+    // Written exactly once: one publication event for the path, generation unchanged.
+    assert_eq!(
+        remote.stat("wb", "input/a.txt").unwrap().generation,
+        entry.generation
+    );
+    // A different request under the same id is refused; a new id executes (AlreadyExists).
+    let (st, _, b) = post(
+        addr,
+        "/v1/tools/workbench_put_file",
+        "Idempotency-Key: put-a-1\r\n",
+        r#"{"id":"wb","section":"input","path":"a.txt","text":"other"}"#,
+    );
+    assert_eq!(
+        (st, json(&b)["code"].clone()),
+        (422, json!("RequestIdReused"))
+    );
+    let (st, _, b) = post(
+        addr,
+        "/v1/tools/workbench_put_file",
+        "Idempotency-Key: put-a-2\r\n",
+        body,
+    );
+    assert_eq!(
+        (st, json(&b)["code"].clone()),
+        (200, json!("AlreadyExists"))
+    );
+    srv.shutdown().unwrap();
+
+    // The replay survives a restart of the server (the journal is durable).
+    let srv = start(&store, None);
+    let (st, _, b3) = post(
+        srv.addr(),
+        "/v1/tools/workbench_put_file",
+        "Idempotency-Key: put-a-1\r\n",
+        body,
+    );
+    assert_eq!((st, &b3), (200, &b1));
+    srv.shutdown().unwrap();
+    let client = Client::open(&store).unwrap();
+    let published: Vec<_> = client
+        .workbench_changes("wb", None)
+        .unwrap()
+        .map(|i| i.unwrap())
+        .filter(|i| i.path.as_deref() == Some("input/a.txt"))
+        .collect();
+    assert_eq!(published.len(), 1, "{published:?}");
+}
+
+#[test]
+fn the_remote_sdk_writes_reads_ranges_and_retries_writes_without_duplicates() {
+    let tmp = tempfile::tempdir().unwrap();
+    let srv = start(&tmp.path().join("s"), Some("s3cret"));
+    let remote = RemoteClient::connect(&srv.url(), Some("s3cret")).unwrap();
+    assert!(remote.create_workbench("wb").unwrap());
+    assert!(!remote.create_workbench("wb").unwrap());
+    let body: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    let r = remote
+        .put(
+            "wb",
+            "outputs/blob.bin",
+            &body,
+            &PutOptions::create("application/octet-stream", "t"),
+        )
+        .unwrap();
+    assert_eq!(r.size_bytes, body.len() as u64);
+    assert_eq!(remote.read_all("wb", "outputs/blob.bin").unwrap(), body);
+    assert_eq!(
+        remote
+            .read_range("wb", "outputs/blob.bin", 1000, 5000)
+            .unwrap(),
+        body[1000..6000].to_vec()
+    );
+    assert!(matches!(
+        remote.read_range("wb", "outputs/blob.bin", body.len() as u64, 1),
+        Err(nokv::Error::RangeOutOfBounds { .. })
+    ));
+    let e = remote.stat("wb", "outputs/blob.bin").unwrap();
+    assert_eq!(
+        (e.generation, e.logical_size),
+        (r.generation, body.len() as u64)
+    );
+    match remote.stat("wb", "outputs/none") {
+        Err(nokv::Error::OperationFailed { code, .. }) => assert_eq!(code, "NotFound"),
+        other => panic!("{other:?}"),
+    }
+    // Streamed upload from a reader, replace under the generation it saw.
+    let mut opts = PutOptions::create("text/plain", "t");
+    opts.condition = nokv::WriteCondition::Replace {
+        expected_generation: Some(r.generation),
+    };
+    let r2 = remote
+        .put_reader("wb", "outputs/blob.bin", &b"small"[..], &opts)
+        .unwrap();
+    assert!(r2.generation > r.generation);
+    match remote.put_reader("wb", "outputs/blob.bin", &b"again"[..], &opts) {
+        Err(nokv::Error::OperationFailed { code, .. }) => assert_eq!(code, "Conflict"),
+        other => panic!("{other:?}"),
+    }
+    // Wrong or missing token: typed refusals, not retried.
+    let bad = RemoteClient::connect(&srv.url(), Some("nope")).unwrap();
+    match bad.health() {
+        Err(nokv::Error::Server {
+            status: 401,
+            code,
+            retryable: false,
+            ..
+        }) => {
+            assert_eq!(code, "Unauthorized")
+        }
+        other => panic!("{other:?}"),
+    }
+    // A server that is gone: a typed, retryable connection error.
+    let url = srv.url();
+    srv.shutdown().unwrap();
+    let gone = RemoteClient::connect(&url, Some("s3cret"))
+        .unwrap()
+        .with_retries(1);
+    let e = gone.health().unwrap_err();
+    assert!(
+        matches!(e, nokv::Error::Connection { .. }) && e.is_retryable(),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn missing_or_wrong_tokens_are_refused_on_every_route_and_touch_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let srv = start(&tmp.path().join("s"), Some("tok"));
+    let addr = srv.addr();
+    for (path, extra) in [
+        ("/v1/tools/workbench_create", ""),
+        (
+            "/v1/tools/workbench_create",
+            "Authorization: Bearer wrong\r\n",
+        ),
+        ("/v1/tools/workbench_create", "Authorization: tok\r\n"),
+        ("/v1/commands/find", ""),
+    ] {
+        let (st, _, b) = post(addr, path, extra, r#"{"id":"wb"}"#);
+        assert_eq!(st, 401, "{path} {extra}");
+        assert_eq!(json(&b)["code"], "Unauthorized");
+    }
+    for path in ["/healthz", "/metrics", "/v1/changes"] {
+        let (st, _, _) = raw(
+            addr,
+            &format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+            b"",
+        );
+        assert_eq!(st, 401, "{path}");
+    }
+    let (st, _, b) = post(
+        addr,
+        "/v1/tools/workbench_list",
+        "Authorization: Bearer tok\r\n",
+        r#"{"id":"wb"}"#,
+    );
+    assert_eq!((st, json(&b)["code"].clone()), (200, json!("NotFound")));
+    // A non-loopback listener without a token refuses to start.
+    let err = server::start(ServerOptions {
+        store: tmp.path().join("t"),
+        listen: "0.0.0.0:0".into(),
+        ..ServerOptions::default()
+    })
+    .unwrap_err();
+    assert!(matches!(err, nokv::Error::InvalidArgument(_)), "{err:?}");
+    srv.shutdown().unwrap();
+}
+
+#[test]
+fn bad_input_is_refused_with_typed_errors_and_leaves_the_store_consistent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s");
+    let srv = start(&store, None);
+    let addr = srv.addr();
+    post(addr, "/v1/tools/workbench_create", "", r#"{"id":"wb"}"#);
+
+    // Oversized JSON body (limit 64 KiB in this test): 413, nothing written.
+    let big = format!(
+        r#"{{"id":"wb","section":"input","path":"big.txt","text":"{}"}}"#,
+        "x".repeat(100_000)
+    );
+    let (st, _, b) = post(addr, "/v1/tools/workbench_put_file", "", &big);
+    assert_eq!(
+        (st, json(&b)["code"].clone()),
+        (413, json!("PayloadTooLarge"))
+    );
+    // Malformed DTOs: not JSON → 400; bad query → 400; unknown endpoint → 404; unknown tool →
+    // the tool envelope (200).
+    let (st, _, b) = post(addr, "/v1/tools/workbench_put_file", "", "{nope");
+    assert_eq!(
+        (st, json(&b)["code"].clone()),
+        (400, json!("InvalidArguments"))
+    );
+    let (st, _, b) = post(addr, "/v1/commands/commit", "", r#"{"bogus":[1]}"#);
+    assert_eq!(
+        (st, json(&b)["code"].clone()),
+        (400, json!("InvalidArguments"))
+    );
+    let (st, _, _) = raw(
+        addr,
+        "PUT /v1/workbenches/wb/files/input/q.bin?replace=maybe HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        b"",
+    );
+    assert_eq!(st, 400);
+    let (st, _, b) = post(addr, "/v2/everything", "", "{}");
+    assert_eq!((st, json(&b)["code"].clone()), (404, json!("NotFound")));
+    let (st, _, b) = post(addr, "/v1/tools/workbench_teleport", "", "{}");
+    assert_eq!((st, json(&b)["code"].clone()), (200, json!("UnknownTool")));
+    // Oversized streamed upload (limit 8 MiB; blocks are 4 MiB, so the first block was already
+    // staged and sent): 413, the publication aborted and cleaned up.
+    let payload = vec![7u8; 9 << 20];
+    let (st, _, b) = raw(
+        addr,
+        &format!(
+            "PUT /v1/workbenches/wb/files/input/huge.bin HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            payload.len()
+        ),
+        &payload,
+    );
+    assert_eq!(
+        (st, json(&b)["code"].clone()),
+        (413, json!("PayloadTooLarge"))
+    );
+
+    // Slow-loris: a client that sends part of a request head and stalls is disconnected after
+    // the header timeout; the server keeps serving others.
+    let mut slow = TcpStream::connect(addr).unwrap();
+    slow.write_all(b"POST /v1/tools/workbench_list HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut buf = Vec::new();
+    let _ = slow.read_to_end(&mut buf);
+    assert!(
+        started.elapsed() < Duration::from_secs(9),
+        "slow client was never cut off"
+    );
+    // A client that stalls mid-body is answered 408 (or cut off) and nothing is written.
+    let mut stall = TcpStream::connect(addr).unwrap();
+    stall
+        .write_all(b"PUT /v1/workbenches/wb/files/input/stalled.bin HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n")
+        .unwrap();
+    stall.write_all(&[1u8; 5000]).unwrap();
+    stall
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut resp = Vec::new();
+    let _ = stall.read_to_end(&mut resp);
+    let text = String::from_utf8_lossy(&resp);
+    assert!(
+        text.is_empty() || text.starts_with("HTTP/1.1 408"),
+        "{text}"
+    );
+
+    // A client that disconnects mid-upload.
+    {
+        let mut cut = TcpStream::connect(addr).unwrap();
+        cut.write_all(b"PUT /v1/workbenches/wb/files/input/cut.bin HTTP/1.1\r\nHost: x\r\nContent-Length: 7000000\r\n\r\n")
+            .unwrap();
+        // More than one 4 MiB block: the first block is staged in the ledger and uploaded
+        // before the connection breaks.
+        cut.write_all(&vec![2u8; 5_000_000]).unwrap();
+        cut.shutdown(std::net::Shutdown::Both).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    // The server is healthy and still serves.
+    let (st, _, b) = post(
+        addr,
+        "/v1/tools/workbench_list",
+        "",
+        r#"{"id":"wb","section":"input"}"#,
+    );
+    assert_eq!(st, 200);
+    let env = json(&b);
+    assert_eq!(env["status"], "success");
+    assert_eq!(
+        env["entry_count"], 0,
+        "no partial artifact is visible: {env}"
+    );
+    srv.shutdown().unwrap();
+
+    // Store and ledger consistent: no artifact, every aborted publication cleaned (none left
+    // pending or quarantined), no ledger-owned object left behind.
+    let client = Client::open(&store).unwrap();
+    for p in [
+        "input/big.txt",
+        "input/huge.bin",
+        "input/stalled.bin",
+        "input/cut.bin",
+    ] {
+        assert!(
+            matches!(client.stat("wb", p), Err(nokv::Error::NotFound { .. })),
+            "{p}"
+        );
+    }
+    let summary = client.recover_operations().unwrap();
+    assert!(summary.errors.is_empty(), "{summary:?}");
+    let ops = client.list_operations(true).unwrap();
+    // The oversized and the cut upload had begun (a block staged and sent) before they broke.
+    assert!(ops.len() >= 2, "{ops:?}");
+    for op in &ops {
+        assert_eq!(op.phase, "Cleaned", "{op:?}");
+        assert_eq!(op.live_objects, 0, "{op:?}");
+    }
+    assert!(client.ledger_owned_keys().unwrap().is_empty());
+    // No block of any aborted upload is left in the object store.
+    let mut stack = vec![store.join("objects")];
+    let mut blocks = Vec::new();
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else {
+                blocks.push(e.path());
+            }
+        }
+    }
+    assert!(blocks.is_empty(), "orphan objects: {blocks:?}");
+}
+
+#[test]
+fn metrics_and_health_report_requests_group_commits_and_open_operations() {
+    let tmp = tempfile::tempdir().unwrap();
+    let srv = start(&tmp.path().join("s"), None);
+    let remote = RemoteClient::connect(&srv.url(), None).unwrap();
+    remote.create_workbench("wb").unwrap();
+    std::thread::scope(|s| {
+        for t in 0..8 {
+            let remote = remote.clone();
+            s.spawn(move || {
+                remote
+                    .put(
+                        "wb",
+                        &format!("outputs/{t}"),
+                        b"x",
+                        &PutOptions::create("text/plain", "t"),
+                    )
+                    .unwrap();
+            });
+        }
+    });
+    let health = remote.health().unwrap();
+    assert_eq!(health["status"], "ok");
+    let (st, _, body) = raw(
+        srv.addr(),
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"",
+    );
+    assert_eq!(st, 200);
+    let text = String::from_utf8_lossy(&body);
+    for needle in [
+        "nokv_http_requests_total{route=\"/v1/workbenches/{id}/files/{*path}\",status=\"200\"} 8",
+        "nokv_http_request_duration_seconds_count{route=\"/v1/workbenches/{id}/files/{*path}\"} 8",
+        "nokv_group_commit_size_bucket{le=\"+Inf\"}",
+        "nokv_open_operations{kind=\"publish\"} 0",
+        "nokv_http_requests_in_flight 1",
+    ] {
+        assert!(text.contains(needle), "missing {needle} in\n{text}");
+    }
+    srv.shutdown().unwrap();
+}
+
+#[test]
+fn sigterm_drains_the_in_flight_upload_then_closes_the_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s");
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_nokv"))
+        .args(["--store", store.to_str().unwrap(), "serve", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .env_remove("NOKV_TOKEN")
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let remote = RemoteClient::connect(&url, None).unwrap();
+    let mut up = false;
+    for _ in 0..400 {
+        if remote.health().is_ok() {
+            up = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert!(up, "server did not come up");
+    remote.create_workbench("wb").unwrap();
+    // Start an upload, send half of it, deliver SIGTERM, then finish the upload.
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(b"PUT /v1/workbenches/wb/files/input/slow.bin HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    s.write_all(&[9u8; 100_000]).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let pid = child.id().to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    std::thread::sleep(Duration::from_millis(200));
+    s.write_all(&[9u8; 100_000]).unwrap();
+    let mut resp = Vec::new();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let _ = s.read_to_end(&mut resp);
+    let text = String::from_utf8_lossy(&resp);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(text.contains("\"status\":\"success\""), "{text}");
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    // Closed cleanly: the store opens at once (lock released) with the drained upload in it.
+    let client = Client::open_with(
+        &store,
+        nokv::ClientOptions {
+            lock_wait: Duration::from_millis(100),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        client.read_all("wb", "input/slow.bin").unwrap(),
+        vec![9u8; 200_000]
+    );
+}
