@@ -60,15 +60,16 @@ fn load(client: &Client, total: usize) {
         .expect("files");
     let ws_key = meta::codec::workspace_current::key(&root, "src");
     let rev_tree = shard
-        .db()
+        .holt_db()
+        .expect("holt-backed shard")
         .tree(Family::ArtifactRevision.name())
         .expect("tree");
     let mut next = 0usize;
     let extra = total - PUBLISHED;
     while next < extra {
-        let read_version = shard.db().version();
+        let read_version = shard.holt_db().expect("holt-backed shard").version();
         let cv = read_version + 1;
-        let view = shard.db().view();
+        let view = shard.holt_db().expect("holt-backed shard").view();
         let mut predicates = vec![Predicate::equals(
             Family::WorkspaceCurrent,
             ws_key.clone(),

@@ -235,9 +235,23 @@ pub enum Error {
     /// handle) to change it. Not retryable through the same handle.
     #[error("the store is open read-only; writes are refused and nothing was written")]
     ReadOnly,
-    /// The engine reported an error (I/O, corruption, lock, pruned history, …).
+    /// The engine reported an error (I/O, corruption, lock, pruned history, …). Every engine
+    /// reports history below its floor (or compacted away) as `holt::Error::HistoryPruned`, the
+    /// storage-neutral "that version is gone" signal the operations match on.
     #[error("storage: {0}")]
     Storage(holt::Error),
+    /// A remote metadata engine (etcd) could not serve the request within its retry window: no
+    /// reachable member, no leader, a request deadline, a full database (`--quota-backend-bytes`),
+    /// or a refused request. Reads may be retried. For a write, `write_outcome_unknown` says
+    /// whether a sent attempt may still have applied: retrying the same metadata command (same
+    /// request id) then returns its stored result instead of applying it twice.
+    #[error("metadata store unavailable: {reason}")]
+    StoreUnavailable {
+        /// What failed (engine and reason).
+        reason: String,
+        /// True when a write attempt was sent without an answer.
+        write_outcome_unknown: bool,
+    },
 }
 
 /// Engine errors pass through as [`Error::Storage`], except a write refused by a read-only holt

@@ -66,6 +66,16 @@
 
 #![deny(missing_docs)]
 
+// Lets the shared test fixture (`tests/fixtures/engine.rs`, also compiled into the unit tests
+// below) name this crate `meta` from inside it.
+#[cfg(test)]
+extern crate self as meta;
+
+/// The engine switch of the test suites (`NOKV_TEST_ENGINE=etcd`), shared with `meta/tests/`.
+#[cfg(test)]
+#[path = "../tests/fixtures/engine.rs"]
+pub(crate) mod test_engine;
+
 pub mod codec;
 pub mod command;
 pub mod error;
@@ -94,4 +104,4 @@ pub use ops::workspace::CreateWorkspaceOutcome;
 pub use path::{normalize, NormPath, PathError};
 pub use read::{Child, ChildPage, Reader};
 pub use shard::{MetaShard, OpenOptions};
-pub use store::{HoltStore, TxnStore};
+pub use store::{HoltStore, ShardStore, TxnStore};

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::ids::{validate_workbench_id, ArtifactRevisionId, RootId, WorkspaceIncarnationId};
 use crate::path::{decode_child, ordered_child_name, ordered_key, ChildKey, NormPath};
 use crate::schema::Family;
-use crate::store::{HoltSnapshot, ScanItem, ScanSpec, Snapshot, MAX_SCAN_ITEMS};
+use crate::store::{ScanItem, ScanSpec, ShardSnapshot, Snapshot, MAX_SCAN_ITEMS};
 
 /// One direct child of a directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,7 +39,7 @@ pub struct ChildPage {
 /// Read access at one version. Obtain with [`crate::MetaShard::read`] or
 /// [`crate::MetaShard::read_at`].
 pub struct Reader {
-    snap: HoltSnapshot,
+    snap: ShardSnapshot,
     root: RootId,
 }
 
@@ -48,7 +48,7 @@ fn scan_limit(remaining: usize) -> usize {
 }
 
 impl Reader {
-    pub(crate) fn new(snap: HoltSnapshot, root: RootId) -> Self {
+    pub(crate) fn new(snap: ShardSnapshot, root: RootId) -> Self {
         Reader { snap, root }
     }
 

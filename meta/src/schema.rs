@@ -37,10 +37,13 @@ use crate::codec::system::{
 use crate::codec::{
     root_fence, RootActivationState, RootFence, RootPlacement, RootPlacementLifecycle,
 };
-use crate::command::Mutation;
+use crate::command::{Mutation, Predicate};
 use crate::error::{Error, Result};
 use crate::ids::{LogicalShardId, RootId};
 use crate::outbox::RecoveryEntry;
+use crate::store::{
+    CheckedWrite, HoltStore, RegistryEntry, ShardStore, Snapshot, TxnStore, WriteFailure,
+};
 
 /// One metadata keyspace: a seed 000 family or a reserved engine tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -238,21 +241,15 @@ pub(crate) struct GateOutcome {
     pub(crate) verified_tail: RecoveryTail,
 }
 
-fn tree(db: &holt::Db, f: Family) -> Result<holt::Tree> {
-    db.tree(f.name()).ok_or_else(|| {
-        Error::schema(
-            SchemaMismatchKind::MissingTree,
-            format!("missing tree {}", f.name()),
-        )
-    })
-}
-
-/// Compares the live registry with the expected one; `allow_missing` accepts a subset (used only
-/// at version 0, where trees are created one by one before the initializing commit).
-fn registry_differences(db: &holt::Db, allow_missing: bool) -> Vec<(SchemaMismatchKind, String)> {
-    let infos = db.trees();
+/// Compares a store's registry with the expected one; `allow_missing` accepts a subset (used
+/// only at version 0, where holt creates trees one by one and etcd writes its registry record
+/// before the initializing commit).
+fn registry_differences(
+    infos: &[RegistryEntry],
+    allow_missing: bool,
+) -> Vec<(SchemaMismatchKind, String)> {
     let mut diffs = Vec::new();
-    for info in &infos {
+    for info in infos {
         if info.name == HISTORY_TREE {
             if info.tag != HISTORY_TAG {
                 diffs.push((
@@ -293,13 +290,13 @@ fn registry_differences(db: &holt::Db, allow_missing: bool) -> Vec<(SchemaMismat
             }
         }
     }
-    if !infos.iter().any(|i| i.name == HISTORY_TREE) {
-        diffs.push((
-            SchemaMismatchKind::MissingTree,
-            "missing tree history".to_owned(),
-        ));
-    }
     if !allow_missing {
+        if !infos.iter().any(|i| i.name == HISTORY_TREE) {
+            diffs.push((
+                SchemaMismatchKind::MissingTree,
+                "missing tree history".to_owned(),
+            ));
+        }
         for f in Family::ALL {
             if !infos.iter().any(|i| i.name == f.name()) {
                 diffs.push((
@@ -373,58 +370,212 @@ fn malformed(what: &str, e: Error) -> Error {
     )
 }
 
-/// Opens or initializes the shard for a writer handle. Writes nothing unless the store is empty
-/// (initialization); the owner epoch of an existing store is advanced later, by
-/// [`advance_owner_epoch`] before the handle's first write.
-pub(crate) fn open_gate(db: &holt::Db, requested_root: Option<&str>) -> Result<GateOutcome> {
+/// Binds a holt database to the registry: an empty database (version 0) whose registry is a
+/// subset of the expected one gets its missing trees (the initializing commit follows in
+/// [`open_gate`]); a non-empty one must match exactly. Nothing is written otherwise.
+///
+/// Errors: [`Error::InvalidArgument`] for an invalid requested presentation root (checked first,
+/// so a refused open creates nothing); [`Error::SchemaMismatch`]; holt errors.
+pub(crate) fn prepare_holt(db: holt::Db, requested_root: Option<&str>) -> Result<ShardStore> {
     if let Some(r) = requested_root {
         validate_presentation_root(r)?;
     }
-    if db.version() == 0 {
-        registry_error(registry_differences(db, true))?;
-        return initialize(db, requested_root.unwrap_or(DEFAULT_PRESENTATION_ROOT));
+    let empty = db.version() == 0;
+    registry_error(registry_differences(&HoltStore::registry_of(&db), empty))?;
+    if empty {
+        HoltStore::create_missing_trees(&db)?;
     }
-    check_existing(db, requested_root)
+    Ok(ShardStore::Holt(HoltStore::new(db)?))
 }
 
-/// The checks of [`open_gate`] for a read-only handle: the store must already be initialized
-/// (an empty store is [`SchemaMismatchKind::MissingMarker`]); nothing is ever written.
-pub(crate) fn read_only_gate(db: &holt::Db, requested_root: Option<&str>) -> Result<GateOutcome> {
+/// Binds a read-only holt database to the registry: it must match exactly (an empty database
+/// may carry a subset; [`read_only_gate`] then refuses it). Nothing is created or written.
+///
+/// Errors: as [`prepare_holt`].
+pub(crate) fn prepare_holt_read_only(
+    db: holt::Db,
+    requested_root: Option<&str>,
+) -> Result<ShardStore> {
     if let Some(r) = requested_root {
         validate_presentation_root(r)?;
     }
-    if db.version() == 0 {
+    let empty = db.version() == 0;
+    registry_error(registry_differences(&HoltStore::registry_of(&db), empty))?;
+    if empty {
         return Err(Error::schema(
             SchemaMismatchKind::MissingMarker,
             "the store was never initialized (no schema marker); open it for writing once",
         ));
     }
-    check_existing(db, requested_root)
+    Ok(ShardStore::Holt(HoltStore::new(db)?))
 }
 
-/// Every check of a nonempty store, in the documented order, ending with the RecoveryOutbox
-/// records after the verified head. Writes nothing.
-fn check_existing(db: &holt::Db, requested_root: Option<&str>) -> Result<GateOutcome> {
-    registry_error(registry_differences(db, false))?;
-    let sys = tree(db, Family::System)?;
-    let view = db.view();
+/// The etcd counterpart of [`prepare_holt`]: an empty shard (clock absent) gets its registry
+/// record; a non-empty one must carry exactly the expected registry.
+///
+/// Errors: as [`prepare_holt`]; [`Error::StoreUnavailable`].
+#[cfg(feature = "etcd")]
+pub(crate) fn prepare_etcd(
+    store: crate::store::etcd::EtcdStore,
+    requested_root: Option<&str>,
+) -> Result<ShardStore> {
+    if let Some(r) = requested_root {
+        validate_presentation_root(r)?;
+    }
+    let snap = store.snapshot();
+    // A failed snapshot reports version 0: read through it so the failure surfaces here.
+    snap.get(Family::System, KEY_SCHEMA)?;
+    let empty = snap.version() == 0;
+    let registry = store.registry()?;
+    registry_error(registry_differences(&registry, empty))?;
+    if empty && registry.is_empty() {
+        store.create_registry()?;
+    }
+    Ok(ShardStore::Etcd(store))
+}
+
+/// The read-only counterpart of [`prepare_etcd`]: the shard must be initialized and carry
+/// exactly the expected registry; nothing is written.
+///
+/// Errors: as [`prepare_etcd`]; [`Error::SchemaMismatch`] for an empty shard.
+#[cfg(feature = "etcd")]
+pub(crate) fn prepare_etcd_read_only(
+    store: crate::store::etcd::EtcdStore,
+    requested_root: Option<&str>,
+) -> Result<ShardStore> {
+    if let Some(r) = requested_root {
+        validate_presentation_root(r)?;
+    }
+    let snap = store.snapshot();
+    snap.get(Family::System, KEY_SCHEMA)?;
+    if snap.version() == 0 {
+        return Err(Error::schema(
+            SchemaMismatchKind::MissingMarker,
+            "the shard was never initialized (no schema marker); open it for writing once",
+        ));
+    }
+    registry_error(registry_differences(&store.registry()?, false))?;
+    Ok(ShardStore::Etcd(store))
+}
+
+/// How many times the gate re-reads after another opener's commit raced its own.
+const GATE_ATTEMPTS: u32 = 8;
+
+/// Opens or initializes the shard behind `store` (registry already bound by [`prepare_holt`] or
+/// `prepare_etcd`) for a writer handle. Writes nothing unless the store is empty
+/// (initialization); the owner epoch of an existing store is advanced later, by
+/// [`advance_owner_epoch`] before the handle's first write. `placement`: the control plane's
+/// RootPlacement for the shard — used at initialization instead of fresh random ids, and
+/// required to match the stored placement otherwise.
+/// `init_shard`: the logical shard an initialization without `placement` records (an etcd
+/// keyspace is named by its shard); `None` draws a fresh random one.
+pub(crate) fn open_gate<S: TxnStore>(
+    store: &S,
+    requested_root: Option<&str>,
+    placement: Option<&RootPlacement>,
+    init_shard: Option<LogicalShardId>,
+) -> Result<GateOutcome> {
+    if let Some(r) = requested_root {
+        validate_presentation_root(r)?;
+    }
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match gate_once(store, requested_root, placement, init_shard) {
+            Err(Error::ReadVersionConflict { .. }) if attempt < GATE_ATTEMPTS => {
+                store.wait_for_version(store.version());
+            }
+            other => return other,
+        }
+    }
+}
+
+fn gate_once<S: TxnStore>(
+    store: &S,
+    requested_root: Option<&str>,
+    placement: Option<&RootPlacement>,
+    init_shard: Option<LogicalShardId>,
+) -> Result<GateOutcome> {
+    let view = store.snapshot();
+    let marker = view.get(Family::System, KEY_SCHEMA)?;
+    if view.version() == 0 {
+        return initialize(
+            store,
+            requested_root.unwrap_or(DEFAULT_PRESENTATION_ROOT),
+            placement,
+            init_shard,
+        );
+    }
+    check_existing(&view, marker, requested_root, placement)
+}
+
+/// The checks of [`open_gate`] for a read-only handle: the store must already be initialized
+/// (an empty store is [`SchemaMismatchKind::MissingMarker`]); nothing is ever written.
+pub(crate) fn read_only_gate<S: TxnStore>(
+    store: &S,
+    requested_root: Option<&str>,
+    placement: Option<&RootPlacement>,
+) -> Result<GateOutcome> {
+    if let Some(r) = requested_root {
+        validate_presentation_root(r)?;
+    }
+    let view = store.snapshot();
+    let marker = view.get(Family::System, KEY_SCHEMA)?;
+    if view.version() == 0 {
+        return Err(Error::schema(
+            SchemaMismatchKind::MissingMarker,
+            "the store was never initialized (no schema marker); open it for writing once",
+        ));
+    }
+    check_existing(&view, marker, requested_root, placement)
+}
+
+/// Every check of a nonempty store at `view` (whose schema marker read is `marker`), in the
+/// documented order, ending with the RecoveryOutbox records after the verified head. Writes
+/// nothing.
+fn check_existing<V: Snapshot>(
+    view: &V,
+    marker: Option<Vec<u8>>,
+    requested_root: Option<&str>,
+    placement: Option<&RootPlacement>,
+) -> Result<GateOutcome> {
     let read = |key: &[u8], what: &str| -> Result<Vec<u8>> {
-        view.get(&sys, key)?.ok_or_else(|| {
+        view.get(Family::System, key)?.ok_or_else(|| {
             Error::schema(
                 SchemaMismatchKind::MissingRecord,
                 format!("missing {what} record"),
             )
         })
     };
-    let marker = view.get(&sys, KEY_SCHEMA)?.ok_or_else(|| {
+    let marker = marker.ok_or_else(|| {
         Error::schema(
             SchemaMismatchKind::MissingMarker,
             "missing schema marker in a non-empty store",
         )
     })?;
     check_marker(&marker)?;
-    let placement = RootPlacement::decode(&read(KEY_ROOT_PLACEMENT, "root placement")?)
+    let stored = RootPlacement::decode(&read(KEY_ROOT_PLACEMENT, "root placement")?)
         .map_err(|e| malformed("root placement", e))?;
+    if let Some(p) = placement {
+        if p.root_id != stored.root_id
+            || p.logical_shard_id != stored.logical_shard_id
+            || p.placement_generation != stored.placement_generation
+        {
+            return Err(Error::schema(
+                SchemaMismatchKind::InconsistentPlacement,
+                format!(
+                    "the shard holds root {} on logical shard {} at placement generation {}; the placement names root {} on {} at generation {}",
+                    stored.root_id,
+                    stored.logical_shard_id,
+                    stored.placement_generation,
+                    p.root_id,
+                    p.logical_shard_id,
+                    p.placement_generation
+                ),
+            ));
+        }
+    }
+    let placement = stored;
     let presentation_root =
         decode_presentation_root(&read(KEY_PRESENTATION_ROOT, "presentation root")?)
             .map_err(|e| malformed("presentation root", e))?;
@@ -432,13 +583,12 @@ fn check_existing(db: &holt::Db, requested_root: Option<&str>) -> Result<GateOut
     let epoch = decode_owner_epoch(&epoch_bytes).map_err(|e| malformed("owner epoch", e))?;
     let tail_bytes = read(KEY_RECOVERY_TAIL, "recovery tail")?;
     RecoveryTail::decode(&tail_bytes).map_err(|e| malformed("recovery tail", e))?;
-    let points = crate::outbox::read_points(&view, &sys).map_err(|e| match e {
+    let points = crate::outbox::read_points(view).map_err(|e| match e {
         Error::Codec { .. } => malformed("recovery chain point", e),
         other => other,
     })?;
-    let fence_tree = tree(db, Family::RootFence)?;
     let fence_bytes = view
-        .get(&fence_tree, &root_fence::key(&placement.root_id))?
+        .get(Family::RootFence, &root_fence::key(&placement.root_id))?
         .ok_or_else(|| {
             Error::schema(
                 SchemaMismatchKind::MissingRecord,
@@ -465,8 +615,7 @@ fn check_existing(db: &holt::Db, requested_root: Option<&str>) -> Result<GateOut
             ),
         ));
     }
-    let outbox_tree = tree(db, Family::RecoveryOutbox)?;
-    crate::outbox::verify_after_head(&view, &outbox_tree, &points)?;
+    crate::outbox::verify_after_head(view, &points)?;
     if let Some(r) = requested_root {
         if r != presentation_root {
             return Err(Error::PresentationRootMismatch {
@@ -494,43 +643,35 @@ fn check_existing(db: &holt::Db, requested_root: Option<&str>) -> Result<GateOut
 /// advanced it since this handle opened) or the tail is missing; [`Error::InvalidArgument`] when
 /// the epoch or the commit version is exhausted; [`Error::ReadVersionConflict`] when other
 /// commits kept racing with it; codec and storage errors.
-pub(crate) fn advance_owner_epoch(
-    db: &holt::Db,
+pub(crate) fn advance_owner_epoch<S: TxnStore>(
+    store: &S,
     from_epoch: u64,
     verified_at_open: RecoveryTail,
     retention: &crate::outbox::RetentionPolicy,
 ) -> Result<u64> {
-    let sys = tree(db, Family::System)?;
-    let outbox_tree = tree(db, Family::RecoveryOutbox)?;
     for _ in 0..crate::ops::MAX_ATTEMPTS {
-        let view = db.view();
-        let epoch_bytes = view
-            .get(&sys, KEY_OWNER_EPOCH)?
-            .ok_or_else(|| Error::Fenced {
-                reason: "no owner epoch is recorded".into(),
-            })?;
+        let view = store.snapshot();
+        let epoch_bytes =
+            view.get(Family::System, KEY_OWNER_EPOCH)?
+                .ok_or_else(|| Error::Fenced {
+                    reason: "no owner epoch is recorded".into(),
+                })?;
         let epoch = decode_owner_epoch(&epoch_bytes)?;
         if epoch != from_epoch {
             return Err(Error::Fenced {
                 reason: format!(
-                    "another owner advanced the owner epoch to {epoch} since this handle opened                      at {from_epoch}; reopen the store"
+                    "another owner advanced the owner epoch to {epoch} since this handle opened \
+                     at {from_epoch}; reopen the store"
                 ),
             });
         }
         let tail_bytes = view
-            .get(&sys, KEY_RECOVERY_TAIL)?
+            .get(Family::System, KEY_RECOVERY_TAIL)?
             .ok_or_else(|| Error::Fenced {
                 reason: "no System recovery tail is recorded".into(),
             })?;
         let tail = RecoveryTail::decode(&tail_bytes)?;
-        let step = crate::outbox::plan_step(
-            &view,
-            &sys,
-            &outbox_tree,
-            retention,
-            Some(verified_at_open),
-            false,
-        )?;
+        let step = crate::outbox::plan_step(&view, retention, Some(verified_at_open), false)?;
         let read_version = view.version();
         drop(view);
         let next = epoch
@@ -553,27 +694,28 @@ pub(crate) fn advance_owner_epoch(
             },
             &mutations,
         )?;
-        let mut batch = holt::Batch::new();
-        batch.expect_version(read_version);
-        batch.expect(&sys, KEY_OWNER_EPOCH, holt::Expect::Equals(epoch_bytes));
-        batch.expect(&sys, KEY_RECOVERY_TAIL, holt::Expect::Equals(tail_bytes));
-        add_predicates(db, &mut batch, step.predicates)?;
-        add_rows(
-            db,
-            &mut batch,
-            mutations
+        let mut predicates = vec![
+            Predicate::equals(Family::System, KEY_OWNER_EPOCH.to_vec(), epoch_bytes),
+            Predicate::equals(Family::System, KEY_RECOVERY_TAIL.to_vec(), tail_bytes),
+        ];
+        predicates.extend(step.predicates);
+        let write = CheckedWrite {
+            read_version: Some(read_version),
+            predicates,
+            mutations: mutations
                 .into_iter()
                 .chain(appended.rows)
-                .chain(step.mutations),
-        )?;
-        match db.commit(batch) {
+                .chain(step.mutations)
+                .collect(),
+        };
+        match store.write(write) {
             Ok(_) => return Ok(next),
-            Err(holt::Error::VersionMismatch { actual, .. }) => {
+            Err(WriteFailure::ReadVersion { actual, .. }) => {
                 // Another commit landed since the view; wait until it is readable and re-plan.
-                let _ = db.wait_visible(actual, crate::store::VISIBILITY_WAIT);
+                store.wait_for_version(actual);
             }
-            Err(holt::Error::PredicateFailed { .. }) => {}
-            Err(e) => return Err(e.into()),
+            Err(WriteFailure::Predicate { .. }) => {}
+            Err(WriteFailure::Other(e)) => return Err(e),
         }
     }
     Err(Error::ReadVersionConflict {
@@ -581,57 +723,43 @@ pub(crate) fn advance_owner_epoch(
     })
 }
 
-/// Adds predicates to a raw holt batch.
-fn add_predicates(
-    db: &holt::Db,
-    batch: &mut holt::Batch,
-    predicates: impl IntoIterator<Item = crate::command::Predicate>,
-) -> Result<()> {
-    use crate::command::predicate::Expectation;
-    for p in predicates {
-        let expect = match p.expect {
-            Expectation::Absent => holt::Expect::Absent,
-            Expectation::Present => holt::Expect::Present,
-            Expectation::Equals(v) => holt::Expect::Equals(v),
-        };
-        batch.expect(&tree(db, p.family)?, p.key, expect);
-    }
-    Ok(())
+/// Applies one gate write. A lost race with another opener is a [`Error::ReadVersionConflict`]
+/// (the gate re-reads); nothing is applied on any error.
+fn commit<S: TxnStore>(store: &S, write: CheckedWrite) -> Result<u64> {
+    store.write(write).map_err(|f| match f {
+        WriteFailure::ReadVersion { .. } | WriteFailure::Predicate { .. } => {
+            Error::ReadVersionConflict { attempts: 1 }
+        }
+        WriteFailure::Other(e) => e,
+    })
 }
 
-/// Adds puts/deletes to a raw holt batch.
-fn add_rows(
-    db: &holt::Db,
-    batch: &mut holt::Batch,
-    rows: impl IntoIterator<Item = Mutation>,
-) -> Result<()> {
-    for m in rows {
-        match m {
-            Mutation::Put { family, key, value } => batch.put(&tree(db, family)?, key, value),
-            Mutation::Delete { family, key } => batch.delete(&tree(db, family)?, key),
-        }
-    }
-    Ok(())
-}
-
-fn initialize(db: &holt::Db, presentation_root: &str) -> Result<GateOutcome> {
-    for f in Family::ALL {
-        if db.tree(f.name()).is_none() {
-            db.create_tree(f.name(), f.tag(), f.versioned())?;
-        }
-    }
-    let placement = RootPlacement {
-        root_id: RootId::random()?,
-        logical_shard_id: LogicalShardId::random()?,
-        placement_generation: 1,
-        lifecycle: RootPlacementLifecycle::Active,
+fn initialize<S: TxnStore>(
+    store: &S,
+    presentation_root: &str,
+    placement: Option<&RootPlacement>,
+    init_shard: Option<LogicalShardId>,
+) -> Result<GateOutcome> {
+    let placement = match placement {
+        Some(p) => RootPlacement {
+            lifecycle: RootPlacementLifecycle::Active,
+            ..*p
+        },
+        None => RootPlacement {
+            root_id: RootId::random()?,
+            logical_shard_id: match init_shard {
+                Some(s) => s,
+                None => LogicalShardId::random()?,
+            },
+            placement_generation: 1,
+            lifecycle: RootPlacementLifecycle::Active,
+        },
     };
     let fence = RootFence {
         logical_shard_id: placement.logical_shard_id,
         placement_generation: placement.placement_generation,
         activation_state: RootActivationState::Active,
     };
-    let sys = tree(db, Family::System)?;
     // RootPlacement and the matching Active RootFence exist before the root's first write
     // (seed 000, "Placement Authority"); both land in this single initializing batch.
     let mutations = vec![
@@ -672,12 +800,17 @@ fn initialize(db: &holt::Db, presentation_root: &str) -> Result<GateOutcome> {
         },
         &mutations,
     )?;
-    let mut batch = holt::Batch::new();
-    batch.expect_version(0);
-    batch.expect(&sys, KEY_SCHEMA, holt::Expect::Absent);
-    batch.expect(&sys, KEY_RECOVERY_TAIL, holt::Expect::Absent);
-    add_rows(db, &mut batch, mutations.into_iter().chain(appended.rows))?;
-    db.commit(batch)?;
+    commit(
+        store,
+        CheckedWrite {
+            read_version: Some(0),
+            predicates: vec![
+                Predicate::absent(Family::System, KEY_SCHEMA.to_vec()),
+                Predicate::absent(Family::System, KEY_RECOVERY_TAIL.to_vec()),
+            ],
+            mutations: mutations.into_iter().chain(appended.rows).collect(),
+        },
+    )?;
     Ok(GateOutcome {
         placement,
         presentation_root: presentation_root.to_owned(),

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use crate::codec::system::{RecoveryTail, KEY_RECOVERY_TAIL};
-use crate::codec::{RootActivationState, RootFence};
+use crate::codec::{RootActivationState, RootFence, RootPlacement};
 use crate::command::ShardFence;
 use crate::error::Result;
 use crate::ids::{LogicalShardId, RootId};
@@ -14,7 +14,7 @@ use crate::outbox::{ChainPoints, MaintenanceReport, OutboxSummary, RetentionPoli
 use crate::read::Reader;
 use crate::schema::Family;
 use crate::schema::{open_gate, read_only_gate};
-use crate::store::{CheckedWrite, HoltStore, Snapshot, TxnStore, WriteFailure};
+use crate::store::{CheckedWrite, ShardStore, Snapshot, TxnStore, WriteFailure};
 
 /// Options for [`MetaShard::open`] and [`MetaShard::open_read_only`].
 #[derive(Debug, Clone, Default)]
@@ -24,6 +24,11 @@ pub struct OpenOptions {
     pub presentation_root: Option<String>,
     /// Engine options.
     pub holt: holt::Options,
+    /// The control plane's RootPlacement of the shard (seed 000, "Placement Authority"): an
+    /// empty store is initialized with it (instead of fresh random ids and generation 1); an
+    /// existing store must hold the same root, logical shard and placement generation. `None`:
+    /// the embedded placement the store was created with.
+    pub placement: Option<RootPlacement>,
     /// How many RecoveryOutbox records a writer handle keeps below the applied recovery LSN
     /// (see [`crate::outbox`], "Retention"); unused by read-only handles.
     pub outbox_retention: RetentionPolicy,
@@ -37,7 +42,7 @@ pub struct OpenOptions {
 }
 
 pub(crate) struct Inner {
-    pub(crate) store: HoltStore,
+    pub(crate) store: ShardStore,
     /// The fence every command of this handle carries. For a writer handle `owner_epoch` is the
     /// epoch it writes under (persisted by its first write); for a read-only handle the epoch
     /// persisted at its open.
@@ -77,12 +82,12 @@ impl Owner {
 
     /// Persists this handle's owner epoch if it is not yet (the lazy advance before the first
     /// write); `true` when this call advanced it.
-    fn advance_once(&self, db: &holt::Db, st: &mut OwnerState) -> Result<bool> {
+    fn advance_once(&self, store: &ShardStore, st: &mut OwnerState) -> Result<bool> {
         if st.advanced {
             return Ok(false);
         }
         crate::schema::advance_owner_epoch(
-            db,
+            store,
             st.epoch_at_open,
             st.verified_at_open,
             &self.retention,
@@ -144,8 +149,93 @@ impl MetaShard {
     /// `holt::Error::Io` on a read-only file system or without write permission).
     pub fn open(dir: impl AsRef<Path>, opts: OpenOptions) -> Result<MetaShard> {
         let db = holt::Db::open(dir, opts.holt)?;
-        let gate = open_gate(&db, opts.presentation_root.as_deref())?;
-        let store = HoltStore::new(db)?;
+        let store = crate::schema::prepare_holt(db, opts.presentation_root.as_deref())?;
+        Self::open_gated(store, &opts, None)
+    }
+
+    /// Opens (or initializes) the shard whose metadata lives in an etcd cluster (see
+    /// [`crate::store::etcd`]), passing the same schema gate and RecoveryOutbox verification as
+    /// [`MetaShard::open`], with the same lazy owner-epoch advance before the first write.
+    /// Several processes may open one etcd-backed shard; the first write of each handle
+    /// advances the owner epoch, so a handle whose epoch another handle has since advanced can
+    /// no longer commit ([`crate::Error::Fenced`]).
+    ///
+    /// Errors: those of [`MetaShard::open`] (holt errors aside), plus
+    /// [`crate::Error::StoreUnavailable`] when the cluster cannot serve the open.
+    #[cfg(feature = "etcd")]
+    pub fn open_etcd(
+        options: crate::store::etcd::EtcdOptions,
+        opts: OpenOptions,
+    ) -> Result<MetaShard> {
+        let shard = options.logical_shard_id;
+        if opts
+            .placement
+            .as_ref()
+            .is_some_and(|p| p.logical_shard_id != shard)
+        {
+            return Err(crate::Error::invalid(
+                "the placement names another logical shard than the etcd keyspace",
+            ));
+        }
+        let store = crate::store::etcd::EtcdStore::open(options)?;
+        let store = crate::schema::prepare_etcd(store, opts.presentation_root.as_deref())?;
+        let opened = Self::open_gated(store, &opts, Some(shard))?;
+        if opened.logical_shard_id() != shard {
+            return Err(crate::Error::SchemaMismatch {
+                kind: crate::schema::SchemaMismatchKind::InconsistentPlacement,
+                reason: format!(
+                    "the etcd keyspace of logical shard {shard} holds logical shard {}",
+                    opened.logical_shard_id()
+                ),
+            });
+        }
+        Ok(opened)
+    }
+
+    /// Opens the existing etcd-backed shard **read-only**: the same schema gate and verification
+    /// of the RecoveryOutbox records after the verified head as [`MetaShard::open_etcd`], the
+    /// state as of this call, and nothing is ever written (no owner lease or epoch is needed).
+    /// Every write through the handle answers [`crate::Error::ReadOnly`].
+    ///
+    /// Errors: [`crate::Error::SchemaMismatch`] (also for a shard that was never initialized),
+    /// [`crate::Error::RecoveryOutboxCorrupt`], [`crate::Error::PresentationRootMismatch`],
+    /// [`crate::Error::InvalidArgument`], [`crate::Error::StoreUnavailable`].
+    #[cfg(feature = "etcd")]
+    pub fn open_etcd_read_only(
+        options: crate::store::etcd::EtcdOptions,
+        opts: OpenOptions,
+    ) -> Result<MetaShard> {
+        let store = crate::store::etcd::EtcdStore::open(options)?;
+        let store =
+            crate::schema::prepare_etcd_read_only(store, opts.presentation_root.as_deref())?;
+        let gate = read_only_gate(
+            &store,
+            opts.presentation_root.as_deref(),
+            opts.placement.as_ref(),
+        )?;
+        let fence = fence_of(&gate, gate.owner_epoch);
+        Ok(MetaShard {
+            inner: Arc::new(Inner {
+                store,
+                fence,
+                presentation_root: gate.presentation_root,
+                sequencer: Default::default(),
+                owner: None,
+            }),
+        })
+    }
+
+    fn open_gated(
+        store: ShardStore,
+        opts: &OpenOptions,
+        init_shard: Option<LogicalShardId>,
+    ) -> Result<MetaShard> {
+        let gate = open_gate(
+            &store,
+            opts.presentation_root.as_deref(),
+            opts.placement.as_ref(),
+            init_shard,
+        )?;
         let owner_epoch = if gate.initialized {
             gate.owner_epoch
         } else {
@@ -154,7 +244,7 @@ impl MetaShard {
                 .ok_or_else(|| crate::Error::invalid("owner epoch exhausted"))?
         };
         let fence = fence_of(&gate, owner_epoch);
-        let version = store.db().version();
+        let version = store.version();
         Ok(MetaShard {
             inner: Arc::new(Inner {
                 store,
@@ -191,8 +281,12 @@ impl MetaShard {
     /// `holt::Error::Corrupt` for damaged files).
     pub fn open_read_only(dir: impl AsRef<Path>, opts: OpenOptions) -> Result<MetaShard> {
         let db = holt::Db::open_read_only(dir, opts.holt)?;
-        let gate = read_only_gate(&db, opts.presentation_root.as_deref())?;
-        let store = HoltStore::new(db)?;
+        let store = crate::schema::prepare_holt_read_only(db, opts.presentation_root.as_deref())?;
+        let gate = read_only_gate(
+            &store,
+            opts.presentation_root.as_deref(),
+            opts.placement.as_ref(),
+        )?;
         let fence = fence_of(&gate, gate.owner_epoch);
         Ok(MetaShard {
             inner: Arc::new(Inner {
@@ -234,15 +328,15 @@ impl MetaShard {
         let Some(owner) = &self.inner.owner else {
             return Err(crate::Error::ReadOnly);
         };
-        let db = self.db();
+        let store = &self.inner.store;
         let mut st = owner.state();
-        if owner.advance_once(db, &mut st)? {
-            st.last_step_version = db.version();
+        if owner.advance_once(store, &mut st)? {
+            st.last_step_version = store.version();
             return Ok(());
         }
         let interval = owner.retention.maintenance_interval.max(1);
-        if maintain && db.version() >= st.last_step_version.saturating_add(interval) {
-            st.last_step_version = db.version();
+        if maintain && store.version() >= st.last_step_version.saturating_add(interval) {
+            st.last_step_version = store.version();
             match self.maintenance_step(&owner.retention) {
                 Ok(_) => {}
                 Err(e @ crate::Error::RecoveryOutboxCorrupt { .. }) => return Err(e),
@@ -253,7 +347,7 @@ impl MetaShard {
                 // Best effort like the reaper's: a failure leaves the floor for the next step.
                 let _ = crate::ops::snapshot::maintain_history_floor(self, policy);
             }
-            st.last_step_version = db.version();
+            st.last_step_version = store.version();
         }
         Ok(())
     }
@@ -261,21 +355,12 @@ impl MetaShard {
     /// One RecoveryOutbox maintenance step written through the store (the caller holds the
     /// owner state lock and has advanced the epoch).
     fn maintenance_step(&self, retention: &RetentionPolicy) -> Result<MaintenanceReport> {
-        let db = self.db();
-        let (Some(sys), Some(tree)) = (
-            db.tree(Family::System.name()),
-            db.tree(Family::RecoveryOutbox.name()),
-        ) else {
-            return Err(crate::Error::Fenced {
-                reason: "reserved trees missing".into(),
-            });
-        };
         let mut last = Ok(MaintenanceReport::default());
         for _ in 0..3 {
             // The newest accepted state: commands of earlier sequenced sections may still be on
             // their way to durability.
-            let view = db.accepted_view();
-            let plan = crate::outbox::plan_step(&view, &sys, &tree, retention, None, true)?;
+            let view = self.inner.store.accepted_snapshot();
+            let plan = crate::outbox::plan_step(&view, retention, None, true)?;
             drop(view);
             if plan.is_empty() {
                 return Ok(plan.report);
@@ -313,11 +398,11 @@ impl MetaShard {
         };
         // Under the command sequencer, like every other commit of the handle.
         self.sequenced(|_| {
-            let db = self.db();
+            let store = &self.inner.store;
             let mut st = owner.state();
-            owner.advance_once(db, &mut st)?;
+            owner.advance_once(store, &mut st)?;
             let report = self.maintenance_step(&owner.retention)?;
-            st.last_step_version = db.version();
+            st.last_step_version = store.version();
             Ok(report)
         })
     }
@@ -357,26 +442,12 @@ impl MetaShard {
         RecoveryTail::decode(&bytes)
     }
 
-    fn reserved_trees(&self) -> Result<(holt::Tree, holt::Tree)> {
-        let db = self.inner.store.db();
-        match (
-            db.tree(Family::System.name()),
-            db.tree(Family::RecoveryOutbox.name()),
-        ) {
-            (Some(sys), Some(tree)) => Ok((sys, tree)),
-            _ => Err(crate::Error::Fenced {
-                reason: "reserved trees missing".into(),
-            }),
-        }
-    }
-
     /// The RecoveryOutbox chain points at the current version: tail, pruned point and verified
     /// head (see [`crate::outbox`], "Verification").
     ///
     /// Errors: [`crate::Error::Fenced`] without a tail; codec and storage errors.
     pub fn recovery_chain_points(&self) -> Result<ChainPoints> {
-        let (sys, _) = self.reserved_trees()?;
-        crate::outbox::read_points(&self.inner.store.db().view(), &sys)
+        crate::outbox::read_points(&self.inner.store.snapshot())
     }
 
     /// Full verification of the RecoveryOutbox at the current version: every retained record
@@ -389,15 +460,30 @@ impl MetaShard {
     /// Errors: [`crate::Error::RecoveryOutboxCorrupt`] naming the first bad LSN; codec and
     /// storage errors.
     pub fn verify_recovery_outbox(&self) -> Result<OutboxSummary> {
-        let (sys, tree) = self.reserved_trees()?;
-        let view = self.inner.store.db().view();
-        let points = crate::outbox::read_points(&view, &sys)?;
-        crate::outbox::verify_all(&view, &tree, &points)
+        let snap = self.inner.store.snapshot();
+        let points = crate::outbox::read_points(&snap)?;
+        crate::outbox::verify_all(&snap, &points)
     }
 
-    /// The underlying holt database (diagnostics, checkpoints, stats).
-    pub fn db(&self) -> &holt::Db {
-        self.inner.store.db()
+    /// The engine backing this shard (holt or etcd).
+    pub fn store(&self) -> &ShardStore {
+        &self.inner.store
+    }
+
+    /// The holt database of a holt-backed shard (diagnostics, checkpoints, stats); `None` for an
+    /// etcd-backed one.
+    pub fn holt_db(&self) -> Option<&holt::Db> {
+        self.inner.store.holt_db()
+    }
+
+    /// The shard's current commit version (the read version a command built now would carry).
+    ///
+    /// Errors: [`crate::Error::StoreUnavailable`] when an etcd-backed shard cannot be read.
+    pub fn version(&self) -> Result<u64> {
+        let snap = self.inner.store.snapshot();
+        // An etcd snapshot that could not be taken reports its failure on the first read.
+        snap.get(Family::System, crate::codec::system::KEY_SCHEMA)?;
+        Ok(snap.version())
     }
 
     /// A reader at the current version.

@@ -314,7 +314,7 @@ fn one_record_of_every_family_survives_reopen_and_decodes() {
         .collect();
     assert_eq!(families, expected);
 
-    let db = shard.db();
+    let db = shard.holt_db().unwrap();
     let mut batch = holt::Batch::new();
     for (f, k, v, _) in &written {
         batch.put(&tree(db, *f), k.clone(), v.clone());
@@ -335,7 +335,7 @@ fn one_record_of_every_family_survives_reopen_and_decodes() {
 
     let shard = MetaShard::open(dir.path(), OpenOptions::default()).unwrap();
     assert_eq!(shard.root_id(), root);
-    let db = shard.db();
+    let db = shard.holt_db().unwrap();
     let view = db.view();
     for (f, k, v, check) in &written {
         let stored = view.get(&tree(db, *f), k).unwrap();

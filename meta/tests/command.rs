@@ -6,15 +6,15 @@ use meta::codec::system::KEY_OWNER_EPOCH;
 use meta::codec::{workspace_current, CommandResult, WorkspaceCurrent, WorkspaceState};
 use meta::command::{MetadataCommand, Mutation, Predicate};
 use meta::schema::Family;
-use meta::{Error, MetaShard, OpenOptions, RequestId, WorkspaceIncarnationId};
+use meta::{Error, MetaShard, RequestId, WorkspaceIncarnationId};
 
-fn open(dir: &std::path::Path) -> MetaShard {
-    MetaShard::open(dir, OpenOptions::default()).unwrap()
-}
+#[path = "fixtures/engine.rs"]
+mod engine;
+use engine::{open, raw_get, raw_put, version};
 
 /// A small command writing one WorkspaceCurrent row for `name` at the current version.
 fn command(s: &MetaShard, request_id: RequestId, name: &str, digest_byte: u8) -> MetadataCommand {
-    let read_version = s.db().version();
+    let read_version = version(s);
     let ws = WorkspaceCurrent {
         incarnation: WorkspaceIncarnationId::from_bytes([digest_byte; 16]),
         workspace_revision: 1,
@@ -68,14 +68,14 @@ fn exact_replay_returns_the_stored_result_even_when_the_read_version_moved() {
     let first = s.execute(cmd.clone()).unwrap();
     s.create_workspace("other").unwrap();
     s.create_workspace("more").unwrap();
-    let v = s.db().version();
+    let v = version(&s);
     assert!(cmd.read_version < v - 1, "the read version is stale now");
     let again = s.execute(cmd).unwrap();
     assert!(again.idempotent_replay);
     assert_eq!(again.commit_version, first.commit_version);
     assert_eq!(again.result, first.result);
     assert_eq!(again.recovery_lsn, first.recovery_lsn);
-    assert_eq!(s.db().version(), v, "a replay writes nothing");
+    assert_eq!(version(&s), v, "a replay writes nothing");
 }
 
 #[test]
@@ -85,7 +85,7 @@ fn same_request_id_with_one_changed_input_byte_is_a_replay_mismatch() {
     let id = RequestId::random().unwrap();
     let cmd = command(&s, id, "a", 1);
     s.execute(cmd.clone()).unwrap();
-    let v = s.db().version();
+    let v = version(&s);
     // Same id, one digest byte different, stale read version: the mismatch wins over the fence.
     let mut changed = cmd.clone();
     changed.command_digest[31] ^= 0x01;
@@ -101,7 +101,7 @@ fn same_request_id_with_one_changed_input_byte_is_a_replay_mismatch() {
         s.execute(fresh),
         Err(Error::RequestReplayMismatch)
     ));
-    assert_eq!(s.db().version(), v);
+    assert_eq!(version(&s), v);
 }
 
 #[test]
@@ -132,12 +132,12 @@ fn publish_replay_with_one_changed_input_byte_is_refused() {
     assert_eq!(again.commit_version, first.commit_version);
     let mut changed = req;
     changed.producer = "q".into(); // one input byte
-    let v = s.db().version();
+    let v = version(&s);
     assert!(matches!(
         s.publish(changed),
         Err(Error::RequestReplayMismatch)
     ));
-    assert_eq!(s.db().version(), v);
+    assert_eq!(version(&s), v);
 }
 
 #[test]
@@ -146,13 +146,13 @@ fn stale_read_version_without_a_stored_result_is_a_read_version_conflict() {
     let s = open(dir.path());
     let cmd = command(&s, RequestId::random().unwrap(), "a", 1);
     s.create_workspace("intervening").unwrap();
-    let v = s.db().version();
+    let v = version(&s);
     let tail = s.recovery_tail().unwrap();
     assert!(matches!(
         s.execute(cmd),
         Err(Error::ReadVersionConflict { attempts: 1 })
     ));
-    assert_eq!(s.db().version(), v);
+    assert_eq!(version(&s), v);
     assert_eq!(s.recovery_tail().unwrap(), tail);
 }
 
@@ -162,7 +162,7 @@ fn a_failed_predicate_applies_nothing() {
     let s = open(dir.path());
     s.execute(command(&s, RequestId::random().unwrap(), "a", 1))
         .unwrap();
-    let v = s.db().version();
+    let v = version(&s);
     let tail = s.recovery_tail().unwrap();
     // The row exists now, so the Absent predicate fails at the commit boundary.
     let mut cmd = command(&s, RequestId::random().unwrap(), "a", 2);
@@ -172,15 +172,9 @@ fn a_failed_predicate_applies_nothing() {
         vec![0, 1],
     ));
     assert!(matches!(s.execute(cmd), Err(Error::CommandPredicateFailed)));
-    assert_eq!(s.db().version(), v);
+    assert_eq!(version(&s), v);
     assert_eq!(s.recovery_tail().unwrap(), tail);
-    let gc = s.db().tree("gc_barrier").unwrap();
-    assert!(s
-        .db()
-        .view()
-        .get(&gc, s.root_id().as_bytes())
-        .unwrap()
-        .is_none());
+    assert!(raw_get(&s, Family::GcBarrier, s.root_id().as_bytes()).is_none());
 }
 
 #[test]
@@ -194,7 +188,7 @@ fn a_stale_owner_epoch_is_fenced_before_replay() {
     let id = RequestId::random().unwrap();
     let cmd = command(&s, id, "a", 1);
     s.execute(cmd.clone()).unwrap();
-    let v = s.db().version();
+    let v = version(&s);
     // Even an exact replay is refused under a stale epoch: the owner fence precedes replay.
     let mut stale = cmd;
     stale.owner_epoch = 1;
@@ -202,29 +196,27 @@ fn a_stale_owner_epoch_is_fenced_before_replay() {
     let mut future = command(&s, RequestId::random().unwrap(), "b", 2);
     future.owner_epoch = 3;
     assert_fenced(s.execute(future), "stale owner epoch: command carries 3");
-    assert_eq!(s.db().version(), v);
+    assert_eq!(version(&s), v);
 }
 
 #[test]
 fn an_owner_epoch_advanced_under_the_handle_fences_it() {
     let dir = tempfile::tempdir().unwrap();
     let s = open(dir.path());
-    // Another owner's advance, written straight through holt.
-    let sys = s.db().tree("system").unwrap();
-    let mut b = holt::Batch::new();
-    b.put(
-        &sys,
-        KEY_OWNER_EPOCH.to_vec(),
+    // Another owner's advance, written straight through the TxnStore.
+    raw_put(
+        &s,
+        Family::System,
+        KEY_OWNER_EPOCH,
         meta::codec::system::encode_owner_epoch(9),
     );
-    s.db().commit(b).unwrap();
-    let v = s.db().version();
+    let v = version(&s);
     assert_fenced(
         s.execute(command(&s, RequestId::random().unwrap(), "a", 1)),
         "shard owner epoch is 9",
     );
     assert!(matches!(s.create_workspace("w"), Err(Error::Fenced { .. })));
-    assert_eq!(s.db().version(), v);
+    assert_eq!(version(&s), v);
 }
 
 #[test]
@@ -240,14 +232,11 @@ fn a_stale_placement_generation_is_fenced() {
 fn a_root_fence_that_is_no_longer_active_fences_commands() {
     let dir = tempfile::tempdir().unwrap();
     let s = open(dir.path());
-    let t = s.db().tree("root_fence").unwrap();
     let key = s.root_id().as_bytes().to_vec();
     let mut fence =
-        meta::codec::RootFence::decode(&s.db().view().get(&t, &key).unwrap().unwrap()).unwrap();
+        meta::codec::RootFence::decode(&raw_get(&s, Family::RootFence, &key).unwrap()).unwrap();
     fence.activation_state = meta::codec::RootActivationState::Draining;
-    let mut b = holt::Batch::new();
-    b.put(&t, key, fence.encode());
-    s.db().commit(b).unwrap();
+    raw_put(&s, Family::RootFence, &key, fence.encode());
     assert_fenced(
         s.execute(command(&s, RequestId::random().unwrap(), "a", 1)),
         "not Active",
@@ -317,13 +306,11 @@ fn a_fenced_handle_does_not_serve_a_publish_replay() {
         index_fields: Default::default(),
     };
     s.publish(req.clone()).unwrap();
-    let sys = s.db().tree("system").unwrap();
-    let mut b = holt::Batch::new();
-    b.put(
-        &sys,
-        KEY_OWNER_EPOCH.to_vec(),
+    raw_put(
+        &s,
+        Family::System,
+        KEY_OWNER_EPOCH,
         meta::codec::system::encode_owner_epoch(5),
     );
-    s.db().commit(b).unwrap();
     assert!(matches!(s.publish(req), Err(Error::Fenced { .. })));
 }

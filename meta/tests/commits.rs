@@ -5,7 +5,10 @@ use meta::codec::{BuildCommitPhase, CommandResult, ManifestRow, OperationKind, O
 use meta::ids::{CommitId, OperationId, RootId};
 use meta::ops::commit::{self as build, BuildCommitRequest, StagedManifest, StepOutcome};
 use meta::ops::tag::{self, TagCondition};
-use meta::{MetaShard, OpenOptions};
+use meta::MetaShard;
+
+#[path = "fixtures/engine.rs"]
+mod engine;
 
 fn digest(byte: u8) -> String {
     format!("sha256:{}", format!("{byte:02x}").repeat(32))
@@ -94,7 +97,7 @@ fn build_operation_identity_is_deterministic_per_root_and_request() {
 #[test]
 fn build_publishes_one_sealed_commit_and_head_then_replays() {
     let dir = tempfile::tempdir().unwrap();
-    let shard = MetaShard::open(dir.path(), OpenOptions::default()).unwrap();
+    let shard = engine::open(dir.path());
     shard.create_workspace("wb").unwrap();
     let h = commit(&shard, &request("wb", 1, false));
     assert!(h.created);
@@ -124,18 +127,18 @@ fn build_publishes_one_sealed_commit_and_head_then_replays() {
     assert!(!again.created);
     assert_eq!(again.operation.committed_at_unix_seconds, 1_700_000_000);
     // A new identity without replace conflicts before anything is written.
-    let v = shard.db().version();
+    let v = engine::version(&shard);
     assert!(matches!(
         build::begin(&shard, &request("wb", 2, false)),
         Err(meta::Error::WorkbenchCommitConflict { .. })
     ));
-    assert_eq!(shard.db().version(), v);
+    assert_eq!(engine::version(&shard), v);
 }
 
 #[test]
 fn tags_move_between_commits_and_retirement_waits_for_zero_consumers() {
     let dir = tempfile::tempdir().unwrap();
-    let shard = MetaShard::open(dir.path(), OpenOptions::default()).unwrap();
+    let shard = engine::open(dir.path());
     shard.create_workspace("wb").unwrap();
     commit(&shard, &request("wb", 1, false));
     let c1 = CommitId([1; 32]);

@@ -81,9 +81,13 @@ fn exact(f: Family) -> Option<(String, u8, bool)> {
 fn empty_store_is_initialized_with_marker_registry_placement_fence_and_outbox() {
     let dir = tempfile::tempdir().unwrap();
     let s = MetaShard::open(dir.path(), OpenOptions::default()).unwrap();
-    assert_eq!(s.db().version(), 1, "initialization is one commit");
-    let view = s.db().view();
-    let sys = s.db().tree("system").unwrap();
+    assert_eq!(
+        s.holt_db().unwrap().version(),
+        1,
+        "initialization is one commit"
+    );
+    let view = s.holt_db().unwrap().view();
+    let sys = s.holt_db().unwrap().tree("system").unwrap();
     let marker = view.get(&sys, KEY_SCHEMA).unwrap().unwrap();
     let mut want = vec![0, 1, 0, 0, 0, 14];
     want.extend_from_slice(b"nokv_workspace");
@@ -98,7 +102,7 @@ fn empty_store_is_initialized_with_marker_registry_placement_fence_and_outbox() 
         placement.lifecycle,
         meta::codec::RootPlacementLifecycle::Active
     );
-    let fence_tree = s.db().tree("root_fence").unwrap();
+    let fence_tree = s.holt_db().unwrap().tree("root_fence").unwrap();
     let fence = RootFence::decode(
         &view
             .get(&fence_tree, s.root_id().as_bytes())
@@ -112,7 +116,8 @@ fn empty_store_is_initialized_with_marker_registry_placement_fence_and_outbox() 
     assert_eq!(s.recovery_tail().unwrap().applied_lsn, 1);
     assert_eq!(s.verify_recovery_outbox().unwrap().records, 1);
     let names: Vec<(String, u8, bool)> = s
-        .db()
+        .holt_db()
+        .unwrap()
         .trees()
         .into_iter()
         .map(|t| (t.name, t.tag, t.versioned))

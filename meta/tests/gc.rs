@@ -179,7 +179,7 @@ fn gc_op(shard: &MetaShard, rev: &ArtifactRevisionId) -> meta::codec::GcOperatio
         operation_id: id,
     }
     .encode();
-    let db = shard.db();
+    let db = shard.holt_db().expect("a holt-backed shard");
     let t = db.tree("operation").unwrap();
     match Operation::decode(&t.get(&key).unwrap().unwrap()).unwrap() {
         Operation::Gc(g) => g,
@@ -188,7 +188,7 @@ fn gc_op(shard: &MetaShard, rev: &ArtifactRevisionId) -> meta::codec::GcOperatio
 }
 
 fn rows(shard: &MetaShard, tree: &str) -> usize {
-    let db = shard.db();
+    let db = shard.holt_db().expect("a holt-backed shard");
     let t = db.tree(tree).unwrap();
     t.range(&holt::RangeSpec {
         prefix: Vec::new(),
@@ -363,8 +363,8 @@ fn a_dry_run_writes_and_deletes_nothing() {
     put(&shard, &mut p, "outputs/b", 1);
     rm(&shard, "outputs/a");
     put(&shard, &mut p, "outputs/c", 1); // the candidate is not at the tip
-    let version = shard.db().version();
-    let floor = shard.db().history_floor();
+    let version = shard.version().unwrap();
+    let floor = meta::TxnStore::history_floor(shard.store()).unwrap();
     let objects = p.objects.clone();
     let r = pass_with(
         &shard,
@@ -379,8 +379,8 @@ fn a_dry_run_writes_and_deletes_nothing() {
     assert_eq!(r.collected.len(), 1);
     assert_eq!(r.collected[0].revision, a);
     assert_eq!(r.collected[0].objects, 2);
-    assert_eq!(shard.db().version(), version);
-    assert_eq!(shard.db().history_floor(), floor);
+    assert_eq!(shard.version().unwrap(), version);
+    assert_eq!(meta::TxnStore::history_floor(shard.store()).unwrap(), floor);
     assert_eq!(p.objects, objects);
     assert!(p.delete_calls.is_empty());
     assert_eq!(state(&shard, &a), RevisionState::Available);

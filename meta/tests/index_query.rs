@@ -4,6 +4,9 @@
 
 use std::path::Path;
 
+#[path = "fixtures/engine.rs"]
+mod engine;
+
 use meta::codec::{
     path_current, workspace_current, workspace_incarnation_claim, CommandResult, PathEntry,
     WorkspaceCurrent, WorkspaceIncarnationClaim, WorkspaceState,
@@ -21,12 +24,12 @@ use meta::index::query::{
 use meta::index::{FieldId, IndexValue};
 use meta::schema::Family;
 use meta::{
-    normalize, ArtifactRevisionId, Error, MetaShard, OpenOptions, PathCondition, PublishReceipt,
-    PublishRequest, RequestId, WorkspaceIncarnationId,
+    normalize, ArtifactRevisionId, Error, MetaShard, PathCondition, PublishReceipt, PublishRequest,
+    RequestId, WorkspaceIncarnationId,
 };
 
 fn open(dir: &Path) -> MetaShard {
-    MetaShard::open(dir, OpenOptions::default()).expect("open")
+    engine::open(dir)
 }
 
 fn digest(tag: &str) -> String {

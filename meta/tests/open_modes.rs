@@ -26,9 +26,14 @@ fn open_ro(dir: &Path) -> MetaShard {
 }
 
 fn persisted_epoch(s: &MetaShard) -> u64 {
-    let sys = s.db().tree("system").unwrap();
+    let sys = s
+        .holt_db()
+        .expect("a holt-backed shard")
+        .tree("system")
+        .unwrap();
     let b = s
-        .db()
+        .holt_db()
+        .expect("a holt-backed shard")
         .view()
         .get(&sys, meta::codec::system::KEY_OWNER_EPOCH)
         .unwrap()
@@ -37,8 +42,18 @@ fn persisted_epoch(s: &MetaShard) -> u64 {
 }
 
 fn record(s: &MetaShard, lsn: u64) -> meta::outbox::RecoveryRecord {
-    let t = s.db().tree("recovery_outbox").unwrap();
-    let chunk = s.db().view().get(&t, &chunk_key(lsn, 0)).unwrap().unwrap();
+    let t = s
+        .holt_db()
+        .expect("a holt-backed shard")
+        .tree("recovery_outbox")
+        .unwrap();
+    let chunk = s
+        .holt_db()
+        .expect("a holt-backed shard")
+        .view()
+        .get(&t, &chunk_key(lsn, 0))
+        .unwrap()
+        .unwrap();
     decode_record(decode_chunk(&chunk).unwrap()).unwrap()
 }
 
@@ -102,10 +117,14 @@ fn the_first_write_advances_the_owner_epoch_exactly_once() {
     populated(dir.path());
     let s = open(dir.path());
     let tail = s.recovery_tail().unwrap();
-    let v = s.db().version();
+    let v = s.holt_db().expect("a holt-backed shard").version();
     s.create_workspace("x").unwrap();
     assert_eq!(persisted_epoch(&s), 2);
-    assert_eq!(s.db().version(), v + 2, "epoch advance + the command");
+    assert_eq!(
+        s.holt_db().expect("a holt-backed shard").version(),
+        v + 2,
+        "epoch advance + the command"
+    );
     assert_eq!(s.recovery_tail().unwrap().applied_lsn, tail.applied_lsn + 2);
     assert_eq!(
         record(&s, tail.applied_lsn + 1).entry,
@@ -121,7 +140,7 @@ fn the_first_write_advances_the_owner_epoch_exactly_once() {
     // Later writes do not advance again.
     s.publish(request("x", "b.txt")).unwrap();
     assert_eq!(persisted_epoch(&s), 2);
-    assert_eq!(s.db().version(), v + 3);
+    assert_eq!(s.holt_db().expect("a holt-backed shard").version(), v + 3);
     assert_eq!(
         s.verify_recovery_outbox().unwrap().last_lsn,
         tail.applied_lsn + 3
@@ -139,10 +158,10 @@ fn an_idempotent_create_of_an_existing_workbench_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     populated(dir.path());
     let s = open(dir.path());
-    let v = s.db().version();
+    let v = s.holt_db().expect("a holt-backed shard").version();
     let out = s.create_workspace("w").unwrap();
     assert!(!out.created);
-    assert_eq!(s.db().version(), v);
+    assert_eq!(s.holt_db().expect("a holt-backed shard").version(), v);
     assert_eq!(persisted_epoch(&s), 1);
 }
 
@@ -152,20 +171,24 @@ fn a_writer_fenced_by_a_newer_owner_before_its_first_write_is_refused() {
     populated(dir.path());
     let s = open(dir.path());
     // Another owner advanced the epoch (written straight through holt).
-    let sys = s.db().tree("system").unwrap();
+    let sys = s
+        .holt_db()
+        .expect("a holt-backed shard")
+        .tree("system")
+        .unwrap();
     let mut b = holt::Batch::new();
     b.put(
         &sys,
         meta::codec::system::KEY_OWNER_EPOCH.to_vec(),
         meta::codec::system::encode_owner_epoch(7),
     );
-    s.db().commit(b).unwrap();
-    let v = s.db().version();
+    s.holt_db().expect("a holt-backed shard").commit(b).unwrap();
+    let v = s.holt_db().expect("a holt-backed shard").version();
     match s.create_workspace("y") {
         Err(Error::Fenced { reason }) => assert!(reason.contains("advanced the owner epoch to 7")),
         other => panic!("expected Fenced, got {other:?}"),
     }
-    assert_eq!(s.db().version(), v);
+    assert_eq!(s.holt_db().expect("a holt-backed shard").version(), v);
 }
 
 #[test]
@@ -199,7 +222,7 @@ fn every_write_through_a_read_only_handle_is_refused_and_writes_nothing() {
     let before = files(dir.path());
     {
         let ro = open_ro(dir.path());
-        let v = ro.db().version();
+        let v = ro.holt_db().expect("a holt-backed shard").version();
         assert!(matches!(ro.create_workspace("n"), Err(Error::ReadOnly)));
         assert!(matches!(
             ro.publish(request("w", "z.txt")),
@@ -221,18 +244,28 @@ fn every_write_through_a_read_only_handle_is_refused_and_writes_nothing() {
             Err(Error::ReadOnly)
         ));
         // Even a raw engine write is refused, typed the same way.
-        let sys = ro.db().tree("system").unwrap();
+        let sys = ro
+            .holt_db()
+            .expect("a holt-backed shard")
+            .tree("system")
+            .unwrap();
         let mut b = holt::Batch::new();
         b.put(&sys, b"x".to_vec(), b"y".to_vec());
         assert!(matches!(
-            ro.db().commit(b).map_err(Error::from),
+            ro.holt_db()
+                .expect("a holt-backed shard")
+                .commit(b)
+                .map_err(Error::from),
             Err(Error::ReadOnly)
         ));
         assert!(matches!(
-            ro.db().set_history_floor(1).map_err(Error::from),
+            ro.holt_db()
+                .expect("a holt-backed shard")
+                .set_history_floor(1)
+                .map_err(Error::from),
             Err(Error::ReadOnly)
         ));
-        assert_eq!(ro.db().version(), v);
+        assert_eq!(ro.holt_db().expect("a holt-backed shard").version(), v);
         ro.verify_recovery_outbox().unwrap();
     }
     assert_eq!(files(dir.path()), before);

@@ -5,6 +5,11 @@
 
 use std::path::Path;
 
+#[path = "fixtures/engine.rs"]
+mod engine;
+
+use meta::store::TxnStore;
+
 use meta::codec::system::{RecoveryTail, KEY_RECOVERY_TAIL};
 use meta::codec::{command_dedupe, CommandDedupe};
 use meta::outbox::{
@@ -22,7 +27,7 @@ mod files;
 use files::files;
 
 fn open(dir: &Path) -> MetaShard {
-    MetaShard::open(dir, OpenOptions::default()).unwrap()
+    engine::open(dir)
 }
 
 fn digest(tag: &str) -> String {
@@ -79,36 +84,60 @@ fn populated(dir: &Path) -> RecoveryTail {
     s.recovery_tail().unwrap()
 }
 
-/// Reads every (key, value) of the outbox through holt.
-fn outbox_rows(db: &holt::Db) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let t = db.tree("recovery_outbox").unwrap();
-    db.view()
-        .range(&t, &holt::RangeSpec::all())
+/// Reads every (key, value) of the outbox straight from the TxnStore.
+fn outbox_rows(store: &meta::ShardStore) -> Vec<(Vec<u8>, Vec<u8>)> {
+    use meta::store::Snapshot;
+    store
+        .snapshot()
+        .rows(Family::RecoveryOutbox, &[], "recovery_outbox")
         .unwrap()
-        .map(|e| match e.unwrap() {
-            holt::Entry::Key { key, value } => (key, value),
-            holt::Entry::CommonPrefix(_) => panic!("no delimiter"),
+}
+
+/// A read view of a store's rows (the tamper helpers' stand-in for a holt view).
+struct RawView(meta::store::ShardSnapshot);
+
+/// Raw puts and deletes applied in one TxnStore write (the stand-in for a holt batch).
+#[derive(Default)]
+struct RawBatch(Vec<meta::command::Mutation>);
+
+impl RawBatch {
+    fn put(&mut self, family: &Family, key: Vec<u8>, value: Vec<u8>) {
+        self.0
+            .push(meta::command::Mutation::put(*family, key, value));
+    }
+    fn delete(&mut self, family: &Family, key: Vec<u8>) {
+        self.0.push(meta::command::Mutation::Delete {
+            family: *family,
+            key,
+        });
+    }
+}
+
+/// Applies one raw change to the outbox of the closed shard in `dir`, past the schema gate.
+fn tamper(dir: &Path, f: impl FnOnce(&RawView, &Family, &mut RawBatch)) {
+    use meta::store::CheckedWrite;
+    let store = engine::raw_store(dir);
+    let view = RawView(store.snapshot());
+    let mut b = RawBatch::default();
+    f(&view, &Family::RecoveryOutbox, &mut b);
+    store
+        .write(CheckedWrite {
+            read_version: None,
+            predicates: Vec::new(),
+            mutations: b.0,
         })
-        .collect()
+        .expect("raw write");
 }
 
-/// Applies one raw change to the outbox tree through holt.
-fn tamper(dir: &Path, f: impl FnOnce(&holt::Db, &holt::Tree, &mut holt::Batch)) {
-    let db = holt::Db::open(dir, holt::Options::default()).unwrap();
-    let t = db.tree("recovery_outbox").unwrap();
-    let mut b = holt::Batch::new();
-    f(&db, &t, &mut b);
-    db.commit(b).unwrap();
-}
-
-fn get(db: &holt::Db, t: &holt::Tree, key: &[u8]) -> Vec<u8> {
-    db.view().get(t, key).unwrap().unwrap()
+fn get(db: &RawView, t: &Family, key: &[u8]) -> Vec<u8> {
+    use meta::store::Snapshot;
+    db.0.get(*t, key).unwrap().unwrap()
 }
 
 /// Reopen must fail with RecoveryOutboxCorrupt at `lsn`, a message naming it, and no change.
 fn assert_refused_at(dir: &Path, lsn: u64, needle: &str) {
     let before = files(dir);
-    match MetaShard::open(dir, OpenOptions::default()) {
+    match engine::open_with(dir, OpenOptions::default()) {
         Err(e @ Error::RecoveryOutboxCorrupt { .. }) => {
             let msg = e.to_string();
             let Error::RecoveryOutboxCorrupt { lsn: got, reason } = e else {
@@ -143,8 +172,8 @@ fn every_command_appends_one_chained_record_bound_to_its_dedupe_row() {
     let summary = s.verify_recovery_outbox().unwrap();
     assert_eq!(summary.records, 3);
 
-    let db = s.db();
-    let t = db.tree("recovery_outbox").unwrap();
+    let db = &RawView(s.store().snapshot());
+    let t = Family::RecoveryOutbox;
     let header = OutboxHeader::decode(&get(db, &t, &header_key(3))).unwrap();
     assert_eq!(header.chain_digest, tail.chain_digest);
     let prev = OutboxHeader::decode(&get(db, &t, &header_key(2))).unwrap();
@@ -182,7 +211,7 @@ fn every_command_appends_one_chained_record_bound_to_its_dedupe_row() {
     assert!(!families.contains(&Family::RecoveryOutbox));
 
     // CommandDedupe v2 binds the result to the recovery LSN.
-    let dedupe_tree = db.tree("command_dedupe").unwrap();
+    let dedupe_tree = Family::CommandDedupe;
     let dedupe = CommandDedupe::decode(&get(
         db,
         &dedupe_tree,
@@ -207,8 +236,8 @@ fn the_first_write_after_a_reopen_appends_an_owner_epoch_advance_record() {
     s.prepare_write().unwrap();
     let tail = s.recovery_tail().unwrap();
     assert_eq!(tail.applied_lsn, 2);
-    let db = s.db();
-    let t = db.tree("recovery_outbox").unwrap();
+    let db = &RawView(s.store().snapshot());
+    let t = Family::RecoveryOutbox;
     let rec = decode_record(decode_chunk(&get(db, &t, &chunk_key(2, 0))).unwrap()).unwrap();
     assert_eq!(
         rec.entry,
@@ -217,7 +246,7 @@ fn the_first_write_after_a_reopen_appends_an_owner_epoch_advance_record() {
             owner_epoch: 2
         }
     );
-    assert_eq!(rec.commit_version, db.version());
+    assert_eq!(rec.commit_version, engine::version(&s));
     let first = decode_record(decode_chunk(&get(db, &t, &chunk_key(1, 0))).unwrap()).unwrap();
     assert!(matches!(
         first.entry,
@@ -237,8 +266,8 @@ fn a_record_larger_than_one_chunk_is_split_and_verifies_on_reopen() {
         let s = open(dir.path());
         s.create_workspace("w").unwrap();
         s.publish(request(&s, "big", 2_000)).unwrap();
-        let db = s.db();
-        let t = db.tree("recovery_outbox").unwrap();
+        let db = &RawView(s.store().snapshot());
+        let t = Family::RecoveryOutbox;
         let header = OutboxHeader::decode(&get(db, &t, &header_key(3))).unwrap();
         assert!(header.record_len > CHUNK_BYTES as u64);
         assert!(header.chunk_count >= 2);
@@ -354,14 +383,10 @@ fn dropping_the_last_record_disagrees_with_the_system_tail() {
 fn a_record_beyond_the_system_tail_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let tail = populated(dir.path());
-    {
-        let db = holt::Db::open(dir.path(), holt::Options::default()).unwrap();
-        let sys = db.tree("system").unwrap();
-        let t = db.tree("recovery_outbox").unwrap();
-        let h3 = OutboxHeader::decode(&get(&db, &t, &header_key(3))).unwrap();
-        let mut b = holt::Batch::new();
+    tamper(dir.path(), |db, t, b| {
+        let h3 = OutboxHeader::decode(&get(db, t, &header_key(3))).unwrap();
         b.put(
-            &sys,
+            &Family::System,
             KEY_RECOVERY_TAIL.to_vec(),
             RecoveryTail {
                 applied_lsn: tail.applied_lsn - 1,
@@ -369,8 +394,7 @@ fn a_record_beyond_the_system_tail_is_refused() {
             }
             .encode(),
         );
-        db.commit(b).unwrap();
-    }
+    });
     assert_refused_at(dir.path(), 4, "beyond the System recovery tail");
 }
 
@@ -379,13 +403,9 @@ fn a_tail_digest_that_differs_from_the_chain_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let mut tail = populated(dir.path());
     tail.chain_digest[5] ^= 0x10;
-    {
-        let db = holt::Db::open(dir.path(), holt::Options::default()).unwrap();
-        let sys = db.tree("system").unwrap();
-        let mut b = holt::Batch::new();
-        b.put(&sys, KEY_RECOVERY_TAIL.to_vec(), tail.encode());
-        db.commit(b).unwrap();
-    }
+    tamper(dir.path(), |_, _, b| {
+        b.put(&Family::System, KEY_RECOVERY_TAIL.to_vec(), tail.encode());
+    });
     assert_refused_at(dir.path(), 4, "tail digest differs");
 }
 
@@ -409,15 +429,12 @@ fn a_malformed_header_key_is_refused() {
 fn the_untampered_store_reopens_and_keeps_appending() {
     let dir = tempfile::tempdir().unwrap();
     let tail = populated(dir.path());
-    let rows_before = {
-        let db = holt::Db::open(dir.path(), holt::Options::default()).unwrap();
-        outbox_rows(&db).len()
-    };
+    let rows_before = outbox_rows(&engine::raw_store(dir.path())).len();
     let s = open(dir.path());
     // The open writes nothing; the first write adds the epoch advance (one record of one
     // chunk) before its own record.
     assert_eq!(s.recovery_tail().unwrap().applied_lsn, tail.applied_lsn);
-    assert_eq!(outbox_rows(s.db()).len(), rows_before);
+    assert_eq!(outbox_rows(s.store()).len(), rows_before);
     s.publish(request(&s, "c", 1)).unwrap();
     assert_eq!(
         s.verify_recovery_outbox().unwrap().records,

@@ -164,14 +164,31 @@ fn retention_removes_old_records_in_bounded_steps_until_the_policy_holds() {
     assert_eq!(summary.records, 10);
     assert_eq!(summary.first_lsn, tail - 9);
     // Pruned records are gone from the tree; the retained ones are intact.
-    let t = s.db().tree("recovery_outbox").unwrap();
-    assert!(s.db().view().get(&t, &header_key(1)).unwrap().is_none());
-    assert!(s.db().view().get(&t, &header_key(tail)).unwrap().is_some());
+    let t = s
+        .holt_db()
+        .expect("a holt-backed shard")
+        .tree("recovery_outbox")
+        .unwrap();
+    assert!(s
+        .holt_db()
+        .expect("a holt-backed shard")
+        .view()
+        .get(&t, &header_key(1))
+        .unwrap()
+        .is_none());
+    assert!(s
+        .holt_db()
+        .expect("a holt-backed shard")
+        .view()
+        .get(&t, &header_key(tail))
+        .unwrap()
+        .is_some());
     // The pruned point carries the chain digest of the last removed record.
     let points = s.recovery_chain_points().unwrap();
     assert_eq!(points.pruned.applied_lsn, tail - 10);
     let first = OutboxHeader::decode(
-        &s.db()
+        &s.holt_db()
+            .expect("a holt-backed shard")
             .view()
             .get(&t, &header_key(tail - 9))
             .unwrap()
@@ -209,12 +226,23 @@ fn the_byte_bound_limits_the_retained_records() {
     let sizes = {
         let s = MetaShard::open_read_only(dir.path(), o.clone()).unwrap();
         let tail = s.recovery_tail().unwrap().applied_lsn;
-        let t = s.db().tree("recovery_outbox").unwrap();
+        let t = s
+            .holt_db()
+            .expect("a holt-backed shard")
+            .tree("recovery_outbox")
+            .unwrap();
         (1..=tail)
             .map(|l| {
-                OutboxHeader::decode(&s.db().view().get(&t, &header_key(l)).unwrap().unwrap())
-                    .unwrap()
-                    .record_len
+                OutboxHeader::decode(
+                    &s.holt_db()
+                        .expect("a holt-backed shard")
+                        .view()
+                        .get(&t, &header_key(l))
+                        .unwrap()
+                        .unwrap(),
+                )
+                .unwrap()
+                .record_len
             })
             .collect::<Vec<_>>()
     };
@@ -234,9 +262,25 @@ fn a_record_left_below_the_pruned_point_fails_full_verification() {
     let o = opts(5, 1_000_000);
     let (pruned, header, chunk) = {
         let s = write_commands(dir.path(), &o, 0, 30);
-        let t = s.db().tree("recovery_outbox").unwrap();
-        let h = s.db().view().get(&t, &header_key(3)).unwrap().unwrap();
-        let c = s.db().view().get(&t, &chunk_key(3, 0)).unwrap().unwrap();
+        let t = s
+            .holt_db()
+            .expect("a holt-backed shard")
+            .tree("recovery_outbox")
+            .unwrap();
+        let h = s
+            .holt_db()
+            .expect("a holt-backed shard")
+            .view()
+            .get(&t, &header_key(3))
+            .unwrap()
+            .unwrap();
+        let c = s
+            .holt_db()
+            .expect("a holt-backed shard")
+            .view()
+            .get(&t, &chunk_key(3, 0))
+            .unwrap()
+            .unwrap();
         while s.maintain_recovery_outbox().unwrap().more_to_prune {}
         (s.recovery_chain_points().unwrap().pruned.applied_lsn, h, c)
     };
@@ -412,7 +456,10 @@ fn a_long_running_writer_keeps_its_mvcc_history_bounded() {
         ..Default::default()
     });
     let s = write_commands(dir.path(), &o, 0, 400);
-    let (version, floor) = (s.db().version(), s.db().history_floor());
+    let (version, floor) = (
+        s.holt_db().expect("a holt-backed shard").version(),
+        s.holt_db().expect("a holt-backed shard").history_floor(),
+    );
     // The floor trails the tip by the retention plus at most one maintenance interval.
     assert!(
         floor + 64 <= version && version - floor <= 64 + 16 + 2,
@@ -422,5 +469,8 @@ fn a_long_running_writer_keeps_its_mvcc_history_bounded() {
     let o = opts(u64::MAX, 16);
     let dir2 = tempfile::tempdir().unwrap();
     let s2 = write_commands(dir2.path(), &o, 0, 100);
-    assert_eq!(s2.db().history_floor(), 0);
+    assert_eq!(
+        s2.holt_db().expect("a holt-backed shard").history_floor(),
+        0
+    );
 }

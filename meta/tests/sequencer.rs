@@ -75,7 +75,7 @@ fn concurrent_writers_of_distinct_paths_never_conflict() {
     let dir = tempfile::tempdir().unwrap();
     let shard = open(dir.path());
     shard.create_workspace("wb").unwrap();
-    let start = shard.db().version();
+    let start = shard.version().unwrap();
     let failures = AtomicU64::new(0);
     std::thread::scope(|s| {
         for t in 0..THREADS {
@@ -97,7 +97,7 @@ fn concurrent_writers_of_distinct_paths_never_conflict() {
     assert_eq!(failures.load(Ordering::Relaxed), 0);
     // One command per workbench and per publication, nothing else, versions dense.
     assert_eq!(
-        shard.db().version(),
+        shard.version().unwrap(),
         start + (THREADS + THREADS * EACH) as u64
     );
     let read = shard.read();
@@ -154,7 +154,7 @@ fn a_stale_raw_command_is_refused_and_a_fresh_one_applies_at_read_version_plus_o
     let dir = tempfile::tempdir().unwrap();
     let shard = open(dir.path());
     shard.create_workspace("wb").unwrap();
-    let v = shard.db().version();
+    let v = shard.version().unwrap();
     let fresh = shard.command_header(
         RequestId::random().unwrap(),
         [1; 32],
@@ -174,8 +174,8 @@ fn a_stale_raw_command_is_refused_and_a_fresh_one_applies_at_read_version_plus_o
         shard.execute(stale),
         Err(Error::ReadVersionConflict { attempts: 1 })
     ));
-    assert_eq!(shard.db().version(), v);
+    assert_eq!(shard.version().unwrap(), v);
     let out = shard.execute(fresh).unwrap();
     assert_eq!(out.commit_version, v + 1);
-    assert_eq!(shard.db().version(), v + 1);
+    assert_eq!(shard.version().unwrap(), v + 1);
 }

@@ -3,6 +3,9 @@
 
 use std::path::Path;
 
+#[path = "fixtures/engine.rs"]
+mod engine;
+
 use meta::codec::SnapshotState;
 use meta::ids::{AliasName, OperationId, SnapshotId};
 use meta::ops::changes::{read_changes, ChangeCursor, ChangeScope};
@@ -11,8 +14,8 @@ use meta::ops::snapshot::{
     SnapshotPolicy, SnapshotSelector, SnapshotStatus,
 };
 use meta::{
-    normalize, ArtifactRevisionId, ChangeKind, Error, ManifestRow, MetaShard, OpenOptions,
-    PathCondition, PublishRequest, RequestId,
+    normalize, ArtifactRevisionId, ChangeKind, Error, ManifestRow, MetaShard, PathCondition,
+    PublishRequest, RequestId,
 };
 
 const T0: u64 = 1_700_000_000_000;
@@ -26,7 +29,7 @@ fn policy() -> SnapshotPolicy {
 }
 
 fn open(dir: &Path) -> MetaShard {
-    MetaShard::open(dir, OpenOptions::default()).expect("open")
+    engine::open(dir)
 }
 
 fn digest(tag: &str) -> String {
@@ -363,7 +366,7 @@ fn history_floor_never_passes_an_active_hold() {
         6
     );
     assert!(retire(&shard, "wb", id(s2)).unwrap());
-    let tip = shard.db().version();
+    let tip = engine::version(&shard);
     assert_eq!(
         snap::maintain_history_floor(&shard, &policy()).unwrap(),
         tip
@@ -472,7 +475,7 @@ fn change_feed_resumes_from_cursor_without_gaps_or_duplicates_across_reopen() {
             &shard,
             &scope,
             Some(ChangeCursor {
-                commit_version: shard.db().version() + 5,
+                commit_version: engine::version(&shard) + 5,
                 event_sequence: None,
             }),
             10

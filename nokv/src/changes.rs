@@ -197,7 +197,7 @@ impl Client {
             .transpose()
             .map_err(invalid_argument)?;
         if let Some(p) = position {
-            if p.commit_version > self.meta().db().version() {
+            if p.commit_version > self.meta().version()? {
                 return Err(Error::InvalidArgument(
                     "the change cursor is newer than this store".into(),
                 ));

@@ -74,12 +74,21 @@ pub struct ClientOptions {
     /// Wall clock of lease deadlines and the reaper (injectable in tests; default the system
     /// clock).
     pub clock: Arc<dyn meta::ops::lease_clock::WallClock>,
+    /// Shard-owner lease of a store whose metadata lives in etcd (whole seconds, at least 2;
+    /// default 10 s): the open client owns the root's logical shard and renews the lease; a
+    /// crashed process's store can be reopened once it lapses.
+    pub owner_lease_ttl: std::time::Duration,
+    /// The address this process serves the shard at, recorded in its shard-owner record so
+    /// clients can find it (`host:port`; empty, the default, for an embedded owner). Only for a
+    /// store whose metadata lives in etcd; `nokv serve` sets its listen address.
+    pub owner_address: String,
     /// Open the store **read-only** (default false; see [`Client::open_read_only`]): no lock
     /// (the handle shares the store with one writer and any number of other readers), the
     /// state as of the open, nothing written — no owner-epoch advance, no recovery pass, no
     /// reaper, no fdatasync — so it works on a read-only file system and on another user's
     /// readable files. Every write answers [`Error::ReadOnlyStore`]. `create_if_missing`,
-    /// `lock_wait`, `recover_at_open` are ignored.
+    /// `lock_wait`, `recover_at_open` are ignored. On a store whose metadata lives in etcd the
+    /// handle takes no shard-owner lease.
     pub read_only: bool,
 }
 
@@ -94,6 +103,8 @@ impl Default for ClientOptions {
             recover_at_open: true,
             snapshot_policy: meta::ops::snapshot::SnapshotPolicy::default(),
             clock: Arc::new(meta::ops::lease_clock::SystemWallClock),
+            owner_lease_ttl: std::time::Duration::from_secs(10),
+            owner_address: String::new(),
             read_only: false,
         }
     }
@@ -225,6 +236,8 @@ struct Inner {
     open_recovery: Option<std::result::Result<RecoverySummary, String>>,
     snapshot_policy: meta::ops::snapshot::SnapshotPolicy,
     clock: Arc<dyn meta::ops::lease_clock::WallClock>,
+    /// The shard-owner lease of an etcd-backed store (released when the last clone drops).
+    ownership: Option<crate::control::ShardOwnership>,
 }
 
 impl Client {
@@ -276,7 +289,12 @@ impl Client {
         if options.read_only {
             return Self::open_read_only_with(dir, options);
         }
-        if !options.create_if_missing && !dir.join("meta").is_dir() {
+        let store_config = crate::store_config::StoreConfig::load(&dir)?;
+        let etcd_metadata = store_config
+            .as_ref()
+            .map(|c| &c.metadata)
+            .filter(|m| !m.is_holt());
+        if !options.create_if_missing && etcd_metadata.is_none() && !dir.join("meta").is_dir() {
             return Err(Error::StoreNotFound);
         }
         std::fs::create_dir_all(&dir).map_err(|source| match not_writable(&source) {
@@ -291,42 +309,31 @@ impl Client {
         })?;
         let deadline = std::time::Instant::now() + options.lock_wait;
         let mut backoff = std::time::Duration::from_millis(2);
-        let meta = loop {
-            let opened = MetaShard::open(
-                dir.join("meta"),
+        let (meta, ownership) = if let Some(metadata) = etcd_metadata {
+            let (meta, ownership) = crate::control::embedded::open_shard(
+                metadata,
                 meta::OpenOptions {
                     presentation_root: options.presentation_root.clone(),
                     // Long-running writers keep their MVCC history bounded between reaper runs.
                     history_policy: Some(options.snapshot_policy),
                     ..Default::default()
                 },
-            );
-            match opened {
-                Err(meta::Error::Storage(holt::Error::Locked { .. })) => {
-                    if std::time::Instant::now() >= deadline {
-                        return Err(Error::StoreBusy);
-                    }
-                    std::thread::sleep(backoff);
-                    backoff = (backoff * 2).min(std::time::Duration::from_millis(100));
-                }
-                Err(meta::Error::Storage(holt::Error::Io { source, .. }))
-                    if not_writable(&source).is_some() =>
-                {
-                    return Err(Error::ReadOnlyStore {
-                        reason: not_writable(&source).unwrap_or_default().into(),
-                    });
-                }
-                other => break other?,
-            }
+                options.lock_wait,
+                options.owner_lease_ttl,
+                &options.owner_address,
+            )?;
+            (meta, Some(ownership))
+        } else {
+            (
+                Self::open_holt_meta(&dir, &options, deadline, &mut backoff)?,
+                None,
+            )
         };
         // Provider from the persisted store configuration (LocalDir at <store>/objects when the
         // store has none; S3 behind the block cache otherwise, namespace marker checked).
         let objects: Arc<dyn ObjectStore> = match &options.objects {
             Some(objects) => objects.clone(),
-            None => {
-                let store_config = crate::store_config::StoreConfig::load(&dir)?;
-                crate::store_config::open_objects(&dir, store_config.as_ref())?
-            }
+            None => crate::store_config::open_objects(&dir, store_config.as_ref())?,
         };
         let mut client = Client {
             inner: Arc::new(Inner {
@@ -338,6 +345,7 @@ impl Client {
                 open_recovery: None,
                 snapshot_policy: options.snapshot_policy,
                 clock: options.clock,
+                ownership,
             }),
         };
         if options.recover_at_open {
@@ -353,24 +361,65 @@ impl Client {
         Ok(client)
     }
 
+    /// Opens the holt metadata in `<dir>/meta`, waiting out another process's lock.
+    fn open_holt_meta(
+        dir: &Path,
+        options: &ClientOptions,
+        deadline: std::time::Instant,
+        backoff: &mut std::time::Duration,
+    ) -> Result<MetaShard> {
+        let meta = loop {
+            let opened = MetaShard::open(
+                dir.join("meta"),
+                meta::OpenOptions {
+                    presentation_root: options.presentation_root.clone(),
+                    // Long-running writers keep their MVCC history bounded between reaper runs.
+                    history_policy: Some(options.snapshot_policy),
+                    ..Default::default()
+                },
+            );
+            match opened {
+                Err(meta::Error::Storage(holt::Error::Locked { .. })) => {
+                    if std::time::Instant::now() >= deadline {
+                        return Err(Error::StoreBusy);
+                    }
+                    std::thread::sleep(*backoff);
+                    *backoff = (*backoff * 2).min(std::time::Duration::from_millis(100));
+                }
+                Err(meta::Error::Storage(holt::Error::Io { source, .. }))
+                    if not_writable(&source).is_some() =>
+                {
+                    return Err(Error::ReadOnlyStore {
+                        reason: not_writable(&source).unwrap_or_default().into(),
+                    });
+                }
+                other => break other?,
+            }
+        };
+        Ok(meta)
+    }
+
     /// [`Client::open_with`] for [`ClientOptions::read_only`].
     fn open_read_only_with(dir: PathBuf, options: ClientOptions) -> Result<Client> {
-        if !dir.join("meta").is_dir() {
-            return Err(Error::StoreNotFound);
-        }
-        let meta = MetaShard::open_read_only(
-            dir.join("meta"),
-            meta::OpenOptions {
-                presentation_root: options.presentation_root.clone(),
-                ..Default::default()
-            },
-        )?;
+        let store_config = crate::store_config::StoreConfig::load(&dir)?;
+        let open = meta::OpenOptions {
+            presentation_root: options.presentation_root.clone(),
+            ..Default::default()
+        };
+        let meta = match store_config.as_ref().map(|c| &c.metadata) {
+            Some(metadata) if !metadata.is_holt() => {
+                crate::control::embedded::open_shard_read_only(metadata, open)?
+            }
+            _ => {
+                if !dir.join("meta").is_dir() {
+                    return Err(Error::StoreNotFound);
+                }
+                MetaShard::open_read_only(dir.join("meta"), open)?
+            }
+        };
         let objects: Arc<dyn ObjectStore> = match &options.objects {
             Some(objects) => objects.clone(),
-            None => {
-                let store_config = crate::store_config::StoreConfig::load(&dir)?;
-                crate::store_config::open_objects_read_only(&dir, store_config.as_ref())?
-            }
+            None => crate::store_config::open_objects_read_only(&dir, store_config.as_ref())?,
         };
         Ok(Client {
             inner: Arc::new(Inner {
@@ -382,6 +431,7 @@ impl Client {
                 open_recovery: None,
                 snapshot_policy: options.snapshot_policy,
                 clock: options.clock,
+                ownership: None,
             }),
         })
     }
@@ -412,6 +462,12 @@ impl Client {
     /// [`ClientOptions::clock`]).
     pub fn now_unix_ms(&self) -> u64 {
         self.inner.clock.now_unix_ms()
+    }
+
+    /// The shard-owner lease this client holds on an etcd-backed store's logical shard (`None`
+    /// for an embedded holt store).
+    pub fn ownership(&self) -> Option<&crate::control::ShardOwnership> {
+        self.inner.ownership.as_ref()
     }
 
     /// The store directory.

@@ -114,6 +114,15 @@ pub enum Error {
     /// The metadata layer refused or failed the operation.
     #[error(transparent)]
     Meta(meta::Error),
+    /// The control plane refused a placement or ownership request (seed 000, "Placement
+    /// Authority"; see [`crate::control`]).
+    #[error("{reason}")]
+    Placement {
+        /// What was refused.
+        kind: crate::control::PlacementErrorKind,
+        /// Human-readable reason.
+        reason: String,
+    },
     /// A local file operation failed (materialize/collect, store directory).
     #[error("{op} `{}`: {source}", path.display())]
     LocalIo {

@@ -21,6 +21,9 @@
 //! * [`commit`], [`snapshot`], [`restore`], [`changes`] — the lifecycle as [`Client`] methods:
 //!   durable commits with lineage and tags, leased snapshots, restore without copying bytes, and
 //!   the change feed.
+//! * [`control`] — the control plane on etcd: RootPlacement records, shard records naming the
+//!   TxnStore behind each logical shard, and lease-bound shard-owner records with strictly
+//!   increasing owner epochs and the fail-stop rule (`nokv root`, `nokv shard`).
 //! * [`mcp`] — `nokv mcp`: the 18 tools as an MCP server over stdio, on the embedded store or
 //!   through a `nokv serve` process (`--server URL`).
 //! * [`lifetime`] — object lifetime: [`Client::remove`] / [`Client::remove_prefix`],
@@ -45,6 +48,7 @@ pub mod changes;
 pub mod cli;
 pub mod client;
 pub mod commit;
+pub mod control;
 pub mod demo;
 pub mod error;
 pub mod index_fields;

@@ -24,6 +24,21 @@
 //! }
 //! ```
 //!
+//! A store whose metadata lives in etcd (`nokv init --metadata-etcd URLS`) also carries
+//!
+//! ```json
+//!   "metadata": {
+//!     "engine": "etcd",
+//!     "endpoints": ["http://127.0.0.1:2379"],
+//!     "namespace": "/nokv/",
+//!     "root": "team-a",
+//!     "root_id": "9f2c…"
+//!   }
+//! ```
+//!
+//! naming the control plane (see [`crate::control`]) that holds the root's RootPlacement and its
+//! logical shard's records; without it the metadata is the holt database in `<store>/meta`.
+//!
 //! `objects` is `{"provider": "local"}` for the local directory. `store_uuid` is 16 random
 //! bytes as 32 lowercase hex characters. `cache` (S3 only; `null` disables it) names the local
 //! block cache directory (relative paths are relative to the store directory) and its byte
@@ -77,6 +92,36 @@ pub struct StoreConfig {
     /// Local block cache in front of a remote provider (`None`: no cache).
     #[serde(default)]
     pub cache: Option<CacheConfig>,
+    /// Which TxnStore holds the metadata (absent: holt in `<store>/meta`).
+    #[serde(default, skip_serializing_if = "MetadataConfig::is_holt")]
+    pub metadata: MetadataConfig,
+}
+
+/// Where a store's metadata lives: which TxnStore backs its logical shard.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "engine", rename_all = "lowercase", deny_unknown_fields)]
+pub enum MetadataConfig {
+    /// The embedded holt database in `<store>/meta` (default).
+    #[default]
+    Holt,
+    /// The root's logical shard in an etcd cluster, placed by the control plane there.
+    Etcd {
+        /// etcd client URLs.
+        endpoints: Vec<String>,
+        /// Deployment namespace (e.g. `/nokv/`).
+        namespace: String,
+        /// The root's name in the control plane.
+        root: String,
+        /// The root id (32 lowercase hex characters).
+        root_id: String,
+    },
+}
+
+impl MetadataConfig {
+    /// True for the embedded holt default.
+    pub fn is_holt(&self) -> bool {
+        matches!(self, MetadataConfig::Holt)
+    }
 }
 
 /// The object provider of a store.
@@ -130,6 +175,15 @@ pub struct InitOptions {
     pub cache_dir: Option<PathBuf>,
     /// Cache byte bound (S3 only; default 1 GiB; `0` disables the cache).
     pub cache_bytes: Option<u64>,
+    /// Keep the metadata in etcd: the control URL (etcd client URLs, comma-separated). The root
+    /// is created in the control plane (RootPlacement before the first write) on a new
+    /// etcd-backed logical shard. `None`: holt in `<store>/meta`.
+    pub metadata_etcd: Option<String>,
+    /// Deployment namespace in etcd (default `/nokv/`; with `metadata_etcd` only).
+    pub etcd_namespace: Option<String>,
+    /// Root name in the control plane (default `store-<first 12 hex of the store uuid>`; with
+    /// `metadata_etcd` only).
+    pub root_name: Option<String>,
 }
 
 /// The marker object's JSON body.
@@ -201,12 +255,20 @@ impl StoreConfig {
                 )
             }
         };
+        if options.metadata_etcd.is_none()
+            && (options.etcd_namespace.is_some() || options.root_name.is_some())
+        {
+            return Err(config_error(
+                "--etcd-namespace and --root need --metadata-etcd",
+            ));
+        }
         Ok(StoreConfig {
             format: CONFIG_FORMAT.into(),
             version: 1,
             store_uuid,
             objects,
             cache,
+            metadata: MetadataConfig::Holt,
         })
     }
 
@@ -288,8 +350,26 @@ impl StoreConfig {
     }
 
     /// The same settings, ignoring the store uuid (re-running `init` with the same flags).
-    fn same_settings(&self, other: &StoreConfig) -> bool {
-        self.objects == other.objects && self.cache == other.cache
+    /// For etcd metadata the root id is drawn at init, so only endpoints, namespace and (when
+    /// `other` names one) the root name are compared.
+    fn same_settings(&self, other: &StoreConfig, root_name: Option<&str>) -> bool {
+        let metadata_matches = match (&self.metadata, &other.metadata) {
+            (
+                MetadataConfig::Etcd {
+                    endpoints,
+                    namespace,
+                    root,
+                    ..
+                },
+                MetadataConfig::Etcd {
+                    endpoints: e2,
+                    namespace: n2,
+                    ..
+                },
+            ) => endpoints == e2 && namespace == n2 && root_name.is_none_or(|r| r == root),
+            (a, b) => a == b,
+        };
+        self.objects == other.objects && self.cache == other.cache && metadata_matches
     }
 
     /// A one-line description of where objects live (`local` or `s3://bucket/prefix`).
@@ -469,10 +549,30 @@ pub struct InitOutcome {
 /// Errors: [`Error::StoreConfig`], [`Error::NamespaceMismatch`], [`Error::ObjectUnavailable`],
 /// [`Error::LocalIo`], plus those of [`crate::Client::open_with`].
 pub fn init_store(dir: &Path, options: &InitOptions) -> Result<InitOutcome> {
-    let wanted = StoreConfig::from_init(options)?;
+    let mut wanted = StoreConfig::from_init(options)?;
+    if let Some(control) = &options.metadata_etcd {
+        let endpoints = crate::control::parse_control_url(control)?;
+        let namespace = options
+            .etcd_namespace
+            .clone()
+            .unwrap_or_else(|| meta::store::etcd::DEFAULT_NAMESPACE.to_owned());
+        meta::store::etcd::validate_namespace(&namespace)
+            .map_err(|e| config_error(e.to_string()))?;
+        let root = options
+            .root_name
+            .clone()
+            .unwrap_or_else(|| format!("store-{}", wanted.store_uuid.get(..12).unwrap_or("x")));
+        crate::control::placement::validate_root_name(&root)?;
+        wanted.metadata = MetadataConfig::Etcd {
+            endpoints,
+            namespace,
+            root,
+            root_id: String::new(),
+        };
+    }
     let (config, created) = match StoreConfig::load(dir)? {
         Some(existing) => {
-            if !existing.same_settings(&wanted) {
+            if !existing.same_settings(&wanted, options.root_name.as_deref()) {
                 return Err(config_error(format!(
                     "the store is already initialized with other settings ({})",
                     existing.describe_objects()
@@ -485,6 +585,18 @@ pub fn init_store(dir: &Path, options: &InitOptions) -> Result<InitOutcome> {
                 return Err(config_error(
                     "the directory already holds a store created without `nokv init` (local objects); init only creates new stores",
                 ));
+            }
+            if let MetadataConfig::Etcd {
+                endpoints,
+                namespace,
+                root,
+                root_id,
+            } = &mut wanted.metadata
+            {
+                // The RootPlacement exists before the root's first write (seed 000).
+                let control = crate::control::ControlPlane::connect(endpoints.clone(), namespace)?;
+                let record = control.create_root(root, None)?;
+                *root_id = record.placement.root_id.to_string();
             }
             wanted.write_new(dir)?;
             (wanted, true)

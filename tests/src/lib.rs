@@ -11,10 +11,40 @@ use nokv::Client;
 use serde_json::Value;
 
 /// Opens a fresh embedded store in a new temporary directory. Keep the `TempDir` alive.
+///
+/// The engine switch: with `NOKV_TEST_ENGINE=etcd` the store keeps its metadata on an
+/// etcd-backed logical shard (`nokv init --metadata-etcd`, a root of its own in a fresh
+/// namespace) in the three-member loopback cluster `testkit` starts once per test process;
+/// otherwise in holt.
 pub fn fresh_store() -> (tempfile::TempDir, nokv::Client) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let client = nokv::Client::open(dir.path().join("store")).expect("open store");
+    let store = dir.path().join("store");
+    if test_engine_is_etcd() {
+        init_etcd_store(&store);
+    }
+    let client = nokv::Client::open(&store).expect("open store");
     (dir, client)
+}
+
+/// True when `NOKV_TEST_ENGINE=etcd` (see [`fresh_store`]).
+pub fn test_engine_is_etcd() -> bool {
+    std::env::var("NOKV_TEST_ENGINE").is_ok_and(|v| v == "etcd")
+}
+
+/// Initializes `store` with its metadata on a new root in the shared loopback etcd cluster.
+pub fn init_etcd_store(store: &std::path::Path) {
+    let cluster = testkit::etcd::shared().expect("a three-member etcd cluster on loopback");
+    let ns = format!("/t-{}/", meta::RootId::random().expect("random"));
+    nokv::store_config::init_store(
+        store,
+        &nokv::store_config::InitOptions {
+            metadata_etcd: Some(cluster.endpoints().join(",")),
+            etcd_namespace: Some(ns),
+            root_name: Some("test".into()),
+            ..Default::default()
+        },
+    )
+    .expect("init an etcd-backed store");
 }
 
 /// Asserts a facade envelope is a success and returns it.
@@ -66,7 +96,8 @@ pub fn fabricate_clash(client: &Client, id: &str, file: &str, from: &str) {
     let rev = entry.artifact_revision_id;
     let rev_key = artifact_revision::key(&root, &rev);
     let rev_bytes = shard
-        .db()
+        .holt_db()
+        .expect("a holt-backed shard")
         .tree("artifact_revision")
         .unwrap()
         .get(&rev_key)

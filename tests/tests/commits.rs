@@ -166,7 +166,7 @@ fn different_identity_without_replace_is_a_workbench_commit_conflict() {
     let (_t, wb) = setup();
     ok(wb.call("workbench_create", &json!({"id": "run"})));
     let a = ok(commit(&wb, "run", json!({"v": "a"}), 1, false));
-    let before = wb.client().meta().db().version();
+    let before = wb.client().meta().version().unwrap();
     let e = err(
         commit(&wb, "run", json!({"v": "b"}), 1, false),
         "WorkbenchCommitConflict",
@@ -175,7 +175,11 @@ fn different_identity_without_replace_is_a_workbench_commit_conflict() {
         e["details"]["current_commit_identity"],
         a["commit_identity"]
     );
-    assert_eq!(wb.client().meta().db().version(), before, "nothing written");
+    assert_eq!(
+        wb.client().meta().version().unwrap(),
+        before,
+        "nothing written"
+    );
     // The same identity with another replace bit is not an exact retry.
     err(
         commit(&wb, "run", json!({"v": "a"}), 1, true),
@@ -626,7 +630,7 @@ fn a_manifest_over_the_payload_bound_is_payload_too_large_and_commits_nothing() 
     let (_t, wb) = setup();
     ok(wb.call("workbench_create", &json!({"id": "big"})));
     put(&wb, "big", "input", "a.txt", "a");
-    let before = wb.client().meta().db().version();
+    let before = wb.client().meta().version().unwrap();
     let huge = "x".repeat(nokv::workbench::payload::MAX_PAYLOAD_BYTES as usize);
     let e = err(
         commit(&wb, "big", json!({"blob": huge}), 7, false),
@@ -637,7 +641,7 @@ fn a_manifest_over_the_payload_bound_is_payload_too_large_and_commits_nothing() 
         .unwrap()
         .contains("canonical manifest"));
     assert_eq!(
-        wb.client().meta().db().version(),
+        wb.client().meta().version().unwrap(),
         before,
         "nothing was written"
     );

@@ -68,14 +68,14 @@ fn index_json_refuses_numbers_an_index_cannot_hold_and_projects_the_rest_exactly
         r#"{"long": 0.1000000000000000000001}"#,
         r#"{"huge": 1e400}"#,
     ] {
-        let v = client.meta().db().version();
+        let v = client.meta().version().unwrap();
         match client.put("wb", "outputs/m.json", body.as_bytes(), &options) {
             Err(nokv::Error::InvalidArgument(msg)) => {
                 assert!(msg.contains("exactly"), "{msg}")
             }
             other => panic!("{body}: {other:?}"),
         }
-        assert_eq!(client.meta().db().version(), v, "nothing written");
+        assert_eq!(client.meta().version().unwrap(), v, "nothing written");
     }
     client
         .put(
@@ -240,7 +240,7 @@ fn hint(body: &str, old: &str) -> Value {
         "workbench_put_file",
         &json!({"id": "wb", "section": "scripts", "path": "f.txt", "text": body}),
     ));
-    let before = wb.client().meta().db().version();
+    let before = wb.client().meta().version().unwrap();
     let e = err(
         wb.call(
             "workbench_edit",
@@ -249,7 +249,11 @@ fn hint(body: &str, old: &str) -> Value {
         ),
         "NoMatch",
     );
-    assert_eq!(wb.client().meta().db().version(), before, "never applied");
+    assert_eq!(
+        wb.client().meta().version().unwrap(),
+        before,
+        "never applied"
+    );
     let hints = e["details"]["hints"].as_array().unwrap().clone();
     assert_eq!(hints.len(), 1, "{e}");
     hints[0].clone()

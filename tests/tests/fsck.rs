@@ -33,7 +33,7 @@ fn store() -> (tempfile::TempDir, nokv::Client) {
 /// Writes `value` under `key` of `tree` directly through the engine (no metadata command): the
 /// "hand corruption" of the tests.
 fn poke(client: &nokv::Client, tree: &str, key: &[u8], value: Option<&[u8]>) {
-    let db = client.meta().db();
+    let db = client.meta().holt_db().expect("a holt-backed shard");
     let t = db.tree(tree).expect("tree");
     let mut batch = holt::Batch::new();
     match value {

@@ -22,7 +22,7 @@ fn setup() -> (tempfile::TempDir, Workbench) {
 }
 
 fn version(wb: &Workbench) -> u64 {
-    wb.client().meta().db().version()
+    wb.client().meta().version().unwrap()
 }
 
 fn put(wb: &Workbench, path: &str) -> Value {

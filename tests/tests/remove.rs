@@ -27,7 +27,7 @@ fn remove_with_stale_generation_conflicts_and_writes_nothing() {
         .put("wb", "outputs/a.txt", b"one", &create())
         .unwrap()
         .generation;
-    let version = client.meta().db().version();
+    let version = client.meta().version().unwrap();
     let err = client
         .remove(
             "wb",
@@ -47,7 +47,7 @@ fn remove_with_stale_generation_conflicts_and_writes_nothing() {
         }
         other => panic!("expected GenerationConflict, got {other:?}"),
     }
-    assert_eq!(client.meta().db().version(), version, "nothing written");
+    assert_eq!(client.meta().version().unwrap(), version, "nothing written");
     assert_eq!(client.read_all("wb", "outputs/a.txt").unwrap(), b"one");
     // The exact generation removes it.
     let r = client
@@ -227,7 +227,7 @@ fn reserved_manifests_are_refused() {
             parents: Vec::new(),
         })
         .unwrap();
-    let version = client.meta().db().version();
+    let version = client.meta().version().unwrap();
     let e = client
         .remove(
             "wb",
@@ -236,7 +236,7 @@ fn reserved_manifests_are_refused() {
         )
         .unwrap_err();
     assert!(matches!(e, nokv::Error::InvalidPath { .. }), "{e:?}");
-    assert_eq!(client.meta().db().version(), version);
+    assert_eq!(client.meta().version().unwrap(), version);
     assert!(client.stat("wb", "metadata/run_manifest.json").is_ok());
     // A prefix removal keeps it and reports it.
     let r = client.remove_prefix("wb", "metadata").unwrap();

@@ -13,7 +13,7 @@ fn setup() -> (tempfile::TempDir, Workbench) {
 }
 
 fn version(wb: &Workbench) -> u64 {
-    wb.client().meta().db().version()
+    wb.client().meta().version().unwrap()
 }
 
 fn put(wb: &Workbench, section: &str, path: &str, text: &str) -> Value {
@@ -658,6 +658,11 @@ fn grep_matches_lines_of_bodies_with_stray_binary_bytes() {
 
 #[test]
 fn materialize_refuses_a_path_that_is_both_file_and_directory() {
+    if nokv_tests::test_engine_is_etcd() {
+        // The clash is fabricated by writing holt rows directly (`fabricate_clash`).
+        eprintln!("holt-only test skipped on etcd: fabricates rows through holt");
+        return;
+    }
     let (tmp, wb) = setup();
     put(&wb, "logs", "d/x", "inner");
     put(&wb, "logs", "e", "outer");

@@ -39,7 +39,7 @@ use super::executor::{self, Submitted};
 use super::{CommandOutcome, MetadataCommand};
 use crate::error::{Error, Result};
 use crate::shard::MetaShard;
-use crate::store::{CheckedWrite, HoltSnapshot, PendingWrite, Snapshot, TxnStore, WriteFailure};
+use crate::store::{CheckedWrite, PendingWrite, ShardSnapshot, Snapshot, TxnStore, WriteFailure};
 
 thread_local! {
     /// Addresses of the sequencers this thread is inside of (re-entrance detection).
@@ -97,7 +97,7 @@ impl Sequenced<'_> {
     /// A snapshot of the newest accepted state, including the commands this and earlier sections
     /// submitted that are not durable yet. For planning: its version is the read version of the
     /// next command, and every command predicate is evaluated against exactly this state.
-    pub fn snapshot(&mut self) -> HoltSnapshot {
+    pub fn snapshot(&mut self) -> ShardSnapshot {
         let snap = self.shard.inner.store.accepted_snapshot();
         self.read = self.read.max(snap.version());
         snap

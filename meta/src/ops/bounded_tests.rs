@@ -13,8 +13,10 @@ use crate::ids::{ArtifactRevisionId, RequestId};
 use crate::ops::publish::{command_digest, plan, PathCondition, Planned, PublishRequest};
 use crate::path::normalize;
 use crate::schema::Family;
-use crate::shard::{MetaShard, OpenOptions};
-use crate::store::{CheckedWrite, HoltStore, ScanItem, ScanSpec, Snapshot, TxnStore, WriteFailure};
+use crate::shard::MetaShard;
+use crate::store::{
+    CheckedWrite, ScanItem, ScanSpec, ShardStore, Snapshot, TxnStore, WriteFailure,
+};
 
 #[derive(Default)]
 struct Counters {
@@ -24,7 +26,7 @@ struct Counters {
 }
 
 struct Counting {
-    inner: HoltStore,
+    inner: ShardStore,
     counters: Arc<Counters>,
 }
 
@@ -48,7 +50,7 @@ impl<S: Snapshot> Snapshot for CountingSnap<S> {
 }
 
 impl TxnStore for Counting {
-    type Snap = CountingSnap<<HoltStore as TxnStore>::Snap>;
+    type Snap = CountingSnap<<ShardStore as TxnStore>::Snap>;
     fn version(&self) -> u64 {
         self.inner.version()
     }
@@ -166,7 +168,7 @@ fn publish_counted(shard: &MetaShard, req: PublishRequest) -> Shape {
 #[test]
 fn publish_is_one_bounded_write_with_at_most_one_namespace_probe_for_any_manifest_size() {
     let dir = tempfile::tempdir().unwrap();
-    let shard = MetaShard::open(dir.path(), OpenOptions::default()).unwrap();
+    let shard = crate::test_engine::open(dir.path());
     shard.create_workspace("w").unwrap();
     let mut fixed: Option<(usize, usize, BTreeMap<&'static str, usize>)> = None;
     let mut generation = None;
@@ -178,7 +180,7 @@ fn publish_is_one_bounded_write_with_at_most_one_namespace_probe_for_any_manifes
             },
         };
         let shape = publish_counted(&shard, request(&shard, rows, condition));
-        generation = Some(shard.db().version());
+        generation = Some(shard.version().unwrap());
         assert_eq!(shape.writes, 1, "one holt batch per command");
         // Creating a path runs the namespace rule's one limit-1 descendant probe (a path is a
         // file or a directory, never both); replacing an existing file scans nothing.
@@ -230,7 +232,7 @@ fn publish_is_one_bounded_write_with_at_most_one_namespace_probe_for_any_manifes
 fn remove_is_one_bounded_write_with_no_prefix_scan_for_any_manifest_size() {
     use crate::ops::remove::{self, RemoveRequest};
     let dir = tempfile::tempdir().unwrap();
-    let shard = MetaShard::open(dir.path(), OpenOptions::default()).unwrap();
+    let shard = MetaShard::open(dir.path(), crate::OpenOptions::default()).unwrap();
     shard.create_workspace("w").unwrap();
     let mut shapes = Vec::new();
     for rows in [1u64, 700, 7_000] {
@@ -245,7 +247,7 @@ fn remove_is_one_bounded_write_with_no_prefix_scan_for_any_manifest_size() {
             request_id: RequestId::random().unwrap(),
             workbench_id: "w".into(),
             path: normalize("outputs/data.bin").unwrap(),
-            expected_generation: Some(shard.db().version()),
+            expected_generation: Some(shard.version().unwrap()),
         };
         let d = remove::command_digest(&req);
         let snap = counting.snapshot();

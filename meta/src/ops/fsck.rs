@@ -48,7 +48,7 @@ use crate::index::projection::{index_rows, MAX_INDEX_MUTATIONS};
 use crate::path::NormPath;
 use crate::schema::Family;
 use crate::shard::MetaShard;
-use crate::store::{HoltSnapshot, ScanItem, ScanSpec, Snapshot, TxnStore};
+use crate::store::{ScanItem, ScanSpec, ShardSnapshot, Snapshot, TxnStore};
 
 use super::{run_step, Step};
 
@@ -202,7 +202,7 @@ impl FsckReport {
 }
 
 struct Checker<'a> {
-    snap: &'a HoltSnapshot,
+    snap: &'a ShardSnapshot,
     root: RootId,
     findings: Vec<Finding>,
     stats: FsckStats,

@@ -100,7 +100,7 @@ use crate::error::{Error, Result};
 use crate::ids::{ArtifactRevisionId, OperationId, RequestId, RootId, SnapshotId};
 use crate::schema::Family;
 use crate::shard::MetaShard;
-use crate::store::{HoltSnapshot, ScanItem, ScanSpec, Snapshot, TxnStore};
+use crate::store::{ScanItem, ScanSpec, ShardSnapshot, Snapshot, TxnStore};
 
 use super::snapshot::SnapshotPolicy;
 use super::{run_step, Step};
@@ -430,7 +430,7 @@ pub fn read_operation<S: Snapshot>(
 }
 
 /// Every GcCandidate row of the root in key order.
-fn candidates(snap: &HoltSnapshot, root: &RootId) -> Result<Vec<(GcCandidateKey, Vec<u8>)>> {
+fn candidates(snap: &ShardSnapshot, root: &RootId) -> Result<Vec<(GcCandidateKey, Vec<u8>)>> {
     let mut out = Vec::new();
     snap.for_each_row(
         Family::GcCandidate,
@@ -534,13 +534,12 @@ fn recorded(id: &OperationId, phase: GcPhase) -> CommandResult {
 
 /// The floor [`crate::ops::snapshot::maintain_history_floor`] would set now, without setting it.
 fn prospective_floor(shard: &MetaShard, retention: u64) -> Result<u64> {
-    let db = shard.db();
-    let tip = db.version();
+    let tip = shard.version()?;
     let mut target = tip.saturating_sub(retention);
     if let Some(min) = super::snapshot::min_hold_version(shard)? {
         target = target.min(min);
     }
-    Ok(target.max(db.history_floor()))
+    Ok(target.max(shard.store().history_floor()?))
 }
 
 /// Advances `GcBarrier(root).generation` by one in one command and returns the new generation.
@@ -588,7 +587,7 @@ pub fn holds(shard: &MetaShard) -> Result<Vec<HoldInfo>> {
     holds_at(&snap, &shard.root_id())
 }
 
-pub(crate) fn holds_at(snap: &HoltSnapshot, root: &RootId) -> Result<Vec<HoldInfo>> {
+pub(crate) fn holds_at(snap: &ShardSnapshot, root: &RootId) -> Result<Vec<HoldInfo>> {
     let mut raw = Vec::new();
     snap.for_each_row(
         Family::HistoryHold,
@@ -897,8 +896,8 @@ pub fn run_pass(
     }
     // Report the final state of the floor and tip.
     if !opts.dry_run {
-        report.tip = shard.db().version();
-        report.history_floor = shard.db().history_floor();
+        report.tip = shard.version()?;
+        report.history_floor = shard.store().history_floor()?;
         let done: BTreeSet<ArtifactRevisionId> =
             report.collected.iter().map(|c| c.revision).collect();
         report.waiting.retain(|w| !done.contains(&w.revision));
@@ -1248,7 +1247,7 @@ fn claim(shard: &MetaShard, key: &GcCandidateKey, id: &OperationId) -> Result<bo
         let Some(rows) = read_rows(snap, key, id)? else {
             return Ok(Step::Done(false));
         };
-        let floor = shard.db().history_floor();
+        let floor = shard.store().history_floor()?;
         let z = rows
             .rev
             .last_zero_ref_version

@@ -46,7 +46,7 @@ pub(crate) enum Step<T> {
 /// [`MAX_ATTEMPTS`] attempts.
 pub(crate) fn run_step<T>(
     shard: &crate::shard::MetaShard,
-    mut plan: impl FnMut(&crate::store::HoltSnapshot) -> crate::Result<Step<T>>,
+    mut plan: impl FnMut(&crate::store::ShardSnapshot) -> crate::Result<Step<T>>,
 ) -> crate::Result<T> {
     for _ in 0..MAX_ATTEMPTS {
         let attempt = shard.sequenced(|seq| {

@@ -71,7 +71,7 @@ fn creating_below_a_file_is_refused_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let s = shard(dir.path());
     create(&s, "outputs/a").unwrap();
-    let before = s.db().version();
+    let before = s.version().unwrap();
     for path in ["outputs/a/b", "outputs/a/b/c/d"] {
         match create(&s, path) {
             Err(Error::AncestorIsFile { file }) => assert_eq!(file, "outputs/a"),
@@ -79,7 +79,7 @@ fn creating_below_a_file_is_refused_and_writes_nothing() {
         }
     }
     assert_eq!(
-        s.db().version(),
+        s.version().unwrap(),
         before,
         "a refused publication writes nothing"
     );
@@ -90,7 +90,7 @@ fn creating_over_a_directory_is_refused_for_every_condition() {
     let dir = tempfile::tempdir().unwrap();
     let s = shard(dir.path());
     create(&s, "outputs/d/child").unwrap();
-    let before = s.db().version();
+    let before = s.version().unwrap();
     for condition in [
         PathCondition::Create,
         PathCondition::Replace {
@@ -105,7 +105,7 @@ fn creating_over_a_directory_is_refused_for_every_condition() {
             other => panic!("{condition:?}: expected PathIsDirectory, got {other:?}"),
         }
     }
-    assert_eq!(s.db().version(), before);
+    assert_eq!(s.version().unwrap(), before);
     // Deeper: the directory of a directory.
     assert!(matches!(create(&s, "outputs"), Err(Error::PathIsDirectory)));
 }
@@ -171,12 +171,12 @@ fn racing_creates_of_d_and_d_slash_x_cannot_both_commit() {
         };
         drop(snap);
         execute(&s.inner.store, &s.inner.fence, *ca).unwrap();
-        let before = s.db().version();
+        let before = s.version().unwrap();
         assert!(matches!(
             execute(&s.inner.store, &s.inner.fence, *cb),
             Err(Error::ReadVersionConflict { .. })
         ));
-        assert_eq!(s.db().version(), before);
+        assert_eq!(s.version().unwrap(), before);
         match publish(&s, b) {
             Err(Error::AncestorIsFile { .. }) if first == "outputs/d" => {}
             Err(Error::PathIsDirectory) if first == "outputs/e/x" => {}

@@ -419,7 +419,7 @@ fn ledger_digest(step: &[u8], id: &OperationId, detail: &[u8]) -> [u8; 32] {
 /// Runs a ledger step through [`super::run_step`], handing `plan` the snapshot's read version.
 fn run<T>(
     shard: &MetaShard,
-    mut plan: impl FnMut(&crate::store::HoltSnapshot, u64) -> Result<Step<T>>,
+    mut plan: impl FnMut(&crate::store::ShardSnapshot, u64) -> Result<Step<T>>,
 ) -> Result<T> {
     super::run_step(shard, |snap| plan(snap, snap.version()))
 }

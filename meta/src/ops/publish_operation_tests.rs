@@ -13,7 +13,7 @@ use crate::ops::publish_operation::{
     self as ledger, BeginOutcome, DeleteOutcome, PublishIntent, StagedBlock,
 };
 use crate::path::normalize;
-use crate::shard::{MetaShard, OpenOptions};
+use crate::shard::MetaShard;
 
 fn digest(bytes: &[u8]) -> String {
     use sha2::Digest;
@@ -24,7 +24,7 @@ fn digest(bytes: &[u8]) -> String {
 }
 
 fn shard(dir: &std::path::Path) -> MetaShard {
-    let s = MetaShard::open(dir, OpenOptions::default()).unwrap();
+    let s = crate::test_engine::open(dir);
     s.create_workspace("w").unwrap();
     s
 }
@@ -611,7 +611,7 @@ fn the_registry_survives_reopen_and_lists_only_non_terminal_operations() {
         ledger::begin(&s, &it, &[b]).unwrap();
         (orphan, done)
     };
-    let s = MetaShard::open(dir.path(), OpenOptions::default()).unwrap();
+    let s = crate::test_engine::open(dir.path());
     let pending = ledger::list_pending(&s).unwrap();
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].operation_id, orphan);

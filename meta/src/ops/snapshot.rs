@@ -993,19 +993,19 @@ pub fn min_hold_version(shard: &MetaShard) -> Result<Option<u64>> {
 ///
 /// Errors: codec and storage errors.
 pub fn maintain_history_floor(shard: &MetaShard, policy: &SnapshotPolicy) -> Result<u64> {
-    let db = shard.db();
+    let store = &shard.inner.store;
     // Read the tip first: every hold committed after this point has read_version >= tip.
-    let tip = db.version();
+    let tip = shard.version()?;
     let retention =
         super::settings::history_retention_versions(shard, policy.history_retention_versions)?;
     let mut target = tip.saturating_sub(retention);
     if let Some(min) = min_hold_version(shard)? {
         target = target.min(min);
     }
-    if target > db.history_floor() {
-        db.set_history_floor(target)?;
+    if target > store.history_floor()? {
+        store.set_history_floor(target)?;
     }
-    Ok(db.history_floor())
+    store.history_floor()
 }
 
 /// One reaper pass at wall clock `wall_unix_ms`: observes the lease clock, claims every
@@ -1438,7 +1438,7 @@ pub fn check_invariants(shard: &MetaShard) -> Result<Vec<String>> {
     let mut problems = Vec::new();
     let mut holds = std::collections::BTreeMap::new();
     let mut restore_consumers: std::collections::BTreeMap<u64, u64> = Default::default();
-    let floor = shard.db().history_floor();
+    let floor = shard.inner.store.history_floor()?;
     for (key, bytes) in scan_all(&snap, Family::HistoryHold, root.as_bytes().to_vec())? {
         let k = HistoryHoldKey::decode(&key)?;
         let h = HistoryHold::decode(&bytes)?;

@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::ids::{CommitId, RequestId, RootId, TagName, WorkspaceIncarnationId};
 use crate::schema::Family;
 use crate::shard::MetaShard;
-use crate::store::{HoltSnapshot, Snapshot, TxnStore};
+use crate::store::{ShardSnapshot, Snapshot, TxnStore};
 
 use super::Step;
 
@@ -144,7 +144,7 @@ fn digest(parts: &[&[u8]]) -> [u8; 32] {
 /// Runs `build` through [`super::run_step`] (`None`: nothing to write).
 fn run<T>(
     shard: &MetaShard,
-    mut build: impl FnMut(&HoltSnapshot) -> Result<(Option<MetadataCommand>, T)>,
+    mut build: impl FnMut(&ShardSnapshot) -> Result<(Option<MetadataCommand>, T)>,
 ) -> Result<T> {
     super::run_step(shard, |snap| {
         Ok(match build(snap)? {
@@ -156,7 +156,7 @@ fn run<T>(
 
 /// Releases the tag's consumer on `commit` (row delete, count −1, epoch +1).
 fn release(
-    snap: &HoltSnapshot,
+    snap: &ShardSnapshot,
     root: &RootId,
     commit: &CommitId,
     inc: &WorkspaceIncarnationId,

@@ -1,7 +1,7 @@
 //! Retention of RecoveryOutbox records and the verified chain head (see the parent module docs,
 //! "Verification" and "Retention").
 //!
-//! One **maintenance step** is planned at one view and written as one holt batch by a writer
+//! One **maintenance step** is planned at one snapshot and written as one checked write by a writer
 //! handle: it reads back and verifies the records after the verified head, moves the head to the
 //! System tail, and removes at most [`MAX_PRUNE_STEP`] of the oldest records that the
 //! [`RetentionPolicy`] no longer keeps (never a record above the verified head), recording the
@@ -16,6 +16,7 @@ use crate::codec::system::{
 use crate::command::{Mutation, Predicate};
 use crate::error::{Error, Result};
 use crate::schema::Family;
+use crate::store::Snapshot;
 
 /// Most records one maintenance step removes (each with its header and chunk rows).
 pub const MAX_PRUNE_STEP: u64 = 256;
@@ -72,27 +73,23 @@ pub struct ChainPoints {
     verified_bytes: Option<Vec<u8>>,
 }
 
-fn system_point(
-    view: &holt::View,
-    sys: &holt::Tree,
-    key: &[u8],
-) -> Result<Option<(RecoveryTail, Vec<u8>)>> {
-    match view.get(sys, key)? {
+fn system_point<S: Snapshot>(snap: &S, key: &[u8]) -> Result<Option<(RecoveryTail, Vec<u8>)>> {
+    match snap.get(Family::System, key)? {
         None => Ok(None),
         Some(b) => Ok(Some((RecoveryTail::decode(&b)?, b))),
     }
 }
 
-/// Reads the tail, the pruned point and the verified head at `view`.
+/// Reads the tail, the pruned point and the verified head at `snap`.
 ///
 /// Errors: [`Error::Fenced`] without a recovery tail; [`Error::Codec`] for a malformed record;
 /// storage errors.
-pub fn read_points(view: &holt::View, sys: &holt::Tree) -> Result<ChainPoints> {
-    let (tail, _) = system_point(view, sys, KEY_RECOVERY_TAIL)?.ok_or_else(|| Error::Fenced {
+pub fn read_points<S: Snapshot>(snap: &S) -> Result<ChainPoints> {
+    let (tail, _) = system_point(snap, KEY_RECOVERY_TAIL)?.ok_or_else(|| Error::Fenced {
         reason: "no System recovery tail is recorded".into(),
     })?;
-    let pruned = system_point(view, sys, KEY_RECOVERY_PRUNED)?;
-    let verified = system_point(view, sys, KEY_RECOVERY_VERIFIED)?;
+    let pruned = system_point(snap, KEY_RECOVERY_PRUNED)?;
+    let verified = system_point(snap, KEY_RECOVERY_VERIFIED)?;
     let pruned_point = pruned.as_ref().map_or(RecoveryTail::GENESIS, |p| p.0);
     Ok(ChainPoints {
         tail,
@@ -107,26 +104,21 @@ pub fn read_points(view: &holt::View, sys: &holt::Tree) -> Result<ChainPoints> {
 /// record after it, up to the tail, verifies ([`Scope::Suffix`]).
 ///
 /// Errors: [`Error::RecoveryOutboxCorrupt`]; storage errors.
-pub(crate) fn verify_after_head(
-    view: &holt::View,
-    tree: &holt::Tree,
+pub(crate) fn verify_after_head<S: Snapshot>(
+    snap: &S,
     points: &ChainPoints,
 ) -> Result<OutboxSummary> {
-    check_anchor(view, tree, &points.pruned, &points.verified, &points.tail)?;
-    verify(view, tree, &points.verified, Scope::Suffix, &points.tail)
+    check_anchor(snap, &points.pruned, &points.verified, &points.tail)?;
+    verify(snap, &points.verified, Scope::Suffix, &points.tail)
 }
 
 /// Verifies every retained record, from the pruned point to the tail ([`Scope::Full`]), and
 /// that the verified head is anchored in it.
 ///
 /// Errors: [`Error::RecoveryOutboxCorrupt`]; storage errors.
-pub(crate) fn verify_all(
-    view: &holt::View,
-    tree: &holt::Tree,
-    points: &ChainPoints,
-) -> Result<OutboxSummary> {
-    let summary = verify(view, tree, &points.pruned, Scope::Full, &points.tail)?;
-    check_anchor(view, tree, &points.pruned, &points.verified, &points.tail)?;
+pub(crate) fn verify_all<S: Snapshot>(snap: &S, points: &ChainPoints) -> Result<OutboxSummary> {
+    let summary = verify(snap, &points.pruned, Scope::Full, &points.tail)?;
+    check_anchor(snap, &points.pruned, &points.verified, &points.tail)?;
     Ok(summary)
 }
 
@@ -168,9 +160,9 @@ fn point_predicate(key: &[u8], stored: &Option<Vec<u8>>) -> Predicate {
     }
 }
 
-fn header_at(view: &holt::View, tree: &holt::Tree, lsn: u64) -> Result<OutboxHeader> {
-    let bytes = view
-        .get(tree, &header_key(lsn))?
+fn header_at<S: Snapshot>(snap: &S, lsn: u64) -> Result<OutboxHeader> {
+    let bytes = snap
+        .get(Family::RecoveryOutbox, &header_key(lsn))?
         .ok_or_else(|| Error::RecoveryOutboxCorrupt {
             lsn,
             reason: format!("record LSN {lsn} is missing"),
@@ -183,12 +175,7 @@ fn header_at(view: &holt::View, tree: &holt::Tree, lsn: u64) -> Result<OutboxHea
 
 /// The last LSN retention may remove at `points` (≤ the verified head; `points.pruned` when
 /// nothing is due). Reads at most `policy.max_records + 1` headers.
-fn prune_cut(
-    view: &holt::View,
-    tree: &holt::Tree,
-    points: &ChainPoints,
-    policy: &RetentionPolicy,
-) -> Result<u64> {
+fn prune_cut<S: Snapshot>(snap: &S, points: &ChainPoints, policy: &RetentionPolicy) -> Result<u64> {
     let (pruned, tail) = (points.pruned.applied_lsn, points.tail.applied_lsn);
     let retained = tail.saturating_sub(pruned);
     let mut cut = pruned;
@@ -200,7 +187,7 @@ fn prune_cut(
     let mut bytes = 0u64;
     let mut lsn = tail;
     while lsn > cut {
-        bytes = bytes.saturating_add(header_at(view, tree, lsn)?.record_len);
+        bytes = bytes.saturating_add(header_at(snap, lsn)?.record_len);
         if bytes > policy.max_bytes {
             cut = lsn;
             break;
@@ -210,22 +197,20 @@ fn prune_cut(
     Ok(cut.min(points.verified.applied_lsn).max(pruned))
 }
 
-/// Plans one maintenance step at `view` (see the module docs). `verified_at_open`, when given, is
+/// Plans one maintenance step at `snap` (see the module docs). `verified_at_open`, when given, is
 /// a chain point this handle verified by reading at its open; the head moves to it without
 /// reading those records again. With `read_back`, the records after the head are read back and
 /// verified and the head moves to the tail.
 ///
 /// Errors: [`Error::RecoveryOutboxCorrupt`] when a record read back fails verification (nothing
 /// is planned); codec and storage errors.
-pub(crate) fn plan_step(
-    view: &holt::View,
-    sys: &holt::Tree,
-    tree: &holt::Tree,
+pub(crate) fn plan_step<S: Snapshot>(
+    snap: &S,
     policy: &RetentionPolicy,
     verified_at_open: Option<RecoveryTail>,
     read_back: bool,
 ) -> Result<StepPlan> {
-    let mut points = read_points(view, sys)?;
+    let mut points = read_points(snap)?;
     let mut plan = StepPlan::default();
     let mut head = points.verified;
     if let Some(v) = verified_at_open {
@@ -238,7 +223,7 @@ pub(crate) fn plan_step(
             verified: head,
             ..points.clone()
         };
-        let summary = verify_after_head(view, tree, &from)?;
+        let summary = verify_after_head(snap, &from)?;
         plan.report.verified_records = summary.records;
         head = points.tail;
     }
@@ -255,12 +240,12 @@ pub(crate) fn plan_step(
         points.verified = head;
     }
     plan.report.verified_lsn = head.applied_lsn;
-    let cut = prune_cut(view, tree, &points, policy)?;
+    let cut = prune_cut(snap, &points, policy)?;
     let first = points.pruned.applied_lsn + 1;
     let end = cut.min(points.pruned.applied_lsn.saturating_add(MAX_PRUNE_STEP));
     let mut new_pruned = points.pruned;
     for lsn in first..=end {
-        let header = header_at(view, tree, lsn)?;
+        let header = header_at(snap, lsn)?;
         plan.mutations.push(Mutation::Delete {
             family: Family::RecoveryOutbox,
             key: header_key(lsn),

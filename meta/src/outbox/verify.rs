@@ -6,6 +6,8 @@ use super::{
 };
 use crate::codec::system::RecoveryTail;
 use crate::error::{Error, Result};
+use crate::schema::Family;
+use crate::store::{ScanItem, ScanSpec, Snapshot, MAX_SCAN_ITEMS};
 
 /// What a successful verification walked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,38 +42,73 @@ fn corrupt(lsn: u64, reason: impl Into<String>) -> Error {
     }
 }
 
-/// One row of a range, or a typed failure.
-fn next_row(
-    it: &mut std::iter::Peekable<holt::RangeIter>,
-    lsn: u64,
-) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-    match it.next() {
-        None => Ok(None),
-        Some(Err(e)) => Err(Error::Storage(e)),
-        Some(Ok(holt::Entry::Key { key, value })) => Ok(Some((key, value))),
-        Some(Ok(holt::Entry::CommonPrefix(_))) => {
-            Err(corrupt(lsn, "unexpected rollup in an undelimited scan"))
+/// An ordered cursor over the rows of one RecoveryOutbox key prefix after an optional marker,
+/// fetched in bounded scans of [`MAX_SCAN_ITEMS`] rows (memory: one page).
+struct Rows<'a, S: Snapshot> {
+    snap: &'a S,
+    prefix: Vec<u8>,
+    page: std::collections::VecDeque<(Vec<u8>, Vec<u8>)>,
+    marker: Option<Vec<u8>>,
+    exhausted: bool,
+}
+
+impl<'a, S: Snapshot> Rows<'a, S> {
+    fn new(snap: &'a S, prefix: u8, after: Option<Vec<u8>>) -> Self {
+        Rows {
+            snap,
+            prefix: vec![prefix],
+            page: Default::default(),
+            marker: after,
+            exhausted: false,
         }
+    }
+
+    fn fill(&mut self, lsn: u64) -> Result<()> {
+        if !self.page.is_empty() || self.exhausted {
+            return Ok(());
+        }
+        let spec = ScanSpec {
+            prefix: self.prefix.clone(),
+            start_after: self.marker.take(),
+            delimiter: None,
+            limit: MAX_SCAN_ITEMS,
+        };
+        let items = self.snap.scan(Family::RecoveryOutbox, &spec)?;
+        self.exhausted = items.len() < MAX_SCAN_ITEMS;
+        for item in items {
+            match item {
+                ScanItem::Row { key, value } => {
+                    self.marker = Some(key.clone());
+                    self.page.push_back((key, value));
+                }
+                ScanItem::Prefix(_) => {
+                    return Err(corrupt(lsn, "unexpected rollup in an undelimited scan"))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The next row, or a typed failure.
+    fn next_row(&mut self, lsn: u64) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.fill(lsn)?;
+        Ok(self.page.pop_front())
+    }
+
+    /// The next row's key without consuming it.
+    fn peek_key(&mut self, lsn: u64) -> Result<Option<&[u8]>> {
+        self.fill(lsn)?;
+        Ok(self.page.front().map(|(k, _)| k.as_slice()))
     }
 }
 
 /// Peeks at the next chunk key, decoded.
-fn peek_chunk(
-    it: &mut std::iter::Peekable<holt::RangeIter>,
-    lsn: u64,
-) -> Result<Option<(u64, u32)>> {
-    match it.peek() {
+fn peek_chunk<S: Snapshot>(it: &mut Rows<'_, S>, lsn: u64) -> Result<Option<(u64, u32)>> {
+    match it.peek_key(lsn)? {
         None => Ok(None),
-        Some(Err(_)) => match it.next() {
-            Some(Err(e)) => Err(Error::Storage(e)),
-            _ => Err(corrupt(lsn, "scan error vanished")),
-        },
-        Some(Ok(holt::Entry::Key { key, .. })) => decode_chunk_key(key)
+        Some(key) => decode_chunk_key(key)
             .map(Some)
             .map_err(|_| corrupt(lsn, format!("malformed chunk key {}", hex(key)))),
-        Some(Ok(holt::Entry::CommonPrefix(_))) => {
-            Err(corrupt(lsn, "unexpected rollup in an undelimited scan"))
-        }
     }
 }
 
@@ -79,23 +116,13 @@ fn hex(b: &[u8]) -> String {
     crate::ids::to_hex(b)
 }
 
-fn range_after(prefix: u8, after: Option<Vec<u8>>) -> holt::RangeSpec {
-    holt::RangeSpec {
-        prefix: vec![prefix],
-        start_after: after,
-        delimiter: None,
-        limit: None,
-    }
-}
-
 /// Checks that the chain point `point` (the verified head) is anchored in the stored chain: at
 /// the pruned point itself it must equal it; above it, the retained header at `point.applied_lsn`
 /// must carry exactly its digest; and it may not pass the System `tail`.
 ///
 /// Errors: [`Error::RecoveryOutboxCorrupt`] naming `point.applied_lsn`; [`Error::Storage`].
-pub(crate) fn check_anchor(
-    view: &holt::View,
-    tree: &holt::Tree,
+pub(crate) fn check_anchor<S: Snapshot>(
+    snap: &S,
     pruned: &RecoveryTail,
     point: &RecoveryTail,
     tail: &RecoveryTail,
@@ -120,7 +147,7 @@ pub(crate) fn check_anchor(
         }
         return Ok(());
     }
-    let Some(bytes) = view.get(tree, &header_key(lsn))? else {
+    let Some(bytes) = snap.get(Family::RecoveryOutbox, &header_key(lsn))? else {
         return Err(corrupt(
             lsn,
             format!("the verified head's record LSN {lsn} is missing"),
@@ -137,7 +164,7 @@ pub(crate) fn check_anchor(
     Ok(())
 }
 
-/// Verifies the outbox tree at `view` from the chain point `from` (exclusive) to the System
+/// Verifies the outbox at `snap` from the chain point `from` (exclusive) to the System
 /// `tail`, in `scope`.
 ///
 /// Checks: contiguous LSNs starting at `from.applied_lsn + 1`, strict header/chunk framing,
@@ -147,9 +174,8 @@ pub(crate) fn check_anchor(
 /// that no row below `from` remains. Memory is bounded by the largest record.
 ///
 /// Errors: [`Error::RecoveryOutboxCorrupt`] naming the first bad LSN; [`Error::Storage`].
-pub(crate) fn verify(
-    view: &holt::View,
-    tree: &holt::Tree,
+pub(crate) fn verify<S: Snapshot>(
+    snap: &S,
     from: &RecoveryTail,
     scope: Scope,
     tail: &RecoveryTail,
@@ -162,13 +188,9 @@ pub(crate) fn verify(
             (start > 0).then(|| chunk_key(start, u32::MAX)),
         ),
     };
-    let mut headers = view
-        .range(tree, &range_after(HEADER_KEY_TAG, header_after))?
-        .peekable();
-    let mut chunks = view
-        .range(tree, &range_after(CHUNK_KEY_TAG, chunk_after.clone()))?
-        .peekable();
-    if view.get(tree, &[])?.is_some() {
+    let mut headers = Rows::new(snap, HEADER_KEY_TAG, header_after);
+    let mut chunks = Rows::new(snap, CHUNK_KEY_TAG, chunk_after.clone());
+    if snap.get(Family::RecoveryOutbox, &[])?.is_some() {
         return Err(corrupt(start + 1, "row with an empty key"));
     }
     let mut summary = OutboxSummary {
@@ -181,7 +203,7 @@ pub(crate) fn verify(
     let mut previous = from.chain_digest;
     let mut last_key: Option<Vec<u8>> = chunk_after;
     let mut expected_lsn: u64 = start + 1;
-    while let Some((key, value)) = next_row(&mut headers, expected_lsn)? {
+    while let Some((key, value)) = headers.next_row(expected_lsn)? {
         let lsn = decode_header_key(&key)
             .map_err(|_| corrupt(expected_lsn, format!("malformed header key {}", hex(&key))))?;
         if lsn < expected_lsn {
@@ -239,7 +261,7 @@ pub(crate) fn verify(
                 }
                 Some(_) => {}
             }
-            let Some((ckey, cvalue)) = next_row(&mut chunks, lsn)? else {
+            let Some((ckey, cvalue)) = chunks.next_row(lsn)? else {
                 return Err(corrupt(lsn, format!("chunk {index} vanished")));
             };
             let payload = decode_chunk(&cvalue)
@@ -287,19 +309,17 @@ pub(crate) fn verify(
     }
     // Every 0x00/0x01 key of the verified range has been seen; anything after the largest one
     // is foreign.
-    let mut rest = view.range(
-        tree,
-        &holt::RangeSpec {
+    let rest = snap.scan(
+        Family::RecoveryOutbox,
+        &ScanSpec {
             prefix: Vec::new(),
             start_after: last_key,
             delimiter: None,
-            limit: Some(1),
+            limit: 1,
         },
     )?;
-    if let Some(row) = rest.next() {
-        let key = match row? {
-            holt::Entry::Key { key, .. } | holt::Entry::CommonPrefix(key) => key,
-        };
+    if let Some(item) = rest.into_iter().next() {
+        let key = item.marker().to_vec();
         return Err(corrupt(
             expected_lsn,
             format!("foreign row {} in the recovery outbox", hex(&key)),

@@ -20,7 +20,9 @@ pub mod read_only;
 pub(crate) mod remote_cmd;
 pub(crate) mod restore_cmd;
 mod rm_cmd;
+mod root_cmd;
 mod serve_cmd;
+mod shard_cmd;
 pub(crate) mod snapshot_cmd;
 mod verify_cmd;
 
@@ -152,6 +154,19 @@ pub enum Command {
         #[command(subcommand)]
         action: restore_cmd::RestoreCommand,
     },
+    /// Roots in the control plane (etcd): `create`, `list`, `show` (`--control URLS` or
+    /// `$NOKV_CONTROL`).
+    Root {
+        /// The root action.
+        #[command(subcommand)]
+        action: root_cmd::RootCommand,
+    },
+    /// Logical shards in the control plane with their owners: `list`.
+    Shard {
+        /// The shard action.
+        #[command(subcommand)]
+        action: shard_cmd::ShardCommand,
+    },
     /// Leased snapshots: `create`, `renew`, `retire`, `list`, `reap`.
     Snapshot {
         /// The snapshot action.
@@ -224,6 +239,16 @@ pub enum Command {
         /// Block cache size bound in bytes (default 1 GiB; 0 disables the cache).
         #[arg(long, value_name = "N")]
         cache_bytes: Option<u64>,
+        /// Keep the metadata in etcd (replicated) instead of holt: etcd client URLs,
+        /// comma-separated. The root is created in the control plane there first.
+        #[arg(long, value_name = "URLS")]
+        metadata_etcd: Option<String>,
+        /// etcd deployment namespace (default `/nokv/`; with --metadata-etcd).
+        #[arg(long, value_name = "NS")]
+        etcd_namespace: Option<String>,
+        /// Root name in the control plane (default `store-<uuid prefix>`; with --metadata-etcd).
+        #[arg(long, value_name = "NAME")]
+        root: Option<String>,
     },
 }
 
@@ -391,6 +416,8 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
         Command::Tag { action } => commit_cmd::run_tag(&dir, action, &mut out),
         Command::Find(args) => commit_cmd::run_find(&dir, args, &mut out),
         Command::Snapshot { action } => snapshot_cmd::run_snapshot(&dir, action, &mut out),
+        Command::Root { action } => root_cmd::run_root(action, &mut out),
+        Command::Shard { action } => shard_cmd::run_shard(action, &mut out),
         Command::Changes {
             after,
             workbench,
@@ -424,6 +451,9 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
             path_style,
             cache_dir,
             cache_bytes,
+            metadata_etcd,
+            etcd_namespace,
+            root,
         } => {
             let options = crate::store_config::InitOptions {
                 objects,
@@ -432,6 +462,9 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
                 path_style,
                 cache_dir,
                 cache_bytes,
+                metadata_etcd,
+                etcd_namespace,
+                root_name: root,
             };
             match crate::store_config::init_store(&dir, &options) {
                 Ok(outcome) => {

@@ -329,6 +329,9 @@ pub(crate) fn run(url: &str, quiet: bool, command: Command, out: &mut dyn Write)
                 Err(e) => text_failure(&e),
             }
         }
+        // The control plane is reached directly (etcd), not through the server.
+        Command::Root { action } => super::root_cmd::run_root(action, out),
+        Command::Shard { action } => super::shard_cmd::run_shard(action, out),
         // `nokv mcp` picks its remote backend itself (see `main_with_args`).
         // `verify` opens the store read-only, so it runs next to the server's writer.
         Command::Mcp(_) | Command::Init { .. } | Command::Serve(_) | Command::Verify(_) => {

@@ -40,6 +40,11 @@ pub struct ServeArgs {
     /// Seconds between publish-operation recovery passes (default 300; 0 disables).
     #[arg(long, value_name = "SECS")]
     pub recovery_interval: Option<u64>,
+    /// Shard-owner lease in seconds when the store keeps its metadata in etcd (default 10,
+    /// at least 2): the server stops committing before it can expire, and another server may
+    /// take the shard over once it lapses.
+    #[arg(long, value_name = "SECS")]
+    pub lease_ttl: Option<u64>,
 }
 
 /// Reads the token: `--token-file` (first line, trimmed), else `NOKV_TOKEN`.
@@ -91,6 +96,9 @@ pub fn run_serve(dir: &Path, args: ServeArgs) -> u8 {
     }
     if let Some(s) = args.recovery_interval {
         opts.recovery_interval = Duration::from_secs(s);
+    }
+    if let Some(s) = args.lease_ttl {
+        opts.owner_lease_ttl = Duration::from_secs(s);
     }
     match server::serve(opts) {
         Ok(()) => EXIT_OK,

@@ -81,6 +81,14 @@ pub fn run_verify(dir: &Path, args: &VerifyArgs, out: &mut dyn Write) -> u8 {
         Ok(p) => p,
         Err(e) => return fail(out, meta_failure(e)),
     };
+    let version = match shard.version() {
+        Ok(v) => v,
+        Err(e) => return fail(out, meta_failure(e)),
+    };
+    let history_floor = match meta::TxnStore::history_floor(shard.store()) {
+        Ok(v) => v,
+        Err(e) => return fail(out, meta_failure(e)),
+    };
     let mut env = json!({
         "status": "success",
         "outbox": {
@@ -92,8 +100,8 @@ pub fn run_verify(dir: &Path, args: &VerifyArgs, out: &mut dyn Write) -> u8 {
             "pruned_through_lsn": points.pruned.applied_lsn,
             "verified_head_lsn": points.verified.applied_lsn,
         },
-        "version": shard.db().version(),
-        "history_floor": shard.db().history_floor(),
+        "version": version,
+        "history_floor": history_floor,
         "maintenance": Value::Null,
     });
     drop(client);

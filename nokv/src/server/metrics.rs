@@ -86,7 +86,11 @@ impl Metrics {
 
     /// The exposition text: these counters plus the engine's (`stats`) and the open-operation
     /// count (`open_publish`, `None` when it could not be read).
-    pub(crate) fn render(&self, stats: &holt::Stats, open_publish: Option<usize>) -> String {
+    pub(crate) fn render(
+        &self,
+        stats: Option<&holt::Stats>,
+        open_publish: Option<usize>,
+    ) -> String {
         let mut out = String::new();
         let _ = writeln!(
             out,
@@ -147,82 +151,85 @@ impl Metrics {
         let _ = writeln!(out, "# TYPE nokv_http_requests_in_flight gauge");
         let _ = writeln!(out, "nokv_http_requests_in_flight {}", self.in_flight());
 
-        let g = &stats.wal_groups;
-        let _ = writeln!(
-            out,
-            "# HELP nokv_group_commit_size WAL records per group commit (one fdatasync each)."
-        );
-        let _ = writeln!(out, "# TYPE nokv_group_commit_size histogram");
-        let mut cumulative = 0u64;
-        for (i, n) in g.histogram.iter().enumerate() {
-            cumulative += n;
-            if i + 1 < g.histogram.len() {
-                let le = (1u64 << (i + 1)) - 1;
-                let _ = writeln!(
-                    out,
-                    "nokv_group_commit_size_bucket{{le=\"{le}\"}} {cumulative}"
-                );
+        // The holt engine counters exist only for a holt-backed shard.
+        if let Some(stats) = stats {
+            let g = &stats.wal_groups;
+            let _ = writeln!(
+                out,
+                "# HELP nokv_group_commit_size WAL records per group commit (one fdatasync each)."
+            );
+            let _ = writeln!(out, "# TYPE nokv_group_commit_size histogram");
+            let mut cumulative = 0u64;
+            for (i, n) in g.histogram.iter().enumerate() {
+                cumulative += n;
+                if i + 1 < g.histogram.len() {
+                    let le = (1u64 << (i + 1)) - 1;
+                    let _ = writeln!(
+                        out,
+                        "nokv_group_commit_size_bucket{{le=\"{le}\"}} {cumulative}"
+                    );
+                }
             }
-        }
-        let _ = writeln!(
-            out,
-            "nokv_group_commit_size_bucket{{le=\"+Inf\"}} {}",
-            g.groups
-        );
-        let _ = writeln!(out, "nokv_group_commit_size_sum {}", g.records);
-        let _ = writeln!(out, "nokv_group_commit_size_count {}", g.groups);
-        let counters = [
-            (
-                "nokv_group_commit_groups_total",
-                "Group commits written.",
-                g.groups,
-            ),
-            (
-                "nokv_group_commit_records_total",
-                "WAL records covered by group commits.",
-                g.records,
-            ),
-            (
-                "nokv_commits_total",
-                "Metadata batches committed since start.",
-                stats.commits,
-            ),
-            (
-                "nokv_wal_syncs_total",
-                "WAL fdatasync calls since start.",
-                stats.wal_syncs,
-            ),
-            (
-                "nokv_checkpoints_total",
-                "Checkpoints installed since start.",
-                stats.checkpoints,
-            ),
-            (
-                "nokv_checkpoint_failures_total",
-                "Failed background checkpoints since start.",
-                stats.checkpoint_failures,
-            ),
-        ];
-        for (name, help, v) in counters {
-            let _ = writeln!(out, "# HELP {name} {help}");
-            let _ = writeln!(out, "# TYPE {name} counter");
-            let _ = writeln!(out, "{name} {v}");
-        }
-        for (name, help, v) in [
-            (
-                "nokv_commit_version",
-                "Last durable commit version.",
-                stats.version,
-            ),
-            (
-                "nokv_history_floor",
-                "MVCC history floor.",
-                stats.history_floor,
-            ),
-        ] {
-            let _ = writeln!(out, "# HELP {name} {help}");
-            let _ = writeln!(out, "# TYPE {name} gauge");
-            let _ = writeln!(out, "{name} {v}");
+            let _ = writeln!(
+                out,
+                "nokv_group_commit_size_bucket{{le=\"+Inf\"}} {}",
+                g.groups
+            );
+            let _ = writeln!(out, "nokv_group_commit_size_sum {}", g.records);
+            let _ = writeln!(out, "nokv_group_commit_size_count {}", g.groups);
+            let counters = [
+                (
+                    "nokv_group_commit_groups_total",
+                    "Group commits written.",
+                    g.groups,
+                ),
+                (
+                    "nokv_group_commit_records_total",
+                    "WAL records covered by group commits.",
+                    g.records,
+                ),
+                (
+                    "nokv_commits_total",
+                    "Metadata batches committed since start.",
+                    stats.commits,
+                ),
+                (
+                    "nokv_wal_syncs_total",
+                    "WAL fdatasync calls since start.",
+                    stats.wal_syncs,
+                ),
+                (
+                    "nokv_checkpoints_total",
+                    "Checkpoints installed since start.",
+                    stats.checkpoints,
+                ),
+                (
+                    "nokv_checkpoint_failures_total",
+                    "Failed background checkpoints since start.",
+                    stats.checkpoint_failures,
+                ),
+            ];
+            for (name, help, v) in counters {
+                let _ = writeln!(out, "# HELP {name} {help}");
+                let _ = writeln!(out, "# TYPE {name} counter");
+                let _ = writeln!(out, "{name} {v}");
+            }
+            for (name, help, v) in [
+                (
+                    "nokv_commit_version",
+                    "Last durable commit version.",
+                    stats.version,
+                ),
+                (
+                    "nokv_history_floor",
+                    "MVCC history floor.",
+                    stats.history_floor,
+                ),
+            ] {
+                let _ = writeln!(out, "# HELP {name} {help}");
+                let _ = writeln!(out, "# TYPE {name} gauge");
+                let _ = writeln!(out, "{name} {v}");
+            }
         }
         if let Some(n) = open_publish {
             let _ = writeln!(

@@ -71,6 +71,10 @@ pub struct ServerOptions {
     pub recovery_interval: Duration,
     /// How long finished write responses are kept for request-id replay (default 24 h).
     pub replay_retention: Duration,
+    /// Shard-owner lease when the store's metadata lives in etcd (whole seconds, at least 2;
+    /// default 10 s). The server stops committing before the lease can have expired
+    /// (fail-stop), and another server may take the shard over once it lapses.
+    pub owner_lease_ttl: Duration,
 }
 
 impl Default for ServerOptions {
@@ -88,6 +92,7 @@ impl Default for ServerOptions {
             maintenance_interval: Duration::from_secs(60),
             recovery_interval: Duration::from_secs(300),
             replay_retention: Duration::from_secs(24 * 3600),
+            owner_lease_ttl: Duration::from_secs(10),
         }
     }
 }
@@ -204,7 +209,7 @@ pub fn start(opts: ServerOptions) -> Result<RunningServer> {
         path: PathBuf::from(&opts.listen),
         source,
     })?;
-    let state = open_state(opts)?;
+    let state = open_state(opts, addr)?;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let thread = std::thread::Builder::new()
         .name("nokv-server".into())
@@ -232,11 +237,13 @@ pub fn start(opts: ServerOptions) -> Result<RunningServer> {
 /// [`Error::StoreBusy`] / [`Error::Meta`] (the store cannot be opened).
 pub fn serve(opts: ServerOptions) -> Result<()> {
     let listener = bind(&opts)?;
-    let addr = listener.local_addr().ok();
-    let state = open_state(opts)?;
-    if let Some(addr) = addr {
-        eprintln!("nokv serve: listening on http://{addr}");
-    }
+    let addr = listener.local_addr().map_err(|source| Error::LocalIo {
+        op: "local address",
+        path: PathBuf::from(&opts.listen),
+        source,
+    })?;
+    let state = open_state(opts, addr)?;
+    eprintln!("nokv serve: listening on http://{addr}");
     run_loop(listener, state, async {
         let mut term =
             match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
@@ -253,12 +260,16 @@ pub fn serve(opts: ServerOptions) -> Result<()> {
     })
 }
 
-fn open_state(opts: ServerOptions) -> Result<Arc<AppState>> {
+/// Opens the store of `opts` for a server bound at `addr` (recorded as the shard owner's address
+/// when the metadata lives in etcd).
+fn open_state(opts: ServerOptions, addr: SocketAddr) -> Result<Arc<AppState>> {
     let client = Client::open_with(
         &opts.store,
         ClientOptions {
             // One owner: fail fast instead of waiting 30 s for another process's lock.
             lock_wait: Duration::from_secs(2),
+            owner_address: addr.to_string(),
+            owner_lease_ttl: opts.owner_lease_ttl,
             ..ClientOptions::default()
         },
     )?;

@@ -102,7 +102,13 @@ async fn guard(State(state): State<Shared>, req: Request, next: Next) -> Respons
 }
 
 async fn healthz(State(state): State<Shared>) -> Response {
-    let version = state.client.meta().db().version();
+    // Null when an etcd-backed shard cannot be read right now (the process is still up); the
+    // read may be a network round trip, so it runs off the async workers.
+    let client = state.client.clone();
+    let version = tokio::task::spawn_blocking(move || client.meta().version().ok())
+        .await
+        .ok()
+        .flatten();
     axum::Json(json!({
         "status": "ok",
         "commit_version": version,
@@ -117,7 +123,8 @@ async fn metrics(State(state): State<Shared>) -> Response {
         let open = meta::ops::publish_operation::list_pending(s.client.meta())
             .ok()
             .map(|v| v.len());
-        s.metrics.render(&s.client.meta().db().stats(), open)
+        let stats = s.client.meta().holt_db().map(|db| db.stats());
+        s.metrics.render(stats.as_ref(), open)
     })
     .await
     .unwrap_or_default();

@@ -190,6 +190,16 @@ pub fn store_error(err: crate::Error) -> ToolError {
     use crate::Error as E;
     match err {
         E::Meta(inner) => meta_tool_error(&inner),
+        E::Placement { kind, reason } => {
+            use crate::control::PlacementErrorKind as K;
+            let code = match kind {
+                K::NameTaken => ErrorCode::AlreadyExists,
+                K::UnknownRoot | K::UnknownShard => ErrorCode::NotFound,
+                K::OwnerHeld | K::Conflict => ErrorCode::Conflict,
+                K::PopulatedRoot | K::ShardHasRoot | K::LeaseLost => ErrorCode::InvalidState,
+            };
+            ToolError::new(code, reason).with_detail("placement", Value::from(format!("{kind:?}")))
+        }
         E::StoreNotFound => ToolError::new(
             ErrorCode::NotFound,
             "no NoKV store exists at the selected location (--store / NOKV_STORE / ./.nokv); create a workbench first",

@@ -2,25 +2,17 @@
 
 use std::collections::BTreeMap;
 
-use holt::{Entry, RangeSpec};
 use meta::codec::ArtifactRevision;
 
 fn all_rows(client: &nokv::Client, tree: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let db = client.meta().db();
-    let tree = db.tree(tree).expect("tree exists");
-    let spec = RangeSpec {
-        prefix: Vec::new(),
-        start_after: None,
-        delimiter: None,
-        limit: None,
-    };
-    tree.range(&spec)
-        .expect("range")
-        .map(|e| match e.expect("entry") {
-            Entry::Key { key, value } => (key, value),
-            Entry::CommonPrefix(p) => panic!("unexpected rollup {p:?}"),
-        })
-        .collect()
+    use meta::store::{Snapshot, TxnStore};
+    let family = meta::schema::Family::from_name(tree).expect("family exists");
+    client
+        .meta()
+        .store()
+        .snapshot()
+        .rows(family, &[], "test rows")
+        .expect("rows")
 }
 
 /// Asserts that every ArtifactRevision's `strong_reference_count` equals the number of

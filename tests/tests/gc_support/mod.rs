@@ -27,7 +27,7 @@ pub fn reopen(dir: &Path) -> nokv::Client {
 
 /// Every `(key, value)` row of a holt tree, at the current version.
 pub fn all_rows(client: &nokv::Client, tree: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let db = client.meta().db();
+    let db = client.meta().holt_db().expect("a holt-backed shard");
     let tree = db.tree(tree).expect("tree exists");
     let spec = RangeSpec {
         prefix: Vec::new(),

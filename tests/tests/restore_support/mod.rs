@@ -59,22 +59,13 @@ pub fn object_count(client: &Client) -> usize {
 }
 
 fn scan_all(client: &Client, family: Family, prefix: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let db = client.meta().db();
-    let tree = db.tree(family.name()).expect("tree");
-    let view = db.view();
-    let spec = holt::RangeSpec {
-        prefix: prefix.to_vec(),
-        start_after: None,
-        delimiter: None,
-        limit: None,
-    };
-    view.range(&tree, &spec)
-        .expect("range")
-        .map(|e| match e.expect("entry") {
-            holt::Entry::Key { key, value } => (key, value),
-            holt::Entry::CommonPrefix(_) => panic!("unexpected rollup"),
-        })
-        .collect()
+    use meta::store::{Snapshot, TxnStore};
+    client
+        .meta()
+        .store()
+        .snapshot()
+        .rows(family, prefix, "test rows")
+        .expect("rows")
 }
 
 /// Recomputes every revision's strong-reference count from its RevisionRef rows and compares
@@ -172,15 +163,18 @@ pub fn fan_out(client: &Client, src: &str, total: usize) {
                 meta::normalize(&format!("input/bulk/g{:03}/p{i:05}.txt", i / 100)).expect("path");
             let rev = template.artifact_revision_id;
             let slot = touched.entry(rev).or_insert_with(|| {
-                let b = shard
-                    .db()
-                    .view()
-                    .get(
-                        &shard.db().tree(Family::ArtifactRevision.name()).unwrap(),
-                        &artifact_revision::key(&root, &rev),
-                    )
-                    .unwrap()
-                    .unwrap();
+                let b = {
+                    use meta::store::{Snapshot, TxnStore};
+                    shard
+                        .store()
+                        .snapshot()
+                        .get(
+                            Family::ArtifactRevision,
+                            &artifact_revision::key(&root, &rev),
+                        )
+                        .unwrap()
+                        .unwrap()
+                };
                 let r = ArtifactRevision::decode(&b).unwrap();
                 (b, r)
             });

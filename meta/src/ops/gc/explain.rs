@@ -203,7 +203,7 @@ pub fn explain_revision(
     let retention =
         crate::ops::settings::history_retention_versions(shard, policy.history_retention_versions)?;
     let in_flight = in_flight_publications(shard)?;
-    let floor = shard.db().history_floor();
+    let floor = shard.store().history_floor()?;
     let snap = shard.inner.store.snapshot();
     let tip = snap.version();
     let Some((_, row)) = read_revision(&snap, &root, rev)? else {

@@ -1,13 +1,35 @@
 //! `TxnStore`: the narrow storage trait under the metadata layer (ARCHITECTURE.md, seed 001
-//! "Transaction Store Role"), and `HoltStore`, its implementation on holt.
+//! "Transaction Store Role"), and its engines.
 //!
 //! A store offers exactly: snapshots at the current or an older version, point reads, bounded
 //! ordered prefix/delimiter scans, and one checked atomic multi-keyspace write (key predicates,
-//! an optional read-version fence, puts and deletes). Families map one-to-one to holt trees.
+//! an optional read-version fence, puts and deletes), plus the MVCC history floor below which
+//! older versions may be discarded. That is the shape of an ordered key-value store with MVCC
+//! transactions: any engine offering ordered ranges, multi-key compare-and-write transactions
+//! and reads at an older revision can back a shard (etcd today; TiKV or FoundationDB follow the
+//! same mapping).
+//!
+//! ```text
+//! store/
+//!   mod.rs         the trait, scan/write vocabulary, ShardStore (the engine of one shard)
+//!   holt_store.rs  HoltStore: embedded holt database, one tree per family (default, fast path)
+//!   etcd/          EtcdStore: a shard's keyspace in an etcd cluster (cargo feature `etcd`)
+//! ```
+//!
+//! Which engine backs a shard is part of its placement: [`ShardStore`] is the one switch,
+//! an enum rather than a trait object because [`TxnStore::Snap`] is an associated type and the
+//! metadata layer is generic over it. The etcd engine lives behind the `etcd` cargo feature so
+//! that `meta` without it stays free of tokio, tonic and protobuf code.
 
-use std::sync::Arc;
+#[cfg(feature = "etcd")]
+pub mod etcd;
+mod holt_store;
+mod shard_store;
 
-use crate::command::predicate::{Expectation, Mutation, Predicate};
+pub use holt_store::{HoltSnapshot, HoltStore};
+pub use shard_store::{ShardSnapshot, ShardStore};
+
+use crate::command::predicate::{Mutation, Predicate};
 use crate::error::{Error, Result};
 use crate::schema::Family;
 
@@ -221,6 +243,26 @@ pub trait TxnStore: Send + Sync {
     /// Applies one checked atomic write and returns its commit version.
     fn write(&self, write: CheckedWrite) -> std::result::Result<u64, WriteFailure>;
 
+    /// The MVCC history floor: the oldest version [`TxnStore::snapshot_at`] still serves.
+    /// The default (for stores that keep every version) is 0.
+    ///
+    /// Errors: storage failures.
+    fn history_floor(&self) -> Result<u64> {
+        Ok(0)
+    }
+
+    /// Raises the history floor to `version` (never lowers it; at most the current version), after
+    /// which older versions may be discarded. Callers pass a floor at or below every HistoryHold
+    /// (seed 000, "Snapshot Lifecycle And History Holds"). The default refuses: a store must
+    /// implement it to discard history.
+    ///
+    /// Errors: [`Error::InvalidArgument`] above the current version or when unsupported;
+    /// storage failures.
+    fn set_history_floor(&self, version: u64) -> Result<()> {
+        let _ = version;
+        Err(Error::invalid("this store does not discard history"))
+    }
+
     /// Waits (bounded by [`VISIBILITY_WAIT`]) until `version` is visible to new snapshots.
     /// Returns whether it became visible.
     ///
@@ -282,183 +324,15 @@ pub trait TxnStore: Send + Sync {
 /// Upper bound of [`TxnStore::wait_for_version`].
 pub const VISIBILITY_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// [`TxnStore`] on a holt database; one holt tree per [`Family`].
-#[derive(Clone)]
-pub struct HoltStore {
-    db: holt::Db,
-    trees: Arc<Vec<holt::Tree>>,
-}
-
-impl HoltStore {
-    /// Binds every family to its tree. Errors: [`Error::SchemaMismatch`] if a tree is missing
-    /// (the schema gate runs first, so this indicates a concurrent registry change).
-    pub fn new(db: holt::Db) -> Result<Self> {
-        let mut trees = Vec::with_capacity(Family::ALL.len());
-        for f in Family::ALL {
-            let t = db.tree(f.name()).ok_or_else(|| {
-                Error::schema(
-                    crate::schema::SchemaMismatchKind::MissingTree,
-                    format!("missing tree {}", f.name()),
-                )
-            })?;
-            trees.push(t);
-        }
-        Ok(HoltStore {
-            db,
-            trees: Arc::new(trees),
-        })
-    }
-
-    /// The underlying database.
-    pub fn db(&self) -> &holt::Db {
-        &self.db
-    }
-
-    fn tree(&self, f: Family) -> &holt::Tree {
-        &self.trees[f.index()]
-    }
-}
-
-/// A holt [`holt::View`] bound to the family trees.
-pub struct HoltSnapshot {
-    view: holt::View,
-    trees: Arc<Vec<holt::Tree>>,
-}
-
-impl Snapshot for HoltSnapshot {
-    fn version(&self) -> u64 {
-        self.view.version()
-    }
-
-    fn get(&self, family: Family, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(self.view.get(&self.trees[family.index()], key)?)
-    }
-
-    fn scan(&self, family: Family, spec: &ScanSpec) -> Result<Vec<ScanItem>> {
-        let range = holt::RangeSpec {
-            prefix: spec.prefix.clone(),
-            start_after: spec.start_after.clone(),
-            delimiter: spec.delimiter,
-            limit: Some(spec.limit.clamp(1, MAX_SCAN_ITEMS)),
-        };
-        let mut out = Vec::new();
-        for entry in self.view.range(&self.trees[family.index()], &range)? {
-            out.push(match entry? {
-                holt::Entry::Key { key, value } => ScanItem::Row { key, value },
-                holt::Entry::CommonPrefix(p) => ScanItem::Prefix(p),
-            });
-            if out.len() >= MAX_SCAN_ITEMS {
-                break;
-            }
-        }
-        Ok(out)
-    }
-}
-
-impl TxnStore for HoltStore {
-    type Snap = HoltSnapshot;
-
-    fn version(&self) -> u64 {
-        self.db.version()
-    }
-
-    /// Blocks on `holt::Db::wait_visible` (no polling). A poisoned engine (WAL failure) reports
-    /// `false`; the next write then returns the engine error.
-    fn wait_for_version(&self, version: u64) -> bool {
-        self.db
-            .wait_visible(version, VISIBILITY_WAIT)
-            .unwrap_or(false)
-    }
-
-    fn snapshot(&self) -> HoltSnapshot {
-        HoltSnapshot {
-            view: self.db.view(),
-            trees: Arc::clone(&self.trees),
-        }
-    }
-
-    fn snapshot_at(&self, version: u64) -> Result<HoltSnapshot> {
-        Ok(HoltSnapshot {
-            view: self.db.view_at(version)?,
-            trees: Arc::clone(&self.trees),
-        })
-    }
-
-    fn write(&self, write: CheckedWrite) -> std::result::Result<u64, WriteFailure> {
-        self.db.commit(self.batch(write)).map_err(write_failure)
-    }
-
-    fn accepted_snapshot(&self) -> HoltSnapshot {
-        HoltSnapshot {
-            view: self.db.accepted_view(),
-            trees: Arc::clone(&self.trees),
-        }
-    }
-
-    /// `holt::Db::commit_pipelined`: validated and accepted now, durable on wait.
-    fn write_pipelined(
-        &self,
-        write: CheckedWrite,
-    ) -> std::result::Result<PendingWrite, WriteFailure> {
-        let ticket = self
-            .db
-            .commit_pipelined(self.batch(write))
-            .map_err(write_failure)?;
-        let version = ticket.version();
-        Ok(PendingWrite::deferred(version, move || {
-            ticket.wait().map_err(Error::Storage)
-        }))
-    }
-
-    /// `holt::Db::wait_visible` (no polling).
-    fn wait_visible(&self, version: u64) -> Result<()> {
-        if self.db.wait_visible(version, VISIBILITY_WAIT)? {
-            Ok(())
-        } else {
-            Err(Error::Storage(holt::Error::Poisoned {
-                reason: format!(
-                    "version {version} did not become visible within {VISIBILITY_WAIT:?}"
-                ),
-            }))
-        }
-    }
-}
-
-impl HoltStore {
-    /// The holt batch of one checked write.
-    fn batch(&self, write: CheckedWrite) -> holt::Batch {
-        let mut batch = holt::Batch::new();
-        if let Some(v) = write.read_version {
-            batch.expect_version(v);
-        }
-        for p in &write.predicates {
-            let expect = match &p.expect {
-                Expectation::Absent => holt::Expect::Absent,
-                Expectation::Present => holt::Expect::Present,
-                Expectation::Equals(v) => holt::Expect::Equals(v.clone()),
-            };
-            batch.expect(self.tree(p.family), p.key.clone(), expect);
-        }
-        for m in write.mutations {
-            match m {
-                Mutation::Put { family, key, value } => batch.put(self.tree(family), key, value),
-                Mutation::Delete { family, key } => batch.delete(self.tree(family), key),
-            }
-        }
-        batch
-    }
-}
-
-/// Maps a holt commit refusal to the store's [`WriteFailure`].
-fn write_failure(e: holt::Error) -> WriteFailure {
-    match e {
-        holt::Error::PredicateFailed { tree, key, .. } => WriteFailure::Predicate {
-            family: Family::from_name(&tree),
-            key,
-        },
-        holt::Error::VersionMismatch { expected, actual } => {
-            WriteFailure::ReadVersion { expected, actual }
-        }
-        e => WriteFailure::Other(Error::from(e)),
-    }
+/// One keyspace of a store's registry (seed 000, "Schema Gate": the exact tree registry). For
+/// holt these are the database's named trees; for etcd the registry record written at
+/// initialization.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegistryEntry {
+    /// Tree (family) name.
+    pub name: String,
+    /// Stable one-byte tag.
+    pub tag: u8,
+    /// Whether the engine keeps MVCC history for it.
+    pub versioned: bool,
 }

@@ -1,0 +1,55 @@
+//! `nokv shard list`: every logical shard with its engine, current owner (address, epoch, lease)
+//! and roots. Prints one JSON envelope.
+
+use std::io::Write;
+
+use clap::Subcommand;
+use serde_json::{json, Value};
+
+use super::root_cmd::{envelope, ControlArgs};
+use crate::control::shard::ShardStatus;
+use crate::error::Result;
+
+/// `nokv shard` actions.
+#[derive(Debug, Subcommand)]
+pub enum ShardCommand {
+    /// List every logical shard: engine, owner (if one holds its lease now), last owner epoch and
+    /// the roots placed on it.
+    List {
+        /// The control plane.
+        #[command(flatten)]
+        control: ControlArgs,
+    },
+}
+
+/// The JSON shape of a shard with its owner and roots.
+pub fn shard_json(s: &ShardStatus) -> Value {
+    json!({
+        "logical_shard_id": s.record.logical_shard_id,
+        "engine": s.record.engine,
+        "owner": s.owner.as_ref().map(|o| json!({
+            "owner_id": o.owner_id,
+            "address": o.address,
+            "epoch": o.epoch,
+            "lease_id": o.lease_id,
+            "ttl_seconds": o.ttl_seconds,
+        })),
+        "last_owner_epoch": s.last_epoch,
+        "roots": s.roots.iter().map(|r| Value::from(r.name.clone())).collect::<Vec<_>>(),
+    })
+}
+
+fn run(cmd: ShardCommand) -> Result<Value> {
+    match cmd {
+        ShardCommand::List { control } => {
+            let cp = control.connect()?;
+            let shards: Vec<Value> = cp.list_shards()?.iter().map(shard_json).collect();
+            Ok(json!({ "shards": shards }))
+        }
+    }
+}
+
+/// Runs one `nokv shard` action and prints its envelope; returns the exit code.
+pub fn run_shard(cmd: ShardCommand, out: &mut dyn Write) -> u8 {
+    envelope(run(cmd), out)
+}
