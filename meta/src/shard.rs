@@ -24,6 +24,12 @@ pub struct OpenOptions {
     pub presentation_root: Option<String>,
     /// Engine options.
     pub holt: holt::Options,
+    /// When set, an empty database (no commit, so no schema marker) is refused with
+    /// `Error::Storage(holt::Error::Corrupt)` naming the directory instead of being
+    /// initialized: the caller knows the store existed (for example its object directory already
+    /// holds objects), so empty metadata means lost or damaged metadata, and a fresh schema
+    /// written over it would hide that. Nothing is written. Default `false`.
+    pub require_initialized: bool,
     /// The control plane's RootPlacement of the shard (seed 000, "Placement Authority"): an
     /// empty store is initialized with it (instead of fresh random ids and generation 1); an
     /// existing store must hold the same root, logical shard and placement generation. `None`:
@@ -142,13 +148,25 @@ impl MetaShard {
     /// reads leaves the store untouched. Initializing an empty store is one commit.
     ///
     /// Errors: [`crate::Error::SchemaMismatch`] (nothing written),
+    /// `Error::Storage(holt::Error::Corrupt)` for an empty database with
+    /// [`OpenOptions::require_initialized`] (nothing written),
     /// [`crate::Error::RecoveryOutboxCorrupt`] naming the LSN (nothing written),
     /// [`crate::Error::PresentationRootMismatch`] (nothing written),
     /// [`crate::Error::InvalidArgument`] for an invalid requested presentation root,
     /// [`crate::Error::Storage`] (e.g. `holt::Error::Locked` while another writer has the store,
     /// `holt::Error::Io` on a read-only file system or without write permission).
     pub fn open(dir: impl AsRef<Path>, opts: OpenOptions) -> Result<MetaShard> {
+        let dir = dir.as_ref();
         let db = holt::Db::open(dir, opts.holt)?;
+        if opts.require_initialized && db.version() == 0 {
+            return Err(crate::Error::Storage(holt::Error::Corrupt {
+                file: dir.to_path_buf(),
+                offset: 0,
+                reason: "the metadata holds no commit although the store already has objects \
+                         (metadata lost or truncated); refusing to initialize a new schema over it"
+                    .to_owned(),
+            }));
+        }
         let store = crate::schema::prepare_holt(db, opts.presentation_root.as_deref())?;
         Self::open_gated(store, &opts, None)
     }

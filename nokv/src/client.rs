@@ -375,6 +375,9 @@ impl Client {
                     presentation_root: options.presentation_root.clone(),
                     // Long-running writers keep their MVCC history bounded between reaper runs.
                     history_policy: Some(options.snapshot_policy),
+                    // Objects are only ever written after the metadata was initialized: empty
+                    // metadata beside objects is lost metadata, never a new store.
+                    require_initialized: holds_objects(&dir.join("objects")),
                     ..Default::default()
                 },
             );
@@ -1131,4 +1134,26 @@ pub(crate) fn map_publish_error(
         meta::Error::ReadVersionConflict { .. } => Error::Busy,
         other => Error::from(other),
     }
+}
+
+/// Whether the local object directory `objects` holds any object other than the namespace
+/// marker `nokv init` writes before the metadata exists (at most two short `read_dir` steps; a
+/// missing or unreadable directory counts as empty). Objects are published only after the
+/// metadata was initialized, so one there means the store existed.
+fn holds_objects(objects: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(objects) else {
+        return false;
+    };
+    for entry in entries.flatten() {
+        if entry.file_name() != "nokv" {
+            return true;
+        }
+        let Ok(inner) = std::fs::read_dir(entry.path()) else {
+            return true;
+        };
+        if inner.flatten().any(|e| e.file_name() != "namespace.json") {
+            return true;
+        }
+    }
+    false
 }
