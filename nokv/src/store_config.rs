@@ -280,7 +280,16 @@ impl StoreConfig {
         let path = dir.join(CONFIG_FILE);
         let text = match fs::read(&path) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            // No store there (also when a path component is a regular file: the caller's
+            // create or open of the directory then reports that failure itself).
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) =>
+            {
+                return Ok(None)
+            }
             Err(e) => return Err(config_error(format!("cannot read {CONFIG_FILE}: {e}"))),
         };
         let config: StoreConfig = serde_json::from_slice(&text).map_err(|e| {
