@@ -28,7 +28,8 @@ pub struct OpenOptions {
     /// `Error::Storage(holt::Error::Corrupt)` naming the directory instead of being
     /// initialized: the caller knows the store existed (for example its object directory already
     /// holds objects), so empty metadata means lost or damaged metadata, and a fresh schema
-    /// written over it would hide that. Nothing is written. Default `false`.
+    /// written over it would hide that. Nothing is written. Default `false`. Only
+    /// [`MetaShard::open`] (holt) reads it.
     pub require_initialized: bool,
     /// The control plane's RootPlacement of the shard (seed 000, "Placement Authority"): an
     /// empty store is initialized with it (instead of fresh random ids and generation 1); an
@@ -226,6 +227,13 @@ impl MetaShard {
         let store = crate::store::etcd::EtcdStore::open(options)?;
         let store =
             crate::schema::prepare_etcd_read_only(store, opts.presentation_root.as_deref())?;
+        Self::open_read_only_gated(store, &opts)
+    }
+
+    /// The read-only half both engines share: the read-only schema gate, the fence at the
+    /// stored owner epoch, and a handle without an owner (every write answers
+    /// [`crate::Error::ReadOnly`]).
+    fn open_read_only_gated(store: ShardStore, opts: &OpenOptions) -> Result<MetaShard> {
         let gate = read_only_gate(
             &store,
             opts.presentation_root.as_deref(),
@@ -300,21 +308,7 @@ impl MetaShard {
     pub fn open_read_only(dir: impl AsRef<Path>, opts: OpenOptions) -> Result<MetaShard> {
         let db = holt::Db::open_read_only(dir, opts.holt)?;
         let store = crate::schema::prepare_holt_read_only(db, opts.presentation_root.as_deref())?;
-        let gate = read_only_gate(
-            &store,
-            opts.presentation_root.as_deref(),
-            opts.placement.as_ref(),
-        )?;
-        let fence = fence_of(&gate, gate.owner_epoch);
-        Ok(MetaShard {
-            inner: Arc::new(Inner {
-                store,
-                fence,
-                presentation_root: gate.presentation_root,
-                sequencer: Default::default(),
-                owner: None,
-            }),
-        })
+        Self::open_read_only_gated(store, &opts)
     }
 
     /// True for a handle from [`MetaShard::open_read_only`].

@@ -368,6 +368,9 @@ impl Client {
         deadline: std::time::Instant,
         backoff: &mut std::time::Duration,
     ) -> Result<MetaShard> {
+        // Objects are only ever written after the metadata was initialized: empty metadata
+        // beside objects is lost metadata, never a new store.
+        let require_initialized = holds_objects(&dir.join("objects"));
         let meta = loop {
             let opened = MetaShard::open(
                 dir.join("meta"),
@@ -375,9 +378,7 @@ impl Client {
                     presentation_root: options.presentation_root.clone(),
                     // Long-running writers keep their MVCC history bounded between reaper runs.
                     history_policy: Some(options.snapshot_policy),
-                    // Objects are only ever written after the metadata was initialized: empty
-                    // metadata beside objects is lost metadata, never a new store.
-                    require_initialized: holds_objects(&dir.join("objects")),
+                    require_initialized,
                     ..Default::default()
                 },
             );
@@ -717,7 +718,7 @@ impl Client {
             path,
             bytes,
             content_type,
-            "text/plain; charset=utf-8",
+            crate::workbench::payload::TEXT_CONTENT_TYPE,
             producer,
         )
     }
@@ -1048,7 +1049,7 @@ pub(crate) fn not_writable(e: &std::io::Error) -> Option<&'static str> {
 }
 
 /// A content type is 1..=255 bytes of printable ASCII (no control characters such as CR/LF).
-fn validate_content_type(ct: &str) -> Result<()> {
+pub(crate) fn validate_content_type(ct: &str) -> Result<()> {
     if ct.is_empty() || ct.len() > 255 || !ct.bytes().all(|b| (0x20..0x7f).contains(&b)) {
         return Err(Error::InvalidArgument(
             "content_type must be 1..=255 printable ASCII characters".into(),

@@ -730,14 +730,39 @@ impl Client {
         content_type: Option<&str>,
         producer: &str,
     ) -> Result<crate::client::AppendReceipt> {
+        self.append_idempotent_with_create_type(
+            workbench_id,
+            path,
+            bytes,
+            operation_id,
+            content_type,
+            crate::workbench::payload::TEXT_CONTENT_TYPE,
+            producer,
+        )
+    }
+
+    /// [`Client::append_idempotent`] where `create_type` is the content type an append that
+    /// creates the artifact gets when `content_type` is `None` (as
+    /// [`Client::append_with_create_type`]; decided in the same read as the append).
+    ///
+    /// Errors: those of [`Client::append_idempotent`]; [`Error::InvalidArgument`] for a
+    /// `create_type` that is not 1..=255 printable ASCII characters.
+    #[allow(clippy::too_many_arguments)]
+    pub fn append_idempotent_with_create_type(
+        &self,
+        workbench_id: &str,
+        path: &str,
+        bytes: &[u8],
+        operation_id: [u8; 16],
+        content_type: Option<&str>,
+        create_type: &str,
+        producer: &str,
+    ) -> Result<crate::client::AppendReceipt> {
         let norm = self.publishable_path(path)?;
         if let Some(ct) = content_type {
-            if ct.is_empty() || ct.len() > 255 || !ct.bytes().all(|b| (0x20..0x7f).contains(&b)) {
-                return Err(Error::InvalidArgument(
-                    "content_type must be 1..=255 printable ASCII characters".into(),
-                ));
-            }
+            crate::client::validate_content_type(ct)?;
         }
+        crate::client::validate_content_type(create_type)?;
         let id = OperationId(operation_id);
         let intent_digest = append_intent_digest(workbench_id, &norm, bytes);
         let delta_digest_uri = objstore::sha256_uri(bytes);
@@ -812,7 +837,7 @@ impl Client {
                 &norm,
                 bytes,
                 content_type,
-                "text/plain; charset=utf-8",
+                create_type,
                 producer,
                 spec,
             ) {

@@ -713,7 +713,7 @@ impl Core {
             (Body::Slice(b.as_bytes()), guessed)
         } else if let Ok(s) = data.cast::<PyString>() {
             let text_type = if guessed == nokv::client::OCTET_STREAM {
-                "text/plain; charset=utf-8"
+                nokv::workbench::payload::TEXT_CONTENT_TYPE
             } else {
                 guessed
             };
@@ -791,7 +791,7 @@ impl Core {
             (b.as_bytes(), nokv::client::OCTET_STREAM)
         } else if let Ok(s) = data.cast::<PyString>() {
             owned = s.to_cow()?.into_owned().into_bytes();
-            (&owned, "text/plain; charset=utf-8")
+            (&owned, nokv::workbench::payload::TEXT_CONTENT_TYPE)
         } else if let Some(b) = buffer_bytes(py, data) {
             owned = b.as_bytes().to_vec();
             (&owned, nokv::client::OCTET_STREAM)
@@ -820,28 +820,16 @@ impl Core {
                 // answer replays it instead of appending twice.
                 let envelope = py
                     .detach(|| {
-                        // The server's append has one content type for create and extend; a new
-                        // file gets the SDK's create type (text or bytes), an existing one keeps
-                        // its own, as embedded.
-                        let content_type = match content_type.as_deref() {
-                            Some(ct) => Some(ct),
-                            None => match r.client.stat(workbench_id, key) {
-                                Ok(_) => None,
-                                Err(nokv::Error::OperationFailed { code, .. })
-                                    if code == "NotFound" =>
-                                {
-                                    Some(create_type)
-                                }
-                                Err(e) => return Err(e),
-                            },
-                        };
+                        // A new file gets the SDK's create type (text or bytes), an existing one
+                        // keeps its own, as embedded: the server decides in the append's read.
                         let operation_id = nokv::remote::new_request_id()?;
                         r.client.append_envelope(
                             workbench_id,
                             key,
                             bytes,
                             &operation_id,
-                            content_type,
+                            content_type.as_deref(),
+                            Some(create_type),
                         )
                     })
                     .map_err(|e| errors::remote(py, e))?;
@@ -1503,7 +1491,7 @@ impl Core {
         }
         let id = match request_id.as_deref() {
             None => None,
-            Some(hex) => Some(parse_request_id(hex).ok_or_else(|| {
+            Some(hex) => Some(nokv::cli::parse_operation_id(hex).ok_or_else(|| {
                 errors::invalid(py, "request_id must be exactly 32 hex characters")
             })?),
         };
@@ -1523,39 +1511,24 @@ impl Core {
             }
         };
         let client = &inner.client;
-        let wb_path = client.workbench_path(workbench_id);
-        let out = if recursive {
-            let r = py
-                .detach(|| client.remove_prefix(workbench_id, key))
-                .map_err(|e| removal_error(py, client, workbench_id, e))?;
-            json!({
-                "workbench_id": workbench_id,
-                "prefix": key,
-                "removed_count": r.removed.len(),
-                "removed": r.removed.iter()
-                    .map(|(p, g)| json!({"relative_path": p.as_str(), "generation": g}))
-                    .collect::<Vec<_>>(),
-                "kept_reserved": r.kept_reserved.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
-                "batches": r.batches,
-            })
+        let result = if recursive {
+            py.detach(|| client.remove_prefix(workbench_id, key))
+                .map(|r| r.envelope(workbench_id, key))
         } else {
             let options = nokv::lifetime::RemoveOptions {
                 expected_generation,
                 request_id: id,
             };
-            let r = py
-                .detach(|| client.remove(workbench_id, key, &options))
-                .map_err(|e| removal_error(py, client, workbench_id, e))?;
-            json!({
-                "workbench_id": workbench_id,
-                "relative_path": r.path.as_str(),
-                "path": format!("{wb_path}/{}", r.path.as_str()),
-                "removed_generation": r.removed_generation,
-                "size_bytes": r.size_bytes,
-                "digest": r.digest_uri,
-                "idempotent_replay": r.idempotent_replay,
-            })
+            py.detach(|| client.remove(workbench_id, key, &options))
+                .map(|r| r.envelope(workbench_id, &client.workbench_path(workbench_id)))
         };
+        let mut out = result.map_err(|e| {
+            errors::to_pyerr(py, &nokv::lifetime::removal_error(client, workbench_id, e))
+        })?;
+        // The SDK returns the envelope's payload: the CLI's envelope without `status`.
+        if let Some(map) = out.as_object_mut() {
+            map.remove("status");
+        }
         to_py(py, &out, None)
     }
 
@@ -1753,36 +1726,6 @@ impl Appended {
             digest_uri: s("body_digest_uri")?,
             content_type: s("content_type")?,
         })
-    }
-}
-
-/// 32 hex characters → a 16-byte request id.
-fn parse_request_id(hex: &str) -> Option<[u8; 16]> {
-    if hex.len() != 32 || !hex.is_ascii() {
-        return None;
-    }
-    let mut id = [0u8; 16];
-    for (i, b) in id.iter_mut().enumerate() {
-        *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(id)
-}
-
-/// A failed removal, mapped as `nokv rm` maps it: a request id reused for another removal is
-/// `InvalidArguments` (`details.reason: "request_id_reused"`), the rest like every SDK error.
-fn removal_error(py: Python<'_>, client: &Client, workbench_id: &str, e: nokv::Error) -> PyErr {
-    match e {
-        nokv::Error::Meta(meta::Error::RequestReplayMismatch) => errors::to_pyerr(
-            py,
-            &ToolError::invalid_arguments(
-                "this request_id was already used for a different command; pick a new id",
-            )
-            .with_detail("reason", Value::from("request_id_reused")),
-        ),
-        other => errors::to_pyerr(
-            py,
-            &nokv::workbench::tool_error(client, workbench_id, other),
-        ),
     }
 }
 

@@ -4,7 +4,10 @@ The store is built once, closed, and copied byte for byte per call: one copy is 
 Python and gets the call through `store.tool`, the other gets the same call through
 `nokv workbench <tool> '<json>'`. Both processes open the store exactly once, so even
 generations (commit versions) agree. The only fields masked are wall-clock lease times of
-snapshot mints and renewals (they are `now + ttl` on each side's clock).
+snapshot mints and renewals (they are `now + ttl` on each side's clock) and, only when the two
+sides' commits fell into different wall-clock seconds, the two digests that cover the run
+manifest's `committed_at_unix_seconds` (each side's committed envelope is read back to check
+that this is the one difference).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import nokv
 from conftest import cli_tool
 
 CLOCK_FIELDS = ("lease_expires_at", "lease_expires_unix_ms", "expiry_warning")
+# Digests over the committed run manifest, whose `committed_at_unix_seconds` is the owner's clock.
+COMMIT_CLOCK_DIGESTS = ("envelope_digest_uri", "tree_digest_uri")
 
 
 @pytest.fixture(scope="module")
@@ -89,6 +94,14 @@ def masked(value: Any) -> Any:
     return value
 
 
+def committed_envelope(store_dir: pathlib.Path, workbench_id: str) -> Dict[str, Any]:
+    """The run manifest envelope a commit published, read back from `store_dir`."""
+    with nokv.open(store_dir, create=False) as s:
+        env = s.workbench(workbench_id).read_json("metadata/run_manifest.json")
+    assert isinstance(env, dict) and "committed_at_unix_seconds" in env
+    return env
+
+
 def test_every_tool_envelope_equals_the_cli(base_store: pathlib.Path, tmp_path: pathlib.Path) -> None:
     commit_id = (base_store.parent / "commit_id").read_text()
     seen_tools = set()
@@ -100,6 +113,16 @@ def test_every_tool_envelope_equals_the_cli(base_store: pathlib.Path, tmp_path: 
         with nokv.open(py_dir, create=False) as s:
             from_python = s.tool(tool, args)
         from_cli = cli_tool(cli_dir, tool, args)
+        if tool == "workbench_commit" and from_python.get("status") == "ok":
+            py_env = committed_envelope(py_dir, args["id"])
+            cli_env = committed_envelope(cli_dir, args["id"])
+            py_at = py_env.pop("committed_at_unix_seconds")
+            cli_at = cli_env.pop("committed_at_unix_seconds")
+            assert py_env == cli_env, f"{tool} {args}: committed envelopes differ beyond the clock"
+            if py_at != cli_at:
+                assert abs(py_at - cli_at) <= 60
+                for key in COMMIT_CLOCK_DIGESTS:
+                    from_python[key] = from_cli[key] = "<clock>"
         assert masked(from_python) == masked(from_cli), f"{tool} {args}"
         # Key order is part of "the same envelope" too.
         assert list(from_python) == list(from_cli)

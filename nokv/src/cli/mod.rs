@@ -770,7 +770,15 @@ fn run_append(
             return EXIT_TOOL_ERROR;
         }
     };
-    let (env, code) = append_envelope(&client, workbench, path, &bytes, operation_id, content_type);
+    let (env, code) = append_envelope(
+        &client,
+        workbench,
+        path,
+        &bytes,
+        operation_id,
+        content_type,
+        None,
+    );
     print_json(out, &env);
     code
 }
@@ -826,6 +834,7 @@ pub(crate) fn append_envelope(
     bytes: &[u8],
     operation_id: &str,
     content_type: Option<&str>,
+    create_type: Option<&str>,
 ) -> (Value, u8) {
     let fail = |err: ToolError, code: u8| (err.envelope(), code);
     let Some(id) = parse_operation_id(operation_id) else {
@@ -843,7 +852,15 @@ pub(crate) fn append_envelope(
             EXIT_TOOL_ERROR,
         );
     }
-    let result = client.append_idempotent(workbench, path, bytes, id, content_type, "nokv append");
+    let result = client.append_idempotent_with_create_type(
+        workbench,
+        path,
+        bytes,
+        id,
+        content_type,
+        create_type.unwrap_or(crate::workbench::payload::TEXT_CONTENT_TYPE),
+        "nokv append",
+    );
     match result {
         Ok(r) => {
             let env = serde_json::json!({

@@ -235,6 +235,7 @@ pub(crate) fn run(url: &str, quiet: bool, command: Command, out: &mut dyn Write)
                 &bytes,
                 &operation_id,
                 content_type.as_deref(),
+                None,
             ) {
                 Ok(env) => {
                     print_json(out, &env);

@@ -8,13 +8,12 @@ use std::io::Write;
 use std::path::Path;
 
 use clap::Args;
-use serde_json::{json, Value};
 
 use super::{parse_operation_id, print_json, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
 use crate::client::Client;
-use crate::lifetime::RemoveOptions;
+use crate::lifetime::{removal_error, RemoveOptions};
 use crate::workbench::errors::ToolError;
-use crate::workbench::{store_error, tool_error};
+use crate::workbench::store_error;
 
 /// `nokv rm` arguments.
 #[derive(Debug, Clone, Args, serde::Serialize, serde::Deserialize)]
@@ -80,60 +79,24 @@ pub(crate) fn run_rm_with(client: &Client, args: RmArgs, out: &mut dyn Write) ->
         Err((err, code)) => return fail(out, err, code),
     };
     let wb = &args.workbench;
-    if args.recursive {
-        return match client.remove_prefix(wb, &args.path) {
-            Ok(r) => {
-                let paths: Vec<Value> = r
-                    .removed
-                    .iter()
-                    .map(|(p, g)| json!({"relative_path": p.as_str(), "generation": g}))
-                    .collect();
-                print_json(
-                    out,
-                    &json!({
-                        "status": "success",
-                        "workbench_id": wb,
-                        "prefix": args.path,
-                        "removed_count": r.removed.len(),
-                        "removed": paths,
-                        "kept_reserved": r.kept_reserved.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
-                        "batches": r.batches,
-                    }),
-                );
-                EXIT_OK
-            }
-            Err(e) => fail(out, tool_error(client, wb, e), EXIT_TOOL_ERROR),
+    let result = if args.recursive {
+        client
+            .remove_prefix(wb, &args.path)
+            .map(|r| r.envelope(wb, &args.path))
+    } else {
+        let opts = RemoveOptions {
+            expected_generation: args.expected_generation,
+            request_id,
         };
-    }
-    let opts = RemoveOptions {
-        expected_generation: args.expected_generation,
-        request_id,
+        client
+            .remove(wb, &args.path, &opts)
+            .map(|r| r.envelope(wb, &client.workbench_path(wb)))
     };
-    match client.remove(wb, &args.path, &opts) {
-        Ok(r) => {
-            print_json(
-                out,
-                &json!({
-                    "status": "success",
-                    "workbench_id": wb,
-                    "relative_path": r.path.as_str(),
-                    "path": format!("{}/{}", client.workbench_path(wb), r.path.as_str()),
-                    "removed_generation": r.removed_generation,
-                    "size_bytes": r.size_bytes,
-                    "digest": r.digest_uri,
-                    "idempotent_replay": r.idempotent_replay,
-                }),
-            );
+    match result {
+        Ok(envelope) => {
+            print_json(out, &envelope);
             EXIT_OK
         }
-        Err(crate::Error::Meta(meta::Error::RequestReplayMismatch)) => fail(
-            out,
-            ToolError::invalid_arguments(
-                "this --request-id was already used for a different command; pick a new id",
-            )
-            .with_detail("reason", Value::from("request_id_reused")),
-            EXIT_TOOL_ERROR,
-        ),
-        Err(e) => fail(out, tool_error(client, wb, e), EXIT_TOOL_ERROR),
+        Err(e) => fail(out, removal_error(client, wb, e), EXIT_TOOL_ERROR),
     }
 }

@@ -30,7 +30,7 @@ mod settings;
 
 pub use fsck::FsckOutcome;
 pub use gc::{MaintenanceHandle, MaintenanceReport};
-pub use remove::{PrefixRemoval, RemoveOptions, RemoveReceipt, RemovedPaths};
+pub use remove::{removal_error, PrefixRemoval, RemoveOptions, RemoveReceipt, RemovedPaths};
 
 pub use meta::ops::fsck::{Finding, FindingKind, FsckReport, FsckStats, RepairReport};
 pub use meta::ops::gc::explain::{Explanation, Holder, Verdict};

@@ -3,8 +3,11 @@
 use meta::ops::remove::{self as ops, RemoveRequest};
 use meta::{NormPath, RequestId};
 
+use serde_json::{json, Value};
+
 use crate::client::Client;
 use crate::error::{Error, Result};
+use crate::workbench::errors::ToolError;
 
 /// Options of [`Client::remove`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -47,6 +50,60 @@ pub struct PrefixRemoval {
     pub kept_reserved: Vec<NormPath>,
     /// Metadata commands (batches) executed.
     pub batches: u64,
+}
+
+impl RemoveReceipt {
+    /// The success envelope of a removal, as `nokv rm` prints it, the server's remove route
+    /// answers it and the Python SDK returns it (without `status`): `workbench_id`,
+    /// `relative_path`, `path` (under `workbench_path`, the workbench's presentation path),
+    /// `removed_generation`, `size_bytes`, `digest`, `commit_version`, `idempotent_replay`.
+    pub fn envelope(&self, workbench_id: &str, workbench_path: &str) -> Value {
+        json!({
+            "status": "success",
+            "workbench_id": workbench_id,
+            "relative_path": self.path.as_str(),
+            "path": format!("{workbench_path}/{}", self.path.as_str()),
+            "removed_generation": self.removed_generation,
+            "size_bytes": self.size_bytes,
+            "digest": self.digest_uri,
+            "commit_version": self.commit_version,
+            "idempotent_replay": self.idempotent_replay,
+        })
+    }
+}
+
+impl PrefixRemoval {
+    /// The success envelope of a prefix removal (`nokv rm -r`, the server's remove-prefix route,
+    /// the Python SDK without `status`): `workbench_id`, `prefix`, `removed_count`, `removed`
+    /// (`[{relative_path, generation}]` in removal order), `kept_reserved`, `batches`.
+    pub fn envelope(&self, workbench_id: &str, prefix: &str) -> Value {
+        json!({
+            "status": "success",
+            "workbench_id": workbench_id,
+            "prefix": prefix,
+            "removed_count": self.removed.len(),
+            "removed": self
+                .removed
+                .iter()
+                .map(|(p, g)| json!({"relative_path": p.as_str(), "generation": g}))
+                .collect::<Vec<_>>(),
+            "kept_reserved": self.kept_reserved.iter().map(NormPath::as_str).collect::<Vec<_>>(),
+            "batches": self.batches,
+        })
+    }
+}
+
+/// The typed tool error of a failed removal, for every front door: a request id reused for a
+/// different command is `InvalidArguments` with `details.reason = "request_id_reused"`; every
+/// other error maps like any tool error of `workbench_id` ([`crate::workbench::tool_error`]).
+pub fn removal_error(client: &Client, workbench_id: &str, err: Error) -> ToolError {
+    match err {
+        Error::Meta(meta::Error::RequestReplayMismatch) => ToolError::invalid_arguments(
+            "this request id was already used for a different command; pick a new id",
+        )
+        .with_detail("reason", Value::from("request_id_reused")),
+        other => crate::workbench::tool_error(client, workbench_id, other),
+    }
 }
 
 fn map_remove_error(err: meta::Error, path: &NormPath, workbench_id: &str) -> Error {

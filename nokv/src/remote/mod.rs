@@ -209,20 +209,31 @@ impl RemoteClient {
         result
     }
 
-    /// Reads a JSON response: a 2xx/4xx/5xx body of the envelope's shape. A transport refusal
-    /// (non-200 with an error body) becomes [`Error::Server`].
-    fn read_json(&self, mut resp: ureq::http::Response<ureq::Body>) -> Result<Value> {
+    /// The status and JSON body of a response (at most `limit` bytes). Errors:
+    /// [`Error::Connection`] when the body cannot be read or is not JSON.
+    fn json_body(
+        &self,
+        resp: &mut ureq::http::Response<ureq::Body>,
+        limit: u64,
+    ) -> Result<(u16, Value)> {
         let status = resp.status().as_u16();
         let bytes = resp
             .body_mut()
             .with_config()
-            .limit(512 << 20)
+            .limit(limit)
             .read_to_vec()
             .map_err(|e| self.connection_error(&e))?;
-        let value: Value = serde_json::from_slice(&bytes).map_err(|_| Error::Connection {
+        let value = serde_json::from_slice(&bytes).map_err(|_| Error::Connection {
             url: self.base.clone(),
             reason: format!("HTTP {status}: the response is not JSON"),
         })?;
+        Ok((status, value))
+    }
+
+    /// Reads a JSON response: a 2xx/4xx/5xx body of the envelope's shape. A transport refusal
+    /// (non-200 with an error body) becomes [`Error::Server`].
+    fn read_json(&self, mut resp: ureq::http::Response<ureq::Body>) -> Result<Value> {
+        let (status, value) = self.json_body(&mut resp, 512 << 20)?;
         if status == 200 {
             return Ok(value);
         }
@@ -485,17 +496,7 @@ impl RemoteClient {
     /// Reads an error-or-success envelope from an endpoint that uses the status line for
     /// operation errors too (the byte endpoints): any JSON envelope is returned as is.
     fn read_envelope(&self, mut resp: ureq::http::Response<ureq::Body>) -> Result<Value> {
-        let status = resp.status().as_u16();
-        let bytes = resp
-            .body_mut()
-            .with_config()
-            .limit(64 << 20)
-            .read_to_vec()
-            .map_err(|e| self.connection_error(&e))?;
-        let value: Value = serde_json::from_slice(&bytes).map_err(|_| Error::Connection {
-            url: self.base.clone(),
-            reason: format!("HTTP {status}: the response is not JSON"),
-        })?;
+        let (status, value) = self.json_body(&mut resp, 64 << 20)?;
         if status == 200 || value.get("code").is_some_and(|c| !is_transport_code(c)) {
             return Ok(value);
         }
@@ -523,25 +524,38 @@ impl RemoteClient {
             }
             return Ok(Vec::new());
         }
+        self.download_range(workbench_id, path, offset, len, None, None)
+    }
+
+    /// The non-empty range read behind the `read_range*` methods: downloads
+    /// `[offset, offset + len)` (`len > 0`) at `version` / only at `generation` when given and
+    /// checks that exactly `len` bytes came back.
+    fn download_range(
+        &self,
+        workbench_id: &str,
+        path: &str,
+        offset: u64,
+        len: u64,
+        version: Option<u64>,
+        generation: Option<u64>,
+    ) -> Result<Vec<u8>> {
         let end = offset.checked_add(len - 1).ok_or(Error::RangeOutOfBounds {
             offset,
             len,
             size: 0,
         })?;
-        self.download(
+        let (bytes, size) = self.download(
             workbench_id,
             path,
             Some((offset, end)),
-            None,
-            None,
+            version,
+            generation,
             &mut |r, out| std::io::copy(r, out),
-        )
-        .and_then(|(bytes, size)| {
-            if bytes.len() as u64 != len {
-                return Err(Error::RangeOutOfBounds { offset, len, size });
-            }
-            Ok(bytes)
-        })
+        )?;
+        if bytes.len() as u64 != len {
+            return Err(Error::RangeOutOfBounds { offset, len, size });
+        }
+        Ok(bytes)
     }
 
     /// Reads `[offset, offset + len)` of the artifact at `path` as of read version `version`
@@ -561,23 +575,7 @@ impl RemoteClient {
         if len == 0 {
             return Ok(Vec::new());
         }
-        let end = offset.checked_add(len - 1).ok_or(Error::RangeOutOfBounds {
-            offset,
-            len,
-            size: 0,
-        })?;
-        let (bytes, size) = self.download(
-            workbench_id,
-            path,
-            Some((offset, end)),
-            Some(version),
-            None,
-            &mut |r, out| std::io::copy(r, out),
-        )?;
-        if bytes.len() as u64 != len {
-            return Err(Error::RangeOutOfBounds { offset, len, size });
-        }
-        Ok(bytes)
+        self.download_range(workbench_id, path, offset, len, Some(version), None)
     }
 
     /// Reads `[offset, offset + len)` of the artifact at `path` (live state) only while the path
@@ -598,23 +596,7 @@ impl RemoteClient {
         if len == 0 {
             return Ok(Vec::new());
         }
-        let end = offset.checked_add(len - 1).ok_or(Error::RangeOutOfBounds {
-            offset,
-            len,
-            size: 0,
-        })?;
-        let (bytes, size) = self.download(
-            workbench_id,
-            path,
-            Some((offset, end)),
-            None,
-            Some(generation),
-            &mut |r, out| std::io::copy(r, out),
-        )?;
-        if bytes.len() as u64 != len {
-            return Err(Error::RangeOutOfBounds { offset, len, size });
-        }
-        Ok(bytes)
+        self.download_range(workbench_id, path, offset, len, None, Some(generation))
     }
 
     /// Reads the whole artifact at `path` (live state).
@@ -785,8 +767,10 @@ impl RemoteClient {
         Ok((version, files))
     }
 
-    /// Durable idempotent append (see [`crate::Client::append_idempotent`]) → the envelope
-    /// `nokv append` prints (success or error).
+    /// Durable idempotent append (see [`crate::Client::append_idempotent_with_create_type`]) →
+    /// the envelope `nokv append` prints (success or error). `create_type`: the content type of
+    /// a file the append creates when `content_type` is `None` (server default
+    /// `text/plain; charset=utf-8`).
     ///
     /// Errors: [`Error::Connection`], [`Error::Server`].
     pub fn append_envelope(
@@ -796,6 +780,7 @@ impl RemoteClient {
         bytes: &[u8],
         operation_id: &str,
         content_type: Option<&str>,
+        create_type: Option<&str>,
     ) -> Result<Value> {
         let mut target = format!(
             "/v1/workbenches/{}/append/{}?operation_id={}",
@@ -805,6 +790,9 @@ impl RemoteClient {
         );
         if let Some(ct) = content_type {
             target.push_str(&format!("&content_type={}", encode_component(ct)));
+        }
+        if let Some(ct) = create_type {
+            target.push_str(&format!("&create_content_type={}", encode_component(ct)));
         }
         let key = new_request_id()?;
         self.retrying(|| {
@@ -827,7 +815,14 @@ impl RemoteClient {
         content_type: Option<&str>,
     ) -> Result<Value> {
         let hex: String = operation_id.iter().map(|b| format!("{b:02x}")).collect();
-        envelope_result(self.append_envelope(workbench_id, path, bytes, &hex, content_type)?)
+        envelope_result(self.append_envelope(
+            workbench_id,
+            path,
+            bytes,
+            &hex,
+            content_type,
+            None,
+        )?)
     }
 
     /// Opens the change feed (`GET /v1/changes`) and returns the response reader of its NDJSON

@@ -29,7 +29,7 @@ use super::error::ApiError;
 use super::journal;
 use super::routes::{blocking, idempotency_key, journaled, json_response, read_json, Shared};
 use crate::client::Client;
-use crate::lifetime::{FsckOutcome, RemoveOptions};
+use crate::lifetime::{removal_error, FsckOutcome, RemoveOptions};
 use crate::workbench::{store_error, tool_error};
 
 /// The lifetime routes, merged into the server's router.
@@ -126,24 +126,8 @@ async fn remove(
             request_id,
         };
         match client.remove(&id, &b.path, &opts) {
-            Ok(r) => json!({
-                "status": "success",
-                "workbench_id": id,
-                "relative_path": r.path.as_str(),
-                "removed_generation": r.removed_generation,
-                "size_bytes": r.size_bytes,
-                "digest": r.digest_uri,
-                "commit_version": r.commit_version,
-                "idempotent_replay": r.idempotent_replay,
-            }),
-            Err(crate::Error::Meta(meta::Error::RequestReplayMismatch)) => {
-                crate::workbench::errors::ToolError::invalid_arguments(
-                    "this request_id was already used for a different command; pick a new id",
-                )
-                .with_detail("reason", Value::from("request_id_reused"))
-                .envelope()
-            }
-            Err(e) => tool_error(client, &id, e).envelope(),
+            Ok(r) => r.envelope(&id, &client.workbench_path(&id)),
+            Err(e) => removal_error(client, &id, e).envelope(),
         }
     })
     .await
@@ -168,17 +152,8 @@ async fn remove_prefix(
         headers,
         req,
         move |client, b: PrefixBody| match client.remove_prefix(&id, &b.prefix) {
-            Ok(r) => json!({
-                "status": "success",
-                "workbench_id": id,
-                "prefix": b.prefix,
-                "removed": r.removed.iter()
-                    .map(|(p, g)| json!({"relative_path": p.as_str(), "generation": g}))
-                    .collect::<Vec<_>>(),
-                "kept_reserved": r.kept_reserved.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
-                "batches": r.batches,
-            }),
-            Err(e) => tool_error(client, &id, e).envelope(),
+            Ok(r) => r.envelope(&id, &b.prefix),
+            Err(e) => removal_error(client, &id, e).envelope(),
         },
     )
     .await

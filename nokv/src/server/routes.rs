@@ -733,6 +733,9 @@ pub(crate) struct AppendQuery {
     operation_id: String,
     /// Content type (default: keep the existing type).
     content_type: Option<String>,
+    /// Content type of a file the append creates when `content_type` is absent (default
+    /// `text/plain; charset=utf-8`, as `nokv append`).
+    create_content_type: Option<String>,
 }
 
 /// `POST /v1/workbenches/{id}/append/{path}?operation_id=HEX32`: the bytes of the body appended
@@ -764,6 +767,7 @@ async fn append(
                 &bytes,
                 &q.operation_id,
                 q.content_type.as_deref(),
+                q.create_content_type.as_deref(),
             )
             .0
         })
