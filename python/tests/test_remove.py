@@ -27,8 +27,10 @@ def test_remove_then_stat_and_read_are_not_found(store: nokv.Store, wb: nokv.Wor
         "removed_generation": put.generation,
         "size_bytes": 7,
         "digest": put.digest_uri,
+        "commit_version": out["commit_version"],
         "idempotent_replay": False,
     }
+    assert isinstance(out["commit_version"], int) and out["commit_version"] > put.generation
     with pytest.raises(nokv.NotFound):
         wb.stat("outputs/model.bin")
     with pytest.raises(nokv.NotFound):
