@@ -808,7 +808,12 @@ pub(crate) fn append_input(
     match file {
         Some(f) if f != Path::new("-") => std::fs::read(f).map_err(|e| {
             (
-                ToolError::invalid_arguments(format!("cannot read the input file: {}", e.kind())),
+                ToolError::invalid_arguments(format!(
+                    "cannot read the input file {}: {}",
+                    f.display(),
+                    e.kind()
+                ))
+                .with_detail("file", Value::from(f.display().to_string())),
                 EXIT_TOOL_ERROR,
             )
         }),
