@@ -57,7 +57,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "NS", requires = "control")]
     pub etcd_namespace: Option<String>,
     /// Object namespace of the deployment, `s3://bucket[/prefix]` (with --control; each root's
-    /// objects live under `<prefix>/<root_id>`). Default: local objects in the state directory,
+    /// objects live under `<prefix>/<first 16 hex of its root id>`). Default: local objects in the state directory,
     /// which no other server can read.
     #[arg(long, value_name = "URL", requires = "control")]
     pub objects: Option<String>,

@@ -72,6 +72,17 @@ pub struct CommandOutput {
     pub stderr: String,
 }
 
+/// The HTTP agent: connect timeout 5 s, `response_timeout` for the response head (none: wait).
+fn build_agent(response_timeout: Option<Duration>) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_connect(Some(Duration::from_secs(5)))
+        .timeout_recv_response(response_timeout)
+        .max_idle_connections_per_host(64)
+        .build()
+        .into()
+}
+
 /// A fresh request id: 32 lowercase hex characters from the OS random source.
 pub fn new_request_id() -> Result<String> {
     let mut b = [0u8; 16];
@@ -128,12 +139,7 @@ impl RemoteClient {
             .map(str::to_string)
             .or_else(|| std::env::var("NOKV_TOKEN").ok())
             .filter(|t| !t.trim().is_empty());
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_connect(Some(Duration::from_secs(5)))
-            .max_idle_connections_per_host(64)
-            .build()
-            .into();
+        let agent = build_agent(None);
         Ok(RemoteClient {
             base,
             token,
@@ -162,6 +168,7 @@ impl RemoteClient {
     ) -> Result<RemoteClient> {
         let routing = routing::Routing::new(control, namespace, root)?;
         let mut client = Self::connect("http://control-plane", token)?;
+        client.agent = build_agent(Some(routing::DEFAULT_RESPONSE_TIMEOUT));
         client.base = routing.describe();
         client.routing = Some(std::sync::Arc::new(routing));
         Ok(client)
@@ -188,6 +195,18 @@ impl RemoteClient {
     pub fn with_routing_deadline(mut self, deadline: Duration) -> Self {
         if let Some(r) = &self.routing {
             self.routing = Some(std::sync::Arc::new(r.with_deadline(deadline)));
+        }
+        self
+    }
+
+    /// Sets how long a routed client waits for the response head of one attempt (default
+    /// [`routing::DEFAULT_RESPONSE_TIMEOUT`]) before it treats the owner as gone (a frozen
+    /// process still accepts connections) and re-resolves; a write is then repeated with the
+    /// same request id, answered `RequestInFlight` while the first attempt still runs. No effect
+    /// on a client of one server (which waits as long as the server takes).
+    pub fn with_response_timeout(mut self, timeout: Duration) -> Self {
+        if self.routing.is_some() {
+            self.agent = build_agent(Some(timeout));
         }
         self
     }

@@ -17,6 +17,10 @@ use crate::error::{Error, Result};
 /// lease (10 s) plus the takeover of the shard by another server.
 pub const DEFAULT_ROUTING_DEADLINE: Duration = Duration::from_secs(30);
 
+/// How long a routed attempt waits for the response head by default before it re-resolves
+/// the owner.
+pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// The control plane, the root and the cached owner of a routed client.
 pub(crate) struct Routing {
     control: ControlPlane,

@@ -55,7 +55,7 @@ pub struct ControlServerOptions {
     /// The deployment's object namespace: `objects` (`s3://bucket/prefix`, `None` for local
     /// objects in each served root's directory — which another server cannot read, so takeover
     /// needs S3), `endpoint`, `region`, `path_style`, `cache_dir`, `cache_bytes` as
-    /// `nokv init` takes them. Each root's objects live under `<prefix>/<root_id>`.
+    /// `nokv init` takes them. Each root's objects live under `<prefix>/<first 16 hex of its root_id>`.
     pub objects: InitOptions,
     /// Interval of the acquisition loop (default 500 ms).
     pub poll_interval: Duration,

@@ -35,6 +35,9 @@ use crate::error::{Error, Result};
 use crate::store_config::{CacheConfig, MetadataConfig, ObjectsConfig, StoreConfig};
 use crate::workbench::Workbench;
 
+/// Hex digits of the root id in a root's object prefix.
+const ROOT_PREFIX_HEX: usize = 16;
+
 /// One root this server serves.
 pub(crate) struct Served {
     /// The root's name.
@@ -77,9 +80,11 @@ pub(crate) struct ObjectsTemplate {
 
 impl ObjectsTemplate {
     /// The store configuration of root `name` (`root_id`, 32 hex): its object namespace is the
-    /// deployment's S3 prefix plus `/<root_id>` (or `<dir>/objects` for local objects), and its
-    /// store uuid is the root id, so every server that takes the root over finds the same
-    /// namespace marker.
+    /// deployment's S3 prefix plus `/<first 16 hex of root_id>` (or `<dir>/objects` for local
+    /// objects), and its store uuid is the root id, so every server that takes the root over
+    /// finds the same namespace marker (two roots whose ids share 16 hex digits would find each
+    /// other's marker and be refused with `NamespaceMismatch`, never mixed). The short prefix
+    /// keeps object keys short: object keys already carry the shard and root ids.
     fn root_config(
         &self,
         endpoints: &[String],
@@ -97,10 +102,13 @@ impl ObjectsTemplate {
                 path_style,
             } => ObjectsConfig::S3 {
                 bucket: bucket.clone(),
-                prefix: if prefix.is_empty() {
-                    root_id.to_owned()
-                } else {
-                    format!("{prefix}/{root_id}")
+                prefix: {
+                    let short = root_id.get(..ROOT_PREFIX_HEX).unwrap_or(root_id);
+                    if prefix.is_empty() {
+                        short.to_owned()
+                    } else {
+                        format!("{prefix}/{short}")
+                    }
                 },
                 endpoint: endpoint.clone(),
                 region: region.clone(),
