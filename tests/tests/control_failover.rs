@@ -5,7 +5,10 @@
 //!
 //! A logical shard serves one root in this version, so the deployment has two roots on two
 //! logical shards (one root per shard). Each test bounds its own duration (load phases of a few
-//! seconds, waits of at most 60 s). Run by the etcd stage of `.ci/run`.
+//! seconds, waits of at most 60 s). Run by the etcd stage of `.ci/run` with `--features
+//! s3-tests` (the test starts its own s3s-fs, which that stage has installed).
+
+#![cfg(feature = "s3-tests")]
 
 mod control_support;
 
@@ -13,6 +16,9 @@ use std::time::{Duration, Instant};
 
 use control_support::{http, verify, Deployment, Writers, TTL_SECS};
 use serde_json::Value;
+
+/// An HTTP status and body.
+type Answer = (u16, Vec<u8>);
 
 fn lock() -> std::sync::MutexGuard<'static, ()> {
     control_support::ONE_AT_A_TIME
@@ -87,7 +93,7 @@ fn a_stopped_owner_past_its_lease_is_fenced_and_none_of_its_late_writes_is_visib
     // Requests sent straight to the frozen owner while it is stopped: answered only after
     // SIGCONT, when its lease is long gone.
     let frozen_addr = d.servers[old].addr.clone();
-    let late: Vec<std::thread::JoinHandle<Option<(u16, Vec<u8>)>>> = (0..3)
+    let late: Vec<std::thread::JoinHandle<Option<Answer>>> = (0..3)
         .map(|i| {
             let addr = frozen_addr.clone();
             let root = root.to_string();
