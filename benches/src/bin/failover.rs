@@ -12,11 +12,14 @@
 //! 2. **Latency** (`--ops`, default 300): `put_file` of a 1 KiB file (create-only) and `stat`
 //!    of it through one `nokv serve --control` server on an etcd-backed shard, and through a
 //!    holt-backed `nokv serve` of a local store, one client, sequential, both with local
-//!    objects, interleaved in rounds of 25 so load changes hit both alike.
+//!    objects, interleaved in rounds of 25 so load changes hit both alike; every fifth step
+//!    also a `workbench_list` of 50 entries.
+//! 3. **Throughput** (`--secs`, default 10): 16 clients publishing 1 KiB files for that long,
+//!    first through the etcd-backed shard, then through holt.
 //!
 //! ```text
 //! cargo build --release -p nokv -p nokv-benches --bin nokv --bin failover
-//! target/release/failover [--trials 10] [--ttl 3] [--ops 300] [--nokv PATH]
+//! target/release/failover [--trials 10] [--ttl 3] [--ops 300] [--secs 10] [--nokv PATH]
 //! ```
 //!
 //! s3s-fs must be on `PATH` or in `$CARGO_HOME/bin`; etcd on `PATH`. Results go to stdout as
@@ -38,11 +41,12 @@ struct Args {
     trials: usize,
     ttl: u64,
     ops: usize,
+    secs: u64,
     nokv: PathBuf,
 }
 
 fn usage() -> ! {
-    eprintln!("usage: failover [--trials N] [--ttl SECS] [--ops N] [--nokv PATH]");
+    eprintln!("usage: failover [--trials N] [--ttl SECS] [--ops N] [--secs S] [--nokv PATH]");
     std::process::exit(2)
 }
 
@@ -51,6 +55,7 @@ fn parse_args() -> Args {
         trials: 10,
         ttl: 3,
         ops: 300,
+        secs: 10,
         nokv: PathBuf::new(),
     };
     let mut it = std::env::args().skip(1);
@@ -60,6 +65,7 @@ fn parse_args() -> Args {
             "--trials" => a.trials = value().parse().unwrap_or_else(|_| usage()),
             "--ttl" => a.ttl = value().parse().unwrap_or_else(|_| usage()),
             "--ops" => a.ops = value().parse().unwrap_or_else(|_| usage()),
+            "--secs" => a.secs = value().parse().unwrap_or_else(|_| usage()),
             "--nokv" => a.nokv = PathBuf::from(value()),
             _ => usage(),
         }
@@ -312,7 +318,7 @@ fn main() {
     let holt_client = RemoteClient::connect(&format!("http://{holt_addr}"), None)
         .unwrap_or_else(|e| fail(&e.to_string()));
     let body = vec![b'x'; 1024];
-    let mut lat: [[Vec<Duration>; 2]; 2] = Default::default(); // [engine][put, stat]
+    let mut lat: [[Vec<Duration>; 3]; 2] = Default::default(); // [engine][put, stat, list]
     for (e, c) in [&etcd_client, &holt_client].iter().enumerate() {
         // Warm-up: workbench, connection pool, the etcd owner cache.
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -324,6 +330,7 @@ fn main() {
         }
     }
     let rounds = args.ops.div_ceil(25);
+    let list_input = serde_json::json!({"id": "lat", "section": "outputs", "limit": 50});
     for r in 0..rounds {
         for (e, c) in [&etcd_client, &holt_client].iter().enumerate() {
             for i in 0..25 {
@@ -341,13 +348,26 @@ fn main() {
                 c.stat("lat", &path)
                     .unwrap_or_else(|err| fail(&format!("stat: {err}")));
                 lat[e][1].push(t.elapsed());
+                if i % 5 == 0 {
+                    let t = Instant::now();
+                    let v = c
+                        .call_tool("workbench_list", &list_input)
+                        .unwrap_or_else(|err| fail(&format!("list: {err}")));
+                    if v.get("status").and_then(serde_json::Value::as_str) != Some("success") {
+                        fail(&format!("list: {v}"));
+                    }
+                    lat[e][2].push(t.elapsed());
+                }
             }
         }
     }
     println!("| operation (1 client, sequential) | engine | p50 ms | p99 ms | mean ms |");
     println!("|---|---|---|---|---|");
-    let mut p50 = [[0.0f64; 2]; 2];
-    for (o, op) in ["put_file 1 KiB", "stat"].iter().enumerate() {
+    let mut p50 = [[0.0f64; 3]; 2];
+    for (o, op) in ["put_file 1 KiB", "stat", "list (50 entries)"]
+        .iter()
+        .enumerate()
+    {
         for (e, engine) in ["etcd shard (serve --control)", "holt (serve)"]
             .iter()
             .enumerate()
@@ -365,10 +385,60 @@ fn main() {
         }
     }
     println!(
-        "\np50 ratio etcd/holt: put_file {:.2}×, stat {:.2}× ({} operations each)",
+        "\np50 ratio etcd/holt: put_file {:.2}×, stat {:.2}×, list {:.2}× ({} put/stat, {} list each)",
         p50[0][0] / p50[1][0].max(1e-9),
         p50[0][1] / p50[1][1].max(1e-9),
-        rounds * 25
+        p50[0][2] / p50[1][2].max(1e-9),
+        rounds * 25,
+        rounds * 5
+    );
+
+    // 16 clients, each publishing 1 KiB files for `--secs`, one engine after the other.
+    println!(
+        "\n| 16 clients, put_file 1 KiB for {} s | engine | puts/s |",
+        args.secs
+    );
+    println!("|---|---|---|");
+    let mut rates = [0.0f64; 2];
+    for (e, c) in [&etcd_client, &holt_client].iter().enumerate() {
+        let stop_at = Instant::now() + Duration::from_secs(args.secs);
+        let started = Instant::now();
+        let done: usize = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..16)
+                .map(|t| {
+                    let c = (*c).clone();
+                    let body = &body;
+                    scope.spawn(move || {
+                        let mut n = 0usize;
+                        while Instant::now() < stop_at {
+                            let path = format!("outputs/t{t:02}/{n:06}.bin");
+                            if c.put(
+                                "lat",
+                                &path,
+                                body,
+                                &PutOptions::create("application/octet-stream", "bench"),
+                            )
+                            .is_ok()
+                            {
+                                n += 1;
+                            }
+                        }
+                        n
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or(0)).sum()
+        });
+        rates[e] = done as f64 / started.elapsed().as_secs_f64();
+        println!(
+            "| | {} | {:.1} |",
+            ["etcd shard (serve --control)", "holt (serve)"][e],
+            rates[e]
+        );
+    }
+    println!(
+        "\nthroughput ratio etcd/holt: {:.2}×",
+        rates[0] / rates[1].max(1e-9)
     );
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
