@@ -163,4 +163,13 @@ fn two_servers_share_the_shards_route_by_root_and_hand_over_on_shutdown() {
         .expect("stat of an earlier write");
     assert_eq!(entry.logical_size, 5);
     other_srv.shutdown().expect("shutdown");
+    // No server owns the shard now: a routed call gives up at its routing deadline with a
+    // connection error (retryable), never hangs.
+    let started = Instant::now();
+    let err = north
+        .with_routing_deadline(Duration::from_secs(1))
+        .stat("wb", "outputs/a.json")
+        .expect_err("no owner");
+    assert!(matches!(err, nokv::Error::Connection { .. }), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(30));
 }
