@@ -537,6 +537,37 @@ fn check_marker(store: &dyn ObjectStore, config: &StoreConfig) -> Result<()> {
     Ok(())
 }
 
+/// Prepares the store directory of one root served by a `nokv serve --control` server
+/// (seed 001, "Distribution"): `<dir>/nokv-store.json` names the root's etcd-backed shard and
+/// the deployment's object namespace for the root; the namespace marker is written
+/// (put-if-absent) or checked. Idempotent: an existing configuration must equal `config`.
+///
+/// Errors: [`Error::StoreConfig`] when `dir` holds another configuration;
+/// [`Error::NamespaceMismatch`] when the object namespace belongs to another store;
+/// [`Error::ObjectUnavailable`] / [`Error::LocalIo`].
+pub(crate) fn prepare_served_root(dir: &Path, config: &StoreConfig) -> Result<()> {
+    match StoreConfig::load(dir)? {
+        Some(existing) if existing == *config => {}
+        Some(existing) => {
+            return Err(config_error(format!(
+                "{} already configures another store ({}, root {:?})",
+                dir.display(),
+                existing.describe_objects(),
+                match &existing.metadata {
+                    MetadataConfig::Etcd { root, .. } => root.as_str(),
+                    MetadataConfig::Holt => "(holt)",
+                }
+            )))
+        }
+        None => config.write_new(dir)?,
+    }
+    let store = build_provider(dir, config, true)?;
+    match store.put_if_absent(MARKER_KEY, &marker_bytes(config)?)? {
+        PutOutcome::Created => Ok(()),
+        PutOutcome::AlreadyExists => check_marker(store.as_ref(), config),
+    }
+}
+
 /// What [`init_store`] did.
 #[derive(Clone, Debug)]
 pub struct InitOutcome {

@@ -51,6 +51,20 @@ pub struct Cli {
     /// bearer token comes from $NOKV_TOKEN). Output is identical to the embedded store's.
     #[arg(long, global = true, value_name = "URL")]
     pub server: Option<String>,
+    /// Talk to the root `--root NAME` through the control plane (etcd client URLs,
+    /// comma-separated): the command goes to the `nokv serve --control` server that owns the
+    /// root's shard now, following owner changes (default: $NOKV_CONTROL with $NOKV_ROOT).
+    /// Given before the command: `nokv --control URLS --root NAME workbench list`.
+    #[arg(
+        long,
+        value_name = "URLS",
+        requires = "root",
+        conflicts_with = "server"
+    )]
+    pub control: Option<String>,
+    /// The root a `--control` client talks to (default: $NOKV_ROOT).
+    #[arg(long, value_name = "NAME", requires = "control")]
+    pub root: Option<String>,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
@@ -312,6 +326,30 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
     let dir = store_dir(cli.store.as_deref());
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
+    match remote_cmd::routed_client(
+        cli.control.as_deref(),
+        cli.root.as_deref(),
+        cli.server.is_some(),
+    ) {
+        Ok(Some(remote))
+            if !matches!(
+                cli.command,
+                Command::Serve(_) | Command::Init { .. } | Command::Verify(_) | Command::Mcp(_)
+            ) =>
+        {
+            return ExitCode::from(remote_cmd::run_with(
+                remote,
+                cli.quiet,
+                cli.command,
+                &mut out,
+            ));
+        }
+        Ok(_) => {}
+        Err(e) => {
+            eprintln!("nokv: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    }
     if let Some(url) = server_url(cli.server.as_deref()) {
         let local = matches!(
             cli.command,

@@ -177,6 +177,39 @@ pub(crate) fn run(url: &str, quiet: bool, command: Command, out: &mut dyn Write)
             return EXIT_USAGE;
         }
     };
+    run_with(remote, quiet, command, out)
+}
+
+/// The routed client of `--control URLS --root NAME`, else of `$NOKV_CONTROL` + `$NOKV_ROOT`
+/// (ignored when `--server` was given); `None` when neither names one.
+///
+/// Errors: [`crate::Error::InvalidArgument`] for bad URLs or a bad root name.
+pub(crate) fn routed_client(
+    control: Option<&str>,
+    root: Option<&str>,
+    server_flag: bool,
+) -> crate::Result<Option<RemoteClient>> {
+    match (control, root) {
+        (Some(c), Some(r)) => {
+            let ns = std::env::var("NOKV_ETCD_NAMESPACE")
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+                .unwrap_or_else(|| meta::store::etcd::DEFAULT_NAMESPACE.to_owned());
+            Ok(Some(RemoteClient::connect_routed(c, &ns, r, None)?))
+        }
+        _ if server_flag => Ok(None),
+        _ => RemoteClient::from_control_env(),
+    }
+}
+
+/// Runs `command` through `remote` (a client of one server or a routed client); returns the
+/// exit code.
+pub(crate) fn run_with(
+    remote: RemoteClient,
+    quiet: bool,
+    command: Command,
+    out: &mut dyn Write,
+) -> u8 {
     match command {
         Command::Workbench { tool, input } => {
             let (name, input) = match super::workbench_input(&tool, input.as_deref()) {

@@ -1,5 +1,7 @@
 //! `nokv serve --store DIR --listen ADDR [--token-file F]`: the owner process (see
-//! [`crate::server`] and `docs/server.md`).
+//! [`crate::server`] and `docs/server.md`); with `--control URLS [--etcd-namespace NS]
+//! [--objects s3://… …]` a server of the control plane's logical shards
+//! ([`crate::server::control`]).
 //!
 //! The bearer token is read from `--token-file F` (first line, trimmed) or `NOKV_TOKEN`; with a
 //! token every request must send `Authorization: Bearer <token>`. A non-loopback `--listen`
@@ -45,6 +47,35 @@ pub struct ServeArgs {
     /// take the shard over once it lapses.
     #[arg(long, value_name = "SECS")]
     pub lease_ttl: Option<u64>,
+    /// Serve the control plane's logical shards instead of one store: etcd client URLs,
+    /// comma-separated. The server acquires every shard without a live owner (takeover when
+    /// an owner's lease lapses) and answers `/roots/<name>/v1/…`; `--store` is its own state
+    /// directory. See docs/server.md.
+    #[arg(long, value_name = "URLS")]
+    pub control: Option<String>,
+    /// etcd deployment namespace (default `/nokv/`; with --control).
+    #[arg(long, value_name = "NS", requires = "control")]
+    pub etcd_namespace: Option<String>,
+    /// Object namespace of the deployment, `s3://bucket[/prefix]` (with --control; each root's
+    /// objects live under `<prefix>/<first 16 hex of its root id>`). Default: local objects in the state directory,
+    /// which no other server can read.
+    #[arg(long, value_name = "URL", requires = "control")]
+    pub objects: Option<String>,
+    /// S3 endpoint URL (with --objects).
+    #[arg(long, value_name = "URL", requires = "objects")]
+    pub endpoint: Option<String>,
+    /// S3 region (with --objects).
+    #[arg(long, requires = "objects")]
+    pub region: Option<String>,
+    /// Path-style S3 addressing (with --objects; implied for an IP or localhost endpoint).
+    #[arg(long, requires = "objects")]
+    pub path_style: bool,
+    /// Block cache directory of each served root, relative to its directory (with --objects).
+    #[arg(long, value_name = "DIR", requires = "objects")]
+    pub cache_dir: Option<PathBuf>,
+    /// Block cache bound in bytes per served root (with --objects; 0 disables it).
+    #[arg(long, value_name = "N", requires = "objects")]
+    pub cache_bytes: Option<u64>,
 }
 
 /// Reads the token: `--token-file` (first line, trimmed), else `NOKV_TOKEN`.
@@ -64,6 +95,32 @@ fn token(args: &ServeArgs) -> Result<Option<String>, String> {
             .map(|t| t.trim().to_string())
             .filter(|t| !t.is_empty())),
     }
+}
+
+/// The options of `nokv serve --control URLS`.
+fn control_options(
+    urls: &str,
+    args: &ServeArgs,
+    server: ServerOptions,
+) -> crate::Result<server::control::ControlServerOptions> {
+    Ok(server::control::ControlServerOptions {
+        server,
+        control: crate::control::parse_control_url(urls)?,
+        namespace: args
+            .etcd_namespace
+            .clone()
+            .unwrap_or_else(|| meta::store::etcd::DEFAULT_NAMESPACE.to_owned()),
+        objects: crate::store_config::InitOptions {
+            objects: args.objects.clone(),
+            endpoint: args.endpoint.clone(),
+            region: args.region.clone(),
+            path_style: args.path_style,
+            cache_dir: args.cache_dir.clone(),
+            cache_bytes: args.cache_bytes,
+            ..Default::default()
+        },
+        ..Default::default()
+    })
 }
 
 /// Runs `nokv serve`; returns the exit code.
@@ -100,7 +157,11 @@ pub fn run_serve(dir: &Path, args: ServeArgs) -> u8 {
     if let Some(s) = args.lease_ttl {
         opts.owner_lease_ttl = Duration::from_secs(s);
     }
-    match server::serve(opts) {
+    let served = match &args.control {
+        None => server::serve(opts),
+        Some(urls) => control_options(urls, &args, opts).and_then(server::control::serve_control),
+    };
+    match served {
         Ok(()) => EXIT_OK,
         Err(e @ crate::Error::InvalidArgument(_)) => {
             eprintln!("nokv serve: {e}");

@@ -30,7 +30,12 @@ pub(crate) fn open_shard(
 ) -> Result<(MetaShard, ShardOwnership)> {
     let (control, record, endpoints, namespace, root) = resolve(metadata)?;
     let shard = record.placement.logical_shard_id;
-    let owner_id = format!("embedded-{}-{}", std::process::id(), random_tag()?);
+    let kind = if address.is_empty() {
+        "embedded"
+    } else {
+        "server"
+    };
+    let owner_id = format!("{kind}-{}-{}", std::process::id(), random_tag()?);
     let ownership = control
         .acquire_shard_waiting(&shard, &owner_id, address, lease_ttl, lock_wait)
         .map_err(|e| match e {

@@ -280,6 +280,32 @@ impl ControlPlane {
     }
 }
 
+impl ControlPlane {
+    /// The current owner record of `shard` (`None`: no live owner) and the last owner epoch
+    /// granted (0: never owned), read in one transaction.
+    ///
+    /// Errors: a malformed record; etcd unavailable.
+    pub fn shard_owner(&self, shard: &LogicalShardId) -> Result<(Option<OwnerRecord>, u64)> {
+        let got = self.get_many(vec![
+            self.shard_key(shard, "owner"),
+            self.shard_key(shard, "epoch"),
+        ])?;
+        let mut it = got.into_iter();
+        let owner = it
+            .next()
+            .flatten()
+            .map(|(v, _)| OwnerRecord::decode(&v))
+            .transpose()?;
+        let epoch = it
+            .next()
+            .flatten()
+            .map(|(v, _)| decode_epoch(&v))
+            .transpose()?
+            .unwrap_or(0);
+        Ok((owner, epoch))
+    }
+}
+
 fn renew_loop(shared: &Shared, ttl: Duration) {
     let period = (ttl / 3).max(Duration::from_millis(200));
     let lease = shared.record.lease_id;

@@ -32,6 +32,7 @@ use std::io::Read;
 use std::time::Duration;
 
 mod lifetime;
+pub mod routing;
 
 use serde_json::Value;
 
@@ -48,6 +49,7 @@ pub struct RemoteClient {
     token: Option<String>,
     agent: ureq::Agent,
     retries: u32,
+    routing: Option<std::sync::Arc<routing::Routing>>,
 }
 
 impl std::fmt::Debug for RemoteClient {
@@ -68,6 +70,17 @@ pub struct CommandOutput {
     pub stdout: String,
     /// Standard error (human commands only).
     pub stderr: String,
+}
+
+/// The HTTP agent: connect timeout 5 s, `response_timeout` for the response head (none: wait).
+fn build_agent(response_timeout: Option<Duration>) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_connect(Some(Duration::from_secs(5)))
+        .timeout_recv_response(response_timeout)
+        .max_idle_connections_per_host(64)
+        .build()
+        .into()
 }
 
 /// A fresh request id: 32 lowercase hex characters from the OS random source.
@@ -126,18 +139,84 @@ impl RemoteClient {
             .map(str::to_string)
             .or_else(|| std::env::var("NOKV_TOKEN").ok())
             .filter(|t| !t.trim().is_empty());
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_connect(Some(Duration::from_secs(5)))
-            .max_idle_connections_per_host(64)
-            .build()
-            .into();
+        let agent = build_agent(None);
         Ok(RemoteClient {
             base,
             token,
             agent,
             retries: DEFAULT_RETRIES,
+            routing: None,
         })
+    }
+
+    /// A client of root `root` through the control plane at `control` (etcd client URLs,
+    /// comma-separated; deployment `namespace`, e.g. [`meta::store::etcd::DEFAULT_NAMESPACE`])
+    /// (seed 001, "Distribution"): every call resolves root → logical shard → owner from the
+    /// control plane (cached) and is sent to `http://<owner>/roots/<root>/…` of that
+    /// `nokv serve --control` server. A `NotOwner` / `LeaseLost` answer, a connection failure
+    /// or a retryable refusal re-resolves the owner and repeats the call with the same request
+    /// id until [`routing::DEFAULT_ROUTING_DEADLINE`] (see [`RemoteClient::with_routing_deadline`])
+    /// has passed. Nothing is sent until the first call.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for a bad URL, namespace or root name;
+    /// [`Error::Meta`] when the control-plane client cannot be built.
+    pub fn connect_routed(
+        control: &str,
+        namespace: &str,
+        root: &str,
+        token: Option<&str>,
+    ) -> Result<RemoteClient> {
+        let routing = routing::Routing::new(control, namespace, root)?;
+        let mut client = Self::connect("http://control-plane", token)?;
+        client.agent = build_agent(Some(routing::DEFAULT_RESPONSE_TIMEOUT));
+        client.base = routing.describe();
+        client.routing = Some(std::sync::Arc::new(routing));
+        Ok(client)
+    }
+
+    /// The routed client of `NOKV_CONTROL` + `NOKV_ROOT` (namespace `NOKV_ETCD_NAMESPACE`, else
+    /// the default; token `NOKV_TOKEN`), or `None` unless both are set.
+    ///
+    /// Errors: as [`RemoteClient::connect_routed`].
+    pub fn from_control_env() -> Result<Option<RemoteClient>> {
+        let var = |n: &str| std::env::var(n).ok().filter(|v| !v.trim().is_empty());
+        match (var("NOKV_CONTROL"), var("NOKV_ROOT")) {
+            (Some(control), Some(root)) => {
+                let ns = var("NOKV_ETCD_NAMESPACE")
+                    .unwrap_or_else(|| meta::store::etcd::DEFAULT_NAMESPACE.to_owned());
+                Ok(Some(Self::connect_routed(&control, &ns, &root, None)?))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Sets how long a routed client keeps re-resolving and repeating one call (default
+    /// [`routing::DEFAULT_ROUTING_DEADLINE`]); no effect on a client of one server.
+    pub fn with_routing_deadline(mut self, deadline: Duration) -> Self {
+        if let Some(r) = &self.routing {
+            self.routing = Some(std::sync::Arc::new(r.with_deadline(deadline)));
+        }
+        self
+    }
+
+    /// Sets how long a routed client waits for the response head of one attempt (default
+    /// [`routing::DEFAULT_RESPONSE_TIMEOUT`]) before it treats the owner as gone (a frozen
+    /// process still accepts connections) and re-resolves; a write is then repeated with the
+    /// same request id, answered `RequestInFlight` while the first attempt still runs. No effect
+    /// on a client of one server (which waits as long as the server takes).
+    pub fn with_response_timeout(mut self, timeout: Duration) -> Self {
+        if self.routing.is_some() {
+            self.agent = build_agent(Some(timeout));
+        }
+        self
+    }
+
+    /// The base URL of the next request: the fixed server, or the root's current owner.
+    fn target(&self) -> Result<String> {
+        match &self.routing {
+            None => Ok(self.base.clone()),
+            Some(r) => r.base(),
+        }
     }
 
     /// The client of `NOKV_SERVER` (token `NOKV_TOKEN`), or `None` when it is not set.
@@ -179,7 +258,8 @@ impl RemoteClient {
         extra: &[(&str, String)],
         payload: Payload<'_>,
     ) -> Result<ureq::http::Response<ureq::Body>> {
-        let url = format!("{}{}", self.base, path_and_query);
+        let base = self.target()?;
+        let url = format!("{base}{path_and_query}");
         let mut req = ureq::http::Request::builder().method(method).uri(&url);
         if let Some(t) = &self.token {
             req = req.header("Authorization", format!("Bearer {t}"));
@@ -206,6 +286,9 @@ impl RemoteClient {
                 .map_err(|e| Error::InvalidArgument(e.to_string()))
                 .and_then(|r| self.agent.run(r).map_err(|e| self.connection_error(&e))),
         };
+        if let (Err(Error::Connection { .. }), Some(r)) = (&result, &self.routing) {
+            r.forget(&base);
+        }
         result
     }
 
@@ -237,7 +320,19 @@ impl RemoteClient {
         if status == 200 {
             return Ok(value);
         }
-        Err(server_error(status, &value))
+        Err(self.refused(status, &value))
+    }
+
+    /// A transport refusal as [`Error::Server`]; a `NotOwner` / `LeaseLost` answer also drops
+    /// the cached owner of a routed client.
+    fn refused(&self, status: u16, value: &Value) -> Error {
+        let e = server_error(status, value);
+        if let (Error::Server { code, .. }, Some(r)) = (&e, &self.routing) {
+            if routing::is_redirect(code) {
+                r.forget_all();
+            }
+        }
+        e
     }
 
     /// Runs `attempt` with the retry policy: connection failures and retryable refusals are
@@ -245,8 +340,21 @@ impl RemoteClient {
     fn retrying<T>(&self, mut attempt: impl FnMut() -> Result<T>) -> Result<T> {
         let mut pause = Duration::from_millis(50);
         let mut left = self.retries;
+        let rerouting = self
+            .routing
+            .as_ref()
+            .map(|r| std::time::Instant::now() + r.deadline());
         loop {
             match attempt() {
+                // A routed call: re-resolve the owner and repeat (same request id) until the
+                // routing deadline.
+                Err(e) if rerouting.is_some() && routing::reroutes(&e) => {
+                    if rerouting.is_some_and(|d| std::time::Instant::now() >= d) {
+                        return Err(e);
+                    }
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(500));
+                }
                 Err(
                     e @ (Error::Connection { .. }
                     | Error::Server {
@@ -500,7 +608,7 @@ impl RemoteClient {
         if status == 200 || value.get("code").is_some_and(|c| !is_transport_code(c)) {
             return Ok(value);
         }
-        Err(server_error(status, &value))
+        Err(self.refused(status, &value))
     }
 
     /// Reads `[offset, offset + len)` of the artifact at `path` (live state; verified by the
@@ -852,6 +960,9 @@ fn is_transport_code(code: &Value) -> bool {
                 | "RequestIdReused"
                 | "OutcomeUnknown"
                 | "Internal"
+                | "NotOwner"
+                | "LeaseLost"
+                | "UnknownRoot"
         )
     )
 }

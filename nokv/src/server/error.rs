@@ -15,7 +15,8 @@ pub struct ApiError {
     /// HTTP status (4xx or 5xx).
     pub status: StatusCode,
     /// Stable error code (`Unauthorized`, `InvalidArguments`, `PayloadTooLarge`, `NotFound`,
-    /// `Timeout`, `Unavailable`, `RequestIdReused`, `OutcomeUnknown`, `Internal`).
+    /// `Timeout`, `Unavailable`, `RequestIdReused`, `OutcomeUnknown`, `Internal`; on a
+    /// `--control` server also `NotOwner`, `LeaseLost`, `UnknownRoot`).
     pub code: &'static str,
     /// What was wrong and what to do.
     pub message: String,
@@ -103,6 +104,84 @@ impl ApiError {
     /// 500: a failure inside the server.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal", message, true)
+    }
+
+    /// 421 `NotOwner`: this server does not own the logical shard of `root` (seed 001,
+    /// "Distribution"). `details`: `root`, `logical_shard_id` (when the root exists),
+    /// `owner_address` (`host:port`, null when no server owns it now or the owner is an
+    /// embedded process) and `owner_epoch` (the current owner's epoch, else the last epoch
+    /// granted). Retryable: a routing client re-resolves the owner and repeats the request with
+    /// the same request id.
+    pub fn not_owner(
+        root: &str,
+        shard: Option<String>,
+        owner: Option<(String, u64)>,
+        last_epoch: u64,
+    ) -> Self {
+        let mut e = Self::new(
+            StatusCode::MISDIRECTED_REQUEST,
+            "NotOwner",
+            match &owner {
+                Some((addr, epoch)) if !addr.is_empty() => format!(
+                    "this server does not own the shard of root {root:?}; its owner is {addr} (epoch {epoch})"
+                ),
+                Some((_, epoch)) => format!(
+                    "this server does not own the shard of root {root:?}; an embedded process owns it (epoch {epoch})"
+                ),
+                None => format!(
+                    "this server does not own the shard of root {root:?} and no server owns it right now; retry shortly"
+                ),
+            },
+            true,
+        );
+        e.details.insert("root".into(), Value::from(root));
+        e.details.insert(
+            "logical_shard_id".into(),
+            shard.map_or(Value::Null, Value::from),
+        );
+        let (address, epoch) = match owner {
+            Some((a, epoch)) => ((!a.is_empty()).then_some(a), epoch),
+            None => (None, last_epoch),
+        };
+        e.details.insert(
+            "owner_address".into(),
+            address.map_or(Value::Null, Value::from),
+        );
+        e.details.insert("owner_epoch".into(), Value::from(epoch));
+        e
+    }
+
+    /// 421 `LeaseLost`: this server owned the shard of `root` under `epoch` but its shard-owner
+    /// lease lapsed or was taken over, so it stopped serving it (fail-stop; seed 000, owner
+    /// epoch fencing). Nothing of the request was executed. `details` as
+    /// [`ApiError::not_owner`] plus `lost_epoch`. Retryable through the control plane.
+    pub fn lease_lost(root: &str, lost_epoch: u64, current: ApiError) -> Self {
+        let mut e = Self::new(
+            StatusCode::MISDIRECTED_REQUEST,
+            "LeaseLost",
+            format!(
+                "this server lost the shard-owner lease of root {root:?} (epoch {lost_epoch}) and no longer serves it; nothing was executed"
+            ),
+            true,
+        );
+        e.details = current.details;
+        e.details
+            .insert("lost_epoch".into(), Value::from(lost_epoch));
+        e
+    }
+
+    /// 404 `UnknownRoot`: the control plane has no root named `root`.
+    pub fn unknown_root(root: &str) -> Self {
+        let mut e = Self::new(
+            StatusCode::NOT_FOUND,
+            "UnknownRoot",
+            format!(
+                "the control plane has no root named {root:?}; create it with `nokv root create`"
+            ),
+            false,
+        );
+        e.details.insert("root".into(), Value::from(root));
+        e
     }
 
     /// The JSON body.

@@ -21,6 +21,7 @@
 //! body of the envelope's shape ([`error::ApiError`]).
 
 mod body;
+pub mod control;
 pub mod error;
 mod feed;
 pub mod journal;
@@ -312,6 +313,25 @@ async fn accept_loop(
     state: Arc<AppState>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
+    let router = routes::router(state.clone());
+    let (stop_background, stopped) = tokio::sync::watch::channel(false);
+    let background = routes::spawn_background(state.clone(), stopped);
+    let served = accept_connections(listener, router, &state.opts, shutdown).await;
+    // A background pass in progress completes (it holds the store), then the loop stops.
+    let _ = stop_background.send(true);
+    let _ = tokio::time::timeout(state.opts.drain_timeout, background).await;
+    served
+}
+
+/// Serves HTTP/1.1 connections with `router` until `shutdown`, then stops accepting and drains
+/// in-flight requests (bounded by the drain timeout). Shared by the single-store server and the
+/// control-plane server ([`control`]).
+async fn accept_connections(
+    listener: TcpListener,
+    router: axum::Router,
+    opts: &ServerOptions,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<()> {
     use hyper_util::rt::{TokioIo, TokioTimer};
     let listener =
         tokio::net::TcpListener::from_std(listener).map_err(|source| Error::LocalIo {
@@ -319,13 +339,10 @@ async fn accept_loop(
             path: PathBuf::new(),
             source,
         })?;
-    let router = routes::router(state.clone());
-    let (stop_background, stopped) = tokio::sync::watch::channel(false);
-    let background = routes::spawn_background(state.clone(), stopped);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
-        .header_read_timeout(state.opts.header_timeout)
+        .header_read_timeout(opts.header_timeout)
         .keep_alive(true);
     tokio::pin!(shutdown);
     loop {
@@ -348,10 +365,7 @@ async fn accept_loop(
         }
     }
     drop(listener);
-    // In-flight requests finish; idle keep-alive connections close. A background pass in
-    // progress completes (it holds the store), then the loop stops.
-    let _ = tokio::time::timeout(state.opts.drain_timeout, graceful.shutdown()).await;
-    let _ = stop_background.send(true);
-    let _ = tokio::time::timeout(state.opts.drain_timeout, background).await;
+    // In-flight requests finish; idle keep-alive connections close.
+    let _ = tokio::time::timeout(opts.drain_timeout, graceful.shutdown()).await;
     Ok(())
 }

@@ -64,7 +64,7 @@ async fn no_route(req: Request) -> ApiError {
 
 /// Constant-time equality of two byte strings (the token check must not leak a prefix length
 /// through timing).
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same_secret(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }

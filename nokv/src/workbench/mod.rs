@@ -256,6 +256,12 @@ pub(crate) fn meta_tool_error(err: &meta::Error) -> ToolError {
         }
         meta::Error::ReadVersionConflict { .. } => ToolError::conflict("ReadVersion"),
         meta::Error::ReadOnly => read_only_store("opened read-only"),
+        // Owner epoch / lease fencing (seed 000): another owner holds the shard now.
+        meta::Error::Fenced { reason } => ToolError::new(
+            ErrorCode::InvalidState,
+            format!("this process no longer owns the store's shard ({reason}); nothing was changed — another owner serves it now"),
+        )
+        .with_detail("reason", Value::from("fenced")),
         meta::Error::Storage(_) => ToolError::internal("the metadata store failed; retry"),
         other => ToolError::internal(format!("metadata error: {other}")),
     }
