@@ -479,3 +479,38 @@ fn reads_on_one_store_are_identical_through_the_server() {
         );
     }
 }
+
+#[test]
+fn an_explicit_store_wins_over_nokv_server_and_both_flags_are_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let store_arg = store.to_str().unwrap();
+    let created = run(
+        &["--store", store_arg],
+        &["workbench", "create", r#"{"id":"wb1"}"#],
+        None,
+    );
+    assert!(created.status.success(), "{created:?}");
+    // NOKV_SERVER names a port nothing listens on: with --store the local store answers.
+    let out = Command::new(env!("CARGO_BIN_EXE_nokv"))
+        .args(["--store", store_arg, "workbench", "stat", r#"{"id":"wb1"}"#])
+        .env("NOKV_SERVER", "http://127.0.0.1:1")
+        .env_remove("NOKV_STORE")
+        .env_remove("NOKV_TOKEN")
+        .output()
+        .expect("run nokv");
+    assert!(out.status.success(), "{out:?}");
+    let env: Value = serde_json::from_slice(&out.stdout).expect("envelope");
+    assert_eq!(env["status"], "success", "{env}");
+    let both = run(
+        &["--store", store_arg, "--server", "http://127.0.0.1:1"],
+        &["workbench", "stat", r#"{"id":"wb1"}"#],
+        None,
+    );
+    assert_eq!(both.status.code(), Some(2), "{both:?}");
+    let stderr = String::from_utf8_lossy(&both.stderr);
+    assert!(
+        stderr.contains("--server and --store exclude each other"),
+        "{stderr}"
+    );
+}

@@ -47,8 +47,9 @@ pub struct Cli {
     /// No progress bars (they are also off when stdout is not a terminal).
     #[arg(long, short = 'q', global = true)]
     pub quiet: bool,
-    /// Talk to a `nokv serve` server instead of opening the store (default: $NOKV_SERVER; the
-    /// bearer token comes from $NOKV_TOKEN). Output is identical to the embedded store's.
+    /// Talk to a `nokv serve` server instead of opening the store (default: $NOKV_SERVER when
+    /// `--store` is not given; giving both flags is a usage error; the bearer token comes from
+    /// $NOKV_TOKEN). Output is identical to the embedded store's.
     #[arg(long, global = true, value_name = "URL")]
     pub server: Option<String>,
     /// Talk to the root `--root NAME` through the control plane (etcd client URLs,
@@ -296,10 +297,12 @@ pub fn store_dir(flag: Option<&Path>) -> PathBuf {
     }
 }
 
-/// The server to talk to: `--server`, else `$NOKV_SERVER` (empty: none).
-pub fn server_url(flag: Option<&str>) -> Option<String> {
+/// The server to talk to: `--server`, else `$NOKV_SERVER` (empty: none) when no `--store` was
+/// given — an explicit store directory wins over the environment, as for `nokv mcp`.
+pub fn server_url(flag: Option<&str>, store_given: bool) -> Option<String> {
     match flag {
         Some(u) => Some(u.to_string()),
+        None if store_given => None,
         None => std::env::var("NOKV_SERVER")
             .ok()
             .filter(|u| !u.trim().is_empty()),
@@ -350,7 +353,14 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
             return ExitCode::from(EXIT_USAGE);
         }
     }
-    if let Some(url) = server_url(cli.server.as_deref()) {
+    if cli.server.is_some() && cli.store.is_some() && !matches!(cli.command, Command::Mcp(_)) {
+        eprintln!(
+            "nokv: --server and --store exclude each other: a command talks to a server or opens \
+             a store directory, not both"
+        );
+        return ExitCode::from(EXIT_USAGE);
+    }
+    if let Some(url) = server_url(cli.server.as_deref(), cli.store.is_some()) {
         let local = matches!(
             cli.command,
             Command::Serve(_) | Command::Init { .. } | Command::Verify(_)
