@@ -115,7 +115,7 @@ pub fn is_loopback(addr: &SocketAddr) -> bool {
 /// Binds the listen address and checks the authentication rule. Errors:
 /// [`Error::InvalidArgument`] for an unparsable address, an empty token, or a non-loopback
 /// address without a token; [`Error::LocalIo`] when the address cannot be bound.
-fn bind(opts: &ServerOptions) -> Result<TcpListener> {
+fn bind(opts: &ServerOptions) -> Result<(TcpListener, SocketAddr)> {
     let addr: SocketAddr = opts.listen.parse().map_err(|_| {
         Error::InvalidArgument(format!(
             "--listen {:?} is not an address such as 127.0.0.1:7070",
@@ -145,15 +145,105 @@ fn bind(opts: &ServerOptions) -> Result<TcpListener> {
             path: PathBuf::from(addr.to_string()),
             source,
         })?;
-    Ok(listener)
+    let bound = listener.local_addr().map_err(|source| Error::LocalIo {
+        op: "local address",
+        path: PathBuf::from(&opts.listen),
+        source,
+    })?;
+    Ok((listener, bound))
+}
+
+/// The server thread of a [`RunningServer`] or [`control::RunningControlServer`]: `serve` runs
+/// on a new thread named `name` until the future it is given resolves (on
+/// [`ServerThread::stop_and_join`] or drop).
+struct ServerThread {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<Result<()>>>,
+}
+
+impl ServerThread {
+    /// Errors: [`Error::LocalIo`] when the thread cannot be spawned.
+    fn spawn(
+        name: &str,
+        serve: impl FnOnce(StopSignal) -> Result<()> + Send + 'static,
+    ) -> Result<Self> {
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || serve(stopped(rx)))
+            .map_err(|source| Error::LocalIo {
+                op: "spawn server thread",
+                path: PathBuf::new(),
+                source,
+            })?;
+        Ok(ServerThread {
+            stop: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// Signals the stop, then joins the thread. Errors: a failure of the server loop.
+    fn stop_and_join(&mut self) -> Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.thread.take() {
+            Some(t) => t.join().unwrap_or_else(|_| {
+                Err(Error::InvalidArgument("the server thread panicked".into()))
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for ServerThread {
+    fn drop(&mut self) {
+        let _ = self.stop_and_join();
+    }
+}
+
+/// The future a [`ServerThread`]'s server stops on.
+type StopSignal = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'static>>;
+
+fn stopped(rx: tokio::sync::oneshot::Receiver<()>) -> StopSignal {
+    Box::pin(async move {
+        let _ = rx.await;
+    })
+}
+
+/// Resolves on SIGTERM or SIGINT: when `nokv serve` (either kind) drains and stops.
+async fn termination_signal() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
+/// The multi-threaded runtime a server runs its connections on. Errors: [`Error::LocalIo`].
+fn server_runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("nokv-server-io")
+        .build()
+        .map_err(|source| Error::LocalIo {
+            op: "start the server runtime",
+            path: PathBuf::new(),
+            source,
+        })
 }
 
 /// A server running on its own thread (tests, embedding): [`RunningServer::shutdown`] drains it
 /// like SIGTERM does.
 pub struct RunningServer {
     addr: SocketAddr,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<Result<()>>>,
+    thread: ServerThread,
 }
 
 impl std::fmt::Debug for RunningServer {
@@ -178,25 +268,7 @@ impl RunningServer {
     /// Stops accepting, drains in-flight requests (bounded by the drain timeout), closes the
     /// store and joins the server thread. Errors: a failure of the server loop.
     pub fn shutdown(mut self) -> Result<()> {
-        self.stop_and_join()
-    }
-
-    fn stop_and_join(&mut self) -> Result<()> {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        match self.thread.take() {
-            Some(t) => t.join().unwrap_or_else(|_| {
-                Err(Error::InvalidArgument("the server thread panicked".into()))
-            }),
-            None => Ok(()),
-        }
-    }
-}
-
-impl Drop for RunningServer {
-    fn drop(&mut self) {
-        let _ = self.stop_and_join();
+        self.thread.stop_and_join()
     }
 }
 
@@ -204,31 +276,10 @@ impl Drop for RunningServer {
 ///
 /// Errors: those of [`Client::open_with`] and of binding (see [`serve`]).
 pub fn start(opts: ServerOptions) -> Result<RunningServer> {
-    let listener = bind(&opts)?;
-    let addr = listener.local_addr().map_err(|source| Error::LocalIo {
-        op: "local address",
-        path: PathBuf::from(&opts.listen),
-        source,
-    })?;
+    let (listener, addr) = bind(&opts)?;
     let state = open_state(opts, addr)?;
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let thread = std::thread::Builder::new()
-        .name("nokv-server".into())
-        .spawn(move || {
-            run_loop(listener, state, async move {
-                let _ = rx.await;
-            })
-        })
-        .map_err(|source| Error::LocalIo {
-            op: "spawn server thread",
-            path: PathBuf::new(),
-            source,
-        })?;
-    Ok(RunningServer {
-        addr,
-        stop: Some(tx),
-        thread: Some(thread),
-    })
+    let thread = ServerThread::spawn("nokv-server", move |stop| run_loop(listener, state, stop))?;
+    Ok(RunningServer { addr, thread })
 }
 
 /// Opens the store, binds, prints `listening on http://ADDR` to stderr and serves until SIGTERM
@@ -237,28 +288,10 @@ pub fn start(opts: ServerOptions) -> Result<RunningServer> {
 /// Errors: [`Error::InvalidArgument`] (address, token rule), [`Error::LocalIo`] (bind),
 /// [`Error::StoreBusy`] / [`Error::Meta`] (the store cannot be opened).
 pub fn serve(opts: ServerOptions) -> Result<()> {
-    let listener = bind(&opts)?;
-    let addr = listener.local_addr().map_err(|source| Error::LocalIo {
-        op: "local address",
-        path: PathBuf::from(&opts.listen),
-        source,
-    })?;
+    let (listener, addr) = bind(&opts)?;
     let state = open_state(opts, addr)?;
     eprintln!("nokv serve: listening on http://{addr}");
-    run_loop(listener, state, async {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => {
-                    let _ = tokio::signal::ctrl_c().await;
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
-        }
-    })
+    run_loop(listener, state, termination_signal())
 }
 
 /// Opens the store of `opts` for a server bound at `addr` (recorded as the shard owner's address
@@ -290,15 +323,7 @@ fn run_loop(
     state: Arc<AppState>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("nokv-server-io")
-        .build()
-        .map_err(|source| Error::LocalIo {
-            op: "start the server runtime",
-            path: PathBuf::new(),
-            source,
-        })?;
+    let runtime = server_runtime()?;
     let result = runtime.block_on(accept_loop(listener, state.clone(), shutdown));
     // Background passes and draining connections hold clones of the state; once the runtime is
     // gone only this one is left, and dropping it closes the store (holt finishes a due

@@ -34,7 +34,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
 use super::error::ApiError;
-use super::{bind, ServerOptions};
+use super::{bind, ServerOptions, ServerThread};
 use crate::control::ControlPlane;
 use crate::error::{Error, Result};
 use crate::store_config::{InitOptions, StoreConfig};
@@ -84,8 +84,7 @@ struct Dispatch {
 /// [`RunningControlServer::shutdown`] drains it like SIGTERM does.
 pub struct RunningControlServer {
     addr: SocketAddr,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<Result<()>>>,
+    thread: ServerThread,
 }
 
 impl std::fmt::Debug for RunningControlServer {
@@ -107,25 +106,7 @@ impl RunningControlServer {
     ///
     /// Errors: a failure of the server loop.
     pub fn shutdown(mut self) -> Result<()> {
-        self.stop_and_join()
-    }
-
-    fn stop_and_join(&mut self) -> Result<()> {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        match self.thread.take() {
-            Some(t) => t.join().unwrap_or_else(|_| {
-                Err(Error::InvalidArgument("the server thread panicked".into()))
-            }),
-            None => Ok(()),
-        }
-    }
-}
-
-impl Drop for RunningControlServer {
-    fn drop(&mut self) {
-        let _ = self.stop_and_join();
+        self.thread.stop_and_join()
     }
 }
 
@@ -153,12 +134,7 @@ fn prepare(
     }
     let template =
         StoreConfig::from_init(&opts.objects).map_err(|e| Error::InvalidArgument(e.to_string()))?;
-    let listener = bind(&opts.server)?;
-    let addr = listener.local_addr().map_err(|source| Error::LocalIo {
-        op: "local address",
-        path: PathBuf::from(&opts.server.listen),
-        source,
-    })?;
+    let (listener, addr) = bind(&opts.server)?;
     let control = ControlPlane::connect(opts.control.clone(), &opts.namespace)?;
     std::fs::create_dir_all(&opts.server.store).map_err(|source| Error::LocalIo {
         op: "create the state directory",
@@ -181,24 +157,10 @@ fn prepare(
 /// Errors: as [`serve_control`] before it starts serving.
 pub fn start_control(opts: ControlServerOptions) -> Result<RunningControlServer> {
     let (listener, addr, control, objects) = prepare(&opts)?;
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let thread = std::thread::Builder::new()
-        .name("nokv-control-server".into())
-        .spawn(move || {
-            run(listener, addr, control, objects, opts, async move {
-                let _ = rx.await;
-            })
-        })
-        .map_err(|source| Error::LocalIo {
-            op: "spawn server thread",
-            path: PathBuf::new(),
-            source,
-        })?;
-    Ok(RunningControlServer {
-        addr,
-        stop: Some(tx),
-        thread: Some(thread),
-    })
+    let thread = ServerThread::spawn("nokv-control-server", move |stop| {
+        run(listener, addr, control, objects, opts, stop)
+    })?;
+    Ok(RunningControlServer { addr, thread })
 }
 
 /// `nokv serve --control URLS`: binds, prints `listening on http://ADDR` to stderr, serves the
@@ -213,20 +175,14 @@ pub fn serve_control(opts: ControlServerOptions) -> Result<()> {
         "nokv serve: listening on http://{addr} (control plane {})",
         opts.control.join(",")
     );
-    run(listener, addr, control, objects, opts, async {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => {
-                    let _ = tokio::signal::ctrl_c().await;
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
-        }
-    })
+    run(
+        listener,
+        addr,
+        control,
+        objects,
+        opts,
+        super::termination_signal(),
+    )
 }
 
 fn run(
@@ -237,15 +193,7 @@ fn run(
     opts: ControlServerOptions,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("nokv-server-io")
-        .build()
-        .map_err(|source| Error::LocalIo {
-            op: "start the server runtime",
-            path: PathBuf::new(),
-            source,
-        })?;
+    let runtime = super::server_runtime()?;
     let table = Arc::new(ShardTable::default());
     let stop = Arc::new(AtomicBool::new(false));
     let acquirer = Acquirer {
