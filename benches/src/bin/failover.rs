@@ -25,7 +25,6 @@
 //! s3s-fs must be on `PATH` or in `$CARGO_HOME/bin`; etcd on `PATH`. Results go to stdout as
 //! Markdown.
 
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -86,21 +85,13 @@ fn fail(what: &str) -> ! {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or_else(|_| fail("no free port"))
+    testkit::s3s::free_port().unwrap_or_else(|e| fail(&e.to_string()))
 }
 
 fn wait_tcp(addr: &str, within: Duration) {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if TcpStream::connect(addr).is_ok() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    if !testkit::s3s::wait_tcp(addr, within) {
+        fail(&format!("{addr} did not listen"))
     }
-    fail(&format!("{addr} did not listen"))
 }
 
 /// A child process killed on drop.
@@ -119,39 +110,6 @@ impl Drop for Proc {
     fn drop(&mut self) {
         self.kill9();
     }
-}
-
-fn s3s_fs(dir: &Path) -> (Proc, String) {
-    let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join("s3s-fs"))
-                .collect()
-        })
-        .unwrap_or_default();
-    if let Some(h) = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
-    {
-        candidates.push(h.join("bin/s3s-fs"));
-    }
-    let bin = candidates
-        .into_iter()
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| fail("s3s-fs is not installed"));
-    std::fs::create_dir_all(dir.join(BUCKET)).unwrap_or_else(|_| fail("bucket dir"));
-    let port = free_port();
-    let child = Command::new(bin)
-        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-        .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
-        .arg(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|_| fail("cannot start s3s-fs"));
-    let addr = format!("127.0.0.1:{port}");
-    wait_tcp(&addr, Duration::from_secs(20));
-    (Proc(Some(child)), format!("http://{addr}"))
 }
 
 /// Starts `nokv [--store state] serve …extra` on `addr`.
@@ -198,7 +156,9 @@ fn main() {
     let control_url = etcd.endpoints().join(",");
     let control = nokv::control::ControlPlane::connect(etcd.endpoints(), "/nokv/")
         .unwrap_or_else(|e| fail(&e.to_string()));
-    let (_s3, s3_endpoint) = s3s_fs(&work.path().join("s3"));
+    let s3 = testkit::s3s::S3sFs::start(&work.path().join("s3"), BUCKET, ACCESS_KEY, SECRET_KEY)
+        .unwrap_or_else(|e| fail(&e.to_string()));
+    let s3_endpoint = s3.endpoint.clone();
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("## failover (nokv serve --control)\n");
     println!(

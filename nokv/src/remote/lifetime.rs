@@ -92,7 +92,7 @@ impl RemoteClient {
         options: &RemoveOptions,
     ) -> Result<RemoveReceipt> {
         let request_id = match options.request_id {
-            Some(id) => id.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+            Some(id) => objstore::hex_lower(&id),
             None => new_request_id()?,
         };
         let body = json!({

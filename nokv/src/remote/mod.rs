@@ -87,7 +87,7 @@ fn build_agent(response_timeout: Option<Duration>) -> ureq::Agent {
 pub fn new_request_id() -> Result<String> {
     let mut b = [0u8; 16];
     getrandom::fill(&mut b).map_err(|e| Error::InvalidArgument(format!("no randomness: {e}")))?;
-    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+    Ok(objstore::hex_lower(&b))
 }
 
 /// Percent-encodes one path segment or query value (RFC 3986 unreserved characters stay).
@@ -922,7 +922,7 @@ impl RemoteClient {
         operation_id: [u8; 16],
         content_type: Option<&str>,
     ) -> Result<Value> {
-        let hex: String = operation_id.iter().map(|b| format!("{b:02x}")).collect();
+        let hex = objstore::hex_lower(&operation_id);
         envelope_result(self.append_envelope(
             workbench_id,
             path,

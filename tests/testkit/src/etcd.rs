@@ -27,7 +27,7 @@
 //! never with auto-compaction (NoKV compacts history itself, below every shard's history floor).
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
@@ -230,14 +230,9 @@ fn tempdir_in(parent: &Path, what: &str) -> Result<PathBuf, HarnessError> {
     Err(err("cannot create a unique temporary directory"))
 }
 
-/// A loopback port that was free a moment ago (the listener is closed before etcd binds it; a
-/// lost race makes the member fail to start and the cluster start is retried).
-fn free_port() -> Result<u16, HarnessError> {
-    let l = TcpListener::bind("127.0.0.1:0").map_err(|e| err(format!("bind 127.0.0.1:0: {e}")))?;
-    l.local_addr()
-        .map(|a| a.port())
-        .map_err(|e| err(format!("local_addr: {e}")))
-}
+// Member ports come from `crate::s3s::free_port`: the listener is closed before etcd binds it;
+// a lost race makes the member fail to start and the cluster start is retried.
+use crate::s3s::free_port;
 
 /// `GET /health` on a member's client port; true when it reports `"health":"true"`.
 fn healthy(port: u16) -> bool {

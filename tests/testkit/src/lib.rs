@@ -8,7 +8,10 @@
 //!   data in a temporary directory, started from the `etcd` binary on `PATH` and killed when the
 //!   handle drops — or, if the test process itself dies, by the per-member guard process that
 //!   watches the test process's pipe.
+//! - [`s3s`]: an s3s-fs S3-compatible server over a directory on a loopback port, killed on drop,
+//!   and the loopback helpers it uses (`free_port`, `wait_tcp`).
 
 #![deny(missing_docs)]
 
 pub mod etcd;
+pub mod s3s;

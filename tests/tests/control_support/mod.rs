@@ -9,7 +9,7 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,26 +35,14 @@ pub const BUCKET: &str = "nokv-ctl";
 pub static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
+    testkit::s3s::free_port().expect("free port")
 }
 
-fn wait_tcp(addr: &str, within: Duration) -> bool {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if TcpStream::connect(addr).is_ok() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
-}
+use testkit::s3s::wait_tcp;
 
 /// A running s3s-fs over a temporary directory, killed on drop.
 pub struct ObjectServer {
-    child: Child,
+    _server: testkit::s3s::S3sFs,
     /// `http://127.0.0.1:PORT`.
     pub endpoint: String,
     _dir: tempfile::TempDir,
@@ -63,56 +51,15 @@ pub struct ObjectServer {
 impl ObjectServer {
     /// Starts s3s-fs with the deployment bucket.
     pub fn start() -> ObjectServer {
-        let bin = which_s3s_fs();
         let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::create_dir_all(dir.path().join(BUCKET)).expect("bucket dir");
-        let port = free_port();
-        let child = Command::new(bin)
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
+        let server = testkit::s3s::S3sFs::start(dir.path(), BUCKET, ACCESS_KEY, SECRET_KEY)
             .expect("start s3s-fs");
-        let addr = format!("127.0.0.1:{port}");
-        assert!(
-            wait_tcp(&addr, Duration::from_secs(20)),
-            "s3s-fs did not listen"
-        );
         ObjectServer {
-            child,
-            endpoint: format!("http://{addr}"),
+            endpoint: server.endpoint.clone(),
+            _server: server,
             _dir: dir,
         }
     }
-}
-
-impl Drop for ObjectServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn which_s3s_fs() -> PathBuf {
-    let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join("s3s-fs"))
-                .collect()
-        })
-        .unwrap_or_default();
-    let cargo_home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
-    if let Some(c) = cargo_home {
-        candidates.push(c.join("bin").join("s3s-fs"));
-    }
-    candidates
-        .into_iter()
-        .find(|p| p.is_file())
-        .expect("s3s-fs is not installed (cargo install --locked s3s-fs@0.14.1 --features binary)")
 }
 
 /// One `nokv serve --control` child process.
