@@ -297,15 +297,24 @@ pub fn store_dir(flag: Option<&Path>) -> PathBuf {
     }
 }
 
-/// The server to talk to: `--server`, else `$NOKV_SERVER` (empty: none) when no `--store` was
-/// given — an explicit store directory wins over the environment, as for `nokv mcp`.
-pub fn server_url(flag: Option<&str>, store_given: bool) -> Option<String> {
-    match flag {
-        Some(u) => Some(u.to_string()),
-        None if store_given => None,
-        None => std::env::var("NOKV_SERVER")
+/// The server every command (`nokv mcp` included) talks to: `--server`, else `$NOKV_SERVER`
+/// (trimmed; empty: none) when no `--store` was given — an explicit store directory wins over
+/// the environment. Errors: the usage message when both `--server` and `--store` are given.
+pub fn server_url(
+    flag: Option<&str>,
+    store_given: bool,
+) -> std::result::Result<Option<String>, &'static str> {
+    match (flag, store_given) {
+        (Some(_), true) => Err(
+            "--server and --store exclude each other: a command talks to a server or opens a \
+             store directory, not both",
+        ),
+        (Some(u), false) => Ok(Some(u.to_string())),
+        (None, true) => Ok(None),
+        (None, false) => Ok(std::env::var("NOKV_SERVER")
             .ok()
-            .filter(|u| !u.trim().is_empty()),
+            .map(|u| u.trim().to_string())
+            .filter(|u| !u.is_empty())),
     }
 }
 
@@ -353,20 +362,20 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
             return ExitCode::from(EXIT_USAGE);
         }
     }
-    if cli.server.is_some() && cli.store.is_some() && !matches!(cli.command, Command::Mcp(_)) {
-        eprintln!(
-            "nokv: --server and --store exclude each other: a command talks to a server or opens \
-             a store directory, not both"
-        );
-        return ExitCode::from(EXIT_USAGE);
-    }
-    if let Some(url) = server_url(cli.server.as_deref(), cli.store.is_some()) {
+    let server = match server_url(cli.server.as_deref(), cli.store.is_some()) {
+        Ok(server) => server,
+        Err(usage) => {
+            eprintln!("nokv: {usage}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    if let Some(url) = &server {
         let local = matches!(
             cli.command,
             Command::Serve(_) | Command::Init { .. } | Command::Verify(_)
         );
         if !matches!(cli.command, Command::Mcp(_)) && (!local || cli.server.is_some()) {
-            return ExitCode::from(remote_cmd::run(&url, cli.quiet, cli.command, &mut out));
+            return ExitCode::from(remote_cmd::run(url, cli.quiet, cli.command, &mut out));
         }
     }
     let code = match cli.command {
@@ -381,7 +390,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
         // The MCP transport writes stdout from another thread: release this thread's lock first.
         Command::Mcp(args) => {
             drop(out);
-            mcp_cmd::run_mcp(cli.store.as_deref(), cli.server.as_deref(), &args)
+            mcp_cmd::run_mcp(&dir, server.as_deref(), &args)
         }
         Command::Materialize {
             workbench,
