@@ -3,7 +3,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -14,14 +14,15 @@ use crate::compact::{self, Job};
 use crate::error::{Error, Result};
 use crate::image::{set, Image, Progress, TreeEntry};
 use crate::mvcc::{self, HISTORY_TAG};
-use crate::options::{Options, Stats, WalIo, WalIoPath};
+use crate::options::{Options, ScrubReport, Stats, WalIo, WalIoPath};
 use crate::registry::{TreeInfo, TreeMeta};
 use crate::state::{Frozen, State, TreeMap, Visibility};
+use crate::store_format::{self, StoreFormat};
 use crate::tree::{Tree, View};
 use crate::wal::fs::WalFs;
 use crate::wal::reader::recover;
 use crate::wal::record::Record;
-use crate::wal::writer::{sync_dir, IoEngine, Wal};
+use crate::wal::writer::{create_segment, sync_dir, IoEngine, Wal};
 
 static NEXT_DB_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -161,8 +162,6 @@ pub(crate) struct Inner {
     /// WAL bytes (replayed + written) at the last flush's rotation.
     ckpt_base: AtomicU64,
     replayed_bytes: u64,
-    /// A flush is due whatever the WAL size (the state was loaded from a legacy checkpoint).
-    force_flush: AtomicBool,
     commits: AtomicU64,
     checkpoints: AtomicU64,
     merges: AtomicU64,
@@ -244,7 +243,6 @@ impl Inner {
             ckpt: Mutex::new(()),
             ckpt_base: AtomicU64::new(0),
             replayed_bytes,
-            force_flush: AtomicBool::new(false),
             commits: AtomicU64::new(0),
             checkpoints: AtomicU64::new(0),
             merges: AtomicU64::new(0),
@@ -609,7 +607,6 @@ impl Inner {
             return Ok(());
         };
         self.write_install(Some(frozen), Vec::new(), cancel)?;
-        self.force_flush.store(false, Ordering::Relaxed);
         self.checkpoints.fetch_add(1, Ordering::Relaxed);
         self.ckpt_step(CkptStep::Done);
         Ok(())
@@ -631,14 +628,29 @@ impl Inner {
         }
         let wrote = frozen.is_some();
         self.write_install(frozen, images, cancel)?;
-        if wrote {
-            self.force_flush.store(false, Ordering::Relaxed);
-        } else {
+        if !wrote {
             self.merges.fetch_add(1, Ordering::Relaxed);
         }
         self.checkpoints.fetch_add(1, Ordering::Relaxed);
         self.ckpt_step(CkptStep::Done);
         Ok(())
+    }
+
+    /// Upgrades a format-1 store (see `store_format`) that holds records: a flush rolls the WAL
+    /// to a new, headed segment and writes whatever the images lack (a legacy checkpoint
+    /// included) as an image; the format-1 segments, all covered now, are dropped; the marker
+    /// is written last, so a crash anywhere before leaves a format-1 store that the next writer
+    /// upgrades again. Runs at open, before the checkpointer thread starts.
+    /// Errors: those of a flush, `Io`.
+    fn upgrade_format(&self) -> Result<()> {
+        let (Some(wal), Some(dir)) = (&self.wal, &self.dir) else {
+            return Ok(());
+        };
+        let _ckpt = self.ckpt.lock();
+        self.flush_locked(&|| false)?;
+        let imaged = self.tip.lock().images.first().map_or(0, |i| i.last_lsn());
+        wal.remove_segments_through(imaged)?;
+        store_format::write(wal.fs(), dir)
     }
 
     /// The merge the policy calls for now (`image::set::plan_merge`): how many of the newest
@@ -669,11 +681,10 @@ impl Inner {
         let threshold = self.opts.checkpoint_wal_bytes;
         threshold != 0
             && self.wal.is_some()
-            && (self.force_flush.load(Ordering::Relaxed)
-                || self
-                    .wal_bytes_total()
-                    .saturating_sub(self.ckpt_base.load(Ordering::Relaxed))
-                    >= threshold)
+            && self
+                .wal_bytes_total()
+                .saturating_sub(self.ckpt_base.load(Ordering::Relaxed))
+                >= threshold
     }
 
     /// Called after each commit: wakes the background checkpointer when a flush is due.
@@ -833,15 +844,18 @@ fn load_legacy_checkpoint(fs: &dyn WalFs, dir: &Path) -> Result<Option<State>> {
 /// Recovers the state of the store in `dir` without modifying any file: chooses the image
 /// tiling (or loads a checkpoint of the format before images), replays the WAL after it, and
 /// checks that nothing an installed image holds is missing. Returns the recovered state and
-/// whether it came from a legacy checkpoint (the first flush converts it). Shared by
-/// [`Db::open`] and [`Db::open_read_only`]: images and leftovers the tiling does not use, and
-/// WAL segments it covers, are removed by a writer's next flush or merge.
-/// Errors: as [`Db::open`] (`Corrupt` naming the image or segment, `Io`).
+/// whether it came from a legacy checkpoint, and the store's format (`store_format`; a writer
+/// upgrades format 1 at open). Shared by [`Db::open`] and [`Db::open_read_only`]: images and
+/// leftovers the tiling does not use, and WAL segments it covers, are removed by a writer's
+/// next flush or merge.
+/// Errors: as [`Db::open`] (`Corrupt` naming the image or segment, `Unsupported` for a newer
+/// store format, `Io`).
 pub(crate) fn recover_store(
     fs: &dyn WalFs,
     dir: &Path,
-) -> Result<(crate::wal::reader::Recovered, bool)> {
+) -> Result<(crate::wal::reader::Recovered, bool, StoreFormat)> {
     let wal_dir = dir.join("wal");
+    let format = store_format::read(fs, dir)?;
     let listing = set::list(fs, dir)?;
     let tiling = set::open_tiling(&listing);
     let mut legacy = false;
@@ -854,7 +868,7 @@ pub(crate) fn recover_store(
     } else {
         State::from_images(tiling.images)?
     };
-    let recovered = match recover(fs, &wal_dir, base) {
+    let recovered = match recover(fs, &wal_dir, base, format) {
         Ok(r) => r,
         // The WAL cannot make up for images that failed their checks: report those.
         Err(e) => return Err(tiling.failure.unwrap_or(e)),
@@ -875,14 +889,16 @@ pub(crate) fn recover_store(
             )
         }));
     }
-    Ok((recovered, legacy))
+    Ok((recovered, legacy, format))
 }
 
 impl Db {
     /// Opens (or creates) the database in directory `dir`.
     ///
-    /// A missing or empty directory is initialised (`LOCK`, `wal/`). An existing directory must
-    /// already be a holt store; open then maps its images (checking each one's footer, CRC
+    /// A missing or empty directory is initialised (`LOCK`, `wal/` with its first segment,
+    /// `FORMAT`). An existing directory must already be a holt store (a format-1 store that
+    /// holds records is upgraded here: one flush, see `docs/holt-format.md`); open then maps its
+    /// images (checking each one's footer, CRC
     /// directory and meta record — nothing proportional to the number of keys) and replays the
     /// WAL after the newest one into the in-memory delta, without modifying any file (a torn
     /// final record is truncated later, by the first WAL write). A store written before images
@@ -895,7 +911,8 @@ impl Db {
     /// another `Db` holds `dir/LOCK`;
     /// `Corrupt` for a directory that is not a holt store, an image whose footer, directory or
     /// meta record is damaged when the WAL cannot replace it (naming the file), or a damaged,
-    /// gapped or missing WAL segment (the torn final record excepted); `Io` on OS failures.
+    /// gapped, missing or headerless WAL segment (the torn final record excepted);
+    /// `Unsupported` for a store format newer than this version; `Io` on OS failures.
     pub fn open(dir: impl AsRef<Path>, opts: Options) -> Result<Db> {
         Self::open_with_fs(dir, opts, crate::wal::fs::os())
     }
@@ -950,7 +967,13 @@ impl Db {
             Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("flock", &lock_path, e)),
         }
 
-        let (recovered, legacy) = recover_store(&*wal_fs, &dir)?;
+        if fresh {
+            // Born in the current format: the first segment (with its header) and the marker.
+            drop(create_segment(&*wal_fs, &wal_dir, 1)?);
+            store_format::write(&*wal_fs, &dir)?;
+        }
+        let (recovered, legacy, format) = recover_store(&*wal_fs, &dir)?;
+        let upgrade = format == StoreFormat::V1 && (recovered.state.lsn > 0 || legacy);
         let wal = Wal::new(
             wal_fs,
             wal_dir,
@@ -969,6 +992,9 @@ impl Db {
             Some(lock),
             signal.clone(),
         ));
+        if upgrade {
+            inner.upgrade_format()?;
+        }
         let bg = match signal {
             None => None,
             Some(signal) => {
@@ -989,9 +1015,6 @@ impl Db {
             }
         };
         let db = Db { inner, _bg: bg };
-        if legacy {
-            db.inner.force_flush.store(true, Ordering::Relaxed);
-        }
         // WAL replayed at open may already be over the threshold, or a crash may have left a
         // merge undone.
         db.inner.maybe_auto_checkpoint();
@@ -1270,6 +1293,28 @@ impl Db {
     #[cfg(test)]
     pub(crate) fn set_checkpoint_hook(&self, hook: Option<CkptHook>) {
         *self.inner.ckpt_hook.lock() = hook;
+    }
+
+    /// Checks every data block of every image this database is served from against its CRC
+    /// (reads do that lazily, block by block, on first touch; this reads them all), for
+    /// offline verification such as `nokv fsck`. The in-memory delta and the WAL (checked
+    /// record by record at open) are not involved. Blocks found intact are remembered, so later
+    /// reads do not check them again; a damaged block keeps failing every read that touches it.
+    /// Cost: one read of every image byte not checked yet. Works on read-only databases; an
+    /// in-memory database has no images (an empty report).
+    /// Damage is reported in [`ScrubReport::damaged`], never as an error.
+    pub fn scrub(&self) -> ScrubReport {
+        let images = self.inner.current().images.clone();
+        let mut damaged = Vec::new();
+        let mut blocks = 0;
+        for img in images.iter() {
+            blocks += img.scrub(&mut |e| damaged.push(e));
+        }
+        ScrubReport {
+            images: images.len(),
+            blocks,
+            damaged,
+        }
     }
 
     /// Engine counters.

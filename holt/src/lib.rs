@@ -46,7 +46,8 @@
 //! ## Durability: WAL, group commit, checkpoints
 //!
 //! Every commit, tree creation and floor change is a CRC-framed record with the next **LSN** in
-//! the **write-ahead log** (`dir/wal/<20-digit first LSN>.wal`). Concurrent committers share one
+//! the **write-ahead log** (`dir/wal/<20-digit first LSN>.wal`, each segment created atomically
+//! with a header; `dir/FORMAT` marks the store format). Concurrent committers share one
 //! write and one `fdatasync` (**group commit**, leader/follower); a commit is acknowledged and
 //! made visible only once its record is durable ([`Durability::Sync`], the default). With
 //! [`WalIo::Auto`] (the default) the group's write and `fdatasync` are submitted as one linked
@@ -66,8 +67,8 @@
 //! deletes the WAL segments it covers; a background **merge** combines images per a tiered
 //! policy, and [`Db::checkpoint`] merges everything into one image. Opening maps the images
 //! (footer, CRC directory and meta record only — nothing proportional to the number of keys)
-//! and replays the WAL after the newest one; a torn final record is dropped, any other damage is
-//! reported as [`Error::Corrupt`]. `dir/LOCK` holds an exclusive advisory lock while open. The
+//! and replays the WAL after the newest one; a torn final record is dropped, any other damage —
+//! including a missing, emptied or overwritten segment — is reported as [`Error::Corrupt`]. `dir/LOCK` holds an exclusive advisory lock while open. The
 //! byte layout, the merge policy and the WAL bound are in `docs/holt-format.md`.
 //!
 //! ## Read-only opening
@@ -113,6 +114,7 @@ mod range;
 mod read_only;
 mod registry;
 mod state;
+mod store_format;
 mod tree;
 mod wal;
 
@@ -121,8 +123,8 @@ pub use db::Db;
 pub use error::{Error, Result};
 pub use mvcc::{HISTORY_NAME, HISTORY_TAG};
 pub use options::{
-    Durability, Options, Stats, WalGroupStats, WalIo, WalIoPath, DEFAULT_CHECKPOINT_WAL_BYTES,
-    WAL_GROUP_HISTOGRAM_BUCKETS,
+    Durability, Options, ScrubReport, Stats, WalGroupStats, WalIo, WalIoPath,
+    DEFAULT_CHECKPOINT_WAL_BYTES, WAL_GROUP_HISTOGRAM_BUCKETS,
 };
 pub use pipeline::CommitTicket;
 

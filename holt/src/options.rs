@@ -119,6 +119,19 @@ impl Default for Options {
     }
 }
 
+/// What [`crate::Db::scrub`] found: every data block of every image the database is served
+/// from was checked against its CRC.
+#[derive(Debug, Default)]
+pub struct ScrubReport {
+    /// Image files checked.
+    pub images: usize,
+    /// 4 KiB data blocks checked (over all images).
+    pub blocks: u64,
+    /// One `Error::Corrupt` per damaged block or CRC table page (naming the file, the byte
+    /// offset and the block), in file and block order; empty when every block is intact.
+    pub damaged: Vec<crate::Error>,
+}
+
 /// A point-in-time copy of engine counters, from `Db::stats`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Stats {

@@ -105,8 +105,9 @@ impl Db {
     /// Errors: `Io` (e.g. `NotFound` for a missing directory, `PermissionDenied` without read
     /// permission); `Corrupt` for a directory that is not a holt store (no `LOCK` file or `wal/`
     /// directory), a damaged image the WAL cannot replace, a damaged legacy checkpoint or a
-    /// damaged, gapped or missing WAL segment (the torn final record excepted) that stays
-    /// damaged when listed again; `Corrupt` or `Io` also when a
+    /// damaged, gapped, missing or headerless WAL segment (the torn final record excepted) that
+    /// stays damaged when listed again; `Unsupported` for a store format newer than this
+    /// version; `Corrupt` or `Io` also when a
     /// writer replaced the files under every one of 32 attempts (the last error).
     pub fn open_read_only(dir: impl AsRef<Path>, opts: Options) -> Result<Db> {
         open_read_only_with_fs(dir.as_ref(), opts, &*crate::wal::fs::os())
@@ -170,6 +171,6 @@ fn attempt_once(fs: &dyn WalFs, dir: &Path, wal_dir: &Path) -> Result<Attempt> {
 
 /// The images and WAL [`Db::open`] would recover, recovered the same way (nothing is written).
 fn load(fs: &dyn WalFs, dir: &Path) -> Result<(State, u64)> {
-    let (recovered, _legacy) = recover_store(fs, dir)?;
+    let (recovered, _legacy, _format) = recover_store(fs, dir)?;
     Ok((recovered.state, recovered.replayed_bytes))
 }

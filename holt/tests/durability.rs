@@ -9,6 +9,9 @@ fn opts() -> Options {
     Options::default()
 }
 
+/// Bytes of a WAL segment's header (`docs/holt-format.md`); records follow it.
+const HEADER: usize = 24;
+
 fn segments(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = fs::read_dir(dir.join("wal"))
         .unwrap()
@@ -159,15 +162,16 @@ fn corrupt_byte_in_an_earlier_record_fails_open_naming_the_file() {
     }
     let seg = segments(dir.path()).pop().unwrap();
     let mut bytes = fs::read(&seg).unwrap();
-    // The first record is the tree creation; flip a payload byte of the second record.
-    let first_len = u32::from_le_bytes(bytes[0..4].try_into().unwrap()) as usize + 16;
-    bytes[first_len + 16 + 3] ^= 0x40;
+    // After the segment header, the first record is the tree creation; flip a payload byte of
+    // the second record.
+    let first_len = u32::from_le_bytes(bytes[HEADER..HEADER + 4].try_into().unwrap()) as usize + 16;
+    bytes[HEADER + first_len + 16 + 3] ^= 0x40;
     fs::write(&seg, &bytes).unwrap();
     let before = snapshot_files(dir.path());
     match Db::open(dir.path(), opts()) {
         Err(Error::Corrupt { file, offset, .. }) => {
             assert_eq!(file, seg);
-            assert_eq!(offset, first_len as u64);
+            assert_eq!(offset, (HEADER + first_len) as u64);
         }
         other => panic!("expected Corrupt, got {other:?}"),
     }
@@ -190,11 +194,11 @@ fn corrupt_length_field_before_valid_records_is_not_mistaken_for_a_torn_tail() {
     }
     let seg = segments(dir.path()).pop().unwrap();
     let mut bytes = fs::read(&seg).unwrap();
-    bytes[2] = 0x7f; // first record's length now runs past end of file
+    bytes[HEADER + 2] = 0x7f; // first record's length now runs past end of file
     fs::write(&seg, &bytes).unwrap();
     assert!(matches!(
         Db::open(dir.path(), opts()),
-        Err(Error::Corrupt { offset: 0, .. })
+        Err(Error::Corrupt { offset, .. }) if offset == HEADER as u64
     ));
 }
 
@@ -231,7 +235,13 @@ fn checkpoint_then_more_commits_then_reopen() {
         put(&db, "u", "x", "1");
         db.checkpoint().unwrap();
         assert_eq!(checkpoints(dir.path()).len(), 1);
-        assert!(segments(dir.path()).is_empty(), "covered WAL is deleted");
+        let wal = segments(dir.path());
+        assert_eq!(
+            wal.len(),
+            1,
+            "covered WAL is deleted, its successor exists: {wal:?}"
+        );
+        assert_eq!(fs::metadata(&wal[0]).unwrap().len(), HEADER as u64);
         put(&db, "t", "a", "3");
         put(&db, "u", "y", "2");
         db.create_tree("w", 0x03, false).unwrap();
@@ -463,4 +473,251 @@ fn a_flipped_byte_in_an_image_block_fails_the_reads_that_touch_it_naming_file_an
         t.get(b"dir/01999").unwrap(),
         Some("value-01999-".repeat(8).into_bytes())
     );
+}
+
+#[test]
+fn scrub_checks_every_image_block_and_names_each_damaged_one() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), opts()).unwrap();
+        let t = db.create_tree("t", 0x01, false).unwrap();
+        let mut b = Batch::new();
+        for i in 0..2000u32 {
+            b.put(
+                &t,
+                format!("dir/{i:05}"),
+                format!("value-{i:05}-").repeat(8),
+            );
+        }
+        db.commit(b).unwrap();
+        db.checkpoint().unwrap();
+        let clean = db.scrub();
+        assert_eq!(clean.images, 1);
+        assert!(clean.blocks > 20, "{clean:?}");
+        assert!(clean.damaged.is_empty(), "{clean:?}");
+    }
+    let image = checkpoints(dir.path()).pop().unwrap();
+    let good = fs::read(&image).unwrap();
+    // Two leaf blocks no open and no read below touches.
+    let mut bytes = good.clone();
+    let mut blocks = Vec::new();
+    for key in ["value-00100-", "value-01500-"] {
+        let needle = key.repeat(8).into_bytes();
+        let at = bytes
+            .windows(needle.len())
+            .position(|w| w == needle.as_slice())
+            .unwrap();
+        bytes[at + 5] ^= 0x20;
+        blocks.push(at / 4096);
+    }
+    assert_ne!(blocks[0], blocks[1]);
+    fs::write(&image, &bytes).unwrap();
+    for read_only in [false, true] {
+        let db = if read_only {
+            Db::open_read_only(dir.path(), opts()).unwrap()
+        } else {
+            Db::open(dir.path(), opts()).unwrap()
+        };
+        assert_eq!(
+            db.tree("t").unwrap().get(b"dir/00007").unwrap(),
+            Some("value-00007-".repeat(8).into_bytes()),
+            "other blocks still read"
+        );
+        let report = db.scrub();
+        let found: Vec<(PathBuf, String)> = report
+            .damaged
+            .iter()
+            .map(|e| match e {
+                Error::Corrupt { file, reason, .. } => (file.clone(), reason.clone()),
+                other => panic!("expected Corrupt, got {other:?}"),
+            })
+            .collect();
+        let want: Vec<(PathBuf, String)> = blocks
+            .iter()
+            .map(|b| (image.clone(), format!("image block {b} CRC mismatch")))
+            .collect();
+        assert_eq!(found, want, "read_only {read_only}");
+        // Scrubbing again reports the same damage (bad blocks are never marked checked).
+        assert_eq!(db.scrub().damaged.len(), 2);
+    }
+    // A damaged CRC table page is one report, not one per block it covers.
+    let mut bytes = good;
+    let n = bytes.len();
+    let nblocks = (n as u64 - 64) / 4100;
+    let table = (nblocks * 4096) as usize;
+    bytes[table + 2] ^= 1;
+    fs::write(&image, &bytes).unwrap();
+    // (The open reads the meta record, so it may meet the page first.)
+    let page_damage = |e: &Error| matches!(e, Error::Corrupt { reason, .. } if reason.contains("CRC table page 0"));
+    match Db::open(dir.path(), opts()) {
+        Ok(db) => {
+            let report = db.scrub();
+            assert_eq!(report.damaged.len(), 1, "{report:?}");
+            assert!(page_damage(&report.damaged[0]), "{report:?}");
+        }
+        Err(e) => assert!(page_damage(&e), "{e:?}"),
+    }
+}
+
+/// A store with `t` = {a, b} in an image (checkpoint at LSN 3) and {c, d} only in the WAL
+/// segment after it (LSN 4 and 5); returns that segment.
+fn store_with_records_after_a_checkpoint(dir: &Path) -> PathBuf {
+    let db = Db::open(dir, opts()).unwrap();
+    db.create_tree("t", 0x01, false).unwrap();
+    put(&db, "t", "a", "1");
+    put(&db, "t", "b", "2");
+    db.checkpoint().unwrap();
+    put(&db, "t", "c", "3");
+    put(&db, "t", "d", "4");
+    drop(db);
+    let wal = segments(dir);
+    assert_eq!(wal.len(), 1, "{wal:?}");
+    assert!(wal[0].ends_with("wal/00000000000000000004.wal"), "{wal:?}");
+    wal[0].clone()
+}
+
+/// Both openers refuse the store with `Corrupt` naming `file` and a reason containing
+/// `needle`, and neither changes a byte.
+fn refused_by_every_opener(dir: &Path, file: &Path, needle: &str) {
+    let before = snapshot_files(dir);
+    for (opener, result) in [
+        ("writer", Db::open(dir, opts())),
+        ("read-only", Db::open_read_only(dir, opts())),
+    ] {
+        match result {
+            Err(Error::Corrupt {
+                file: f, reason, ..
+            }) => {
+                assert_eq!(f, file, "{opener}: {reason}");
+                assert!(reason.contains(needle), "{opener}: {reason}");
+            }
+            other => panic!("{opener}: expected Corrupt, got {other:?}"),
+        }
+    }
+    assert_eq!(
+        snapshot_files(dir),
+        before,
+        "a refused open changes nothing"
+    );
+}
+
+#[test]
+fn a_deleted_segment_after_a_checkpoint_is_reported_not_silently_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let seg = store_with_records_after_a_checkpoint(dir.path());
+    fs::remove_file(&seg).unwrap();
+    refused_by_every_opener(dir.path(), &seg, "missing WAL segment");
+}
+
+#[test]
+fn an_emptied_segment_is_reported_after_a_checkpoint_and_without_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let seg = store_with_records_after_a_checkpoint(dir.path());
+    fs::File::create(&seg).unwrap();
+    refused_by_every_opener(dir.path(), &seg, "no header");
+
+    // No checkpoint yet: the store's only segment, emptied.
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), opts()).unwrap();
+        db.create_tree("t", 0x01, false).unwrap();
+        put(&db, "t", "a", "1");
+    }
+    let seg = segments(dir.path()).pop().unwrap();
+    fs::File::create(&seg).unwrap();
+    refused_by_every_opener(dir.path(), &seg, "no header");
+    // Deleted instead of emptied.
+    fs::remove_file(&seg).unwrap();
+    refused_by_every_opener(dir.path(), &seg, "missing WAL segment");
+}
+
+#[test]
+fn a_segment_overwritten_from_its_start_or_with_a_damaged_header_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let seg = store_with_records_after_a_checkpoint(dir.path());
+    let good = fs::read(&seg).unwrap();
+    let mut bad = good.clone();
+    bad[..HEADER].fill(0);
+    fs::write(&seg, &bad).unwrap();
+    refused_by_every_opener(dir.path(), &seg, "no header");
+    for i in 8..HEADER {
+        let mut bad = good.clone();
+        bad[i] ^= 0x04;
+        fs::write(&seg, &bad).unwrap();
+        refused_by_every_opener(dir.path(), &seg, "header");
+    }
+    fs::write(&seg, &good).unwrap();
+    let db = Db::open(dir.path(), opts()).unwrap();
+    assert_eq!(db.version(), 4);
+}
+
+#[test]
+fn a_store_format_newer_than_this_holt_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    store_with_records_after_a_checkpoint(dir.path());
+    fs::write(dir.path().join("FORMAT"), "holt store format 7\n").unwrap();
+    let before = snapshot_files(dir.path());
+    for result in [
+        Db::open(dir.path(), opts()),
+        Db::open_read_only(dir.path(), opts()),
+    ] {
+        match result {
+            Err(Error::Unsupported(m)) => assert!(m.contains("format 7"), "{m}"),
+            other => panic!("expected Unsupported, got {other:?}"),
+        }
+    }
+    assert_eq!(snapshot_files(dir.path()), before);
+}
+
+#[test]
+fn a_lost_format_marker_loses_nothing_and_the_writer_restores_it() {
+    let dir = tempfile::tempdir().unwrap();
+    store_with_records_after_a_checkpoint(dir.path());
+    fs::remove_file(dir.path().join("FORMAT")).unwrap();
+    {
+        let db = Db::open_read_only(dir.path(), opts()).unwrap();
+        assert_eq!(db.version(), 4);
+    }
+    assert!(
+        !dir.path().join("FORMAT").exists(),
+        "read-only writes nothing"
+    );
+    {
+        let db = Db::open(dir.path(), opts()).unwrap();
+        assert_eq!(db.version(), 4);
+        assert_eq!(
+            db.tree("t").unwrap().get(b"d").unwrap(),
+            Some(b"4".to_vec())
+        );
+    }
+    assert_eq!(
+        fs::read_to_string(dir.path().join("FORMAT")).unwrap(),
+        "holt store format 2\n"
+    );
+    // Strict again: the segment after the images must exist.
+    let seg = segments(dir.path()).pop().unwrap();
+    fs::remove_file(&seg).unwrap();
+    assert!(matches!(
+        Db::open(dir.path(), opts()),
+        Err(Error::Corrupt { .. })
+    ));
+}
+
+#[test]
+fn a_segment_creation_interrupted_before_its_rename_leaves_a_tmp_that_is_ignored_then_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let seg = store_with_records_after_a_checkpoint(dir.path());
+    // What a crash between writing the header and the rename leaves (any bytes).
+    let stale = dir.path().join("wal/00000000000000000004.wal.tmp");
+    fs::write(&stale, b"HOLTWAL2 torn").unwrap();
+    {
+        let db = Db::open(dir.path(), opts()).unwrap();
+        assert_eq!(db.version(), 4);
+        put(&db, "t", "e", "5");
+        db.checkpoint().unwrap();
+    }
+    assert!(!stale.exists(), "the checkpoint covering it removed it");
+    assert!(!seg.exists());
+    let db = Db::open(dir.path(), opts()).unwrap();
+    assert_eq!(db.version(), 5);
 }

@@ -264,6 +264,31 @@ impl Image {
         }
     }
 
+    /// Checks the CRC of every data block not checked yet (and the CRC table pages they need),
+    /// calling `bad` with the `Corrupt` error of each block that fails, in block order. Returns
+    /// the number of data blocks. Cost: one read of the whole file (the first time).
+    pub(crate) fn scrub(&self, bad: &mut dyn FnMut(Error)) -> u64 {
+        let mut block = 0;
+        while block < self.nblocks {
+            let page = block / CRCS_PER_PAGE;
+            if !test_bit(&self.page_ok, page) {
+                if let Err(e) = self.verify_page(page) {
+                    // One report for the page; its blocks cannot be checked.
+                    bad(e);
+                    block = (page + 1) * CRCS_PER_PAGE;
+                    continue;
+                }
+            }
+            if !test_bit(&self.block_ok, block) {
+                if let Err(e) = self.verify_block(block) {
+                    bad(e);
+                }
+            }
+            block += 1;
+        }
+        self.nblocks
+    }
+
     /// `len` bytes at data offset `off`, after checking every block they touch.
     /// Errors: `Corrupt` for a range outside the data blocks or a block with a bad CRC.
     #[inline]

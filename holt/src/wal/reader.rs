@@ -1,8 +1,15 @@
-//! WAL recovery: scan segments, validate framing, CRCs and LSN continuity, replay records.
+//! WAL recovery: scan segments, validate headers, framing, CRCs and LSN continuity, replay
+//! records.
 //!
 //! Rules:
 //! - segments are read in LSN order starting with the last one whose first LSN is at or below
 //!   the checkpoint LSN + 1 (older segments are fully covered by the checkpoint and skipped);
+//! - a segment's records follow its header (`record::SEGMENT_HEADER_LEN` bytes; the header's
+//!   first LSN must match the file name); in a format-2 store (see `store_format`) a segment
+//!   without a valid header, or a missing segment starting right after the checkpoint LSN, fails
+//!   the open with `Error::Corrupt` — such a segment was emptied, cut short, overwritten or
+//!   deleted, and the records it held were acknowledged. Format-1 segments have no header;
+//!   records start at offset 0;
 //! - every record's LSN must be exactly one more than the previous one, and each segment must
 //!   start where the previous one ended; otherwise the open fails with `Error::Corrupt`;
 //! - a damaged **final** record of the **last** segment (short header, payload past end of file,
@@ -10,18 +17,28 @@
 //!   write: it and everything after it is ignored, and the writer truncates it away before its
 //!   first append (never during open). A damaged record anywhere else — including one followed
 //!   by a later record that still validates — fails the open with `Error::Corrupt`.
+//!
+//! What recovery cannot see: a last segment cut exactly at a record boundary (or back to its
+//! header) reads as a shorter log. Detecting that would need the durable LSN recorded somewhere
+//! outside the segment on every commit.
 
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::state::State;
+use crate::store_format::StoreFormat;
 use crate::wal::fs::WalFs;
-use crate::wal::record::{parse_segment_name, record_crc, RecordRef, HEADER_LEN};
+use crate::wal::record::{
+    parse_segment_name, record_crc, segment_file_name, segment_start, RecordRef, SegmentStart,
+    HEADER_LEN, SEGMENT_HEADER_LEN,
+};
 
 /// What recovery learned about the last segment, handed to the writer.
 #[derive(Debug, Clone)]
 pub(crate) struct TailSegment {
     pub(crate) path: PathBuf,
+    /// Offset of the first record: the header length, or 0 for a format-1 segment.
+    pub(crate) body_start: u64,
     /// Byte offset just past the last valid record.
     pub(crate) valid_end: u64,
     /// File length found at open (greater than `valid_end` when there is a torn tail).
@@ -55,15 +72,32 @@ pub(crate) fn list_segments(fs: &dyn WalFs, wal_dir: &Path) -> Result<Vec<(u64, 
     Ok(segs)
 }
 
-/// Replays every record after `state.lsn` (the checkpoint LSN, 0 without checkpoint).
-/// Segment files are listed and read through `fs`.
-pub(crate) fn recover(fs: &dyn WalFs, wal_dir: &Path, mut state: State) -> Result<Recovered> {
+/// Replays every record after `state.lsn` (the checkpoint LSN, 0 without checkpoint) under
+/// the rules of `format` (see the module docs). Segment files are listed and read through `fs`.
+/// Errors: `Corrupt` naming the segment (missing, headerless in format 2, damaged, gapped);
+/// `Io`.
+pub(crate) fn recover(
+    fs: &dyn WalFs,
+    wal_dir: &Path,
+    mut state: State,
+    format: StoreFormat,
+) -> Result<Recovered> {
     let segs = list_segments(fs, wal_dir)?;
     let mut expected = state.lsn + 1;
-    let first_idx = segs
-        .iter()
-        .rposition(|(start, _)| *start <= expected)
-        .unwrap_or(0);
+    let first = segs.iter().rposition(|(start, _)| *start <= expected);
+    if format == StoreFormat::V2 && first.is_none_or(|i| segs[i].0 != expected) {
+        // The segment after the checkpoint is created before the checkpoint is written and is
+        // never removed while that checkpoint is the newest.
+        return Err(Error::corrupt(
+            wal_dir.join(segment_file_name(expected)),
+            0,
+            format!(
+                "missing WAL segment: the log after LSN {} (the checkpoint) must start here",
+                expected - 1
+            ),
+        ));
+    }
+    let first_idx = first.unwrap_or(0);
     let mut tail = None;
     let mut replayed_bytes = 0u64;
     for (i, (start, path)) in segs.iter().enumerate().skip(first_idx) {
@@ -83,8 +117,38 @@ pub(crate) fn recover(fs: &dyn WalFs, wal_dir: &Path, mut state: State) -> Resul
             ));
         }
         let data = fs.read(path).map_err(|e| Error::io("read", path, e))?;
-        let (valid_end, next_lsn) =
-            scan_segment(path, &data, *start, is_last, |lsn, rec, len, off| {
+        let body_start = match segment_start(&data) {
+            SegmentStart::Header(lsn) if lsn == *start => SEGMENT_HEADER_LEN,
+            SegmentStart::Header(lsn) => {
+                return Err(Error::corrupt(
+                    path,
+                    0,
+                    format!("segment header says first LSN {lsn}, the file name says {start}"),
+                ))
+            }
+            SegmentStart::DamagedHeader => {
+                return Err(Error::corrupt(path, 0, "damaged WAL segment header"))
+            }
+            SegmentStart::NoHeader if format == StoreFormat::V2 => {
+                return Err(Error::corrupt(
+                    path,
+                    0,
+                    format!(
+                        "WAL segment has no header ({} bytes): it was emptied, cut short or \
+                         overwritten",
+                        data.len()
+                    ),
+                ))
+            }
+            SegmentStart::NoHeader => 0,
+        };
+        let (valid_end, next_lsn) = scan_segment(
+            path,
+            &data,
+            body_start,
+            *start,
+            is_last,
+            |lsn, rec, len, off| {
                 if lsn < expected {
                     return Ok(());
                 }
@@ -94,10 +158,12 @@ pub(crate) fn recover(fs: &dyn WalFs, wal_dir: &Path, mut state: State) -> Resul
                 expected = lsn + 1;
                 replayed_bytes += len;
                 Ok(())
-            })?;
+            },
+        )?;
         if is_last {
             tail = Some(TailSegment {
                 path: path.clone(),
+                body_start: body_start as u64,
                 valid_end,
                 file_len: data.len() as u64,
                 next_lsn,
@@ -135,16 +201,17 @@ fn later_valid_record(data: &[u8], off: usize, min_lsn: u64) -> bool {
     })
 }
 
-/// Scans one segment, calling `f(lsn, record, framed_len, offset)` for every valid record.
-/// Returns `(valid_end, next_lsn)`.
+/// Scans one segment from its first record at `body_start`, calling
+/// `f(lsn, record, framed_len, offset)` for every valid record. Returns `(valid_end, next_lsn)`.
 fn scan_segment(
     path: &Path,
     data: &[u8],
+    body_start: usize,
     start_lsn: u64,
     is_last: bool,
     mut f: impl FnMut(u64, RecordRef<'_>, u64, u64) -> Result<()>,
 ) -> Result<(u64, u64)> {
-    let mut off = 0usize;
+    let mut off = body_start;
     let mut next_lsn = start_lsn;
     while off < data.len() {
         let rest = &data[off..];

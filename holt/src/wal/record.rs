@@ -259,6 +259,53 @@ impl<'a> RecordRef<'a> {
     }
 }
 
+/// Magic at the start of every segment header.
+pub(crate) const SEGMENT_MAGIC: &[u8; 8] = b"HOLTWAL2";
+
+/// Bytes of the segment header: `magic "HOLTWAL2" | u64 first_lsn | u32 reserved (0) |
+/// u32 crc32(first 20 bytes)`. Segments written before the header existed (store format 1)
+/// start directly with their first record.
+pub(crate) const SEGMENT_HEADER_LEN: usize = 24;
+
+/// The header of a segment whose first record has LSN `first_lsn`.
+pub(crate) fn segment_header(first_lsn: u64) -> [u8; SEGMENT_HEADER_LEN] {
+    let mut h = [0u8; SEGMENT_HEADER_LEN];
+    h[..8].copy_from_slice(SEGMENT_MAGIC);
+    h[8..16].copy_from_slice(&first_lsn.to_le_bytes());
+    let crc = crc32fast::hash(&h[..20]);
+    h[20..].copy_from_slice(&crc.to_le_bytes());
+    h
+}
+
+/// What the first bytes of a segment file say about its layout.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum SegmentStart {
+    /// A valid header naming this first LSN; records start at [`SEGMENT_HEADER_LEN`].
+    Header(u64),
+    /// The magic is there but the header is cut short or fails its CRC.
+    DamagedHeader,
+    /// No (complete) magic: a format-1 segment (records from offset 0), or an emptied,
+    /// truncated or overwritten one.
+    NoHeader,
+}
+
+/// Classifies the start of segment file `data`.
+pub(crate) fn segment_start(data: &[u8]) -> SegmentStart {
+    if !data.starts_with(SEGMENT_MAGIC) {
+        return SegmentStart::NoHeader;
+    }
+    let Some(h) = data.get(..SEGMENT_HEADER_LEN) else {
+        return SegmentStart::DamagedHeader;
+    };
+    let crc = u32::from_le_bytes([h[20], h[21], h[22], h[23]]);
+    if crc32fast::hash(&h[..20]) != crc || h[16..20] != [0; 4] {
+        return SegmentStart::DamagedHeader;
+    }
+    let mut lsn = [0u8; 8];
+    lsn.copy_from_slice(&h[8..16]);
+    SegmentStart::Header(u64::from_le_bytes(lsn))
+}
+
 /// `NNNNNNNNNNNNNNNNNNNN.wal`: the segment's first LSN, 20 decimal digits.
 pub(crate) fn segment_file_name(first_lsn: u64) -> String {
     format!("{first_lsn:020}.wal")
@@ -310,6 +357,28 @@ mod tests {
             assert_eq!(crc, record_crc(i as u64 + 1, &framed[HEADER_LEN..]));
             assert_eq!(Record::decode(&framed[HEADER_LEN..]).unwrap(), r);
         }
+    }
+
+    #[test]
+    fn segment_headers_round_trip_and_damage_is_classified() {
+        let h = segment_header(42);
+        assert_eq!(segment_start(&h), SegmentStart::Header(42));
+        let mut with_records = h.to_vec();
+        with_records.extend_from_slice(&[7; 40]);
+        assert_eq!(segment_start(&with_records), SegmentStart::Header(42));
+        assert_eq!(segment_start(&[]), SegmentStart::NoHeader);
+        assert_eq!(segment_start(&[0; 64]), SegmentStart::NoHeader);
+        assert_eq!(segment_start(&h[..5]), SegmentStart::NoHeader);
+        assert_eq!(segment_start(&h[..20]), SegmentStart::DamagedHeader);
+        assert_eq!(segment_start(b"HOLX"), SegmentStart::NoHeader);
+        for i in 8..SEGMENT_HEADER_LEN {
+            let mut bad = h;
+            bad[i] ^= 0x10;
+            assert_eq!(segment_start(&bad), SegmentStart::DamagedHeader, "byte {i}");
+        }
+        // A format-1 segment starts with a record header, never with the magic.
+        let framed = Record::SetFloor { floor: 1 }.frame(1).unwrap();
+        assert_eq!(segment_start(&framed), SegmentStart::NoHeader);
     }
 
     #[test]

@@ -637,10 +637,11 @@ fn power_loss_at_every_step_of_flushes_and_merges_keeps_every_acknowledged_commi
     );
 }
 
-/// A store written before images existed (a `checkpoint-<lsn>.ckpt` of format 1 plus WAL)
-/// opens with every commit, and the first flush converts it: one base image, no old file.
+/// A store written before images and the store format marker existed (a `checkpoint-<lsn>.ckpt`
+/// of format 1 plus headerless WAL segments) opens read-only with every commit, and a writer's
+/// open upgrades it: one base image, headed segments only, the marker, no old file.
 #[test]
-fn a_store_with_a_legacy_checkpoint_opens_and_the_first_flush_converts_it() {
+fn a_format_1_store_with_a_legacy_checkpoint_opens_and_a_writer_upgrades_it() {
     let dir = tempfile::tempdir().unwrap();
     let opts = Options {
         durability: Durability::Sync,
@@ -657,38 +658,180 @@ fn a_store_with_a_legacy_checkpoint_opens_and_the_first_flush_converts_it() {
             statuses.insert(id, Status::Acked(commit_batch(&db, id).unwrap()));
         }
     }
-    // Rewrite the store in the old layout: a legacy checkpoint of everything so far, the WAL
-    // it covers removed, then more commits in a fresh WAL segment.
     let (lsn, state) = {
         let db = Db::open(dir.path(), opts).unwrap();
         let st = db.current_state();
         (st.lsn, State::clone(&st))
     };
-    let fs = crate::wal::fs::os();
-    let tmp = crate::checkpoint::write(&*fs, dir.path(), &state, &mut |_| Ok(())).unwrap();
-    crate::checkpoint::install(&*fs, dir.path(), lsn, &tmp).unwrap();
-    for e in std::fs::read_dir(dir.path().join("wal")).unwrap() {
-        std::fs::remove_file(e.unwrap().path()).unwrap();
-    }
     {
-        // The WAL is empty, the legacy checkpoint holds everything: reopen and commit more.
         let db = Db::open(dir.path(), opts).unwrap();
-        assert_eq!(db.stats().images, 0);
-        verify(&db, &mut statuses, "legacy checkpoint, empty WAL");
         for id in 30..40 {
             statuses.insert(id, Status::Acked(commit_batch(&db, id).unwrap()));
         }
+        assert_eq!(db.stats().images, 0);
     }
-    let db = Db::open(dir.path(), opts).unwrap();
-    verify(&db, &mut statuses, "legacy checkpoint + WAL");
-    db.flush().unwrap();
-    assert_eq!(db.stats().images, 1);
+    // Rewrite the store in the old layout: a legacy checkpoint of the first 30 batches, the one
+    // WAL segment (all 40) without its header, no marker.
+    let fs = crate::wal::fs::os();
+    let tmp = crate::checkpoint::write(&*fs, dir.path(), &state, &mut |_| Ok(())).unwrap();
+    crate::checkpoint::install(&*fs, dir.path(), lsn, &tmp).unwrap();
+    let segments = || -> Vec<std::path::PathBuf> {
+        let mut v: Vec<_> = std::fs::read_dir(dir.path().join("wal"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        v.sort();
+        v
+    };
+    let wal = segments();
+    assert_eq!(wal.len(), 1, "{wal:?}");
+    let headed = std::fs::read(&wal[0]).unwrap();
+    assert_eq!(&headed[..8], crate::wal::record::SEGMENT_MAGIC);
+    std::fs::write(&wal[0], &headed[crate::wal::record::SEGMENT_HEADER_LEN..]).unwrap();
+    std::fs::remove_file(dir.path().join(crate::store_format::FILE)).unwrap();
+
+    // Read-only: format 1 rules, nothing written.
+    {
+        let db = Db::open_read_only(dir.path(), opts).unwrap();
+        verify(&db, &mut statuses, "format 1, read-only");
+        assert!(!dir.path().join(crate::store_format::FILE).exists());
+    }
+    // A writer upgrades at open.
+    {
+        let db = Db::open(dir.path(), opts).unwrap();
+        verify(&db, &mut statuses, "format 1 upgraded at open");
+        assert_eq!(db.stats().images, 1);
+        for id in 40..45 {
+            statuses.insert(id, Status::Acked(commit_batch(&db, id).unwrap()));
+        }
+    }
     let names: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     assert!(names.iter().all(|n| !n.ends_with(".ckpt")), "{names:?}");
+    assert!(
+        names.iter().any(|n| n == crate::store_format::FILE),
+        "{names:?}"
+    );
+    for seg in segments() {
+        let data = std::fs::read(&seg).unwrap();
+        assert_eq!(&data[..8], crate::wal::record::SEGMENT_MAGIC, "{seg:?}");
+    }
+    let db = Db::open(dir.path(), opts).unwrap();
+    verify(&db, &mut statuses, "after the upgrade");
+}
+
+/// Rewrites the store in `dir` in format 1: every segment without its header, no marker.
+fn make_format_1(dir: &std::path::Path) {
+    for e in std::fs::read_dir(dir.join("wal")).unwrap() {
+        let path = e.unwrap().path();
+        let data = std::fs::read(&path).unwrap();
+        assert_eq!(&data[..8], crate::wal::record::SEGMENT_MAGIC, "{path:?}");
+        std::fs::write(&path, &data[crate::wal::record::SEGMENT_HEADER_LEN..]).unwrap();
+    }
+    std::fs::remove_file(dir.join(crate::store_format::FILE)).unwrap();
+}
+
+/// One run of [`power_loss_at_every_step_of_creating_or_upgrading_a_store_keeps_every_acknowledged_commit`]:
+/// crashes at the `k`-th mutating file operation from the start of `Db::open` — of a new store
+/// (`upgrade` false: first segment, marker, then commits) or of a format-1 store holding
+/// acknowledged commits (`upgrade` true: the upgrade's rotation, image, unlinks, marker, then
+/// commits) — applies the power loss, reopens and verifies; a later clean open leaves a format-2
+/// store. Returns whether the crash point was reached.
+fn crash_open_at(k: u64, seed: u64, upgrade: bool) -> bool {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        durability: Durability::Sync,
+        wal_io: WalIo::Blocking,
+        checkpoint_wal_bytes: 0,
+    };
+    let mut statuses: BTreeMap<u64, Status> = BTreeMap::new();
+    let mut id = 0;
+    if upgrade {
+        let db = Db::open(dir.path(), opts).unwrap();
+        for (name, tag, versioned) in TREES {
+            db.create_tree(name, tag, versioned).unwrap();
+        }
+        for _ in 0..20 {
+            statuses.insert(id, Status::Acked(commit_batch(&db, id).unwrap()));
+            id += 1;
+        }
+        drop(db);
+        make_format_1(dir.path());
+    }
+    let sim = SimFs::quiet(seed);
+    sim.arm(k);
+    if let Ok(db) = Db::open_with_fs(dir.path(), opts, Arc::new(sim.clone())) {
+        if !upgrade {
+            for (name, tag, versioned) in TREES {
+                if db.create_tree(name, tag, versioned).is_err() {
+                    break;
+                }
+            }
+        }
+        if db.tree("ta").is_some() && db.tree("tc").is_some() {
+            for _ in 0..4 {
+                let res = commit_batch(&db, id);
+                statuses.insert(id, res.map_or(Status::Unknown, Status::Acked));
+                id += 1;
+            }
+        }
+    }
+    let crashed = sim.counts().crashed;
+    sim.crash().unwrap();
+    let context = format!(
+        "{} crash at op {k} (seed {seed})",
+        if upgrade { "upgrade" } else { "creation" }
+    );
+    let db = Db::open_with_fs(dir.path(), opts, Arc::new(SimFs::quiet(seed + 1)))
+        .unwrap_or_else(|e| panic!("{context}: reopen failed: {e}"));
+    if db.tree("ta").is_some() && db.tree("tb").is_some() && db.tree("tc").is_some() {
+        verify(&db, &mut statuses, &context);
+    } else {
+        assert!(
+            statuses.values().all(|s| *s == Status::Unknown),
+            "{context}: trees lost with acknowledged batches"
+        );
+        for (name, tag, versioned) in TREES {
+            if db.tree(name).is_none() {
+                db.create_tree(name, tag, versioned).unwrap();
+            }
+        }
+        statuses.clear();
+    }
+    statuses.insert(id, Status::Acked(commit_batch(&db, id).unwrap()));
     drop(db);
     let db = Db::open(dir.path(), opts).unwrap();
-    verify(&db, &mut statuses, "after conversion");
+    verify(&db, &mut statuses, &format!("{context}, clean reopen"));
+    assert_eq!(
+        crate::store_format::read(&*crate::wal::fs::os(), dir.path()).unwrap(),
+        crate::store_format::StoreFormat::V2,
+        "{context}"
+    );
+    crashed
+}
+
+#[test]
+fn power_loss_at_every_step_of_creating_or_upgrading_a_store_keeps_every_acknowledged_commit() {
+    for upgrade in [false, true] {
+        let mut steps = 0;
+        for k in 0..200 {
+            let mut reached = false;
+            for seed in 0..3 {
+                reached |= crash_open_at(k, seed * 1000 + k, upgrade);
+            }
+            if !reached {
+                break;
+            }
+            steps += 1;
+        }
+        eprintln!("crash points covered (upgrade: {upgrade}): {steps}");
+        // creation: segment tmp create, header write, fdatasync, rename, fsync, marker (same
+        // five), tree creations and commits; upgrade: rotation, image, unlinks, marker, commits.
+        assert!(
+            (8..200).contains(&steps),
+            "unexpected number of crash points: {steps}"
+        );
+    }
 }

@@ -5,15 +5,20 @@
 //! passes the whole group to [`SegmentWriter::write_group`]: one write at the end of the current
 //! segment and, under [`Durability::Sync`], one `fdatasync`, either as a linked io_uring
 //! submission ([`IoEngine::Uring`]) or as `pwrite` + `fdatasync` ([`IoEngine::Blocking`]).
-//! Segments are created lazily, named after the first LSN they hold, and the WAL directory is
-//! fsynced after each creation so the new name is durable before any record in it is
-//! acknowledged. All file operations go through [`WalFs`], so tests can inject faults.
+//! Segments are named after the first LSN they hold and created atomically with their header
+//! ([`create_segment`]: written under a `.tmp` name, fdatasynced, renamed, WAL directory
+//! fsynced), so a segment file that exists always starts with a valid header and its name is
+//! durable before any record in it is acknowledged. A rotation ([`Wal::flush_and_rotate`])
+//! creates the next segment at once: a flush writes its image only after the segment that
+//! follows it exists (`store_format` explains why recovery relies on it). All file operations go
+//! through [`WalFs`], so tests can inject faults.
 //!
 //! A failed write or sync poisons the log (see the hand-off module): the records of that group
 //! (and all later ones) are refused, because the in-memory tip already contains them. Reopen to
 //! recover.
 
 use std::fs::File;
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -26,7 +31,9 @@ use crate::state::State;
 use crate::wal::fs::{self, WalFile, WalFs};
 use crate::wal::group_commit::{GroupCommit, GroupSink};
 use crate::wal::reader::{list_segments, TailSegment};
-use crate::wal::record::segment_file_name;
+use crate::wal::record::{
+    parse_segment_name, segment_file_name, segment_header, SEGMENT_HEADER_LEN,
+};
 use crate::wal::uring::Ring;
 
 /// fsyncs a directory of the real file system so that created, renamed or removed entries are
@@ -85,11 +92,53 @@ struct OpenSegment {
     file: Box<dyn WalFile>,
     path: PathBuf,
     start_lsn: u64,
+    /// Offset of the first record (the header length; 0 for a reused format-1 segment).
+    body_start: u64,
     len: u64,
 }
 
-/// Appends framed records to the current segment file, creating segments lazily (named after
-/// the first LSN they will hold).
+impl OpenSegment {
+    /// Holds no record yet.
+    fn is_empty(&self) -> bool {
+        self.len == self.body_start
+    }
+}
+
+/// Creates the segment for records from `first_lsn` in `wal_dir` atomically, header included:
+/// writes the header to `<name>.tmp` (a stale one is replaced), fdatasyncs it, renames it over
+/// `<name>` (replacing an empty format-1 segment of that name) and fsyncs the directory, then
+/// opens the segment for appending. Returns the open file.
+/// Errors: `Io` naming the failed operation.
+pub(crate) fn create_segment(
+    fs: &dyn WalFs,
+    wal_dir: &Path,
+    first_lsn: u64,
+) -> Result<Box<dyn WalFile>> {
+    let name = segment_file_name(first_lsn);
+    let path = wal_dir.join(&name);
+    let tmp = wal_dir.join(format!("{name}.tmp"));
+    match fs.remove(&tmp) {
+        Ok(()) => {}
+        Err(e) if e.kind() == ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io("unlink", &tmp, e)),
+    }
+    let mut file = fs
+        .create_new(&tmp)
+        .map_err(|e| Error::io("create", &tmp, e))?;
+    fs::write_all_at(&mut *file, &segment_header(first_lsn), 0)
+        .map_err(|e| Error::io("pwrite", &tmp, e))?;
+    fs::sync_data(&mut *file).map_err(|e| Error::io("fdatasync", &tmp, e))?;
+    drop(file);
+    fs.rename(&tmp, &path)
+        .map_err(|e| Error::io("rename", &path, e))?;
+    fs.sync_dir(wal_dir)
+        .map_err(|e| Error::io("fsync", wal_dir, e))?;
+    fs.open_write(&path)
+        .map_err(|e| Error::io("open", &path, e))
+}
+
+/// Appends framed records to the current segment file; the next segment is created at each
+/// rotation, or when the first record after a failed rotation needs one.
 pub(crate) struct SegmentWriter {
     fs: Arc<dyn WalFs>,
     wal_dir: PathBuf,
@@ -137,44 +186,49 @@ impl SegmentWriter {
                     file,
                     path: tail.path,
                     start_lsn: first_lsn,
+                    body_start: tail.body_start,
                     len: tail.valid_end,
                 });
                 return Ok(());
             }
             self.cut_torn_tail(&tail)?;
         }
-        let path = self.wal_dir.join(segment_file_name(first_lsn));
-        let file = self
-            .fs
-            .create_new(&path)
-            .map_err(|e| Error::io("create", &path, e))?;
-        self.fs
-            .sync_dir(&self.wal_dir)
-            .map_err(|e| Error::io("fsync", &self.wal_dir, e))?;
+        self.create(first_lsn)
+    }
+
+    /// Creates the segment for records from `first_lsn` and makes it current.
+    fn create(&mut self, first_lsn: u64) -> Result<()> {
+        let file = create_segment(&*self.fs, &self.wal_dir, first_lsn)?;
         self.current = Some(OpenSegment {
             file,
-            path,
+            path: self.wal_dir.join(segment_file_name(first_lsn)),
             start_lsn: first_lsn,
-            len: 0,
+            body_start: SEGMENT_HEADER_LEN as u64,
+            len: SEGMENT_HEADER_LEN as u64,
         });
         Ok(())
     }
 
-    /// Closes the current segment so the next record (LSN `next_lsn`) starts a new one. An
-    /// empty recovered tail segment already named `next_lsn` is kept; any other recovered tail is
-    /// cut back to its last valid record and closed.
+    /// Closes the current segment and creates the one the next record (LSN `next_lsn`) starts,
+    /// so that it exists before anything that relies on the rotation (a flush's image) is
+    /// written. An empty headed segment already named `next_lsn` (current, or the recovered
+    /// tail) is kept; any other recovered tail is cut back to its last valid record and closed.
     fn rotate(&mut self, next_lsn: u64) -> Result<()> {
-        if self.current.as_ref().is_some_and(|s| s.len > 0) {
-            self.current = None;
-        }
-        if let Some(tail) = self.tail.take() {
-            if tail.valid_end == 0 && tail.next_lsn == next_lsn {
-                self.tail = Some(tail);
-            } else {
-                self.cut_torn_tail(&tail)?;
+        if let Some(cur) = &self.current {
+            if cur.is_empty() && cur.body_start > 0 && cur.start_lsn == next_lsn {
+                return Ok(());
             }
         }
-        Ok(())
+        self.current = None;
+        if let Some(tail) = self.tail.take() {
+            if tail.body_start > 0 && tail.valid_end == tail.body_start && tail.next_lsn == next_lsn
+            {
+                self.tail = Some(tail);
+                return Ok(());
+            }
+            self.cut_torn_tail(&tail)?;
+        }
+        self.create(next_lsn)
     }
 
     /// First LSN of the segment that will receive the next record, if already open.
@@ -318,14 +372,35 @@ impl Wal {
     }
 
     /// Deletes every segment whose first LSN is at or below `lsn` (all covered by a checkpoint
-    /// at `lsn` after `flush_and_rotate`) and fsyncs the WAL directory.
-    /// Errors: `Io` (`read_dir`, `unlink`, `fsync`).
+    /// at `lsn` after `flush_and_rotate`) and any `.tmp` a crash left of such a segment's
+    /// creation, and fsyncs the WAL directory. Errors: `Io` (`read_dir`, `unlink`, `fsync`).
     pub(crate) fn remove_segments_through(&self, lsn: u64) -> Result<()> {
         for (start, path) in list_segments(&*self.fs, &self.wal_dir)? {
             if start <= lsn {
                 self.fs
                     .remove(&path)
                     .map_err(|e| Error::io("unlink", &path, e))?;
+            }
+        }
+        let listed = self
+            .fs
+            .list(&self.wal_dir)
+            .map_err(|e| Error::io("read_dir", &self.wal_dir, e))?;
+        for path in listed {
+            // Only leftovers the checkpoint covers: a segment being created now (after a failed
+            // rotation, by the group-commit writer) is for a later LSN.
+            let covered_tmp = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".tmp"))
+                .and_then(parse_segment_name)
+                .is_some_and(|start| start <= lsn);
+            if covered_tmp {
+                match self.fs.remove(&path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == ErrorKind::NotFound => {}
+                    Err(e) => return Err(Error::io("unlink", &path, e)),
+                }
             }
         }
         self.fs
