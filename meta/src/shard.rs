@@ -28,8 +28,9 @@ pub struct OpenOptions {
     /// `Error::Storage(holt::Error::Corrupt)` naming the directory instead of being
     /// initialized: the caller knows the store existed (for example its object directory already
     /// holds objects), so empty metadata means lost or damaged metadata, and a fresh schema
-    /// written over it would hide that. Nothing is written. Default `false`. Only
-    /// [`MetaShard::open`] (holt) reads it.
+    /// written over it would hide that. A missing or empty directory is refused the same way,
+    /// before anything is created in it. Nothing is written. Default `false`. Read by
+    /// [`MetaShard::open`] and [`MetaShard::open_read_only`] (holt).
     pub require_initialized: bool,
     /// The control plane's RootPlacement of the shard (seed 000, "Placement Authority"): an
     /// empty store is initialized with it (instead of fresh random ids and generation 1); an
@@ -139,6 +140,27 @@ fn fence_of(gate: &crate::schema::GateOutcome, owner_epoch: u64) -> ShardFence {
     }
 }
 
+/// True when `dir` is missing or holds no entry at all (a directory that cannot be listed for
+/// another reason counts as holding something: the open reports that error).
+fn holds_no_file(dir: &Path) -> bool {
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => entries.next().is_none(),
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    }
+}
+
+/// The refusal of [`OpenOptions::require_initialized`]: `Storage(holt::Error::Corrupt)` naming
+/// `dir`.
+fn lost_metadata(dir: &Path) -> crate::Error {
+    crate::Error::Storage(holt::Error::Corrupt {
+        file: dir.to_path_buf(),
+        offset: 0,
+        reason: "the metadata holds no commit although the store already has objects \
+                 (metadata lost or truncated); refusing to initialize a new schema over it"
+            .to_owned(),
+    })
+}
+
 impl MetaShard {
     /// Opens (or initializes) the store whose holt database lives directly in `dir` as a
     /// **writer**: takes the store's exclusive lock, passes the schema gate (see
@@ -158,15 +180,13 @@ impl MetaShard {
     /// `holt::Error::Io` on a read-only file system or without write permission).
     pub fn open(dir: impl AsRef<Path>, opts: OpenOptions) -> Result<MetaShard> {
         let dir = dir.as_ref();
+        if opts.require_initialized && holds_no_file(dir) {
+            // holt would initialize a missing or empty directory.
+            return Err(lost_metadata(dir));
+        }
         let db = holt::Db::open(dir, opts.holt)?;
         if opts.require_initialized && db.version() == 0 {
-            return Err(crate::Error::Storage(holt::Error::Corrupt {
-                file: dir.to_path_buf(),
-                offset: 0,
-                reason: "the metadata holds no commit although the store already has objects \
-                         (metadata lost or truncated); refusing to initialize a new schema over it"
-                    .to_owned(),
-            }));
+            return Err(lost_metadata(dir));
         }
         let store = crate::schema::prepare_holt(db, opts.presentation_root.as_deref())?;
         Self::open_gated(store, &opts, None)
@@ -304,9 +324,17 @@ impl MetaShard {
     /// [`crate::Error::RecoveryOutboxCorrupt`], [`crate::Error::PresentationRootMismatch`],
     /// [`crate::Error::InvalidArgument`] for an invalid requested presentation root,
     /// [`crate::Error::Storage`] (`holt::Error::Io` for a missing or unreadable directory,
-    /// `holt::Error::Corrupt` for damaged files).
+    /// `holt::Error::Corrupt` for damaged files, and for an empty or missing database with
+    /// [`OpenOptions::require_initialized`]).
     pub fn open_read_only(dir: impl AsRef<Path>, opts: OpenOptions) -> Result<MetaShard> {
+        let dir = dir.as_ref();
+        if opts.require_initialized && holds_no_file(dir) {
+            return Err(lost_metadata(dir));
+        }
         let db = holt::Db::open_read_only(dir, opts.holt)?;
+        if opts.require_initialized && db.version() == 0 {
+            return Err(lost_metadata(dir));
+        }
         let store = crate::schema::prepare_holt_read_only(db, opts.presentation_root.as_deref())?;
         Self::open_read_only_gated(store, &opts)
     }

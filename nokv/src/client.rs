@@ -406,8 +406,11 @@ impl Client {
     /// [`Client::open_with`] for [`ClientOptions::read_only`].
     fn open_read_only_with(dir: PathBuf, options: ClientOptions) -> Result<Client> {
         let store_config = crate::store_config::StoreConfig::load(&dir)?;
+        // As for a writer: empty or missing metadata beside objects is lost metadata.
+        let require_initialized = holds_objects(&dir.join("objects"));
         let open = meta::OpenOptions {
             presentation_root: options.presentation_root.clone(),
+            require_initialized,
             ..Default::default()
         };
         let meta = match store_config.as_ref().map(|c| &c.metadata) {
@@ -415,7 +418,7 @@ impl Client {
                 crate::control::embedded::open_shard_read_only(metadata, open)?
             }
             _ => {
-                if !dir.join("meta").is_dir() {
+                if !dir.join("meta").is_dir() && !require_initialized {
                     return Err(Error::StoreNotFound);
                 }
                 MetaShard::open_read_only(dir.join("meta"), open)?

@@ -96,6 +96,97 @@ fn emptied_metadata_beside_objects_is_refused_and_nothing_is_written() {
     );
 }
 
+/// Runs `nokv --store STORE ARGS…` and returns its JSON envelope (stdout) and exit success.
+fn nokv_json(store: &Path, args: &[&str]) -> (serde_json::Value, bool) {
+    let out = Command::new(env!("CARGO_BIN_EXE_nokv"))
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .output()
+        .unwrap();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{args:?}: not JSON ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (v, out.status.success())
+}
+
+fn store_with_one_object(store: &Path) {
+    let client = Client::open(store).unwrap();
+    client.create_workbench("wb").unwrap();
+    client
+        .put(
+            "wb",
+            "input/a.txt",
+            b"hello",
+            &PutOptions::create("text/plain", "test"),
+        )
+        .unwrap();
+}
+
+#[test]
+fn a_deleted_metadata_directory_beside_objects_is_refused_and_nothing_is_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    store_with_one_object(&store);
+    std::fs::remove_dir_all(store.join("meta")).unwrap();
+
+    match Client::open_with(&store, ClientOptions::default()) {
+        Err(Error::Meta(meta::Error::Storage(holt::Error::Corrupt { reason, .. }))) => {
+            assert!(reason.contains("no commit"), "{reason}");
+        }
+        other => panic!("expected the damaged-metadata refusal, got {other:?}"),
+    }
+    assert!(!store.join("meta").exists(), "the writer created metadata");
+    // A reading tool (read-only open) and a writing one both answer "damaged", not "create a
+    // workbench first" or "never initialized".
+    for args in [
+        &["workbench", "list", r#"{"id":"wb"}"#][..],
+        &[
+            "workbench",
+            "stat",
+            r#"{"id":"wb","section":"input","path":"a.txt"}"#,
+        ],
+        &["workbench", "create", r#"{"id":"other"}"#],
+    ] {
+        let (v, ok) = nokv_json(&store, args);
+        assert!(!ok, "{args:?}: {v}");
+        assert_eq!(v["status"], "error", "{v}");
+        assert!(
+            v["message"].as_str().unwrap().contains("damaged"),
+            "{args:?}: {v}"
+        );
+    }
+    assert!(!store.join("meta").exists(), "a CLI call created metadata");
+}
+
+#[test]
+fn emptied_metadata_beside_objects_is_damaged_for_read_only_calls_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    store_with_one_object(&store);
+    // Lose everything but the lock and the (emptied) WAL directory.
+    std::fs::remove_dir_all(store.join("meta")).unwrap();
+    std::fs::create_dir_all(store.join("meta/wal")).unwrap();
+    std::fs::write(store.join("meta/LOCK"), b"").unwrap();
+    let (v, ok) = nokv_json(
+        &store,
+        &[
+            "workbench",
+            "stat",
+            r#"{"id":"wb","section":"input","path":"a.txt"}"#,
+        ],
+    );
+    assert!(!ok, "{v}");
+    let message = v["message"].as_str().unwrap();
+    assert!(message.contains("damaged"), "{v}");
+    assert!(!message.contains("open it for writing"), "{v}");
+    assert!(sizes(&store).is_empty(), "nothing written into meta/wal");
+}
+
 #[test]
 fn a_new_store_and_an_initialized_empty_one_still_open() {
     let dir = tempfile::tempdir().unwrap();
@@ -122,4 +213,77 @@ fn a_new_store_and_an_initialized_empty_one_still_open() {
         .unwrap()
         .create_workbench("wb")
         .unwrap();
+}
+
+/// `nokv fsck` reads every metadata image block, not only those its row checks touch: a
+/// flipped byte in a block holding one publication's path entry is a `DamagedMetadataBlock`
+/// finding naming the image file, and fsck fails.
+#[test]
+fn fsck_reports_a_damaged_metadata_image_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let marker = "application/x-fsck-scrub-needle";
+    {
+        let client = Client::open(&store).unwrap();
+        client.create_workbench("wb").unwrap();
+        for i in 0..200 {
+            let content_type = if i == 150 { marker } else { "text/plain" };
+            client
+                .put(
+                    "wb",
+                    &format!("input/file-{i:04}.txt"),
+                    format!("body {i}").as_bytes(),
+                    &PutOptions::create(content_type, "test"),
+                )
+                .unwrap();
+        }
+    }
+    // Write the metadata as one image (what an automatic checkpoint does on a larger store).
+    holt::Db::open(store.join("meta"), holt::Options::default())
+        .unwrap()
+        .checkpoint()
+        .unwrap();
+    let clean = Command::new(env!("CARGO_BIN_EXE_nokv"))
+        .arg("--store")
+        .arg(&store)
+        .arg("fsck")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&clean.stdout).into_owned();
+    assert!(clean.status.success(), "{text}");
+    assert!(text.contains("fsck: clean"), "{text}");
+    assert!(!text.contains(" 0 metadata blocks"), "{text}");
+
+    let image = std::fs::read_dir(store.join("meta"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "holt"))
+        .expect("an image after the checkpoint");
+    let mut bytes = std::fs::read(&image).unwrap();
+    let at = bytes
+        .windows(marker.len())
+        .position(|w| w == marker.as_bytes())
+        .expect("the path entry's content type is in the image");
+    bytes[at + 3] ^= 0x01;
+    std::fs::write(&image, &bytes).unwrap();
+
+    let out = Command::new(env!("CARGO_BIN_EXE_nokv"))
+        .arg("--store")
+        .arg(&store)
+        .arg("fsck")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{text}");
+    assert!(!text.contains("fsck: clean"), "{text}");
+    assert!(text.contains("DamagedMetadataBlock"), "{text}");
+    assert!(
+        text.contains(&format!("image block {} CRC mismatch", at / 4096)),
+        "{text}"
+    );
+    assert!(text.contains(&image.display().to_string()), "{text}");
 }

@@ -88,7 +88,8 @@ pub(crate) fn run_fsck_with(
         let s = &r.stats;
         let _ = writeln!(
             out,
-            "fsck: checked {} revisions, {} references, {} paths, {} index rows, {} commits, {} restores, {} gc candidates, {} outbox records at version {}",
+            "fsck: checked {} metadata blocks, {} revisions, {} references, {} paths, {} index rows, {} commits, {} restores, {} gc candidates, {} outbox records at version {}",
+            s.metadata_blocks,
             s.revisions,
             s.references,
             s.paths,
@@ -135,6 +136,7 @@ pub(crate) fn outcome_json(outcome: &FsckOutcome, repaired: Option<&RepairReport
             "gc_candidates": r.stats.gc_candidates,
             "outbox_records": r.stats.outbox_records,
             "read_version": r.stats.read_version,
+            "metadata_blocks": r.stats.metadata_blocks,
         },
     })
 }
