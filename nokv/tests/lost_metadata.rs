@@ -286,4 +286,5 @@ fn fsck_reports_a_damaged_metadata_image_block() {
         "{text}"
     );
     assert!(text.contains(&image.display().to_string()), "{text}");
+    assert!(text.contains("row checks skipped"), "{text}");
 }

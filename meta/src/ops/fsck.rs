@@ -201,6 +201,9 @@ pub struct FsckReport {
     pub findings: Vec<Finding>,
     /// What was checked.
     pub stats: FsckStats,
+    /// The row checks were skipped because the block scrub found damaged metadata blocks
+    /// (the row counts in `stats` are then 0).
+    pub rows_skipped: bool,
 }
 
 impl FsckReport {
@@ -288,6 +291,7 @@ pub fn check(shard: &MetaShard) -> Result<FsckReport> {
             }));
     }
     if !scrubbed.is_clean() {
+        scrubbed.rows_skipped = true;
         return Ok(scrubbed);
     }
     let snap = shard.inner.store.snapshot();
@@ -905,7 +909,11 @@ pub fn check(shard: &MetaShard) -> Result<FsckReport> {
             detail: e.to_string(),
         }),
     }
-    Ok(FsckReport { findings, stats })
+    Ok(FsckReport {
+        findings,
+        stats,
+        rows_skipped: false,
+    })
 }
 
 /// `field=value` of an index key for messages (the raw key when it does not decode).

@@ -86,7 +86,14 @@ pub(crate) fn run_fsck_with(
             let _ = writeln!(out, "object listing unavailable (information only): {e}");
         }
         let s = &r.stats;
-        let _ = writeln!(
+        let _ = if r.rows_skipped {
+            writeln!(
+                out,
+                "fsck: checked {} metadata blocks; row checks skipped until the damaged blocks are restored",
+                s.metadata_blocks
+            )
+        } else {
+            writeln!(
             out,
             "fsck: checked {} metadata blocks, {} revisions, {} references, {} paths, {} index rows, {} commits, {} restores, {} gc candidates, {} outbox records at version {}",
             s.metadata_blocks,
@@ -99,7 +106,8 @@ pub(crate) fn run_fsck_with(
             s.gc_candidates,
             s.outbox_records,
             s.read_version
-        );
+        )
+        };
         let _ = if outcome.is_clean() {
             writeln!(out, "fsck: clean")
         } else {
@@ -138,5 +146,6 @@ pub(crate) fn outcome_json(outcome: &FsckOutcome, repaired: Option<&RepairReport
             "read_version": r.stats.read_version,
             "metadata_blocks": r.stats.metadata_blocks,
         },
+        "rows_checked": !r.rows_skipped,
     })
 }
