@@ -348,6 +348,50 @@ fn responses_that_are_not_envelopes_become_typed_errors() {
     assert!(env["message"].as_str().unwrap().contains("hello"));
 }
 
+/// The server's own refusals (`nokv serve`'s 401 `Unauthorized`, 503 `Unavailable`, 408
+/// `Timeout` envelopes) carry codes of the server protocol; an MCP tool result only ever
+/// carries Workbench codes.
+#[test]
+fn the_servers_transport_refusals_become_workbench_codes() {
+    let stub = Stub::start(None);
+    let remote = backend(&stub, None);
+    // The bodies `nokv serve` answers with.
+    let body = |e: nokv::server::error::ApiError| -> &'static str {
+        Box::leak(e.body().to_string().into_boxed_str())
+    };
+    let unauthorized = body(nokv::server::error::ApiError::unauthorized());
+    let unavailable = body(nokv::server::error::ApiError::unavailable(
+        "the server is shutting down",
+    ));
+    let timeout = body(nokv::server::error::ApiError::timeout("reading the body"));
+
+    stub.script(&[Action::Reply(401, unauthorized)]);
+    let env = remote.call("workbench_create", &json!({"id": "wb"}));
+    assert_eq!(env["code"], "InvalidArguments", "{env}");
+    assert_eq!(env["details"]["reason"], "unauthorized");
+    assert_eq!(env["details"]["http_status"], 401);
+    assert!(env["message"].as_str().unwrap().contains("bearer token"));
+
+    stub.script(&[
+        Action::Reply(503, unavailable),
+        Action::Reply(503, unavailable),
+        Action::Reply(503, unavailable),
+    ]);
+    let env = remote.call("workbench_list", &json!({"id": "wb"}));
+    assert_eq!(env["code"], "ObjectUnavailable", "{env}");
+    assert_eq!(env["retryable"], true);
+    assert_eq!(env["details"]["reason"], "server_unavailable");
+    assert_eq!(
+        env["details"]["attempts"], 3,
+        "503 means not processed: re-sent"
+    );
+
+    stub.script(&[Action::Reply(408, timeout)]);
+    let env = remote.call("workbench_stat", &json!({"id": "wb"}));
+    assert_eq!(env["code"], "ObjectUnavailable", "{env}");
+    assert_eq!(env["details"]["reason"], "timeout");
+}
+
 #[test]
 fn unusable_server_urls_and_tokens_are_refused() {
     for url in [

@@ -60,9 +60,13 @@ impl Default for RemoteOptions {
 /// | unknown tool name | `UnknownTool` (nothing sent) |
 /// | server unreachable after every attempt | `ObjectUnavailable` (retryable), `details.reason: "server_unreachable"` |
 /// | connection lost after the call was sent, every attempt (writes resend their request id) | `ObjectUnavailable` (retryable), `details.reason: "connection_lost"` |
-/// | HTTP 401/403 without an envelope | `InvalidArguments`, `details.reason: "unauthorized"` |
-/// | HTTP 502/503/504 without an envelope | `ObjectUnavailable` (retryable), `details.reason: "server_unavailable"` |
-/// | any other response that is not an envelope | `Internal`, `details.reason: "bad_response"` |
+/// | HTTP 401/403 (the server's `Unauthorized`, or no envelope) | `InvalidArguments`, `details.reason: "unauthorized"` |
+/// | HTTP 502/503/504 (the server's `Unavailable`, or no envelope) | `ObjectUnavailable` (retryable), `details.reason: "server_unavailable"` |
+/// | HTTP 408 (the server's `Timeout`) | `ObjectUnavailable` (retryable), `details.reason: "timeout"` |
+/// | any other response that is neither a success nor an error with a Workbench code | `Internal`, `details.reason: "bad_response"` |
+///
+/// Error envelopes with a Workbench code (`InvalidArguments`, `PayloadTooLarge`, `Conflict`, …)
+/// pass through unchanged whatever their HTTP status.
 ///
 /// Every synthesized error carries `details.http_status` when a status was received.
 #[derive(Debug)]
@@ -164,6 +168,13 @@ impl RemoteBackend {
                 other => SendFailure::Lost(other.to_string()),
             })?;
         match serde_json::from_slice::<Value>(&bytes) {
+            // A refusal of the request itself (401 `Unauthorized`, 503 `Unavailable`, 408
+            // `Timeout`, …) carries a code of the server protocol, not a Workbench code: it is
+            // mapped to one like a refusal without an envelope (`status_error`).
+            Ok(v) if is_envelope(&v) && status != 200 && !has_workbench_code(&v) => {
+                let message = v.get("message").and_then(Value::as_str).unwrap_or_default();
+                Err(SendFailure::Status(status, snippet(message.as_bytes())))
+            }
             Ok(v) if is_envelope(&v) => Ok(v),
             _ => Err(SendFailure::Status(status, snippet(&bytes))),
         }
@@ -284,6 +295,10 @@ fn status_error(base: &str, status: u16, body: &str) -> ToolError {
             "the NoKV server at {base} is unavailable (HTTP {status}{said}); retry"
         ))
         .with_detail("reason", "server_unavailable"),
+        408 => ToolError::object_unavailable(format!(
+            "the NoKV server at {base} timed out the request (HTTP 408{said}); retry"
+        ))
+        .with_detail("reason", "timeout"),
         _ => ToolError::internal(format!(
             "the server at {base} did not answer with a Workbench envelope (HTTP {status}{said}); \
              is it a `nokv serve` of this version?"
@@ -313,12 +328,19 @@ fn classify(err: ureq::Error) -> SendFailure {
     }
 }
 
-/// An envelope is a JSON object whose `status` is `"success"` or `"error"`.
+/// Whether the envelope `v` is a success or an error with a Workbench code (WORKBENCH.md).
+fn has_workbench_code(v: &Value) -> bool {
+    v.get("code")
+        .and_then(Value::as_str)
+        .is_none_or(|c| ErrorCode::parse(c).is_some())
+}
+
 /// Whether `v` is the server's refusal of a resend whose first send is still running.
 fn is_in_flight(v: &Value) -> bool {
     v.get("code").and_then(Value::as_str) == Some("RequestInFlight")
 }
 
+/// An envelope is a JSON object whose `status` is `"success"` or `"error"`.
 fn is_envelope(v: &Value) -> bool {
     matches!(
         v.get("status").and_then(Value::as_str),
