@@ -4,7 +4,10 @@
 //! blocking task reads them through [`ChannelReader`] (memory: the channel depth times one
 //! frame). A body over the size limit, an idle client (no frame within the idle timeout) or a
 //! broken connection reach the reader as an `io::Error`, so the publication aborts and cleans up
-//! exactly like any failed upload: nothing partial becomes visible.
+//! exactly like any failed upload: nothing partial becomes visible. The end of the body is an
+//! explicit marker the pump sends after the last frame: a pump that stops without it (its task
+//! dropped — a shutdown whose drain timeout expired, an aborted connection task) is an error for
+//! the reader, never an end of file, so a cut-off body is never published as a complete one.
 //!
 //! Downloads: a blocking task writes verified blocks into a [`ChannelWriter`]; the response body
 //! ([`ChannelBody`]) streams them. A client that goes away closes the channel, and the writer's
@@ -36,8 +39,9 @@ pub(crate) enum PumpEnd {
 }
 
 /// Sends the frames of `body` into `tx` (at most `limit` bytes in total, each frame within
-/// `idle`), then closes the channel. Returns how it ended; on any early end the reader receives
-/// an error as its last item.
+/// `idle`), then the end-of-body marker (an empty chunk; empty data frames are skipped), and
+/// closes the channel. Returns how it ended; on any early end the reader receives an error as its
+/// last item.
 pub(crate) async fn pump(
     mut body: Body,
     tx: mpsc::Sender<io::Result<Bytes>>,
@@ -56,7 +60,11 @@ pub(crate) async fn pump(
                     .await;
                 return PumpEnd::Idle;
             }
-            Ok(None) => return PumpEnd::Complete,
+            Ok(None) => {
+                // The reader may be gone already (its publication failed): nothing to tell it.
+                let _ = tx.send(Ok(Bytes::new())).await;
+                return PumpEnd::Complete;
+            }
             Ok(Some(Err(_))) => {
                 let _ = tx
                     .send(Err(io::Error::new(
@@ -71,6 +79,9 @@ pub(crate) async fn pump(
         let Ok(data) = frame.into_data() else {
             continue; // trailers
         };
+        if data.is_empty() {
+            continue; // an empty chunk is the end marker
+        }
         total = total.saturating_add(data.len() as u64);
         if total > limit {
             let _ = tx
@@ -87,10 +98,13 @@ pub(crate) async fn pump(
     }
 }
 
-/// A blocking `Read` over the frames [`pump`] sends.
+/// A blocking `Read` over the frames [`pump`] sends: end of file only after the pump's
+/// end-of-body marker; a channel closed without it is `ConnectionAborted`.
 pub(crate) struct ChannelReader {
     rx: mpsc::Receiver<io::Result<Bytes>>,
     current: Bytes,
+    /// The end-of-body marker arrived.
+    complete: bool,
 }
 
 impl ChannelReader {
@@ -98,6 +112,7 @@ impl ChannelReader {
         ChannelReader {
             rx,
             current: Bytes::new(),
+            complete: false,
         }
     }
 }
@@ -105,9 +120,19 @@ impl ChannelReader {
 impl io::Read for ChannelReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         while self.current.is_empty() {
+            if self.complete {
+                return Ok(0);
+            }
             match self.rx.blocking_recv() {
-                None => return Ok(0),
+                None => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::ConnectionAborted,
+                        "the upload stopped before the end of the body (the server is shutting \
+                         down or the connection was dropped)",
+                    ))
+                }
                 Some(Err(e)) => return Err(e),
+                Some(Ok(b)) if b.is_empty() => self.complete = true,
                 Some(Ok(b)) => self.current = b,
             }
         }
@@ -211,5 +236,55 @@ pub(crate) async fn read_all(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use super::*;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_complete_body_reads_to_its_end() {
+        let rt = runtime();
+        let (tx, rx) = mpsc::channel(2);
+        let body = Body::from(vec![7u8; 100_000]);
+        let pump = rt.spawn(pump(body, tx, 1 << 20, Duration::from_secs(5)));
+        let mut got = Vec::new();
+        ChannelReader::new(rx).read_to_end(&mut got).unwrap();
+        assert_eq!(got, vec![7u8; 100_000]);
+        assert_eq!(rt.block_on(pump).unwrap(), PumpEnd::Complete);
+    }
+
+    /// The pump's task dropped mid-body (what a shutdown past its drain timeout does to the
+    /// connection tasks): the reader gets an error, never an end of file.
+    #[test]
+    fn a_pump_dropped_mid_body_is_an_error_not_an_end_of_file() {
+        let rt = runtime();
+        let (tx, rx) = mpsc::channel(2);
+        // A client that sent half its body and then nothing more.
+        let (mut client, response_like) = ChannelWriter::pair(4);
+        let body = Body::new(response_like);
+        let pump = rt.spawn(pump(body, tx, 1 << 20, Duration::from_secs(30)));
+        io::Write::write_all(&mut client, b"first half").unwrap();
+        let mut reader = ChannelReader::new(rx);
+        let mut buf = [0u8; 10];
+        reader.read_exact(&mut buf).unwrap();
+        assert_eq!(&buf, b"first half");
+        pump.abort();
+        let mut rest = Vec::new();
+        let err = reader.read_to_end(&mut rest).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::ConnectionAborted);
+        assert!(rest.is_empty());
+        drop(client);
     }
 }
