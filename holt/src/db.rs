@@ -858,6 +858,12 @@ pub(crate) fn recover_store(
     let format = store_format::read(fs, dir)?;
     let listing = set::list(fs, dir)?;
     let tiling = set::open_tiling(&listing);
+    // The newest image says whether a format-2 store wrote it (its successor segment was
+    // created first): then the format-2 checks apply even if the marker file was lost.
+    let rules = match tiling.images.first() {
+        Some(newest) if newest.from_format_2_store() => StoreFormat::V2,
+        _ => format,
+    };
     let mut legacy = false;
     let base = if tiling.images.is_empty() {
         // A store written before images existed: load its newest valid checkpoint into the
@@ -868,7 +874,7 @@ pub(crate) fn recover_store(
     } else {
         State::from_images(tiling.images)?
     };
-    let recovered = match recover(fs, &wal_dir, base, format) {
+    let recovered = match recover(fs, &wal_dir, base, rules) {
         Ok(r) => r,
         // The WAL cannot make up for images that failed their checks: report those.
         Err(e) => return Err(tiling.failure.unwrap_or(e)),

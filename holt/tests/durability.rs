@@ -704,6 +704,17 @@ fn a_lost_format_marker_loses_nothing_and_the_writer_restores_it() {
 }
 
 #[test]
+fn a_lost_format_marker_together_with_the_segment_is_still_reported_through_the_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let seg = store_with_records_after_a_checkpoint(dir.path());
+    fs::remove_file(dir.path().join("FORMAT")).unwrap();
+    fs::remove_file(&seg).unwrap();
+    // The newest image was written by a format-2 store: its successor segment must exist.
+    refused_by_every_opener(dir.path(), &seg, "missing WAL segment");
+    assert!(!dir.path().join("FORMAT").exists());
+}
+
+#[test]
 fn a_segment_creation_interrupted_before_its_rename_leaves_a_tmp_that_is_ignored_then_removed() {
     let dir = tempfile::tempdir().unwrap();
     let seg = store_with_records_after_a_checkpoint(dir.path());

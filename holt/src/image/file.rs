@@ -16,8 +16,8 @@ use crate::mvcc::HISTORY_TAG;
 use crate::registry::validate_name;
 
 use super::format::{
-    get_varint, u32_at, u64_at, BLOCK, BLOCK_SHIFT, CRCS_PER_PAGE, FOOTER_LEN, FORMAT, MAGIC,
-    T_META,
+    get_varint, u32_at, u64_at, BLOCK, BLOCK_SHIFT, CRCS_PER_PAGE, FOOTER_LEN, FORMAT, FORMAT_1,
+    MAGIC, T_META,
 };
 use super::node::{self, ParseError, Rec};
 use super::writer::{Meta, RootEntry, TreeEntry};
@@ -49,6 +49,8 @@ pub(crate) struct Image {
     /// Roots by tag (`None`: the tree is empty or not registered in this image).
     roots: Box<[Option<Root>]>,
     bytes: u64,
+    /// Footer format number (1 or 2).
+    format: u32,
 }
 
 impl std::fmt::Debug for Image {
@@ -108,7 +110,8 @@ impl Image {
         }
         let field32 = |o: usize| u32_at(footer, o).unwrap_or(0);
         let field64 = |o: usize| u64_at(footer, o).unwrap_or(0);
-        if field32(8) != FORMAT {
+        let format = field32(8);
+        if format != FORMAT && format != FORMAT_1 {
             return Err(bad(foot_off as u64, "unknown image format"));
         }
         if field32(12) != BLOCK as u32 {
@@ -159,6 +162,7 @@ impl Image {
             },
             roots: vec![None; 256].into_boxed_slice(),
             bytes: len as u64,
+            format,
         };
         let meta_len =
             usize::try_from(meta_len).map_err(|_| bad(meta_off, "meta record too large"))?;
@@ -198,6 +202,12 @@ impl Image {
     /// The file's path.
     pub(crate) fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether the image was written by a format-2 store (footer format 2; see
+    /// `store_format`).
+    pub(crate) fn from_format_2_store(&self) -> bool {
+        self.format == FORMAT
     }
 
     /// The file's length in bytes.

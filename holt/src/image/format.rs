@@ -11,8 +11,12 @@ pub(crate) const CRCS_PER_PAGE: u64 = (BLOCK / 4) as u64;
 
 /// First bytes of the footer.
 pub(crate) const MAGIC: &[u8; 8] = b"HOLTIMG1";
-/// Format number in the footer.
-pub(crate) const FORMAT: u32 = 1;
+/// Format number in the footer of the images this version writes: 2, "written by a format-2
+/// store" (see `store_format`: the WAL segment after its last LSN was created before it). The
+/// layout is the same as format 1 ([`FORMAT_1`]), which is still read.
+pub(crate) const FORMAT: u32 = 2;
+/// Images written before the WAL segment header existed (same layout).
+pub(crate) const FORMAT_1: u32 = 1;
 /// Size of the fixed footer that ends every image file.
 pub(crate) const FOOTER_LEN: usize = 64;
 

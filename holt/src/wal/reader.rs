@@ -18,9 +18,9 @@
 //!   first append (never during open). A damaged record anywhere else — including one followed
 //!   by a later record that still validates — fails the open with `Error::Corrupt`.
 //!
-//! What recovery cannot see: a last segment cut exactly at a record boundary (or back to its
-//! header) reads as a shorter log. Detecting that would need the durable LSN recorded somewhere
-//! outside the segment on every commit.
+//! What recovery cannot see: a last segment cut short anywhere after its header reads as a
+//! shorter log (a cut inside a record looks like the torn write of a crash). Detecting that
+//! would need the durable LSN recorded outside the segment on every commit.
 
 use std::path::{Path, PathBuf};
 
