@@ -294,7 +294,13 @@ impl Client {
             .as_ref()
             .map(|c| &c.metadata)
             .filter(|m| !m.is_holt());
-        if !options.create_if_missing && etcd_metadata.is_none() && !dir.join("meta").is_dir() {
+        // Missing metadata beside objects is lost metadata (the holt open below refuses it as
+        // damaged), never "no store".
+        if !options.create_if_missing
+            && etcd_metadata.is_none()
+            && !dir.join("meta").is_dir()
+            && !holds_objects(&dir.join("objects"))
+        {
             return Err(Error::StoreNotFound);
         }
         std::fs::create_dir_all(&dir).map_err(|source| match not_writable(&source) {

@@ -151,6 +151,11 @@ fn a_deleted_metadata_directory_beside_objects_is_refused_and_nothing_is_created
             r#"{"id":"wb","section":"input","path":"a.txt"}"#,
         ],
         &["workbench", "create", r#"{"id":"other"}"#],
+        &[
+            "workbench",
+            "put_file",
+            r#"{"id":"wb","section":"input","path":"b.txt","text":"x"}"#,
+        ],
     ] {
         let (v, ok) = nokv_json(&store, args);
         assert!(!ok, "{args:?}: {v}");
@@ -160,6 +165,20 @@ fn a_deleted_metadata_directory_beside_objects_is_refused_and_nothing_is_created
             "{args:?}: {v}"
         );
     }
+    // fsck says damaged too, not "no store here".
+    let out = Command::new(env!("CARGO_BIN_EXE_nokv"))
+        .arg("--store")
+        .arg(&store)
+        .arg("fsck")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        text.contains("damaged") || text.contains("no commit"),
+        "{text}"
+    );
+    assert!(!text.contains("no NoKV store exists"), "{text}");
     assert!(!store.join("meta").exists(), "a CLI call created metadata");
 }
 
