@@ -861,7 +861,7 @@ pub(crate) fn recover_store(
     // The newest image says whether a format-2 store wrote it (its successor segment was
     // created first): then the format-2 checks apply even if the marker file was lost.
     let rules = match tiling.images.first() {
-        Some(newest) if newest.from_format_2_store() => StoreFormat::V2,
+        Some(newest) if newest.written_by_format_2_store() => StoreFormat::V2,
         _ => format,
     };
     let mut legacy = false;

@@ -206,7 +206,7 @@ impl Image {
 
     /// Whether the image was written by a format-2 store (footer format 2; see
     /// `store_format`).
-    pub(crate) fn from_format_2_store(&self) -> bool {
+    pub(crate) fn written_by_format_2_store(&self) -> bool {
         self.format == FORMAT
     }
 
