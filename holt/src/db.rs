@@ -898,6 +898,10 @@ pub(crate) fn recover_store(
     Ok((recovered, legacy, format))
 }
 
+/// How many more times [`Db::open`] tries the `LOCK` file (2 ms apart) before answering
+/// `Locked`.
+const LOCK_ATTEMPTS: u32 = 25;
+
 impl Db {
     /// Opens (or creates) the database in directory `dir`.
     ///
@@ -914,7 +918,7 @@ impl Db {
     /// The WAL I/O path is chosen from `opts.wal_io` (see [`crate::WalIo`]); `Db::stats` reports it.
     ///
     /// Errors: `Unsupported` for `WalIo::IoUring` when io_uring is not available; `Locked` if
-    /// another `Db` holds `dir/LOCK`;
+    /// another `Db` holds `dir/LOCK` (still held after ~50 ms of retries);
     /// `Corrupt` for a directory that is not a holt store, an image whose footer, directory or
     /// meta record is damaged when the WAL cannot replace it (naming the file), or a damaged,
     /// gapped, missing or headerless WAL segment (the torn final record excepted);
@@ -965,12 +969,24 @@ impl Db {
             .write(true)
             .open(&lock_path)
             .map_err(|e| Error::io("open", &lock_path, e))?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(Error::Locked { path: lock_path })
+        // A lock can also be held for a moment by a copy of a closed handle's descriptor in a
+        // child process another thread forked before it exec'd (the descriptor is close-on-exec):
+        // wait that out briefly before reporting the store as locked.
+        let mut attempt = 0;
+        loop {
+            match lock.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) if attempt < LOCK_ATTEMPTS => {
+                    attempt += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(Error::Locked { path: lock_path })
+                }
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(Error::io("flock", &lock_path, e))
+                }
             }
-            Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("flock", &lock_path, e)),
         }
 
         if fresh {
