@@ -171,7 +171,10 @@ pub enum Error {
     /// The NoKV server could not be reached, or the connection broke before a complete response
     /// arrived (remote client). Retryable: a write retried with the same request id is executed
     /// at most once.
-    #[error("cannot reach the NoKV server at {url}: {reason}")]
+    #[error(
+        "the NoKV server at {url} could not be reached, or the connection broke before its \
+         complete answer arrived: {reason}"
+    )]
     Connection {
         /// Server base URL.
         url: String,
