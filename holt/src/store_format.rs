@@ -22,7 +22,6 @@ use crate::wal::fs::{self, WalFs};
 
 /// File name of the marker inside the store directory.
 pub(crate) const FILE: &str = "FORMAT";
-const TMP: &str = "FORMAT.tmp";
 const PREFIX: &str = "holt store format ";
 /// The format this version writes.
 const CURRENT: u32 = 2;
@@ -68,23 +67,8 @@ pub(crate) fn read(fs: &dyn WalFs, dir: &Path) -> Result<StoreFormat> {
 /// Writes the format-2 marker atomically: `FORMAT.tmp`, fdatasync, rename, directory fsync.
 /// Errors: `Io` naming the failed operation.
 pub(crate) fn write(fs: &dyn WalFs, dir: &Path) -> Result<()> {
-    let tmp = dir.join(TMP);
-    let path = dir.join(FILE);
-    match fs.remove(&tmp) {
-        Ok(()) => {}
-        Err(e) if e.kind() == ErrorKind::NotFound => {}
-        Err(e) => return Err(Error::io("unlink", &tmp, e)),
-    }
-    let mut f = fs
-        .create_new(&tmp)
-        .map_err(|e| Error::io("create", &tmp, e))?;
     let line = format!("{PREFIX}{CURRENT}\n");
-    fs::write_all_at(&mut *f, line.as_bytes(), 0).map_err(|e| Error::io("pwrite", &tmp, e))?;
-    fs::sync_data(&mut *f).map_err(|e| Error::io("fdatasync", &tmp, e))?;
-    drop(f);
-    fs.rename(&tmp, &path)
-        .map_err(|e| Error::io("rename", &path, e))?;
-    fs.sync_dir(dir).map_err(|e| Error::io("fsync", dir, e))
+    fs::create_whole(fs, dir, FILE, line.as_bytes()).map(drop)
 }
 
 #[cfg(test)]
@@ -98,7 +82,7 @@ mod tests {
         assert_eq!(read(&*os, dir.path()).unwrap(), StoreFormat::V1);
         write(&*os, dir.path()).unwrap();
         assert_eq!(read(&*os, dir.path()).unwrap(), StoreFormat::V2);
-        assert!(!dir.path().join(TMP).exists());
+        assert!(!dir.path().join("FORMAT.tmp").exists());
         std::fs::write(dir.path().join(FILE), "holt store format 9\n").unwrap();
         assert!(matches!(
             read(&*os, dir.path()),

@@ -153,6 +153,37 @@ pub(crate) fn sync_data(file: &mut dyn WalFile) -> io::Result<()> {
     }
 }
 
+/// Creates `dir/name` holding exactly `bytes`, atomically: the bytes go to `dir/name.tmp` (a
+/// stale one is replaced), are fdatasynced, the file is renamed over `dir/name` and `dir` is
+/// fsynced — after a crash the name holds either nothing (or its previous file) or all of
+/// `bytes`. Returns the path. Used for WAL segment headers and the store format marker.
+/// Errors: `Io` naming the failed operation.
+pub(crate) fn create_whole(
+    fs: &dyn WalFs,
+    dir: &Path,
+    name: &str,
+    bytes: &[u8],
+) -> crate::Result<PathBuf> {
+    use crate::Error;
+    let path = dir.join(name);
+    let tmp = dir.join(format!("{name}.tmp"));
+    match fs.remove(&tmp) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io("unlink", &tmp, e)),
+    }
+    let mut file = fs
+        .create_new(&tmp)
+        .map_err(|e| Error::io("create", &tmp, e))?;
+    write_all_at(&mut *file, bytes, 0).map_err(|e| Error::io("pwrite", &tmp, e))?;
+    sync_data(&mut *file).map_err(|e| Error::io("fdatasync", &tmp, e))?;
+    drop(file);
+    fs.rename(&tmp, &path)
+        .map_err(|e| Error::io("rename", &path, e))?;
+    fs.sync_dir(dir).map_err(|e| Error::io("fsync", dir, e))?;
+    Ok(path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

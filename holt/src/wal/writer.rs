@@ -30,7 +30,7 @@ use crate::options::{Durability, WalGroupStats, WalIo, WalIoPath};
 use crate::state::State;
 use crate::wal::fs::{self, WalFile, WalFs};
 use crate::wal::group_commit::{GroupCommit, GroupSink};
-use crate::wal::reader::{list_segments, TailSegment};
+use crate::wal::reader::TailSegment;
 use crate::wal::record::{
     parse_segment_name, segment_file_name, segment_header, SEGMENT_HEADER_LEN,
 };
@@ -114,25 +114,12 @@ pub(crate) fn create_segment(
     wal_dir: &Path,
     first_lsn: u64,
 ) -> Result<Box<dyn WalFile>> {
-    let name = segment_file_name(first_lsn);
-    let path = wal_dir.join(&name);
-    let tmp = wal_dir.join(format!("{name}.tmp"));
-    match fs.remove(&tmp) {
-        Ok(()) => {}
-        Err(e) if e.kind() == ErrorKind::NotFound => {}
-        Err(e) => return Err(Error::io("unlink", &tmp, e)),
-    }
-    let mut file = fs
-        .create_new(&tmp)
-        .map_err(|e| Error::io("create", &tmp, e))?;
-    fs::write_all_at(&mut *file, &segment_header(first_lsn), 0)
-        .map_err(|e| Error::io("pwrite", &tmp, e))?;
-    fs::sync_data(&mut *file).map_err(|e| Error::io("fdatasync", &tmp, e))?;
-    drop(file);
-    fs.rename(&tmp, &path)
-        .map_err(|e| Error::io("rename", &path, e))?;
-    fs.sync_dir(wal_dir)
-        .map_err(|e| Error::io("fsync", wal_dir, e))?;
+    let path = fs::create_whole(
+        fs,
+        wal_dir,
+        &segment_file_name(first_lsn),
+        &segment_header(first_lsn),
+    )?;
     fs.open_write(&path)
         .map_err(|e| Error::io("open", &path, e))
 }
@@ -375,32 +362,27 @@ impl Wal {
     /// at `lsn` after `flush_and_rotate`) and any `.tmp` a crash left of such a segment's
     /// creation, and fsyncs the WAL directory. Errors: `Io` (`read_dir`, `unlink`, `fsync`).
     pub(crate) fn remove_segments_through(&self, lsn: u64) -> Result<()> {
-        for (start, path) in list_segments(&*self.fs, &self.wal_dir)? {
-            if start <= lsn {
-                self.fs
-                    .remove(&path)
-                    .map_err(|e| Error::io("unlink", &path, e))?;
-            }
-        }
         let listed = self
             .fs
             .list(&self.wal_dir)
             .map_err(|e| Error::io("read_dir", &self.wal_dir, e))?;
         for path in listed {
-            // Only leftovers the checkpoint covers: a segment being created now (after a failed
-            // rotation, by the group-commit writer) is for a later LSN.
-            let covered_tmp = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_suffix(".tmp"))
-                .and_then(parse_segment_name)
-                .is_some_and(|start| start <= lsn);
-            if covered_tmp {
-                match self.fs.remove(&path) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == ErrorKind::NotFound => {}
-                    Err(e) => return Err(Error::io("unlink", &path, e)),
-                }
+            let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            // A segment, or a `.tmp` a crash left of one's creation; only those the checkpoint
+            // covers (a segment being created now, after a failed rotation, is for a later LSN).
+            let (start, leftover) = match name.strip_suffix(".tmp") {
+                Some(stem) => (parse_segment_name(stem), true),
+                None => (parse_segment_name(name), false),
+            };
+            if start.is_none_or(|start| start > lsn) {
+                continue;
+            }
+            match self.fs.remove(&path) {
+                Ok(()) => {}
+                Err(e) if leftover && e.kind() == ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io("unlink", &path, e)),
             }
         }
         self.fs
