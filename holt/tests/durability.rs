@@ -421,23 +421,28 @@ fn open_creates_a_missing_directory_and_memory_db_has_no_files() {
     assert_eq!(stats.wal_io, holt::WalIoPath::Blocking);
 }
 
+/// A store with tree `t` holding `dir/00000`..`dir/01999` (value `value-NNNNN-` × 8), all in
+/// one image after a checkpoint; returns the open database.
+fn store_of_2000_keys_in_one_image(dir: &Path) -> Db {
+    let db = Db::open(dir, opts()).unwrap();
+    let t = db.create_tree("t", 0x01, false).unwrap();
+    let mut b = Batch::new();
+    for i in 0..2000u32 {
+        b.put(
+            &t,
+            format!("dir/{i:05}"),
+            format!("value-{i:05}-").repeat(8),
+        );
+    }
+    db.commit(b).unwrap();
+    db.checkpoint().unwrap();
+    db
+}
+
 #[test]
 fn a_flipped_byte_in_an_image_block_fails_the_reads_that_touch_it_naming_file_and_block() {
     let dir = tempfile::tempdir().unwrap();
-    {
-        let db = Db::open(dir.path(), opts()).unwrap();
-        let t = db.create_tree("t", 0x01, false).unwrap();
-        let mut b = Batch::new();
-        for i in 0..2000u32 {
-            b.put(
-                &t,
-                format!("dir/{i:05}"),
-                format!("value-{i:05}-").repeat(8),
-            );
-        }
-        db.commit(b).unwrap();
-        db.checkpoint().unwrap();
-    }
+    drop(store_of_2000_keys_in_one_image(dir.path()));
     let image = checkpoints(dir.path()).pop().unwrap();
     let mut bytes = fs::read(&image).unwrap();
     // The value of key dir/01234, in a leaf block.
@@ -479,18 +484,7 @@ fn a_flipped_byte_in_an_image_block_fails_the_reads_that_touch_it_naming_file_an
 fn scrub_checks_every_image_block_and_names_each_damaged_one() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let db = Db::open(dir.path(), opts()).unwrap();
-        let t = db.create_tree("t", 0x01, false).unwrap();
-        let mut b = Batch::new();
-        for i in 0..2000u32 {
-            b.put(
-                &t,
-                format!("dir/{i:05}"),
-                format!("value-{i:05}-").repeat(8),
-            );
-        }
-        db.commit(b).unwrap();
-        db.checkpoint().unwrap();
+        let db = store_of_2000_keys_in_one_image(dir.path());
         let clean = db.scrub();
         assert_eq!(clean.images, 1);
         assert!(clean.blocks > 20, "{clean:?}");

@@ -28,18 +28,7 @@ fn sizes(store: &Path) -> Vec<u64> {
 fn emptied_metadata_beside_objects_is_refused_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s");
-    {
-        let client = Client::open(&store).unwrap();
-        client.create_workbench("wb").unwrap();
-        client
-            .put(
-                "wb",
-                "input/a.txt",
-                b"hello",
-                &PutOptions::create("text/plain", "test"),
-            )
-            .unwrap();
-    }
+    store_with_one_object(&store);
     // Only the WAL holds this small store's metadata: empty every segment, drop any image.
     for entry in std::fs::read_dir(store.join("meta")).unwrap() {
         let p = entry.unwrap().path();
