@@ -235,8 +235,15 @@ pub(crate) fn read_only_store(cause: &str) -> ToolError {
     .with_detail("cause", Value::from(cause))
 }
 
+/// `details.reason` of the refusal of a store whose metadata files are damaged or lost (a
+/// damaged image block or WAL segment, metadata missing beside existing objects): `InvalidState`,
+/// nothing changed; `nokv fsck` names the damage.
+pub const METADATA_DAMAGED: &str = "metadata_damaged";
+
 /// Maps a metadata-layer error to a typed, storage-neutral tool error (no keys, ids or host
-/// paths in messages).
+/// paths in messages). Damaged metadata files are `InvalidState` with `details.reason =
+/// "metadata_damaged"` ([`METADATA_DAMAGED`]), a fenced owner `InvalidState` with
+/// `details.reason = "fenced"`.
 pub(crate) fn meta_tool_error(err: &meta::Error) -> ToolError {
     match err {
         meta::Error::SchemaMismatch { reason, .. } => ToolError::new(
@@ -250,7 +257,8 @@ pub(crate) fn meta_tool_error(err: &meta::Error) -> ToolError {
         meta::Error::Storage(holt::Error::Corrupt { reason, .. }) => ToolError::new(
             ErrorCode::InvalidState,
             format!("the store's metadata files are damaged ({reason}); nothing was changed — restore the store from a backup"),
-        ),
+        )
+        .with_detail("reason", Value::from(METADATA_DAMAGED)),
         meta::Error::Storage(holt::Error::Io { op, source, .. }) => {
             ToolError::internal(format!("metadata {op} failed: {}", source.kind()))
         }
