@@ -34,8 +34,9 @@ pub(crate) struct Job<'a> {
 
 /// Writes the image of `job` to `dir/<tmp name>` through `fs` and fdatasyncs it; returns the
 /// `.tmp` path and the file's size. A stale file of that name is replaced. `progress` runs when
-/// the file exists and after every batch of blocks; an error from it aborts the write (the
-/// `.tmp` file stays; the next write removes it).
+/// the file exists and after every batch of blocks; an error from it aborts the write. A write
+/// that fails removes its `.tmp` file (best effort: one it cannot remove is a stale `.tmp` that
+/// recovery ignores and the next flush or merge deletes).
 /// Errors: `Io`, `Corrupt` (a bad block of an input image), or what `progress` returns.
 pub(crate) fn write(
     fs: &dyn WalFs,
@@ -49,7 +50,31 @@ pub(crate) fn write(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(Error::io("unlink", &tmp, e)),
     }
-    let mut sink = BlockSink::create(fs, &tmp, progress)?;
+    match write_tmp(fs, &tmp, job, progress) {
+        Ok(bytes) => Ok((tmp, bytes)),
+        Err(e) => {
+            discard_tmp(fs, &tmp);
+            Err(e)
+        }
+    }
+}
+
+/// Removes the `.tmp` file of an image write that will not be installed. Best effort: the
+/// error being reported is the write's; a `.tmp` that stays is ignored by recovery and deleted
+/// by the next flush or merge.
+pub(crate) fn discard_tmp(fs: &dyn WalFs, tmp: &Path) {
+    let _ = fs.remove(tmp);
+}
+
+/// The body of [`write`]: creates `tmp` (which must not exist) and writes the image into it;
+/// returns the file's size. The sink (and its file handle) is dropped before it returns.
+fn write_tmp(
+    fs: &dyn WalFs,
+    tmp: &Path,
+    job: &Job<'_>,
+    progress: &mut ProgressFn<'_>,
+) -> Result<u64> {
+    let mut sink = BlockSink::create(fs, tmp, progress)?;
     let bottom = job.first == 1;
     let mut roots = Vec::new();
     let mut tags: Vec<(u8, bool)> = vec![(HISTORY_TAG, false)];
@@ -97,8 +122,7 @@ pub(crate) fn write(
         trees: job.trees.clone(),
         roots,
     };
-    let bytes = sink.finish(&meta)?;
-    Ok((tmp, bytes))
+    sink.finish(&meta)
 }
 
 /// Installs the written and synced image `tmp` as `dir/image-<first>-<last>.holt` (`rename`,

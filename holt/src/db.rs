@@ -529,9 +529,17 @@ impl Inner {
         };
         let (tmp, _bytes) = compact::write(fs, dir, &job, &mut progress)?;
         if cancel() {
+            compact::discard_tmp(fs, &tmp);
             return Err(Error::Closed);
         }
-        let img = compact::install(fs, dir, first, last, &tmp)?;
+        let img = match compact::install(fs, dir, first, last, &tmp) {
+            Ok(img) => img,
+            Err(e) => {
+                // Gone already when the rename happened; otherwise never installed.
+                compact::discard_tmp(fs, &tmp);
+                return Err(e);
+            }
+        };
         let wrote_frozen = frozen.is_some();
         let replaced = inputs.len();
         self.install_structure(|tip| {
@@ -699,8 +707,9 @@ impl Inner {
 
     /// One round of background work: the due flush, then every merge the policy calls for.
     /// A failure is counted and remembered (`Stats::checkpoint_failures`,
-    /// `Stats::last_checkpoint_error`); the WAL and the older images keep every commit, and the
-    /// next attempt comes after another `checkpoint_wal_bytes` of WAL.
+    /// `Stats::last_checkpoint_error`); the WAL and the older images keep every commit, the
+    /// failed write's `.tmp` file is removed, and the next attempt comes after another
+    /// `checkpoint_wal_bytes` of WAL.
     fn background_checkpoint(&self, signal: &BgSignal) {
         let _guard = self.ckpt.lock();
         let cancel = || signal.stopping.load(Ordering::Relaxed);

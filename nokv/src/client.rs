@@ -240,6 +240,14 @@ struct Inner {
     ownership: Option<crate::control::ShardOwnership>,
 }
 
+impl Drop for Inner {
+    /// The last clone closing the store warns about failed background checkpoints
+    /// (`crate::lifetime::health`).
+    fn drop(&mut self) {
+        crate::lifetime::health::warn_at_close(&self.meta);
+    }
+}
+
 impl Client {
     /// Opens (creating when missing) the embedded store in `dir` with default options.
     ///

@@ -111,6 +111,24 @@ pub enum Error {
         /// `opened read-only`, `read-only file system` or `no write permission`.
         reason: String,
     },
+    /// A materialize cannot write the workbench path `path` (workbench-relative) to its local
+    /// destination: one of its components is `name_bytes` bytes long, over the `limit_bytes` the
+    /// destination's file system allows for one file name (typically 255). The store accepts such
+    /// a component (seed 000 does not bound one that way); checked for every listed file before
+    /// anything is written, so nothing was written.
+    #[error(
+        "`{path}` cannot be written to the local destination: one of its names is {name_bytes} \
+         bytes, over the {limit_bytes} bytes the destination's file system allows per name; \
+         nothing was written — materialize a narrower prefix, or rename the path in the workbench"
+    )]
+    LocalNameTooLong {
+        /// Workbench-relative path (e.g. `input/…`).
+        path: String,
+        /// Bytes of its longest component.
+        name_bytes: usize,
+        /// The destination file system's limit on one file name, in bytes.
+        limit_bytes: u64,
+    },
     /// The metadata layer refused or failed the operation.
     #[error(transparent)]
     Meta(meta::Error),

@@ -144,9 +144,14 @@ pub type CopyBody<'a> =
 /// SHA-256 compared with the entry, and the file renamed into place only after it matched — a
 /// failed verification leaves no file behind.
 ///
+/// Before anything is written, every path is checked against what `dest` can hold: a path that
+/// is both a file and a directory, or a component longer than the destination file system
+/// allows for one name (statvfs `f_namemax`, typically 255 bytes), fails the call with nothing
+/// written.
+///
 /// Errors: [`Error::InvalidArgument`] (a path that is both a file and a directory; a symlinked
-/// directory leading outside `dest`), [`Error::DigestMismatch`], [`Error::LocalIo`], and
-/// `copy`'s errors.
+/// directory leading outside `dest`), [`Error::LocalNameTooLong`], [`Error::DigestMismatch`],
+/// [`Error::LocalIo`], and `copy`'s errors.
 pub fn write_files(
     files: &[(NormPath, meta::PathEntry)],
     dest: &Path,
@@ -167,6 +172,18 @@ pub fn write_files(
                 )));
             }
             ancestor = a.parent();
+        }
+    }
+    // The store accepts components longer than a local file name may be: refuse them up front.
+    let name_max = local_name_max(dest);
+    for (path, _) in files.iter() {
+        let longest = path.components().map(str::len).max().unwrap_or(0);
+        if u64::try_from(longest).unwrap_or(u64::MAX) > name_max {
+            return Err(Error::LocalNameTooLong {
+                path: path.as_str().to_string(),
+                name_bytes: longest,
+                limit_bytes: name_max,
+            });
         }
     }
     std::fs::create_dir_all(dest).map_err(|source| Error::LocalIo {
@@ -202,9 +219,9 @@ pub fn write_files(
                 parent.display()
             )));
         }
-        let tmp = parent.join(format!(
-            ".{}.nokv-partial",
-            local.file_name().and_then(|n| n.to_str()).unwrap_or("file")
+        let tmp = parent.join(partial_name(
+            local.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
+            name_max,
         ));
         let file = File::create(&tmp).map_err(|source| Error::LocalIo {
             op: "create",
@@ -261,6 +278,52 @@ pub fn write_files(
         }
     }
     Ok(out)
+}
+
+/// The limit on one file name, in bytes, assumed when the file system cannot be asked (255 on
+/// Linux's and macOS's common file systems).
+const DEFAULT_NAME_MAX: u64 = 255;
+
+/// The longest file name, in bytes, the file system holding `dest` (or, when `dest` does not
+/// exist yet, its nearest existing ancestor) allows; [`DEFAULT_NAME_MAX`] when it cannot be
+/// asked.
+fn local_name_max(dest: &Path) -> u64 {
+    let mut at = Some(dest);
+    while let Some(p) = at {
+        if p.exists() {
+            return name_max_of(p).unwrap_or(DEFAULT_NAME_MAX);
+        }
+        at = p.parent();
+    }
+    name_max_of(Path::new(".")).unwrap_or(DEFAULT_NAME_MAX)
+}
+
+#[cfg(unix)]
+fn name_max_of(path: &Path) -> Option<u64> {
+    rustix::fs::statvfs(path)
+        .ok()
+        .map(|s| s.f_namemax)
+        .filter(|&n| n > 0)
+}
+
+#[cfg(not(unix))]
+fn name_max_of(_path: &Path) -> Option<u64> {
+    None
+}
+
+/// The name a body is written under before it is verified and renamed to `name`:
+/// `.<name>.nokv-partial`, with `name` shortened (at a character boundary) so that the whole
+/// stays within `name_max` bytes — a name that itself fits must never fail for its partial file.
+fn partial_name(name: &str, name_max: u64) -> String {
+    const SUFFIX: &str = ".nokv-partial";
+    let room = usize::try_from(name_max)
+        .unwrap_or(usize::MAX)
+        .saturating_sub(SUFFIX.len() + 1);
+    let mut end = name.len().min(room);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(".{}{SUFFIX}", name.get(..end).unwrap_or_default())
 }
 
 /// Verifies that the local files of a previous [`materialize`] still match their digests (e.g.
@@ -516,5 +579,35 @@ impl<W: Write> Write for HashingWriter<W> {
     }
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partial_name_stays_within_the_name_limit_and_keeps_short_names_whole() {
+        assert_eq!(partial_name("a.csv", 255), ".a.csv.nokv-partial");
+        let long = "x".repeat(250);
+        let p = partial_name(&long, 255);
+        assert_eq!(p.len(), 255);
+        assert!(p.starts_with(".xxx") && p.ends_with(".nokv-partial"));
+        // Shortened at a character boundary (each `é` is 2 bytes).
+        let accented = "é".repeat(125);
+        let p = partial_name(&accented, 255);
+        assert!(p.len() <= 255, "{}", p.len());
+        assert!(p.len() >= 254, "{}", p.len());
+        // A degenerate limit still gives a usable name.
+        assert_eq!(partial_name("abc", 4), "..nokv-partial");
+    }
+
+    #[test]
+    fn name_limit_is_read_from_the_nearest_existing_ancestor() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("not/yet/here");
+        let limit = local_name_max(&missing);
+        assert_eq!(limit, local_name_max(dir.path()));
+        assert!(limit >= 14, "{limit}");
     }
 }

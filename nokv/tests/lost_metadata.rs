@@ -76,13 +76,24 @@ fn emptied_metadata_beside_objects_is_refused_and_nothing_is_written() {
         .unwrap();
     assert!(!out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["status"], "error", "{v}");
-    assert!(v["message"].as_str().unwrap().contains("damaged"), "{v}");
+    assert_damaged_envelope(&v, &store);
     assert_eq!(
         sizes(&store),
         before,
         "nothing may be written over lost metadata"
     );
+}
+
+/// The refusal of a store whose metadata is damaged or lost: `InvalidState`, not retryable,
+/// `details.reason: "metadata_damaged"`, a message saying so and naming no local path.
+fn assert_damaged_envelope(v: &serde_json::Value, store: &Path) {
+    assert_eq!(v["status"], "error", "{v}");
+    assert_eq!(v["code"], "InvalidState", "{v}");
+    assert_eq!(v["retryable"], false, "{v}");
+    assert_eq!(v["details"]["reason"], "metadata_damaged", "{v}");
+    let message = v["message"].as_str().unwrap();
+    assert!(message.contains("damaged"), "{v}");
+    assert!(!message.contains(&store.display().to_string()), "{v}");
 }
 
 /// Runs `nokv --store STORE ARGS…` and returns its JSON envelope (stdout) and exit success.
@@ -148,12 +159,12 @@ fn a_deleted_metadata_directory_beside_objects_is_refused_and_nothing_is_created
     ] {
         let (v, ok) = nokv_json(&store, args);
         assert!(!ok, "{args:?}: {v}");
-        assert_eq!(v["status"], "error", "{v}");
-        assert!(
-            v["message"].as_str().unwrap().contains("damaged"),
-            "{args:?}: {v}"
-        );
+        assert_damaged_envelope(&v, &store);
     }
+    // `fsck --json` gives the same envelope on stdout.
+    let (v, ok) = nokv_json(&store, &["fsck", "--json"]);
+    assert!(!ok, "{v}");
+    assert_damaged_envelope(&v, &store);
     // fsck says damaged too, not "no store here".
     let out = Command::new(env!("CARGO_BIN_EXE_nokv"))
         .arg("--store")
@@ -189,8 +200,8 @@ fn emptied_metadata_beside_objects_is_damaged_for_read_only_calls_too() {
         ],
     );
     assert!(!ok, "{v}");
+    assert_damaged_envelope(&v, &store);
     let message = v["message"].as_str().unwrap();
-    assert!(message.contains("damaged"), "{v}");
     assert!(!message.contains("open it for writing"), "{v}");
     assert!(sizes(&store).is_empty(), "nothing written into meta/wal");
 }

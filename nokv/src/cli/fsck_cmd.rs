@@ -28,12 +28,17 @@ pub struct FsckArgs {
     pub json: bool,
 }
 
-/// Runs `nokv fsck`; returns the exit code.
+/// Runs `nokv fsck`; returns the exit code. A store that cannot be opened is `nokv: …` on stderr
+/// (naming the operator's paths); with `--json` also the tool error envelope on `out` (e.g.
+/// `InvalidState` with `details.reason: "metadata_damaged"`), so a JSON reader gets the reason.
 pub fn run_fsck(dir: &Path, args: FsckArgs, out: &mut dyn Write) -> u8 {
     match super::read_only::open_existing(dir, false) {
         Ok(client) => run_fsck_with(&client, args, out, &mut std::io::stderr()),
         Err(e) => {
             eprintln!("nokv: {e}");
+            if args.json {
+                print_json(out, &crate::workbench::store_error(e).envelope());
+            }
             EXIT_TOOL_ERROR
         }
     }

@@ -153,8 +153,9 @@ impl Client {
     }
 
     /// Starts the background maintenance of a long-running process (the snapshot reaper and a
-    /// GC pass, in that order, every `every`): the one entry point a server or other owner
-    /// process calls. Errors of a pass are kept in [`MaintenanceHandle::last`] and the next pass
+    /// GC pass, in that order, every `every`, each pass first warning when the engine's failed
+    /// background checkpoints rose, see [`Client::checkpoint_failures`]): the one entry point a
+    /// server or other owner process calls. Errors of a pass are kept in [`MaintenanceHandle::last`] and the next pass
     /// retries. Dropping or [`MaintenanceHandle::stop`]ping the handle stops the thread after
     /// at most one pass plus one poll interval (≤ 50 ms).
     pub fn start_background_maintenance(&self, every: Duration) -> MaintenanceHandle {
@@ -162,7 +163,10 @@ impl Client {
         let passes = Arc::new(AtomicU64::new(0));
         let (slot, count) = (Arc::clone(&last), Arc::clone(&passes));
         let client = self.clone();
+        let mut failures_reported = 0;
         let task = Periodic::spawn("nokv-maintenance", every, true, move || {
+            failures_reported =
+                super::health::warn_if_checkpoint_failures_rose(client.meta(), failures_reported);
             let reap = client.reap_snapshots().map_err(|e| e.to_string());
             let gc = client.gc(&GcOptions::default()).map_err(|e| e.to_string());
             *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(MaintenanceReport { reap, gc });

@@ -18,6 +18,7 @@
 //! | [`Client::repair_index`] | rebuild SecondaryIndex rows from PathCurrent |
 //! | [`Client::config_get`] / [`Client::config_set`] / [`Client::config_list`] | durable settings |
 //! | [`Client::start_background_maintenance`] | reaper + GC on a timer for long-running processes |
+//! | [`Client::checkpoint_failures`] | failed background checkpoints of the metadata engine (warned about, see `health`) |
 //!
 //! Nothing here lists the bucket to decide what to delete: GC deletes exactly the objects the
 //! ArtifactManifest rows of a claimed revision name, and fsck's provider listing is information
@@ -25,6 +26,7 @@
 
 mod fsck;
 mod gc;
+pub(crate) mod health;
 mod remove;
 mod settings;
 

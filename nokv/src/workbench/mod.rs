@@ -138,6 +138,11 @@ pub fn tool_error(client: &Client, workbench_id: &str, err: crate::Error) -> Too
         )
         .with_detail("path", Value::from(wb_path)),
         E::NotFound { path } => ToolError::not_found(&presented(&path)),
+        E::LocalNameTooLong {
+            path,
+            name_bytes,
+            limit_bytes,
+        } => local_name_too_long(&presented(&path), name_bytes, limit_bytes),
         E::AlreadyExists { path } => ToolError::already_exists(&presented(&path)),
         // A path is a file or a directory, never both (WORKBENCH.md, "Files and directories").
         E::DirectoryExists { path } => ToolError::new(
@@ -215,8 +220,29 @@ pub fn store_error(err: crate::Error) -> ToolError {
         }
         E::InvalidArgument(msg) => ToolError::invalid_arguments(msg),
         E::ReadOnlyStore { reason } => read_only_store(&reason),
+        E::LocalNameTooLong {
+            path,
+            name_bytes,
+            limit_bytes,
+        } => local_name_too_long(&path, name_bytes, limit_bytes),
         other => ToolError::internal(other.to_string()),
     }
+}
+
+/// A store path a materialize cannot write to its local destination (a name over the local file
+/// system's limit): `InvalidArguments` with `details.reason = "local_name_too_long"`,
+/// `details.path` (the store path as given, never the local one), `details.name_bytes` and
+/// `details.limit_bytes`. Nothing was written.
+fn local_name_too_long(path: &str, name_bytes: usize, limit_bytes: u64) -> ToolError {
+    ToolError::invalid_arguments(format!(
+        "`{path}` cannot be written to the local destination: one of its names is {name_bytes} \
+         bytes, over the {limit_bytes} bytes the destination's file system allows per name; \
+         nothing was written — materialize a narrower prefix, or rename the path in the workbench"
+    ))
+    .with_detail("reason", Value::from("local_name_too_long"))
+    .with_detail("path", Value::from(path))
+    .with_detail("name_bytes", Value::from(name_bytes))
+    .with_detail("limit_bytes", Value::from(limit_bytes))
 }
 
 /// The typed, non-retryable refusal of a write on a read-only store: `InvalidState` with
@@ -235,8 +261,15 @@ pub(crate) fn read_only_store(cause: &str) -> ToolError {
     .with_detail("cause", Value::from(cause))
 }
 
+/// `details.reason` of the refusal of a store whose metadata files are damaged or lost (a
+/// damaged image block or WAL segment, metadata missing beside existing objects): `InvalidState`,
+/// nothing changed; `nokv fsck` names the damage.
+pub const METADATA_DAMAGED: &str = "metadata_damaged";
+
 /// Maps a metadata-layer error to a typed, storage-neutral tool error (no keys, ids or host
-/// paths in messages).
+/// paths in messages). Damaged metadata files are `InvalidState` with `details.reason =
+/// "metadata_damaged"` ([`METADATA_DAMAGED`]), a fenced owner `InvalidState` with
+/// `details.reason = "fenced"`.
 pub(crate) fn meta_tool_error(err: &meta::Error) -> ToolError {
     match err {
         meta::Error::SchemaMismatch { reason, .. } => ToolError::new(
@@ -250,7 +283,8 @@ pub(crate) fn meta_tool_error(err: &meta::Error) -> ToolError {
         meta::Error::Storage(holt::Error::Corrupt { reason, .. }) => ToolError::new(
             ErrorCode::InvalidState,
             format!("the store's metadata files are damaged ({reason}); nothing was changed — restore the store from a backup"),
-        ),
+        )
+        .with_detail("reason", Value::from(METADATA_DAMAGED)),
         meta::Error::Storage(holt::Error::Io { op, source, .. }) => {
             ToolError::internal(format!("metadata {op} failed: {}", source.kind()))
         }
