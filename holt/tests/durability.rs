@@ -439,20 +439,27 @@ fn store_of_2000_keys_in_one_image(dir: &Path) -> Db {
     db
 }
 
+/// Flips one byte inside the value of key `dir/01234` (a leaf block) of the image file `image`
+/// written by [`store_of_2000_keys_in_one_image`]; returns the byte's offset in the file.
+fn flip_a_byte_of_the_value_of_01234(image: &Path) -> usize {
+    let mut bytes = fs::read(image).unwrap();
+    let needle = "value-01234-".repeat(8).into_bytes();
+    let at = bytes
+        .windows(needle.len())
+        .position(|w| w == needle.as_slice())
+        .unwrap()
+        + 3;
+    bytes[at] ^= 1;
+    fs::write(image, &bytes).unwrap();
+    at
+}
+
 #[test]
 fn a_flipped_byte_in_an_image_block_fails_the_reads_that_touch_it_naming_file_and_block() {
     let dir = tempfile::tempdir().unwrap();
     drop(store_of_2000_keys_in_one_image(dir.path()));
     let image = checkpoints(dir.path()).pop().unwrap();
-    let mut bytes = fs::read(&image).unwrap();
-    // The value of key dir/01234, in a leaf block.
-    let needle = "value-01234-".repeat(8).into_bytes();
-    let at = bytes
-        .windows(needle.len())
-        .position(|w| w == needle.as_slice())
-        .unwrap();
-    bytes[at + 3] ^= 1;
-    fs::write(&image, &bytes).unwrap();
+    let at = flip_a_byte_of_the_value_of_01234(&image);
     let block = at / 4096;
 
     let db = Db::open(dir.path(), opts()).unwrap();
@@ -740,16 +747,8 @@ fn tmp_files(dir: &Path) -> Vec<PathBuf> {
 fn a_background_merge_that_meets_a_damaged_block_is_counted_leaves_no_tmp_and_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
     drop(store_of_2000_keys_in_one_image(dir.path()));
-    let image = checkpoints(dir.path()).pop().unwrap();
-    let mut bytes = fs::read(&image).unwrap();
     // Damage the leaf block holding the value of dir/01234: a merge into a new base reads it.
-    let needle = "value-01234-".repeat(8).into_bytes();
-    let at = bytes
-        .windows(needle.len())
-        .position(|w| w == needle.as_slice())
-        .unwrap();
-    bytes[at + 3] ^= 1;
-    fs::write(&image, &bytes).unwrap();
+    flip_a_byte_of_the_value_of_01234(&checkpoints(dir.path()).pop().unwrap());
 
     let o = Options {
         checkpoint_wal_bytes: 4096,
