@@ -517,7 +517,7 @@ fn sigterm_drains_the_in_flight_upload_then_closes_the_store() {
         .args(["--store", store.to_str().unwrap(), "serve", "--listen"])
         .arg(format!("127.0.0.1:{port}"))
         .env_remove("NOKV_TOKEN")
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let url = format!("http://127.0.0.1:{port}");
@@ -554,6 +554,23 @@ fn sigterm_drains_the_in_flight_upload_then_closes_the_store() {
     assert!(text.contains("\"status\":\"success\""), "{text}");
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0));
+    // The operator is told what happened, in order; nothing was cut off.
+    let mut log = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    let listening = log.find("nokv serve: listening on http://127.0.0.1:");
+    let stopping = log.find("nokv serve: stopping: no new connections");
+    let stopped = log.find("nokv serve: stopped; the store is closed");
+    assert!(
+        listening.is_some() && stopping.is_some() && stopped.is_some(),
+        "{log}"
+    );
+    assert!(listening < stopping && stopping < stopped, "{log}");
+    assert!(!log.contains("drain timeout"), "{log}");
     // Closed cleanly: the store opens at once (lock released) with the drained upload in it.
     let client = Client::open_with(
         &store,
@@ -567,4 +584,75 @@ fn sigterm_drains_the_in_flight_upload_then_closes_the_store() {
         client.read_all("wb", "input/slow.bin").unwrap(),
         vec![9u8; 200_000]
     );
+}
+
+#[test]
+fn sigterm_cuts_off_a_stalled_upload_after_the_drain_timeout_says_so_and_publishes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s");
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_nokv"))
+        .args(["--store", store.to_str().unwrap(), "serve", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .args(["--drain-timeout", "1"])
+        .env_remove("NOKV_TOKEN")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let remote = RemoteClient::connect(&format!("http://127.0.0.1:{port}"), None).unwrap();
+    let mut up = false;
+    for _ in 0..400 {
+        if remote.health().is_ok() {
+            up = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert!(up, "server did not come up");
+    remote.create_workbench("wb").unwrap();
+    // Half of an upload, then silence: the drain timeout (1 s) passes with it in flight.
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(b"PUT /v1/workbenches/wb/files/input/stalled.bin HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    s.write_all(&[7u8; 100_000]).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    let mut log = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    assert!(
+        log.contains("nokv serve: the drain timeout (1.0 s) passed with requests still in flight"),
+        "{log}"
+    );
+    assert!(
+        log.contains("nokv serve: stopped; the store is closed"),
+        "{log}"
+    );
+    drop(s);
+    // The cut-off upload was not published.
+    let client = Client::open_with(
+        &store,
+        nokv::ClientOptions {
+            lock_wait: Duration::from_secs(5),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(matches!(
+        client.read_all("wb", "input/stalled.bin"),
+        Err(nokv::Error::NotFound { .. })
+    ));
 }

@@ -212,11 +212,12 @@ fn stopped(rx: tokio::sync::oneshot::Receiver<()>) -> StopSignal {
 }
 
 /// Resolves on SIGTERM or SIGINT: when `nokv serve` (either kind) drains and stops.
-async fn termination_signal() {
+async fn termination_signal(drain_timeout: Duration) {
     let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
         Ok(s) => s,
         Err(_) => {
             let _ = tokio::signal::ctrl_c().await;
+            announce_stopping(drain_timeout);
             return;
         }
     };
@@ -224,6 +225,15 @@ async fn termination_signal() {
         _ = term.recv() => {}
         _ = tokio::signal::ctrl_c() => {}
     }
+    announce_stopping(drain_timeout);
+}
+
+/// Tells the operator (stderr) that a signal arrived and what happens next.
+fn announce_stopping(drain_timeout: Duration) {
+    eprintln!(
+        "nokv serve: stopping: no new connections; requests in flight get up to {:.1} s to finish",
+        drain_timeout.as_secs_f64()
+    );
 }
 
 /// The multi-threaded runtime a server runs its connections on. Errors: [`Error::LocalIo`].
@@ -291,7 +301,12 @@ pub fn serve(opts: ServerOptions) -> Result<()> {
     let (listener, addr) = bind(&opts)?;
     let state = open_state(opts, addr)?;
     eprintln!("nokv serve: listening on http://{addr}");
-    run_loop(listener, state, termination_signal())
+    let drain_timeout = state.opts.drain_timeout;
+    let result = run_loop(listener, state, termination_signal(drain_timeout));
+    if result.is_ok() {
+        eprintln!("nokv serve: stopped; the store is closed");
+    }
+    result
 }
 
 /// Opens the store of `opts` for a server bound at `addr` (recorded as the shard owner's address
@@ -391,6 +406,16 @@ async fn accept_connections(
     }
     drop(listener);
     // In-flight requests finish; idle keep-alive connections close.
-    let _ = tokio::time::timeout(opts.drain_timeout, graceful.shutdown()).await;
+    if tokio::time::timeout(opts.drain_timeout, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        // What was still running is cut off; a cut-off upload is never published.
+        eprintln!(
+            "nokv serve: the drain timeout ({:.1} s) passed with requests still in flight; they \
+             were cut off (an upload cut off is not published; clients may retry)",
+            opts.drain_timeout.as_secs_f64()
+        );
+    }
     Ok(())
 }

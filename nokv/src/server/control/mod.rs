@@ -175,14 +175,19 @@ pub fn serve_control(opts: ControlServerOptions) -> Result<()> {
         "nokv serve: listening on http://{addr} (control plane {})",
         opts.control.join(",")
     );
-    run(
+    let drain_timeout = opts.server.drain_timeout;
+    let result = run(
         listener,
         addr,
         control,
         objects,
         opts,
-        super::termination_signal(),
-    )
+        super::termination_signal(drain_timeout),
+    );
+    if result.is_ok() {
+        eprintln!("nokv serve: stopped; every store it served is closed");
+    }
+    result
 }
 
 fn run(
