@@ -486,6 +486,8 @@ fn metrics_and_health_report_requests_group_commits_and_open_operations() {
     });
     let health = remote.health().unwrap();
     assert_eq!(health["status"], "ok");
+    // Nothing else is running: the health check does not count itself.
+    assert_eq!(health["in_flight"], 0, "{health}");
     let (st, _, body) = raw(
         srv.addr(),
         "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",

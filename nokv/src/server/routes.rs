@@ -112,7 +112,8 @@ async fn healthz(State(state): State<Shared>) -> Response {
     axum::Json(json!({
         "status": "ok",
         "commit_version": version,
-        "in_flight": state.metrics.in_flight(),
+        // Other requests being handled now: the guard counted this health check too.
+        "in_flight": state.metrics.in_flight().saturating_sub(1),
     }))
     .into_response()
 }
