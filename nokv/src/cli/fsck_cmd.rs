@@ -32,7 +32,9 @@ pub struct FsckArgs {
 /// (naming the operator's paths); with `--json` also the tool error envelope on `out` (e.g.
 /// `InvalidState` with `details.reason: "metadata_damaged"`), so a JSON reader gets the reason.
 pub fn run_fsck(dir: &Path, args: FsckArgs, out: &mut dyn Write) -> u8 {
-    match super::read_only::open_existing(dir, false) {
+    // The check reads only: it opens the store read-only (no lock wait beside a running writer,
+    // nothing written — not even the owner epoch); repairing the index needs the writer.
+    match super::read_only::open_existing(dir, !args.repair_index) {
         Ok(client) => run_fsck_with(&client, args, out, &mut std::io::stderr()),
         Err(e) => {
             eprintln!("nokv: {e}");
