@@ -658,3 +658,66 @@ fn sigterm_cuts_off_a_stalled_upload_after_the_drain_timeout_says_so_and_publish
         Err(nokv::Error::NotFound { .. })
     ));
 }
+
+#[test]
+fn a_body_that_differs_from_its_declared_sha256_is_never_published() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s");
+    let srv = start(&store, None);
+    let remote = RemoteClient::connect(&format!("http://{}", srv.addr()), None).unwrap();
+    remote.create_workbench("wb").unwrap();
+    let put = |path: &str, query: &str, digest: &str, body: &[u8]| {
+        let (st, _, resp) = raw(
+            srv.addr(),
+            &format!(
+                "PUT /v1/workbenches/wb/files/{path}{query} HTTP/1.1\r\nHost: x\r\n\
+                 x-nokv-content-sha256: {digest}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            ),
+            body,
+        );
+        let v: Value = serde_json::from_slice(&resp).unwrap_or(Value::Null);
+        (st, v)
+    };
+    let sha = |b: &[u8]| objstore::sha256_uri(b);
+    // Create-only with the digest of another body: refused, nothing at the path.
+    let (_, v) = put("outputs/m.txt", "", &sha(b"world"), b"hello");
+    assert_eq!(v["status"], "error", "{v}");
+    assert_eq!(v["code"], "InvalidArguments", "{v}");
+    assert_eq!(v["details"]["actual"], sha(b"hello"), "{v}");
+    assert_eq!(v["details"]["declared"], sha(b"world"), "{v}");
+    // The right digest (bare uppercase hex, as sha256sum prints it after upper-casing) works.
+    let bare = sha(b"hello")[7..].to_ascii_uppercase();
+    let (_, v) = put("outputs/m.txt", "", &bare, b"hello");
+    assert_eq!(v["status"], "success", "{v}");
+    // A replacement with a wrong digest leaves the file as it was.
+    let (_, v) = put("outputs/m.txt", "?replace=true", &sha(b"good"), b"CORRUPT");
+    assert_eq!(v["code"], "InvalidArguments", "{v}");
+    // A body of several blocks (5 MiB) with a wrong digest: its staged blocks are deleted.
+    let big = vec![3u8; 5 << 20];
+    let (_, v) = put("outputs/big.bin", "", &sha(b"other"), &big);
+    assert_eq!(v["code"], "InvalidArguments", "{v}");
+    // A malformed digest is refused before the body is read.
+    for bad in ["zzz", "sha256:ABC", "md5:00"] {
+        let (st, v) = put("outputs/bad.txt", "", bad, b"hello");
+        assert_eq!(st, 400, "{bad}: {v}");
+        assert_eq!(v["code"], "InvalidArguments", "{bad}: {v}");
+    }
+    srv.shutdown().unwrap();
+
+    let client = Client::open(&store).unwrap();
+    assert_eq!(client.read_all("wb", "outputs/m.txt").unwrap(), b"hello");
+    for missing in ["outputs/big.bin", "outputs/bad.txt"] {
+        assert!(matches!(
+            client.read_all("wb", missing),
+            Err(nokv::Error::NotFound { .. })
+        ));
+    }
+    let outcome = client.fsck().unwrap();
+    assert!(outcome.report.findings.is_empty(), "{:?}", outcome.report);
+    assert!(
+        outcome.unowned_objects.is_empty(),
+        "{:?}",
+        outcome.unowned_objects
+    );
+}

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::body::{self, ChannelReader, ChannelWriter, PumpEnd};
+use super::body::{self, ChannelReader, ChannelWriter, DigestCheck, PumpEnd};
 use super::error::ApiError;
 use super::journal::{self, Begin};
 use super::AppState;
@@ -320,10 +320,21 @@ async fn upload(
     req: Request,
 ) -> Result<Response, ApiError> {
     let key = idempotency_key(&headers)?;
-    let declared = headers
-        .get(CONTENT_SHA256)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
+    // Checked before a byte of the body is read: a malformed digest refuses the upload.
+    let declared = match headers.get(CONTENT_SHA256) {
+        None => None,
+        Some(v) => Some(
+            v.to_str()
+                .ok()
+                .and_then(body::parse_declared_digest)
+                .ok_or_else(|| {
+                    ApiError::bad_request(format!(
+                        "{CONTENT_SHA256} must be the body's SHA-256 as sha256:<64 lowercase hex \
+                         digits> (or the 64 hex digits alone)"
+                    ))
+                })?,
+        ),
+    };
     let uri = req.uri().to_string();
     let digest = journal::request_digest(
         "PUT",
@@ -368,23 +379,24 @@ async fn upload(
     let work_key = key.clone();
     let work = blocking(move || {
         let run = || {
-            let mut reader = ChannelReader::new(rx);
+            // A body that differs from its declared digest fails the read of its end, so the
+            // publication aborts and nothing is published.
+            let mut reader = DigestCheck::new(ChannelReader::new(rx), declared.clone());
             let result = s.client.put_reader(&id, &path, &mut reader, &options);
+            if let Some(actual) = reader.mismatch() {
+                return json!({
+                    "status": "error",
+                    "code": "InvalidArguments",
+                    "message": "the body's SHA-256 differs from the declared x-nokv-content-sha256; nothing was published",
+                    "retryable": false,
+                    "details": {"field": CONTENT_SHA256, "declared": declared, "actual": actual},
+                });
+            }
             // Drain what the client still sends so the pump never blocks on a full channel.
             let mut sink = [0u8; 8192];
             while matches!(std::io::Read::read(&mut reader, &mut sink), Ok(n) if n > 0) {}
             match result {
                 Ok(r) => {
-                    if declared.as_deref().is_some_and(|d| d != r.digest_uri) {
-                        // The publication happened; report the mismatch but keep the receipt.
-                        return json!({
-                            "status": "error",
-                            "code": "InvalidArguments",
-                            "message": "the stored body's digest differs from the declared x-nokv-content-sha256",
-                            "retryable": false,
-                            "details": {"digest_uri": r.digest_uri, "generation": r.generation},
-                        });
-                    }
                     json!({
                         "status": "success",
                         "workbench_id": id,
