@@ -721,3 +721,34 @@ fn a_body_that_differs_from_its_declared_sha256_is_never_published() {
         outcome.unowned_objects
     );
 }
+
+#[test]
+fn a_read_at_a_version_newer_than_the_store_is_invalid_arguments_not_internal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s");
+    let srv = start(&store, None);
+    let remote = RemoteClient::connect(&format!("http://{}", srv.addr()), None).unwrap();
+    remote.create_workbench("wb").unwrap();
+    let (st, _, _) = raw(
+        srv.addr(),
+        "PUT /v1/workbenches/wb/files/outputs/a.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\n",
+        b"hi",
+    );
+    assert_eq!(st, 200);
+    for target in [
+        "/v1/workbenches/wb/files/outputs/a.txt?version=1000",
+        "/v1/workbenches/wb/stat/outputs/a.txt?version=18446744073709551615",
+    ] {
+        let (st, _, body) = raw(
+            srv.addr(),
+            &format!("GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+            b"",
+        );
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(st, 400, "{target}: {v}");
+        assert_eq!(v["code"], "InvalidArguments", "{v}");
+        assert_eq!(v["details"]["reason"], "version_in_future", "{v}");
+        assert_eq!(v["retryable"], false, "{v}");
+    }
+    srv.shutdown().unwrap();
+}

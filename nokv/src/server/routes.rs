@@ -535,7 +535,28 @@ fn lookup(
     let fail = |e: crate::Error| crate::workbench::tool_error(client, id, e);
     let norm = Client::normalize(path).map_err(fail)?;
     let read = match version {
-        Some(v) => client.meta().read_at(v).map_err(|e| fail(e.into()))?,
+        Some(v) => client.meta().read_at(v).map_err(|e| match e {
+            // A version the caller chose that the store cannot serve: a bad argument, not a
+            // failure of the store.
+            meta::Error::Storage(holt::Error::HistoryPruned { floor, .. }) => {
+                ToolError::invalid_arguments(format!(
+                    "version {v} is older than the oldest version this store still keeps ({floor})"
+                ))
+                .with_detail("field", "version")
+                .with_detail("reason", "history_pruned")
+                .with_detail("floor", floor)
+            }
+            meta::Error::Storage(holt::Error::InvalidArgument(_)) => {
+                let current = client.meta().version().unwrap_or_default();
+                ToolError::invalid_arguments(format!(
+                    "version {v} is newer than the store's current version {current}"
+                ))
+                .with_detail("field", "version")
+                .with_detail("reason", "version_in_future")
+                .with_detail("current", current)
+            }
+            other => fail(other.into()),
+        })?,
         None => client.meta().read(),
     };
     let ws = read
