@@ -129,6 +129,24 @@ pub enum Error {
         /// The destination file system's limit on one file name, in bytes.
         limit_bytes: u64,
     },
+    /// A materialize cannot write the workbench path `path` (workbench-relative) to its local
+    /// destination: the local path it would be written under (with its temporary name) is
+    /// `path_bytes` bytes, over the `limit_bytes` the operating system accepts for one path
+    /// (`PATH_MAX`, 4,096 on Linux, counting the terminating NUL). Checked for every listed file
+    /// before anything is written, so nothing was written.
+    #[error(
+        "`{path}` cannot be written to the local destination: its local path would be \
+         {path_bytes} bytes, over the {limit_bytes} bytes the operating system accepts for one \
+         path; nothing was written — materialize into a shorter destination or a narrower prefix"
+    )]
+    LocalPathTooLong {
+        /// Workbench-relative path (e.g. `input/…`).
+        path: String,
+        /// Bytes of the local path (destination, the path, the temporary name's extra bytes).
+        path_bytes: usize,
+        /// The operating system's limit on one path, in bytes.
+        limit_bytes: usize,
+    },
     /// The metadata layer refused or failed the operation.
     #[error(transparent)]
     Meta(meta::Error),

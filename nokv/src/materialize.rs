@@ -146,11 +146,12 @@ pub type CopyBody<'a> =
 ///
 /// Before anything is written, every path is checked against what `dest` can hold: a path that
 /// is both a file and a directory, or a component longer than the destination file system
-/// allows for one name (statvfs `f_namemax`, typically 255 bytes), fails the call with nothing
-/// written.
+/// allows for one name (statvfs `f_namemax`, typically 255 bytes), or a local path over
+/// `PATH_MAX` (4,096 bytes), fails the call with nothing written.
 ///
 /// Errors: [`Error::InvalidArgument`] (a path that is both a file and a directory; a symlinked
-/// directory leading outside `dest`), [`Error::LocalNameTooLong`], [`Error::DigestMismatch`],
+/// directory leading outside `dest`), [`Error::LocalNameTooLong`], [`Error::LocalPathTooLong`],
+/// [`Error::DigestMismatch`],
 /// [`Error::LocalIo`], and `copy`'s errors.
 pub fn write_files(
     files: &[(NormPath, meta::PathEntry)],
@@ -183,6 +184,17 @@ pub fn write_files(
                 path: path.as_str().to_string(),
                 name_bytes: longest,
                 limit_bytes: name_max,
+            });
+        }
+    }
+    // Nor may the whole local path (with the temporary name's extra bytes) exceed PATH_MAX.
+    for (path, _) in files.iter() {
+        let path_bytes = dest.as_os_str().len() + 1 + path.as_str().len() + PARTIAL_EXTRA_BYTES;
+        if path_bytes >= LOCAL_PATH_MAX {
+            return Err(Error::LocalPathTooLong {
+                path: path.as_str().to_string(),
+                path_bytes,
+                limit_bytes: LOCAL_PATH_MAX,
             });
         }
     }
@@ -283,6 +295,13 @@ pub fn write_files(
 /// The limit on one file name, in bytes, assumed when the file system cannot be asked (255 on
 /// Linux's and macOS's common file systems).
 const DEFAULT_NAME_MAX: u64 = 255;
+
+/// The longest path the operating system accepts in one call, counting the terminating NUL
+/// (Linux `PATH_MAX`).
+const LOCAL_PATH_MAX: usize = 4096;
+
+/// Bytes the temporary name `.<name>.nokv-partial` adds to a file's name.
+const PARTIAL_EXTRA_BYTES: usize = ".".len() + ".nokv-partial".len();
 
 /// The longest file name, in bytes, the file system holding `dest` (or, when `dest` does not
 /// exist yet, its nearest existing ancestor) allows; [`DEFAULT_NAME_MAX`] when it cannot be

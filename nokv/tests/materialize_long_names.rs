@@ -150,3 +150,59 @@ fn a_name_that_fits_materializes_even_when_its_partial_name_would_not() {
         "no partial file left"
     );
 }
+
+#[test]
+fn a_local_path_over_path_max_is_a_typed_error_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = Client::open(dir.path().join("s")).unwrap();
+    client.create_workbench("wb").unwrap();
+    // Every name fits (250 bytes) but the whole path is ~3,800 bytes: below a short destination
+    // it fits, below a 400-byte destination it would be over PATH_MAX.
+    let deep = (0..15)
+        .map(|i| format!("{i:02}{}", "d".repeat(248)))
+        .collect::<Vec<_>>()
+        .join("/");
+    let long_path = format!("input/{deep}/f.txt");
+    for (path, body) in [("input/a-first.txt", "first"), (long_path.as_str(), "deep")] {
+        client
+            .put(
+                "wb",
+                path,
+                body.as_bytes(),
+                &PutOptions::create("text/plain", "test"),
+            )
+            .unwrap();
+    }
+    // 400 bytes of destination in two names of 199 bytes.
+    let dest = dir
+        .path()
+        .join("p".repeat(199))
+        .join("q".repeat(199))
+        .join("dest");
+    let err = nokv::materialize::materialize(&client, "wb", None, &dest).unwrap_err();
+    match &err {
+        Error::LocalPathTooLong {
+            path,
+            path_bytes,
+            limit_bytes,
+        } => {
+            assert_eq!(path, &long_path);
+            assert!(*path_bytes >= *limit_bytes, "{path_bytes} {limit_bytes}");
+            assert_eq!(*limit_bytes, 4096);
+        }
+        other => panic!("expected LocalPathTooLong, got {other:?}"),
+    }
+    assert!(!dest.exists(), "nothing may be created");
+    let v = nokv::workbench::tool_error(&client, "wb", err).envelope();
+    assert_eq!(v["code"], "InvalidArguments", "{v}");
+    assert_eq!(v["details"]["reason"], "local_path_too_long", "{v}");
+    assert!(
+        !v.to_string().contains(&dir.path().display().to_string()),
+        "no local path: {v}"
+    );
+    // A short destination holds it.
+    let short = dir.path().join("d");
+    let written = nokv::materialize::materialize(&client, "wb", None, &short).unwrap();
+    assert_eq!(written.len(), 2);
+    assert_eq!(std::fs::read(short.join(&long_path)).unwrap(), b"deep");
+}

@@ -143,6 +143,11 @@ pub fn tool_error(client: &Client, workbench_id: &str, err: crate::Error) -> Too
             name_bytes,
             limit_bytes,
         } => local_name_too_long(&presented(&path), name_bytes, limit_bytes),
+        E::LocalPathTooLong {
+            path,
+            path_bytes,
+            limit_bytes,
+        } => local_path_too_long(&presented(&path), path_bytes, limit_bytes),
         E::AlreadyExists { path } => ToolError::already_exists(&presented(&path)),
         // A path is a file or a directory, never both (WORKBENCH.md, "Files and directories").
         E::DirectoryExists { path } => ToolError::new(
@@ -225,6 +230,11 @@ pub fn store_error(err: crate::Error) -> ToolError {
             name_bytes,
             limit_bytes,
         } => local_name_too_long(&path, name_bytes, limit_bytes),
+        E::LocalPathTooLong {
+            path,
+            path_bytes,
+            limit_bytes,
+        } => local_path_too_long(&path, path_bytes, limit_bytes),
         other => ToolError::internal(other.to_string()),
     }
 }
@@ -242,6 +252,22 @@ fn local_name_too_long(path: &str, name_bytes: usize, limit_bytes: u64) -> ToolE
     .with_detail("reason", Value::from("local_name_too_long"))
     .with_detail("path", Value::from(path))
     .with_detail("name_bytes", Value::from(name_bytes))
+    .with_detail("limit_bytes", Value::from(limit_bytes))
+}
+
+/// A store path whose local path a materialize cannot create (over `PATH_MAX`):
+/// `InvalidArguments` with `details.reason = "local_path_too_long"`, `details.path` (the store
+/// path, never the local one), `details.path_bytes` and `details.limit_bytes`. Nothing was
+/// written.
+fn local_path_too_long(path: &str, path_bytes: usize, limit_bytes: usize) -> ToolError {
+    ToolError::invalid_arguments(format!(
+        "`{path}` cannot be written to the local destination: its local path would be \
+         {path_bytes} bytes, over the {limit_bytes} bytes the operating system accepts for one \
+         path; nothing was written — materialize into a shorter destination or a narrower prefix"
+    ))
+    .with_detail("reason", Value::from("local_path_too_long"))
+    .with_detail("path", Value::from(path))
+    .with_detail("path_bytes", Value::from(path_bytes))
     .with_detail("limit_bytes", Value::from(limit_bytes))
 }
 
