@@ -752,3 +752,52 @@ fn a_read_at_a_version_newer_than_the_store_is_invalid_arguments_not_internal() 
     }
     srv.shutdown().unwrap();
 }
+
+#[test]
+fn refusals_of_the_http_stack_and_bad_ids_are_json_invalid_arguments() {
+    let tmp = tempfile::tempdir().unwrap();
+    let srv = start(&tmp.path().join("s"), None);
+    let remote = RemoteClient::connect(&format!("http://{}", srv.addr()), None).unwrap();
+    remote.create_workbench("wb").unwrap();
+    let cases: [(&str, &[u8], u16); 4] = [
+        // A query string that does not deserialize.
+        (
+            "PUT /v1/workbenches/wb/files/outputs/a.txt?replace=true&expected_generation=abc HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\n",
+            b"hi",
+            400,
+        ),
+        (
+            "GET /v1/workbenches/wb/files/outputs/a.txt?version=-1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+            b"",
+            400,
+        ),
+        // A method the route does not have.
+        (
+            "DELETE /v1/schema HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+            b"",
+            405,
+        ),
+        // A workbench id the metadata layer refuses (`../`).
+        (
+            "PUT /v1/workbenches/..%2F/files/outputs/a.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\n",
+            b"hi",
+            0,
+        ),
+    ];
+    for (head, body, status) in cases {
+        let (st, headers, resp) = raw(srv.addr(), head, body);
+        let v: Value = serde_json::from_slice(&resp).unwrap_or_else(|e| {
+            panic!("{head}: not JSON ({e}): {}", String::from_utf8_lossy(&resp))
+        });
+        if status != 0 {
+            assert_eq!(st, status, "{head}: {v}");
+        }
+        assert_eq!(v["status"], "error", "{head}: {v}");
+        assert_eq!(v["code"], "InvalidArguments", "{head}: {v}");
+        assert!(!v["message"].as_str().unwrap_or("").is_empty(), "{v}");
+        if status == 405 {
+            assert!(headers.to_ascii_lowercase().contains("allow:"), "{headers}");
+        }
+    }
+    srv.shutdown().unwrap();
+}

@@ -95,10 +95,53 @@ async fn guard(State(state): State<Shared>, req: Request, next: Next) -> Respons
         }
         None => next.run(req).await,
     };
+    let response = envelope_rejection(response).await;
     state
         .metrics
         .observe(&route, response.status().as_u16(), started.elapsed());
     response
+}
+
+/// The request refusals the HTTP stack answers itself — a query string or path that does not
+/// deserialize (400), a method the route does not have (405, with an empty body), a wrong
+/// content type (415), a JSON body that does not match its DTO (422) — come as plain text.
+/// Every answer of this API is a JSON envelope, so they become `InvalidArguments` envelopes
+/// with the stack's message (status and an `Allow` header kept).
+async fn envelope_rejection(response: Response) -> Response {
+    let status = response.status();
+    let plain = !response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    let refusal = matches!(
+        status,
+        StatusCode::BAD_REQUEST
+            | StatusCode::METHOD_NOT_ALLOWED
+            | StatusCode::UNSUPPORTED_MEDIA_TYPE
+            | StatusCode::UNPROCESSABLE_ENTITY
+            | StatusCode::LENGTH_REQUIRED
+    );
+    if !(plain && refusal) {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 16 * 1024)
+        .await
+        .unwrap_or_default();
+    let text = String::from_utf8_lossy(&text).trim().to_string();
+    let message = if !text.is_empty() {
+        text
+    } else if status == StatusCode::METHOD_NOT_ALLOWED {
+        "this endpoint does not accept that HTTP method (see the Allow header)".to_string()
+    } else {
+        format!("the request was refused ({status})")
+    };
+    let mut out = ApiError::new(status, "InvalidArguments", message, false).into_response();
+    if let Some(allow) = parts.headers.get(header::ALLOW) {
+        out.headers_mut().insert(header::ALLOW, allow.clone());
+    }
+    out
 }
 
 async fn healthz(State(state): State<Shared>) -> Response {

@@ -315,6 +315,9 @@ pub(crate) fn meta_tool_error(err: &meta::Error) -> ToolError {
             ToolError::internal(format!("metadata {op} failed: {}", source.kind()))
         }
         meta::Error::ReadVersionConflict { .. } => ToolError::conflict("ReadVersion"),
+        // The metadata layer's own argument checks (e.g. a workbench id the front door passed
+        // through unvalidated, as an HTTP route segment): the caller's input, not a failure.
+        meta::Error::InvalidArgument(reason) => ToolError::invalid_arguments(reason.clone()),
         meta::Error::ReadOnly => read_only_store("opened read-only"),
         // Owner epoch / lease fencing (seed 000): another owner holds the shard now.
         meta::Error::Fenced { reason } => ToolError::new(
