@@ -18,6 +18,7 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::framing::{self, AnsweringTransport, CheckedReader};
 use super::{envelope_is_success, tool_hints, ToolBackend};
 use crate::workbench::errors::{ErrorCode, ToolError};
 use crate::workbench::schema;
@@ -30,8 +31,8 @@ pub struct McpOptions {
     pub max_concurrent_calls: usize,
     /// Largest accepted JSON-RPC message (one stdin line) in bytes (default 128 MiB: a 16 MiB
     /// payload survives base64 or worst-case JSON string escaping). A longer line is dropped
-    /// without being buffered and without an answer (it cannot be parsed for an id, as with
-    /// any unparsable line); the session goes on.
+    /// without being buffered and without an answer (no id can be read from a line that is
+    /// not read); the session goes on.
     pub max_message_bytes: usize,
 }
 
@@ -210,6 +211,12 @@ fn tool_definitions() -> io::Result<Vec<Tool>> {
 /// flight finish (their answers are still written when the session is alive), and
 /// [`ToolBackend::close`] releases the backend.
 ///
+/// When the input closes, the session ends only after every request read has been answered
+/// (calls still running and calls read but not yet started alike). A line that is not JSON is
+/// answered with the JSON-RPC parse error (`-32700`, `id` null); a `tools/call` or `tools/list`
+/// whose params have the wrong shape (e.g. `arguments` not an object) with `-32602` under the
+/// request's id. Neither ends the session.
+///
 /// Errors: the session could not start (the first message was not a valid opening of an MCP
 /// session, or writing to `write` failed) or the session task failed; the backend is closed in
 /// every case.
@@ -232,8 +239,16 @@ where
         tools,
         gate: Arc::clone(&gate),
     };
-    let transport = AsyncRwTransport::new_server(read, write)
-        .with_max_line_length(options.max_message_bytes.max(1));
+    let max_line = options.max_message_bytes.max(1);
+    let ledger = framing::new_ledger();
+    let (write, outbox, outbox_task) = framing::output(write, &ledger);
+    let outbox_task = tokio::spawn(outbox_task);
+    let read = CheckedReader::new(read, max_line, outbox.clone());
+    let transport = AnsweringTransport::new(
+        AsyncRwTransport::new_server(read, write).with_max_line_length(max_line),
+        ledger,
+        outbox,
+    );
     tokio::pin!(shutdown);
     let started = tokio::select! {
         started = handler.serve(transport) => Some(started),
@@ -251,6 +266,7 @@ where
     };
     gate.close_and_drain().await;
     backend.close();
+    outbox_task.abort();
     outcome
 }
 
