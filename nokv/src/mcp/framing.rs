@@ -110,6 +110,7 @@ where
         shared: Arc::clone(&shared),
         guard: None,
         acquiring: None,
+        mid_line: false,
     };
     let ledger = Arc::clone(ledger);
     let task = async move {
@@ -137,6 +138,8 @@ pub(crate) struct LineWriter<W> {
     shared: Arc<Mutex<W>>,
     guard: Option<OwnedMutexGuard<W>>,
     acquiring: Option<Acquiring<W>>,
+    /// The last byte written was not a newline: the output stays held.
+    mid_line: bool,
 }
 
 impl<W: AsyncWrite + Send + Unpin + 'static> LineWriter<W> {
@@ -167,11 +170,13 @@ impl<W: AsyncWrite + Send + Unpin + 'static> AsyncWrite for LineWriter<W> {
         let this = self.get_mut();
         let out = ready!(this.poll_hold(cx));
         let result = ready!(Pin::new(&mut **out).poll_write(cx, buf));
-        let at_line_end = match &result {
-            Ok(n) => buf.get(..*n).and_then(<[u8]>::last) == Some(&b'\n'),
-            Err(_) => true,
-        };
-        if at_line_end {
+        match &result {
+            Ok(0) => {}
+            Ok(n) => this.mid_line = buf.get(..*n).and_then(<[u8]>::last) != Some(&b'\n'),
+            // The output is broken; nothing is held for a line that cannot be finished.
+            Err(_) => this.mid_line = false,
+        }
+        if !this.mid_line {
             this.guard = None;
         }
         Poll::Ready(result)
@@ -179,10 +184,12 @@ impl<W: AsyncWrite + Send + Unpin + 'static> AsyncWrite for LineWriter<W> {
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        let held_mid_line = this.guard.is_some();
         let out = ready!(this.poll_hold(cx));
         let result = ready!(Pin::new(&mut **out).poll_flush(cx));
-        if !held_mid_line || result.is_err() {
+        if result.is_err() {
+            this.mid_line = false;
+        }
+        if !this.mid_line {
             this.guard = None;
         }
         Poll::Ready(result)
@@ -192,6 +199,7 @@ impl<W: AsyncWrite + Send + Unpin + 'static> AsyncWrite for LineWriter<W> {
         let this = self.get_mut();
         let out = ready!(this.poll_hold(cx));
         let result = ready!(Pin::new(&mut **out).poll_shutdown(cx));
+        this.mid_line = false;
         this.guard = None;
         Poll::Ready(result)
     }
