@@ -327,7 +327,9 @@ fn stdin_closed_after_1200_pipelined_puts_answers_every_request_and_exits_zero()
     let mut answers = std::collections::HashMap::<u64, usize>::new();
     for line in &mcp.seen {
         let msg: Value = serde_json::from_str(line).expect("stdout carries JSON only");
-        let id = msg["id"].as_u64().unwrap_or_else(|| panic!("not a response: {msg}"));
+        let id = msg["id"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("not a response: {msg}"));
         assert!(msg.get("error").is_none(), "{msg}");
         if id > sent[1] {
             assert_eq!(envelope_of(&msg["result"])["status"], "success", "{msg}");
@@ -336,7 +338,11 @@ fn stdin_closed_after_1200_pipelined_puts_answers_every_request_and_exits_zero()
     }
     assert_eq!(answers.len(), PUTS + 2, "every request is answered");
     for id in &sent {
-        assert_eq!(answers.get(id), Some(&1), "request {id} answered exactly once");
+        assert_eq!(
+            answers.get(id),
+            Some(&1),
+            "request {id} answered exactly once"
+        );
     }
     let wb = Workbench::new(open_now(&store).expect("the server released the store"));
     let mut files = 0;

@@ -96,7 +96,11 @@ impl Outbox {
 pub(crate) fn output<W>(
     write: W,
     ledger: &SharedLedger,
-) -> (LineWriter<W>, Outbox, impl Future<Output = ()> + Send + 'static)
+) -> (
+    LineWriter<W>,
+    Outbox,
+    impl Future<Output = ()> + Send + 'static,
+)
 where
     W: AsyncWrite + Send + Unpin + 'static,
 {
@@ -530,12 +534,14 @@ fn params_error(request: &ClientRequest) -> Option<ErrorData> {
     let params = custom.params.as_ref();
     let message = match custom.method.as_str() {
         "tools/call" => tools_call_problem(params),
-        "tools/list" => match params.map(|p| serde_json::from_value::<PaginatedRequestParams>(p.clone())) {
-            None | Some(Ok(_)) => return None,
-            Some(Err(e)) => format!(
+        "tools/list" => {
+            match params.map(|p| serde_json::from_value::<PaginatedRequestParams>(p.clone())) {
+                None | Some(Ok(_)) => return None,
+                Some(Err(e)) => format!(
                 "the params of tools/list must be an object with an optional cursor string: {e}"
             ),
-        },
+            }
+        }
         _ => return None,
     };
     Some(ErrorData::invalid_params(message, None))
@@ -582,5 +588,155 @@ fn json_kind(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, DuplexStream};
+
+    /// An input that hands out at most three bytes per read, so lines cross every boundary.
+    struct Trickle(Vec<u8>, usize);
+
+    impl AsyncRead for Trickle {
+        fn poll_read(
+            self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            let this = self.get_mut();
+            let end = (this.1 + 3).min(this.0.len()).min(this.1 + buf.remaining());
+            buf.put_slice(&this.0[this.1..end]);
+            this.1 = end;
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// The output side over an in-memory pipe; returns the SDK's writer, the outbox, the ledger
+    /// and the far end of the pipe.
+    fn pipe_output() -> (LineWriter<DuplexStream>, Outbox, SharedLedger, DuplexStream) {
+        let (near, far) = tokio::io::duplex(1 << 16);
+        let ledger = new_ledger();
+        let (writer, outbox, task) = output(near, &ledger);
+        tokio::spawn(task);
+        (writer, outbox, ledger, far)
+    }
+
+    /// Everything `input` yields through a [`CheckedReader`] with a `max`-byte line limit, and
+    /// what the outbox wrote meanwhile.
+    async fn check(input: &[u8], max: usize) -> (Vec<u8>, Vec<u8>) {
+        let (writer, outbox, ledger, mut far) = pipe_output();
+        let mut reader = CheckedReader::new(Trickle(input.to_vec(), 0), max, outbox);
+        let mut passed = Vec::new();
+        reader.read_to_end(&mut passed).await.unwrap();
+        drop(reader);
+        drop(writer);
+        let mut settled = ledger.subscribe();
+        settled.wait_for(Ledger::settled).await.unwrap();
+        let mut written = Vec::new();
+        // The outbox task ended with the last outbox clone: the pipe is closed.
+        far.read_to_end(&mut written).await.unwrap();
+        (passed, written)
+    }
+
+    #[test]
+    fn lines_are_judged_as_the_sdk_reads_them() {
+        assert_eq!(judge(b"{\"a\":[1,2.5,\"x\\u00e9\"]}\n"), Judgement::Json);
+        assert_eq!(judge(b"\xEF\xBB\xBF{}\r\n"), Judgement::Json);
+        assert_eq!(judge(b"123456789012345678901234567890\n"), Judgement::Json);
+        assert_eq!(judge(b"\n"), Judgement::Blank);
+        assert_eq!(judge(b"  \t\r\n"), Judgement::Blank);
+        assert_eq!(judge(b"{\"a\":\n"), Judgement::NotJson);
+        assert_eq!(judge(b"{} {}\n"), Judgement::NotJson);
+        assert_eq!(judge(b"hello\n"), Judgement::NotJson);
+        assert_eq!(judge(b"\"\xff\"\n"), Judgement::NotJson);
+        assert_eq!(judge(b"\"bad \\q escape\"\n"), Judgement::NotJson);
+        let deep = format!("{}{}\n", "[".repeat(200), "]".repeat(200));
+        assert_eq!(
+            judge(deep.as_bytes()),
+            Judgement::NotJson,
+            "deeper than the SDK's parser goes"
+        );
+    }
+
+    #[tokio::test]
+    async fn json_lines_pass_in_order_and_other_lines_are_answered() {
+        let input = b"{\"id\":1}\nnot json\n\n{\"id\":2}\r\n{\"id\":\n[3]";
+        let (passed, written) = check(input, 1024).await;
+        assert_eq!(passed, b"{\"id\":1}\n{\"id\":2}\r\n[3]\n".to_vec());
+        assert_eq!(written, PARSE_ERROR_LINE.repeat(2));
+        let answer: Value = serde_json::from_slice(PARSE_ERROR_LINE).unwrap();
+        assert_eq!(answer["id"], Value::Null);
+        assert_eq!(answer["error"]["code"], -32700);
+    }
+
+    #[tokio::test]
+    async fn a_line_over_the_limit_is_dropped_without_an_answer() {
+        let long = format!("{{\"pad\":\"{}\"}}\n", "x".repeat(100));
+        let input = format!("{long}{{\"id\":1}}\n{long}");
+        // The limit counts the newline: a 9-byte line fits a limit of 9.
+        let (passed, written) = check(input.as_bytes(), 9).await;
+        assert_eq!(passed, b"{\"id\":1}\n".to_vec());
+        assert!(written.is_empty(), "{}", String::from_utf8_lossy(&written));
+    }
+
+    #[tokio::test]
+    async fn an_answer_waits_for_the_end_of_a_message_written_in_pieces() {
+        let (mut writer, outbox, ledger, mut far) = pipe_output();
+        writer.write_all(b"{\"jsonrpc\":").await.unwrap();
+        outbox.push(PARSE_ERROR_LINE.to_vec());
+        // The outbox cannot write while the message is unfinished.
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert_eq!(ledger.borrow().queued, 1);
+        writer.write_all(b"\"2.0\"}\n").await.unwrap();
+        writer.flush().await.unwrap();
+        writer.write_all(b"{\"n\":2}\n").await.unwrap();
+        writer.flush().await.unwrap();
+        drop(outbox);
+        let mut settled = ledger.subscribe();
+        settled.wait_for(Ledger::settled).await.unwrap();
+        drop(writer);
+        let mut written = Vec::new();
+        far.read_to_end(&mut written).await.unwrap();
+        let text = String::from_utf8(written).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert_eq!(
+            lines[0], "{\"jsonrpc\":\"2.0\"}",
+            "the message stayed whole"
+        );
+        assert!(lines.contains(&"{\"n\":2}"), "{text}");
+        assert!(lines.contains(&std::str::from_utf8(PARSE_ERROR_LINE).unwrap().trim_end()));
+    }
+
+    #[test]
+    fn malformed_tools_call_params_are_named() {
+        let call = |params: Value| {
+            params_error(&ClientRequest::CustomRequest(
+                rmcp::model::CustomRequest::new("tools/call", Some(params)),
+            ))
+            .map(|e| (e.code.0, e.message.into_owned()))
+        };
+        let (code, message) = call(serde_json::json!({"name": "t", "arguments": [1, 2]})).unwrap();
+        assert_eq!(code, -32602);
+        assert!(
+            message.contains("arguments") && message.contains("an array"),
+            "{message}"
+        );
+        let (_, message) = call(serde_json::json!({"name": "t", "arguments": "x"})).unwrap();
+        assert!(message.contains("a string"), "{message}");
+        let (_, message) = call(serde_json::json!({"arguments": {}})).unwrap();
+        assert!(message.contains("params.name"), "{message}");
+        let (_, message) = call(serde_json::json!([1])).unwrap();
+        assert!(message.contains("needs params"), "{message}");
+        let other = ClientRequest::CustomRequest(rmcp::model::CustomRequest::new(
+            "custom/thing",
+            Some(serde_json::json!([1])),
+        ));
+        assert!(
+            params_error(&other).is_none(),
+            "unknown methods stay the SDK's -32601"
+        );
     }
 }

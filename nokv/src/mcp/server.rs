@@ -564,6 +564,70 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn input_closed_with_calls_running_or_queued_answers_every_one() {
+        let backend = Arc::new(Scripted {
+            pause: Duration::from_millis(5),
+            ..Scripted::default()
+        });
+        let options = McpOptions {
+            max_concurrent_calls: 2,
+            ..McpOptions::default()
+        };
+        let (_stop, stop_rx) = tokio::sync::oneshot::channel();
+        let (mut peer, task) = start(Arc::clone(&backend), options, stop_rx);
+        peer.initialize().await;
+        for id in 1..=100 {
+            peer.call(id, "workbench_put_file").await;
+        }
+        // End of input right after the last call: most calls are still queued or running.
+        peer.write.shutdown().await.unwrap();
+        let mut ids = Vec::new();
+        while let Ok(Some(line)) =
+            tokio::time::timeout(Duration::from_secs(30), peer.lines.next_line())
+                .await
+                .expect("an answer or the end of output within 30 s")
+        {
+            let msg: Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(msg["result"]["isError"], false, "{msg}");
+            ids.push(msg["id"].as_u64().unwrap());
+        }
+        ids.sort_unstable();
+        assert_eq!(ids, (1..=100).collect::<Vec<_>>(), "one answer per call");
+        assert_eq!(task.await.unwrap().unwrap(), ServeOutcome::InputClosed);
+        assert_eq!(*backend.closed_after_calls.lock().unwrap(), Some(100));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_cancelled_call_is_not_waited_for_at_end_of_input() {
+        let (started_tx, started_rx) = std::sync::mpsc::sync_channel(1);
+        let (release_tx, release_rx) = std::sync::mpsc::channel();
+        let backend = Arc::new(Scripted {
+            hold: Some((started_tx, Mutex::new(release_rx))),
+            ..Scripted::default()
+        });
+        let (_stop, stop_rx) = tokio::sync::oneshot::channel();
+        let (mut peer, task) = start(Arc::clone(&backend), McpOptions::default(), stop_rx);
+        peer.initialize().await;
+        peer.call(9, "workbench_put_file").await;
+        tokio::task::spawn_blocking(move || started_rx.recv().unwrap())
+            .await
+            .unwrap();
+        peer.send(
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 9, "reason": "no longer needed"}}),
+        )
+        .await;
+        peer.write.shutdown().await.unwrap();
+        release_tx.send(()).unwrap();
+        // The SDK answers no cancelled request; the session ends without its answer.
+        let ended = tokio::time::timeout(Duration::from_secs(30), task)
+            .await
+            .expect("the session ends within 30 s");
+        assert_eq!(ended.unwrap().unwrap(), ServeOutcome::InputClosed);
+        assert_eq!(*backend.closed_after_calls.lock().unwrap(), Some(1));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_oversized_message_is_dropped_without_ending_the_session() {
         let backend = Arc::new(Scripted::default());
         let options = McpOptions {
