@@ -247,8 +247,9 @@ impl<R> CheckedReader<R> {
         }
     }
 
-    /// Takes bytes from the chunk into the current line; true when a whole line was finished.
-    fn take_from_chunk(&mut self) -> bool {
+    /// Takes bytes from the chunk up to the next newline into the current line, judging the line
+    /// when it is whole.
+    fn take_from_chunk(&mut self) {
         let available = self
             .chunk
             .get(self.chunk_pos..self.chunk_end)
@@ -258,22 +259,16 @@ impl<R> CheckedReader<R> {
         let piece = available.get(..take).unwrap_or_default();
         self.chunk_pos += take;
         if self.discarding {
-            if newline.is_some() {
-                self.discarding = false;
-            }
-            return false;
-        }
-        if self.line.len().saturating_add(take) > self.max_line_bytes {
+            self.discarding = newline.is_none();
+        } else if self.line.len().saturating_add(take) > self.max_line_bytes {
             self.line.clear();
             self.discarding = newline.is_none();
-            return false;
+        } else {
+            self.line.extend_from_slice(piece);
+            if newline.is_some() {
+                self.finish_line();
+            }
         }
-        self.line.extend_from_slice(piece);
-        if newline.is_some() {
-            self.finish_line();
-            return true;
-        }
-        false
     }
 
     /// Judges the whole line in `line`: passes it on, drops it, or answers it.
