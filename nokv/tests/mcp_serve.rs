@@ -259,3 +259,38 @@ fn a_lost_response_to_an_append_through_a_real_server_is_an_exact_replay() {
     );
     assert_eq!(read["record_count"], 1, "appended exactly once: {read}");
 }
+
+#[test]
+fn stdin_closed_after_pipelined_puts_through_a_real_server_answers_each_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = Served::start(&dir.path().join("store"), Some("tok-eof"));
+    let mut mcp = McpChild::spawn(
+        &["--server", &served.url, "mcp"],
+        &[("NOKV_TOKEN", "tok-eof")],
+    );
+    mcp.initialize();
+    let created = envelope_of(&mcp.call("workbench_create", json!({"id": "wb"})));
+    assert_eq!(created["status"], "success", "{created}");
+    let answered_before = mcp.seen.len();
+    let mut sent = Vec::new();
+    for i in 0..300 {
+        sent.push(mcp.send_request(
+            "tools/call",
+            json!({"name": "workbench_put_file", "arguments": {"id": "wb",
+                "section": "outputs", "path": format!("f-{i:03}.txt"), "text": format!("{i}\n")}}),
+        ));
+    }
+    // No answer to a put is read before the input closes.
+    mcp.close_stdin();
+    assert!(mcp.wait_exit().success());
+    let mut answers = std::collections::HashMap::<u64, usize>::new();
+    for line in &mcp.seen[answered_before..] {
+        let msg: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(envelope_of(&msg["result"])["status"], "success", "{msg}");
+        *answers
+            .entry(msg["id"].as_u64().expect("a response"))
+            .or_default() += 1;
+    }
+    assert_eq!(answers.len(), sent.len(), "every put is answered");
+    assert!(sent.iter().all(|id| answers.get(id) == Some(&1)));
+}

@@ -245,32 +245,121 @@ fn eof_before_any_message_exits_zero_without_opening_the_store() {
 }
 
 #[test]
-fn malformed_messages_never_end_the_session() {
+fn a_line_that_is_not_json_is_a_parse_error_and_the_session_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let mut mcp = McpChild::embedded(&dir.path().join("store"));
     mcp.initialize();
-    // A line that is not JSON has no id to answer: it is ignored, as by the other MCP SDKs.
     mcp.send_line("{\"jsonrpc\":\"2.0\",\"id\":77,\"method\":\"tools/call\",\"params\":");
-    let id = mcp.send_request(
-        "tools/call",
-        json!({"name": "workbench_create", "arguments": {"id": "alive"}}),
-    );
     let msg = mcp.next_message();
     assert_eq!(
-        msg["id"].as_u64(),
-        Some(id),
-        "the unparsable line got no answer: {msg}"
+        msg,
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error"}})
     );
-    assert_eq!(envelope_of(&msg["result"])["status"], "success");
-    // JSON that is not a valid request (arguments must be an object) is a JSON-RPC error.
-    mcp.send_request(
-        "tools/call",
-        json!({"name": "workbench_list", "arguments": [1]}),
-    );
+    mcp.send_line("not json at all");
     let msg = mcp.next_message();
-    assert!(msg["error"]["code"].as_i64().is_some(), "{msg}");
-    let env = envelope_of(&mcp.call("workbench_stat", json!({"id": "alive"})));
+    assert_eq!(msg["error"]["code"], -32700, "{msg}");
+    assert!(msg["id"].is_null(), "{msg}");
+    let env = envelope_of(&mcp.call("workbench_create", json!({"id": "alive"})));
     assert_eq!(env["status"], "success", "{env}");
+    mcp.close_stdin();
+    assert!(mcp.wait_exit().success());
+}
+
+#[test]
+fn non_object_arguments_are_invalid_params_under_the_request_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut mcp = McpChild::embedded(&dir.path().join("store"));
+    mcp.initialize();
+    for arguments in [json!([1, 2]), json!("x"), json!(5)] {
+        let id = mcp.send_request(
+            "tools/call",
+            json!({"name": "workbench_list", "arguments": arguments}),
+        );
+        let msg = mcp.next_message();
+        assert_eq!(msg["id"].as_u64(), Some(id), "{msg}");
+        assert_eq!(msg["error"]["code"], -32602, "{msg}");
+        let message = msg["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("arguments") && message.contains("object"),
+            "{msg}"
+        );
+        assert!(msg.get("result").is_none(), "{msg}");
+    }
+    // A missing tool name is invalid params too.
+    let id = mcp.send_request("tools/call", json!({"arguments": {}}));
+    let msg = mcp.next_message();
+    assert_eq!(msg["id"].as_u64(), Some(id), "{msg}");
+    assert_eq!(msg["error"]["code"], -32602, "{msg}");
+    let env = envelope_of(&mcp.call("workbench_create", json!({"id": "alive"})));
+    assert_eq!(env["status"], "success", "{env}");
+    mcp.close_stdin();
+    assert!(mcp.wait_exit().success());
+}
+
+#[test]
+fn stdin_closed_after_1200_pipelined_puts_answers_every_request_and_exits_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let mut mcp = McpChild::embedded(&store);
+    let init = json!({"protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "nokv-tests", "version": "0"}});
+    let mut sent = vec![mcp.send_request("initialize", init)];
+    mcp.notify("notifications/initialized");
+    sent.push(mcp.send_request(
+        "tools/call",
+        json!({"name": "workbench_create", "arguments": {"id": "wb"}}),
+    ));
+    // The puts need the workbench: wait for its creation (calls run concurrently).
+    let created = mcp.response_to(sent[1], &mut Vec::new());
+    assert_eq!(envelope_of(&created["result"])["status"], "success");
+    const PUTS: usize = 1200;
+    for i in 0..PUTS {
+        sent.push(mcp.send_request(
+            "tools/call",
+            json!({"name": "workbench_put_file", "arguments": {"id": "wb",
+                "section": "outputs", "path": format!("f-{i:04}.txt"), "text": format!("{i}\n")}}),
+        ));
+    }
+    // No answer to a put is read before the input closes: most are still owed at EOF.
+    mcp.close_stdin();
+    let status = mcp.wait_exit();
+    assert!(status.success(), "{status:?}: {}", mcp.stderr_text());
+    let mut answers = std::collections::HashMap::<u64, usize>::new();
+    for line in &mcp.seen {
+        let msg: Value = serde_json::from_str(line).expect("stdout carries JSON only");
+        let id = msg["id"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("not a response: {msg}"));
+        assert!(msg.get("error").is_none(), "{msg}");
+        if id > sent[1] {
+            assert_eq!(envelope_of(&msg["result"])["status"], "success", "{msg}");
+        }
+        *answers.entry(id).or_default() += 1;
+    }
+    assert_eq!(answers.len(), PUTS + 2, "every request is answered");
+    for id in &sent {
+        assert_eq!(
+            answers.get(id),
+            Some(&1),
+            "request {id} answered exactly once"
+        );
+    }
+    let wb = Workbench::new(open_now(&store).expect("the server released the store"));
+    let mut files = 0;
+    let mut cursor = Value::Null;
+    loop {
+        let page = wb.call(
+            "workbench_list",
+            &json!({"id": "wb", "section": "outputs", "limit": 100, "cursor": cursor}),
+        );
+        assert_eq!(page["status"], "success", "{page}");
+        files += page["entries"].as_array().map_or(0, Vec::len);
+        cursor = page["next_cursor"].clone();
+        if cursor.is_null() {
+            break;
+        }
+    }
+    assert_eq!(files, PUTS, "every put was executed");
 }
 
 #[test]

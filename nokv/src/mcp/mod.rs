@@ -29,6 +29,7 @@
 //! backend (the embedded store and its lock) and exits 0.
 
 mod embedded;
+mod framing;
 mod remote;
 mod server;
 

@@ -18,6 +18,7 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::framing::{self, AnsweringTransport, CheckedReader};
 use super::{envelope_is_success, tool_hints, ToolBackend};
 use crate::workbench::errors::{ErrorCode, ToolError};
 use crate::workbench::schema;
@@ -30,8 +31,8 @@ pub struct McpOptions {
     pub max_concurrent_calls: usize,
     /// Largest accepted JSON-RPC message (one stdin line) in bytes (default 128 MiB: a 16 MiB
     /// payload survives base64 or worst-case JSON string escaping). A longer line is dropped
-    /// without being buffered and without an answer (it cannot be parsed for an id, as with
-    /// any unparsable line); the session goes on.
+    /// without being buffered and without an answer (no id can be read from a line that is
+    /// not read); the session goes on.
     pub max_message_bytes: usize,
 }
 
@@ -210,6 +211,12 @@ fn tool_definitions() -> io::Result<Vec<Tool>> {
 /// flight finish (their answers are still written when the session is alive), and
 /// [`ToolBackend::close`] releases the backend.
 ///
+/// When the input closes, the session ends only after every request read has been answered
+/// (calls still running and calls read but not yet started alike). A line that is not JSON is
+/// answered with the JSON-RPC parse error (`-32700`, `id` null); a `tools/call` or `tools/list`
+/// whose params have the wrong shape (e.g. `arguments` not an object) with `-32602` under the
+/// request's id. Neither ends the session.
+///
 /// Errors: the session could not start (the first message was not a valid opening of an MCP
 /// session, or writing to `write` failed) or the session task failed; the backend is closed in
 /// every case.
@@ -232,8 +239,16 @@ where
         tools,
         gate: Arc::clone(&gate),
     };
-    let transport = AsyncRwTransport::new_server(read, write)
-        .with_max_line_length(options.max_message_bytes.max(1));
+    let max_line = options.max_message_bytes.max(1);
+    let ledger = framing::new_ledger();
+    let (write, outbox, outbox_task) = framing::output(write, &ledger);
+    let outbox_task = tokio::spawn(outbox_task);
+    let read = CheckedReader::new(read, max_line, outbox.clone());
+    let transport = AnsweringTransport::new(
+        AsyncRwTransport::new_server(read, write).with_max_line_length(max_line),
+        ledger,
+        outbox,
+    );
     tokio::pin!(shutdown);
     let started = tokio::select! {
         started = handler.serve(transport) => Some(started),
@@ -251,6 +266,7 @@ where
     };
     gate.close_and_drain().await;
     backend.close();
+    outbox_task.abort();
     outcome
 }
 
@@ -544,6 +560,70 @@ mod tests {
         assert_eq!(answer["id"], 7);
         assert_eq!(answer["result"]["isError"], false, "{answer}");
         assert_eq!(task.await.unwrap().unwrap(), ServeOutcome::Signalled);
+        assert_eq!(*backend.closed_after_calls.lock().unwrap(), Some(1));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn input_closed_with_calls_running_or_queued_answers_every_one() {
+        let backend = Arc::new(Scripted {
+            pause: Duration::from_millis(5),
+            ..Scripted::default()
+        });
+        let options = McpOptions {
+            max_concurrent_calls: 2,
+            ..McpOptions::default()
+        };
+        let (_stop, stop_rx) = tokio::sync::oneshot::channel();
+        let (mut peer, task) = start(Arc::clone(&backend), options, stop_rx);
+        peer.initialize().await;
+        for id in 1..=100 {
+            peer.call(id, "workbench_put_file").await;
+        }
+        // End of input right after the last call: most calls are still queued or running.
+        peer.write.shutdown().await.unwrap();
+        let mut ids = Vec::new();
+        while let Ok(Some(line)) =
+            tokio::time::timeout(Duration::from_secs(30), peer.lines.next_line())
+                .await
+                .expect("an answer or the end of output within 30 s")
+        {
+            let msg: Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(msg["result"]["isError"], false, "{msg}");
+            ids.push(msg["id"].as_u64().unwrap());
+        }
+        ids.sort_unstable();
+        assert_eq!(ids, (1..=100).collect::<Vec<_>>(), "one answer per call");
+        assert_eq!(task.await.unwrap().unwrap(), ServeOutcome::InputClosed);
+        assert_eq!(*backend.closed_after_calls.lock().unwrap(), Some(100));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_cancelled_call_is_not_waited_for_at_end_of_input() {
+        let (started_tx, started_rx) = std::sync::mpsc::sync_channel(1);
+        let (release_tx, release_rx) = std::sync::mpsc::channel();
+        let backend = Arc::new(Scripted {
+            hold: Some((started_tx, Mutex::new(release_rx))),
+            ..Scripted::default()
+        });
+        let (_stop, stop_rx) = tokio::sync::oneshot::channel();
+        let (mut peer, task) = start(Arc::clone(&backend), McpOptions::default(), stop_rx);
+        peer.initialize().await;
+        peer.call(9, "workbench_put_file").await;
+        tokio::task::spawn_blocking(move || started_rx.recv().unwrap())
+            .await
+            .unwrap();
+        peer.send(
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 9, "reason": "no longer needed"}}),
+        )
+        .await;
+        peer.write.shutdown().await.unwrap();
+        release_tx.send(()).unwrap();
+        // The SDK answers no cancelled request; the session ends without its answer.
+        let ended = tokio::time::timeout(Duration::from_secs(30), task)
+            .await
+            .expect("the session ends within 30 s");
+        assert_eq!(ended.unwrap().unwrap(), ServeOutcome::InputClosed);
         assert_eq!(*backend.closed_after_calls.lock().unwrap(), Some(1));
     }
 
