@@ -403,3 +403,67 @@ fn pipelined_calls_all_answer_under_their_own_ids() {
     mcp.close_stdin();
     assert!(mcp.wait_exit().success());
 }
+
+#[test]
+fn calls_sent_together_take_effect_in_the_order_they_were_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let mut mcp = McpChild::embedded(&store);
+    mcp.initialize();
+    // A create, then for each file a put, a read of it, an edit of it and a read after the edit,
+    // all sent before any answer is read: each call depends on the ones before it.
+    let mut sent = vec![mcp.send_request(
+        "tools/call",
+        json!({"name": "workbench_create", "arguments": {"id": "wb"}}),
+    )];
+    const FILES: usize = 60;
+    for i in 0..FILES {
+        let path = format!("f-{i:03}.txt");
+        for (name, args) in [
+            (
+                "workbench_put_file",
+                json!({"id": "wb", "section": "outputs", "path": path, "text": format!("old {i}\n")}),
+            ),
+            (
+                "workbench_read",
+                json!({"id": "wb", "section": "outputs", "path": path}),
+            ),
+            (
+                "workbench_edit",
+                json!({"id": "wb", "section": "outputs", "path": path,
+                    "old_string": "old", "new_string": "new"}),
+            ),
+            (
+                "workbench_read",
+                json!({"id": "wb", "section": "outputs", "path": path}),
+            ),
+        ] {
+            sent.push(mcp.send_request("tools/call", json!({"name": name, "arguments": args})));
+        }
+    }
+    mcp.close_stdin();
+    let status = mcp.wait_exit();
+    assert!(status.success(), "{status:?}: {}", mcp.stderr_text());
+    let mut by_id = std::collections::HashMap::<u64, Value>::new();
+    for line in &mcp.seen {
+        let msg: Value = serde_json::from_str(line).expect("stdout carries JSON only");
+        if let Some(id) = msg["id"].as_u64() {
+            by_id.insert(id, msg);
+        }
+    }
+    for (k, id) in sent.iter().enumerate() {
+        let msg = by_id
+            .get(id)
+            .unwrap_or_else(|| panic!("request {id} unanswered"));
+        let env = envelope_of(&msg["result"]);
+        assert_eq!(env["status"], "success", "call {k}: {msg}");
+        if k > 0 {
+            let i = (k - 1) / 4;
+            match (k - 1) % 4 {
+                1 => assert!(env.to_string().contains(&format!("old {i}")), "{env}"),
+                3 => assert!(env.to_string().contains(&format!("new {i}")), "{env}"),
+                _ => {}
+            }
+        }
+    }
+}

@@ -20,7 +20,7 @@
 //! is one entry, as the SDK answers it once. Every line of the outbox is counted in the ledger
 //! from the moment it is queued until it has been written.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
@@ -53,6 +53,12 @@ pub(crate) struct Ledger {
     pending: HashSet<RequestId>,
     /// Lines queued on the [`Outbox`] and not yet written.
     queued: usize,
+    /// Tool calls read and not yet answered, by arrival number: `true` for a tool that writes.
+    calls: BTreeMap<u64, bool>,
+    /// The arrival number of each tool call in `calls`.
+    call_numbers: HashMap<RequestId, u64>,
+    /// The next arrival number.
+    next_call: u64,
 }
 
 impl Ledger {
@@ -60,6 +66,49 @@ impl Ledger {
     fn settled(&self) -> bool {
         self.pending.is_empty() && self.queued == 0
     }
+
+    /// Records a tool call in arrival order (a repeated id keeps its first place).
+    fn arrive(&mut self, id: &RequestId, writes: bool) {
+        if self.call_numbers.contains_key(id) {
+            return;
+        }
+        let n = self.next_call;
+        self.next_call += 1;
+        self.call_numbers.insert(id.clone(), n);
+        self.calls.insert(n, writes);
+    }
+
+    /// The call `id` was answered (or cancelled): later calls no longer wait for it.
+    fn depart(&mut self, id: &RequestId) {
+        if let Some(n) = self.call_numbers.remove(id) {
+            self.calls.remove(&n);
+        }
+    }
+
+    /// Whether the call `id` may start: a write once every call read before it was answered, a
+    /// read once every write read before it was answered — so calls sent together take effect
+    /// as if run one after another in the order they were sent, and reads still run side by
+    /// side. A call this ledger does not know starts at once.
+    fn may_start(&self, id: &RequestId) -> bool {
+        let Some(&n) = self.call_numbers.get(id) else {
+            return true;
+        };
+        let writes = self.calls.get(&n).copied().unwrap_or(false);
+        let mut earlier = self.calls.range(..n);
+        if writes {
+            earlier.next().is_none()
+        } else {
+            !earlier.any(|(_, w)| *w)
+        }
+    }
+}
+
+/// Waits until the tool call `id` may start (see [`Ledger`]: calls of one session take effect in
+/// the order they were read). Returns at once for a call the ledger does not know, and if the
+/// session is gone.
+pub(crate) async fn wait_turn(ledger: &SharedLedger, id: &RequestId) {
+    let mut rx = ledger.subscribe();
+    let _ = rx.wait_for(|l| l.may_start(id)).await;
 }
 
 /// The shared ledger; every change wakes the transport waiting at end of input.
@@ -463,6 +512,7 @@ where
             if let Some(id) = answers {
                 ledger.send_modify(|l| {
                     l.pending.remove(&id);
+                    l.depart(&id);
                 });
             }
             result
@@ -494,7 +544,16 @@ where
                         continue;
                     }
                     let id = request.id.clone();
+                    let call = match &request.request {
+                        ClientRequest::CallToolRequest(call) => Some(
+                            crate::mcp::tool_hints(&call.params.name).is_some_and(|h| !h.read_only),
+                        ),
+                        _ => None,
+                    };
                     self.ledger.send_modify(|l| {
+                        if let Some(writes) = call {
+                            l.arrive(&id, writes);
+                        }
                         l.pending.insert(id);
                     });
                 }
@@ -505,6 +564,7 @@ where
                         if let Some(id) = &cancelled.params.request_id {
                             self.ledger.send_modify(|l| {
                                 l.pending.remove(id);
+                                l.depart(id);
                             });
                         }
                     }
@@ -703,6 +763,38 @@ mod tests {
         );
         assert!(lines.contains(&"{\"n\":2}"), "{text}");
         assert!(lines.contains(&std::str::from_utf8(PARSE_ERROR_LINE).unwrap().trim_end()));
+    }
+
+    #[test]
+    fn calls_start_in_their_turn_of_arrival() {
+        let id = |n: i64| RequestId::Number(n);
+        let mut l = Ledger::default();
+        // read 1, write 2, read 3, read 4, write 5
+        for (n, writes) in [(1, false), (2, true), (3, false), (4, false), (5, true)] {
+            l.arrive(&id(n), writes);
+        }
+        // A repeated id keeps its first place.
+        l.arrive(&id(2), false);
+        let starts = |l: &Ledger| {
+            (1..=5)
+                .filter(|&n| l.call_numbers.contains_key(&id(n)) && l.may_start(&id(n)))
+                .collect::<Vec<_>>()
+        };
+        // The first read starts; the write waits for it; later reads wait for the write.
+        assert_eq!(starts(&l), vec![1]);
+        l.depart(&id(1));
+        assert_eq!(starts(&l), vec![2]);
+        l.depart(&id(2));
+        // Reads run side by side; the next write waits for both.
+        assert_eq!(starts(&l), vec![3, 4]);
+        l.depart(&id(4));
+        assert_eq!(starts(&l), vec![3]);
+        l.depart(&id(3));
+        assert_eq!(starts(&l), vec![5]);
+        // A call the ledger does not know (or no longer knows) starts at once.
+        assert!(l.may_start(&id(99)));
+        l.depart(&id(5));
+        assert!(l.calls.is_empty() && l.call_numbers.is_empty());
     }
 
     #[test]

@@ -108,6 +108,8 @@ struct NokvMcp {
     backend: Arc<dyn ToolBackend>,
     tools: Arc<Vec<Tool>>,
     gate: Arc<CallGate>,
+    /// The session's ledger: a call starts in its turn of arrival (see [`framing::wait_turn`]).
+    ledger: framing::SharedLedger,
 }
 
 impl ServerHandler for NokvMcp {
@@ -128,10 +130,13 @@ impl ServerHandler for NokvMcp {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let input = Value::Object(request.arguments.unwrap_or_default());
         let name = request.name.into_owned();
+        // Calls sent together take effect in the order they were sent: a write waits for every
+        // earlier call's answer, a read for every earlier write's.
+        framing::wait_turn(&self.ledger, &context.id).await;
         let envelope = match self.gate.enter().await {
             None => ToolError::new(
                 ErrorCode::InvalidState,
@@ -234,13 +239,14 @@ where
 {
     let tools = Arc::new(tool_definitions()?);
     let gate = Arc::new(CallGate::new(options.max_concurrent_calls));
+    let ledger = framing::new_ledger();
     let handler = NokvMcp {
         backend: Arc::clone(&backend),
         tools,
         gate: Arc::clone(&gate),
+        ledger: Arc::clone(&ledger),
     };
     let max_line = options.max_message_bytes.max(1);
-    let ledger = framing::new_ledger();
     let (write, outbox, outbox_task) = framing::output(write, &ledger);
     let outbox_task = tokio::spawn(outbox_task);
     let read = CheckedReader::new(read, max_line, outbox.clone());
