@@ -143,6 +143,11 @@ pub struct PutOptions {
     /// a JSON object of at most 16 MiB; see [`crate::index_fields::json_object_fields`]).
     /// Fields given in `index_fields` win over same-named members.
     pub index_json: bool,
+    /// The body's digest as the caller knows it (`sha256:` + 64 lowercase hex), if any. A body
+    /// whose SHA-256 differs is refused before the publication is sealed: the operation aborts,
+    /// its staged blocks are deleted and [`Error::DigestMismatch`] is returned — nothing is
+    /// published. Checked on the digest the publication computes anyway (no second pass).
+    pub expected_digest_uri: Option<String>,
 }
 
 impl PutOptions {
@@ -156,6 +161,7 @@ impl PutOptions {
             manifest_id: None,
             index_fields: IndexFields::new(),
             index_json: false,
+            expected_digest_uri: None,
         }
     }
 }
@@ -692,6 +698,7 @@ impl Client {
             manifest_id: options.manifest_id.clone(),
             index_fields,
             hasher: objstore::Sha256Stream::new(),
+            expected_digest_uri: options.expected_digest_uri.clone(),
         };
         let published = match &buffered {
             Some(body) => self.publish_body(plan, Source::Slice(body))?,
@@ -829,6 +836,7 @@ impl Client {
             manifest_id: None,
             index_fields,
             hasher: objstore::Sha256Stream::new(),
+            expected_digest_uri: None,
         };
         let published = match &base {
             None => {

@@ -905,6 +905,7 @@ fn put_if_changed(
         manifest_id: None,
         index_fields: fields,
         index_json: false,
+        expected_digest_uri: None,
     };
     client.put(workbench_id, path, bytes, &options)?;
     Ok(true)

@@ -533,6 +533,9 @@ pub fn collect_with(
         manifest_id: None,
         index_fields: index.fields.clone(),
         index_json: index.index_json,
+        // The file changing while it is read refuses the publication instead of publishing a
+        // body no one hashed.
+        expected_digest_uri: Some(before.clone()),
     };
     let mut reader = CountingReader {
         inner: BufReader::with_capacity(1 << 20, file),

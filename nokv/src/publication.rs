@@ -190,6 +190,8 @@ pub(crate) struct BodyPlan {
     pub(crate) index_fields: IndexFields,
     /// Hasher already fed with the reused base bytes (appends), else empty.
     pub(crate) hasher: objstore::Sha256Stream,
+    /// The caller's declared digest of the whole body ([`crate::PutOptions::expected_digest_uri`]).
+    pub(crate) expected_digest_uri: Option<String>,
 }
 
 /// The result of a ledger-driven publication.
@@ -526,6 +528,15 @@ impl Client {
         fault_point("after-upload");
         let size = first_offset.saturating_add(uploaded);
         let digest = hasher.finish();
+        if let Some(expected) = plan.expected_digest_uri.as_ref().filter(|e| **e != digest) {
+            // The caller declared another body: abort before sealing, nothing is published.
+            let err = Error::DigestMismatch {
+                path: plan.path.as_str().to_string(),
+                expected: expected.clone(),
+                actual: digest,
+            };
+            return Err(self.fail_upload(&id, &pending_marks, &sent_keys, err));
+        }
         match ledger::finalize(&meta, &id, size, &digest, &pending_marks) {
             Ok(_) => {}
             Err(e @ meta::Error::OperationState { .. }) => {

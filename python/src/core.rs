@@ -751,6 +751,7 @@ impl Core {
                 .transpose()?
                 .unwrap_or_default(),
             index_json,
+            expected_digest_uri: None,
         };
         let receipt = py
             .detach(|| match &*inner {

@@ -157,67 +157,6 @@ pub(crate) fn parse_declared_digest(value: &str) -> Option<String> {
         .then(|| format!("{SHA256_PREFIX}{}", value.to_ascii_lowercase()))
 }
 
-/// A `Read` that hashes what passes through it and, when a digest was declared, fails the read
-/// that would report the end of the body if the body's SHA-256 differs: the publication reading
-/// it then aborts as for any broken input, so a body that does not match its declared digest is
-/// never published. [`DigestCheck::mismatch`] names the body's actual digest afterwards.
-pub(crate) struct DigestCheck<R> {
-    inner: R,
-    /// The declared digest URI; `None`: nothing to check (and nothing hashed).
-    expected: Option<String>,
-    hasher: Option<objstore::Sha256Stream>,
-    /// The body's actual digest URI, once it differed from `expected`.
-    mismatch: Option<String>,
-}
-
-impl<R> DigestCheck<R> {
-    /// Checks `inner`'s bytes against `expected` (a digest URI from [`parse_declared_digest`]).
-    pub(crate) fn new(inner: R, expected: Option<String>) -> Self {
-        let hasher = expected.as_ref().map(|_| objstore::Sha256Stream::new());
-        DigestCheck {
-            inner,
-            expected,
-            hasher,
-            mismatch: None,
-        }
-    }
-
-    /// The body's actual digest URI when it differed from the declared one.
-    pub(crate) fn mismatch(&self) -> Option<&str> {
-        self.mismatch.as_deref()
-    }
-}
-
-impl<R: io::Read> io::Read for DigestCheck<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.mismatch.is_some() {
-            return Err(digest_mismatch());
-        }
-        let n = self.inner.read(buf)?;
-        if n > 0 {
-            if let Some(h) = &mut self.hasher {
-                h.update(&buf[..n]);
-            }
-        } else if !buf.is_empty() {
-            if let (Some(h), Some(expected)) = (self.hasher.take(), &self.expected) {
-                let actual = h.finish();
-                if &actual != expected {
-                    self.mismatch = Some(actual);
-                    return Err(digest_mismatch());
-                }
-            }
-        }
-        Ok(n)
-    }
-}
-
-fn digest_mismatch() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidData,
-        "the body's SHA-256 differs from the declared x-nokv-content-sha256",
-    )
-}
-
 /// A blocking `Write` whose bytes become the frames of a [`ChannelBody`].
 pub(crate) struct ChannelWriter {
     tx: mpsc::Sender<io::Result<Bytes>>,
@@ -368,7 +307,6 @@ mod tests {
 #[cfg(test)]
 mod digest_tests {
     use super::*;
-    use std::io::Read;
 
     const HELLO: &str = "sha256:2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824";
 
@@ -394,34 +332,5 @@ mod digest_tests {
         ] {
             assert_eq!(parse_declared_digest(bad), None, "{bad:?}");
         }
-    }
-
-    fn read_all(r: &mut impl Read) -> io::Result<Vec<u8>> {
-        let mut out = Vec::new();
-        r.read_to_end(&mut out)?;
-        Ok(out)
-    }
-
-    #[test]
-    fn a_matching_body_reads_to_its_end() {
-        let mut r = DigestCheck::new(&b"hello"[..], Some(HELLO.into()));
-        assert_eq!(read_all(&mut r).unwrap(), b"hello");
-        assert_eq!(r.mismatch(), None);
-        // Nothing declared: nothing checked.
-        let mut r = DigestCheck::new(&b"world"[..], None);
-        assert_eq!(read_all(&mut r).unwrap(), b"world");
-    }
-
-    #[test]
-    fn a_differing_body_fails_the_read_of_its_end_and_names_its_digest() {
-        let mut r = DigestCheck::new(&b"world"[..], Some(HELLO.into()));
-        let e = read_all(&mut r).unwrap_err();
-        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
-        assert_eq!(r.mismatch(), Some(objstore::sha256_uri(b"world").as_str()));
-        // Later reads keep failing: the end of the body is never reported.
-        assert!(r.read(&mut [0u8; 8]).is_err());
-        // An empty body is checked too.
-        let mut r = DigestCheck::new(&b""[..], Some(HELLO.into()));
-        assert!(read_all(&mut r).is_err());
     }
 }

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::body::{self, ChannelReader, ChannelWriter, DigestCheck, PumpEnd};
+use super::body::{self, ChannelReader, ChannelWriter, PumpEnd};
 use super::error::ApiError;
 use super::journal::{self, Begin};
 use super::AppState;
@@ -392,6 +392,7 @@ async fn upload(
     );
     options.manifest_id = q.manifest_id.clone();
     options.index_json = q.index_json;
+    options.expected_digest_uri = declared.clone();
     if q.replace {
         options.condition = WriteCondition::Replace {
             expected_generation: q.expected_generation,
@@ -422,23 +423,20 @@ async fn upload(
     let work_key = key.clone();
     let work = blocking(move || {
         let run = || {
-            // A body that differs from its declared digest fails the read of its end, so the
-            // publication aborts and nothing is published.
-            let mut reader = DigestCheck::new(ChannelReader::new(rx), declared.clone());
+            let mut reader = ChannelReader::new(rx);
             let result = s.client.put_reader(&id, &path, &mut reader, &options);
-            if let Some(actual) = reader.mismatch() {
-                return json!({
+            // Drain what the client still sends so the pump never blocks on a full channel.
+            let mut sink = [0u8; 8192];
+            while matches!(std::io::Read::read(&mut reader, &mut sink), Ok(n) if n > 0) {}
+            match result {
+                // The publication refused a body that differs from its declared digest.
+                Err(crate::Error::DigestMismatch { actual, .. }) if declared.is_some() => json!({
                     "status": "error",
                     "code": "InvalidArguments",
                     "message": "the body's SHA-256 differs from the declared x-nokv-content-sha256; nothing was published",
                     "retryable": false,
                     "details": {"field": CONTENT_SHA256, "declared": declared, "actual": actual},
-                });
-            }
-            // Drain what the client still sends so the pump never blocks on a full channel.
-            let mut sink = [0u8; 8192];
-            while matches!(std::io::Read::read(&mut reader, &mut sink), Ok(n) if n > 0) {}
-            match result {
+                }),
                 Ok(r) => {
                     json!({
                         "status": "success",

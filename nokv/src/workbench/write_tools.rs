@@ -73,6 +73,7 @@ pub(super) fn put_file(
         manifest_id: None,
         index_fields: Default::default(),
         index_json: false,
+        expected_digest_uri: None,
     };
     // The SDK applies the namespace rule: a create over a directory is AlreadyExists
     // (`details.kind = "directory"`), a replace of one NotArtifact, a write below a file
@@ -194,6 +195,7 @@ pub(super) fn edit(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<
             // A new body publishes no custom index fields (they described the old one).
             index_fields: Default::default(),
             index_json: false,
+            expected_digest_uri: None,
         };
         drop(read);
         match client.put(id, full.as_str(), outcome.new_text.as_bytes(), &options) {
