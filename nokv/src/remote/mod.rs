@@ -538,7 +538,12 @@ impl RemoteClient {
             Self::upload_query(options)?
         );
         let key = new_request_id()?;
-        let digest = vec![(crate::server::CONTENT_SHA256, objstore::sha256_uri(body))];
+        // The declared digest the server checks before publishing: the caller's, else the body's.
+        let declared = options
+            .expected_digest_uri
+            .clone()
+            .unwrap_or_else(|| objstore::sha256_uri(body));
+        let digest = vec![(crate::server::CONTENT_SHA256, declared)];
         let v = self.retrying(|| {
             let mut reader: &[u8] = body;
             let resp = self.exchange(
@@ -573,11 +578,17 @@ impl RemoteClient {
             Self::upload_query(options)?
         );
         let key = new_request_id()?;
+        // A declared digest is checked by the server before it publishes (see `PutOptions`).
+        let declared: Vec<_> = options
+            .expected_digest_uri
+            .iter()
+            .map(|d| (crate::server::CONTENT_SHA256, d.clone()))
+            .collect();
         let resp = self.exchange(
             "PUT",
             &target,
             Some(&key),
-            &[],
+            &declared,
             Payload::Reader(&mut reader),
         )?;
         Self::put_receipt(self.read_json(resp)?)
