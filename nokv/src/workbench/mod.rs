@@ -142,12 +142,20 @@ pub fn tool_error(client: &Client, workbench_id: &str, err: crate::Error) -> Too
             path,
             name_bytes,
             limit_bytes,
-        } => local_name_too_long(&presented(&path), name_bytes, limit_bytes),
+        } => local_limit(E::LocalNameTooLong {
+            path: presented(&path),
+            name_bytes,
+            limit_bytes,
+        }),
         E::LocalPathTooLong {
             path,
             path_bytes,
             limit_bytes,
-        } => local_path_too_long(&presented(&path), path_bytes, limit_bytes),
+        } => local_limit(E::LocalPathTooLong {
+            path: presented(&path),
+            path_bytes,
+            limit_bytes,
+        }),
         E::AlreadyExists { path } => ToolError::already_exists(&presented(&path)),
         // A path is a file or a directory, never both (WORKBENCH.md, "Files and directories").
         E::DirectoryExists { path } => ToolError::new(
@@ -225,50 +233,39 @@ pub fn store_error(err: crate::Error) -> ToolError {
         }
         E::InvalidArgument(msg) => ToolError::invalid_arguments(msg),
         E::ReadOnlyStore { reason } => read_only_store(&reason),
-        E::LocalNameTooLong {
-            path,
-            name_bytes,
-            limit_bytes,
-        } => local_name_too_long(&path, name_bytes, limit_bytes),
-        E::LocalPathTooLong {
-            path,
-            path_bytes,
-            limit_bytes,
-        } => local_path_too_long(&path, path_bytes, limit_bytes),
+        e @ (E::LocalNameTooLong { .. } | E::LocalPathTooLong { .. }) => local_limit(e),
         other => ToolError::internal(other.to_string()),
     }
 }
 
-/// A store path a materialize cannot write to its local destination (a name over the local file
-/// system's limit): `InvalidArguments` with `details.reason = "local_name_too_long"`,
-/// `details.path` (the store path as given, never the local one), `details.name_bytes` and
-/// `details.limit_bytes`. Nothing was written.
-fn local_name_too_long(path: &str, name_bytes: usize, limit_bytes: u64) -> ToolError {
-    ToolError::invalid_arguments(format!(
-        "`{path}` cannot be written to the local destination: one of its names is {name_bytes} \
-         bytes, over the {limit_bytes} bytes the destination's file system allows per name; \
-         nothing was written — materialize a narrower prefix, or rename the path in the workbench"
-    ))
-    .with_detail("reason", Value::from("local_name_too_long"))
-    .with_detail("path", Value::from(path))
-    .with_detail("name_bytes", Value::from(name_bytes))
-    .with_detail("limit_bytes", Value::from(limit_bytes))
-}
-
-/// A store path whose local path a materialize cannot create (over `PATH_MAX`):
-/// `InvalidArguments` with `details.reason = "local_path_too_long"`, `details.path` (the store
-/// path, never the local one), `details.path_bytes` and `details.limit_bytes`. Nothing was
-/// written.
-fn local_path_too_long(path: &str, path_bytes: usize, limit_bytes: usize) -> ToolError {
-    ToolError::invalid_arguments(format!(
-        "`{path}` cannot be written to the local destination: its local path would be \
-         {path_bytes} bytes, over the {limit_bytes} bytes the operating system accepts for one \
-         path; nothing was written — materialize into a shorter destination or a narrower prefix"
-    ))
-    .with_detail("reason", Value::from("local_path_too_long"))
-    .with_detail("path", Value::from(path))
-    .with_detail("path_bytes", Value::from(path_bytes))
-    .with_detail("limit_bytes", Value::from(limit_bytes))
+/// A store path a materialize cannot write to its local destination — a name over the local
+/// file system's limit or a local path over `PATH_MAX` — as `InvalidArguments` with the error's
+/// own message and `details.reason` `local_name_too_long` (`name_bytes`, `limit_bytes`) or
+/// `local_path_too_long` (`path_bytes`, `limit_bytes`), and `details.path` (the store path as
+/// given, never the local one). Nothing was written.
+fn local_limit(err: crate::Error) -> ToolError {
+    let base = ToolError::invalid_arguments(err.to_string());
+    match err {
+        crate::Error::LocalNameTooLong {
+            path,
+            name_bytes,
+            limit_bytes,
+        } => base
+            .with_detail("reason", Value::from("local_name_too_long"))
+            .with_detail("path", Value::from(path))
+            .with_detail("name_bytes", Value::from(name_bytes))
+            .with_detail("limit_bytes", Value::from(limit_bytes)),
+        crate::Error::LocalPathTooLong {
+            path,
+            path_bytes,
+            limit_bytes,
+        } => base
+            .with_detail("reason", Value::from("local_path_too_long"))
+            .with_detail("path", Value::from(path))
+            .with_detail("path_bytes", Value::from(path_bytes))
+            .with_detail("limit_bytes", Value::from(limit_bytes)),
+        _ => base,
+    }
 }
 
 /// The typed, non-retryable refusal of a write on a read-only store: `InvalidState` with
