@@ -175,7 +175,8 @@ pub fn write_files(
             ancestor = a.parent();
         }
     }
-    // The store accepts components longer than a local file name may be: refuse them up front.
+    // The store accepts components longer than a local file name may be, and paths longer than
+    // a local path may be (with the temporary name's extra bytes): refuse them up front.
     let name_max = local_name_max(dest);
     for (path, _) in files.iter() {
         let longest = path.components().map(str::len).max().unwrap_or(0);
@@ -186,9 +187,6 @@ pub fn write_files(
                 limit_bytes: name_max,
             });
         }
-    }
-    // Nor may the whole local path (with the temporary name's extra bytes) exceed PATH_MAX.
-    for (path, _) in files.iter() {
         let path_bytes = dest.as_os_str().len() + 1 + path.as_str().len() + PARTIAL_EXTRA_BYTES;
         if path_bytes >= LOCAL_PATH_MAX {
             return Err(Error::LocalPathTooLong {
