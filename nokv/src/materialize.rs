@@ -298,8 +298,11 @@ const DEFAULT_NAME_MAX: u64 = 255;
 /// (Linux `PATH_MAX`).
 const LOCAL_PATH_MAX: usize = 4096;
 
-/// Bytes the temporary name `.<name>.nokv-partial` adds to a file's name.
-const PARTIAL_EXTRA_BYTES: usize = ".".len() + ".nokv-partial".len();
+/// The suffix of the temporary name `.<name>.nokv-partial` a body is written under.
+const PARTIAL_SUFFIX: &str = ".nokv-partial";
+
+/// Bytes the temporary name adds to a file's name (the leading dot and [`PARTIAL_SUFFIX`]).
+const PARTIAL_EXTRA_BYTES: usize = 1 + PARTIAL_SUFFIX.len();
 
 /// The longest file name, in bytes, the file system holding `dest` (or, when `dest` does not
 /// exist yet, its nearest existing ancestor) allows; [`DEFAULT_NAME_MAX`] when it cannot be
@@ -332,15 +335,14 @@ fn name_max_of(_path: &Path) -> Option<u64> {
 /// `.<name>.nokv-partial`, with `name` shortened (at a character boundary) so that the whole
 /// stays within `name_max` bytes — a name that itself fits must never fail for its partial file.
 fn partial_name(name: &str, name_max: u64) -> String {
-    const SUFFIX: &str = ".nokv-partial";
     let room = usize::try_from(name_max)
         .unwrap_or(usize::MAX)
-        .saturating_sub(SUFFIX.len() + 1);
+        .saturating_sub(PARTIAL_EXTRA_BYTES);
     let mut end = name.len().min(room);
     while !name.is_char_boundary(end) {
         end -= 1;
     }
-    format!(".{}{SUFFIX}", name.get(..end).unwrap_or_default())
+    format!(".{}{PARTIAL_SUFFIX}", name.get(..end).unwrap_or_default())
 }
 
 /// Verifies that the local files of a previous [`materialize`] still match their digests (e.g.
