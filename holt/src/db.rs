@@ -1012,6 +1012,7 @@ impl Db {
             recovered.state.lsn,
             opts.durability,
             engine,
+            opts.commit_delay,
         );
         let signal = (opts.checkpoint_wal_bytes > 0).then(|| Arc::new(BgSignal::default()));
         let inner = Arc::new(Inner::new(

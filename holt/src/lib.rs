@@ -124,7 +124,7 @@ pub use error::{Error, Result};
 pub use mvcc::{HISTORY_NAME, HISTORY_TAG};
 pub use options::{
     Durability, Options, ScrubReport, Stats, WalGroupStats, WalIo, WalIoPath,
-    DEFAULT_CHECKPOINT_WAL_BYTES, WAL_GROUP_HISTOGRAM_BUCKETS,
+    DEFAULT_CHECKPOINT_WAL_BYTES, DEFAULT_COMMIT_DELAY, WAL_GROUP_HISTOGRAM_BUCKETS,
 };
 pub use pipeline::CommitTicket;
 

@@ -497,6 +497,7 @@ mod ours {
     use super::*;
     use holt::{Batch, Db, Durability, EntryRef, Expect, Options, RangeSpec, Tree};
     use std::ops::ControlFlow;
+    use std::time::Duration;
 
     pub struct Ours {
         db: Db,
@@ -517,6 +518,11 @@ mod ours {
                     Mode::Fast => Durability::Buffered,
                     Mode::Durable => Durability::Sync,
                 },
+                // `NOKV_CMP_COMMIT_DELAY_US` overrides holt's group-commit delay (A/B runs).
+                commit_delay: std::env::var("NOKV_CMP_COMMIT_DELAY_US")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .map_or(holt::DEFAULT_COMMIT_DELAY, Duration::from_micros),
                 ..Options::default()
             };
             let db = Db::open(dir, opts).map_err(es)?;

@@ -11,6 +11,7 @@ fn opts() -> Options {
         durability: Durability::Sync,
         wal_io: WalIo::Blocking,
         checkpoint_wal_bytes: 0,
+        ..Default::default()
     }
 }
 

@@ -14,7 +14,16 @@
 //! - otherwise it sleeps on the condition variable until a writer finishes.
 //!
 //! While a writer is in `fdatasync`, new committers queue up behind it and are covered together by
-//! the next group. Every waiter of a group is acknowledged only after that group's sync returned.
+//! the next group.
+//!
+//! **Commit delay.** With many committers, those acknowledged by one group come back together
+//! while the next group is already being written, so the committers split into two cohorts that
+//! alternate, each group covering about half of them. A leader configured with a commit delay
+//! (see [`GroupCommit::with_commit_delay`]) therefore first waits up to that long, holding the
+//! writer role, whenever fewer records are queued than its previous group held; records queued
+//! meanwhile join its group. A single committer never waits (its previous group held one
+//! record), so the delay costs latency only when there are other committers to share a sync
+//! with. Every waiter of a group is acknowledged only after that group's sync returned.
 //! A failing write or sync fails **exactly the waiters of that group** with the sink's error and
 //! **poisons** the log: records queued behind it are never written and their waiters (and every
 //! later `enqueue`) get [`Error::Poisoned`]. The in-memory tip already contains the failed
@@ -27,7 +36,8 @@ use std::io;
 
 use crate::error::{Error, Result};
 use crate::options::WalGroupStats;
-use crate::wal::sync::{Condvar, Mutex, MutexGuard};
+use crate::wal::sync::{pause, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
 /// A queue buffer larger than this (bytes) is not kept for reuse after its group was written.
 const MAX_SPARE_CAPACITY: usize = 4 << 20;
@@ -67,6 +77,8 @@ struct Shared<T> {
     durable_lsn: u64,
     /// Set once a group failed; permanent.
     failure: Option<Failure>,
+    /// Records in the previous successful group (1 before the first).
+    last_group: u64,
     stats: WalGroupStats,
 }
 
@@ -77,6 +89,8 @@ pub struct GroupCommit<S, T> {
     cond: Condvar,
     /// Only the active writer locks this, so it is never contended.
     sink: Mutex<S>,
+    /// The most a leader waits for more records (see the module docs); zero: never.
+    commit_delay: Duration,
 }
 
 /// A copy of `e` for another waiter of a failed group (`std::io::Error` is not `Clone`): I/O
@@ -122,11 +136,21 @@ impl<S: GroupSink, T> GroupCommit<S, T> {
                 writer_active: false,
                 durable_lsn,
                 failure: None,
+                last_group: 1,
                 stats: WalGroupStats::default(),
             }),
             cond: Condvar::new(),
             sink: Mutex::new(sink),
+            commit_delay: Duration::ZERO,
         }
+    }
+
+    /// Sets the commit delay: the most a group's leader waits, before taking the queue, for
+    /// more records while fewer are queued than its previous group held (see the module docs).
+    /// `Duration::ZERO` (the default of [`GroupCommit::new`]) never waits.
+    pub fn with_commit_delay(mut self, delay: Duration) -> Self {
+        self.commit_delay = delay;
+        self
     }
 
     /// Queues the framed record `bytes` with `lsn` and its `item`. Callers serialise their
@@ -234,12 +258,21 @@ impl<S: GroupSink, T> GroupCommit<S, T> {
         mut sh: MutexGuard<'a, Shared<T>>,
         publish: &impl Fn(T),
     ) -> MutexGuard<'a, Shared<T>> {
+        sh.writer_active = true;
+        if !self.commit_delay.is_zero() && sh.queued < sh.last_group {
+            // Holding the writer role, so committers arriving meanwhile queue behind this
+            // group instead of writing their own; only a writer records a failure, so none can
+            // appear while the lock is released.
+            drop(sh);
+            pause(self.commit_delay);
+            sh = self.shared.lock();
+            sh.stats.delayed += 1;
+        }
         let spare = std::mem::take(&mut sh.spare);
         let mut buf = std::mem::replace(&mut sh.buf, spare);
         let (first, last, n) = (sh.first_queued, sh.last_queued, sh.queued);
         let newest = sh.newest.take();
         sh.queued = 0;
-        sh.writer_active = true;
         drop(sh);
 
         let res = self.sink.lock().write_group(first, last, &buf);
@@ -254,6 +287,7 @@ impl<S: GroupSink, T> GroupCommit<S, T> {
         match res {
             Ok(()) => {
                 sh.durable_lsn = last;
+                sh.last_group = n;
                 sh.stats.record(n);
             }
             Err(error) => {
@@ -390,6 +424,62 @@ mod tests {
             Err(Error::Poisoned { .. })
         ));
         assert_eq!(gc.durable_lsn(), 0);
+    }
+
+    #[test]
+    fn a_lone_committer_never_waits_the_commit_delay() {
+        let log = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        // A delay this long would make the test take minutes if a lone committer waited it.
+        let gc = GroupCommit::new(
+            Recorder {
+                log: log.clone(),
+                fail: false,
+            },
+            0,
+        )
+        .with_commit_delay(Duration::from_secs(30));
+        for lsn in 1..=5 {
+            gc.enqueue(lsn, b"x", lsn).unwrap();
+            gc.wait_durable(lsn, |_| {}).unwrap();
+        }
+        let st = gc.stats();
+        assert_eq!((st.groups, st.records, st.delayed), (5, 5, 0));
+        assert_eq!(log.lock().len(), 5);
+    }
+
+    #[test]
+    fn a_leader_whose_previous_group_was_larger_waits_and_takes_the_late_records() {
+        let log = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let gc = GroupCommit::new(
+            Recorder {
+                log: log.clone(),
+                fail: false,
+            },
+            0,
+        )
+        .with_commit_delay(Duration::from_secs(1));
+        // A first group of two records: nothing was larger before it, so no wait.
+        gc.enqueue(1, b"a", 1).unwrap();
+        gc.enqueue(2, b"b", 2).unwrap();
+        gc.wait_durable(2, |_| {}).unwrap();
+        assert_eq!(gc.stats().delayed, 0);
+        // One record queued where the previous group held two: its leader waits, and a record
+        // queued during the wait joins the group.
+        gc.enqueue(3, b"c", 3).unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(20));
+                gc.enqueue(4, b"d", 4).unwrap();
+                gc.wait_durable(4, |_| {}).unwrap();
+            });
+            gc.wait_durable(3, |_| {}).unwrap();
+        });
+        assert_eq!(
+            *log.lock(),
+            vec![(1, 2, b"ab".to_vec()), (3, 4, b"cd".to_vec())]
+        );
+        let st = gc.stats();
+        assert_eq!((st.groups, st.delayed), (2, 1));
     }
 
     #[test]

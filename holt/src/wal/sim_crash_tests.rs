@@ -148,6 +148,7 @@ fn run_case(seed: u64) -> CaseReport {
         } else {
             rng.between(1500, 6000)
         },
+        ..Default::default()
     };
     let mut statuses: BTreeMap<u64, Status> = BTreeMap::new();
     let mut next_id = 0u64;
@@ -270,6 +271,7 @@ fn crash_checkpoint_at(k: u64, seed: u64) -> bool {
         durability: Durability::Sync,
         wal_io: WalIo::Blocking,
         checkpoint_wal_bytes: 0,
+        ..Default::default()
     };
     let mut statuses: BTreeMap<u64, Status> = BTreeMap::new();
     let sim = SimFs::quiet(seed);
@@ -346,6 +348,7 @@ fn commits_are_acknowledged_while_a_background_checkpoint_is_being_written() {
         durability: Durability::Sync,
         wal_io: WalIo::Auto,
         checkpoint_wal_bytes: 8 << 10,
+        ..Default::default()
     };
     let db = Db::open(dir.path(), opts).unwrap();
     for (name, tag, versioned) in TREES {
@@ -436,6 +439,7 @@ fn dropping_the_database_stops_the_background_checkpointer() {
         durability: Durability::Buffered,
         wal_io: WalIo::Blocking,
         checkpoint_wal_bytes: 4 << 10,
+        ..Default::default()
     };
     let mut statuses: BTreeMap<u64, Status> = BTreeMap::new();
     let mut next = 0;
@@ -467,6 +471,7 @@ fn a_due_checkpoint_completes_at_close_so_short_lived_processes_keep_the_wal_bou
         durability: Durability::Buffered,
         wal_io: WalIo::Blocking,
         checkpoint_wal_bytes: threshold,
+        ..Default::default()
     };
     let wal_bytes = |dir: &std::path::Path| -> u64 {
         std::fs::read_dir(dir.join("wal"))
@@ -542,6 +547,7 @@ fn crash_flush_at(k: u64, seed: u64) -> (bool, usize) {
         durability: Durability::Sync,
         wal_io: WalIo::Blocking,
         checkpoint_wal_bytes: 0,
+        ..Default::default()
     };
     let mut statuses: BTreeMap<u64, Status> = BTreeMap::new();
     let sim = SimFs::quiet(seed);
@@ -647,6 +653,7 @@ fn a_format_1_store_with_a_legacy_checkpoint_opens_and_a_writer_upgrades_it() {
         durability: Durability::Sync,
         wal_io: WalIo::Blocking,
         checkpoint_wal_bytes: 0,
+        ..Default::default()
     };
     let mut statuses: BTreeMap<u64, Status> = BTreeMap::new();
     {
@@ -745,6 +752,7 @@ fn crash_open_at(k: u64, seed: u64, upgrade: bool) -> bool {
         durability: Durability::Sync,
         wal_io: WalIo::Blocking,
         checkpoint_wal_bytes: 0,
+        ..Default::default()
     };
     let mut statuses: BTreeMap<u64, Status> = BTreeMap::new();
     let mut id = 0;

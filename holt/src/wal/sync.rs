@@ -4,8 +4,9 @@
 //! `RUSTFLAGS="--cfg loom"` they are `loom`'s model-checked versions, so the loom test
 //! (`tests/loom_group_commit.rs`) explores every interleaving of the real hand-off code
 //! ([`super::group_commit`]) rather than a copy of it. Only the operations the hand-off uses are
-//! exposed: `lock`, `wait` (by value, so the std/loom and parking_lot shapes agree) and
-//! `notify_all`. Neither version has lock poisoning visible to callers: a panic while holding a
+//! exposed: `lock`, `wait` (by value, so the std/loom and parking_lot shapes agree),
+//! `notify_all`, and `pause` (the group-commit leader's commit delay: a sleep, under loom a
+//! yield so the model explores committers queueing during it). Neither version has lock poisoning visible to callers: a panic while holding a
 //! lock is not something the hand-off code can cause (it never panics), and loom's poison flag is
 //! stripped.
 
@@ -46,6 +47,11 @@ mod imp {
             self.0.notify_all();
         }
     }
+
+    /// Sleeps for `d` (the commit delay).
+    pub(crate) fn pause(d: std::time::Duration) {
+        std::thread::sleep(d);
+    }
 }
 
 #[cfg(loom)]
@@ -85,6 +91,11 @@ mod imp {
             self.0.notify_all();
         }
     }
+
+    /// Yields to the other model threads (loom has no clock).
+    pub(crate) fn pause(_d: std::time::Duration) {
+        loom::thread::yield_now();
+    }
 }
 
-pub(crate) use imp::{Condvar, Mutex, MutexGuard};
+pub(crate) use imp::{pause, Condvar, Mutex, MutexGuard};

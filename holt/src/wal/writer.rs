@@ -22,6 +22,7 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::RwLock;
 
@@ -286,7 +287,8 @@ pub(crate) struct Wal {
 
 impl Wal {
     /// The log in `wal_dir`, durable through `durable_lsn`, continuing after the recovered
-    /// `tail` segment, writing through `engine`.
+    /// `tail` segment, writing through `engine`, its group-commit leaders waiting up to
+    /// `commit_delay` for more committers under `Durability::Sync` (see `Options::commit_delay`).
     pub(crate) fn new(
         fs: Arc<dyn WalFs>,
         wal_dir: PathBuf,
@@ -294,6 +296,7 @@ impl Wal {
         durable_lsn: u64,
         durability: Durability,
         engine: IoEngine,
+        commit_delay: Duration,
     ) -> Self {
         let counters = Arc::new(Counters::default());
         let io = engine.path();
@@ -307,7 +310,11 @@ impl Wal {
             counters: counters.clone(),
         };
         Wal {
-            gc: GroupCommit::new(writer, durable_lsn),
+            // Without fdatasync a group costs one write: nothing to gain by waiting.
+            gc: GroupCommit::new(writer, durable_lsn).with_commit_delay(match durability {
+                Durability::Sync => commit_delay,
+                Durability::Buffered => Duration::ZERO,
+            }),
             fs,
             wal_dir,
             io,

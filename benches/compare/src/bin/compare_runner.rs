@@ -14,7 +14,8 @@
 //! Environment: `NOKV_CMP_KEYS` (default 1,000,000), `NOKV_CMP_DIR` (where the engines' files go;
 //! default the system temp dir), `NOKV_CMP_ROUND_MS` (micro: time per engine per round, default
 //! 400), `NOKV_CMP_ROUNDS` (default 5), `NOKV_CMP_DURABLE_SECS` (per engine and thread count,
-//! default 3), `NOKV_CMP_ENGINES` (comma-separated subset: ours,upstream,redb,fjall,sqlite).
+//! default 3), `NOKV_CMP_ENGINES` (comma-separated subset: ours,upstream,redb,fjall,sqlite),
+//! `NOKV_CMP_COMMIT_DELAY_US` (our holt's group-commit delay, default holt's 50 µs).
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -136,7 +137,10 @@ fn micro(shape: Shape) {
         ],
     };
     // Row labels: a read repeated after a write workload is marked as such.
-    let first_write = workloads.iter().position(|w| is_write(*w)).unwrap_or(usize::MAX);
+    let first_write = workloads
+        .iter()
+        .position(|w| is_write(*w))
+        .unwrap_or(usize::MAX);
     let row_label = |wi: usize, w: Workload| -> String {
         if wi > first_write && !is_write(w) {
             format!("{} (after writes)", w.label())
@@ -540,7 +544,9 @@ fn reopen_all() {
     println!();
     println!("#### Reopen: {n} path keys loaded, checkpointed, then {} single-put commits, closed; a fresh process times open + one get (lower is better) and reads its RSS", n / 10);
     println!();
-    println!("| engine | open + first get | files on disk | RSS right after open | RSS after the get |");
+    println!(
+        "| engine | open + first get | files on disk | RSS right after open | RSS after the get |"
+    );
     println!("|---|---:|---:|---:|---:|");
     for kind in kinds() {
         let dir = tempdir(kind.token());
@@ -897,7 +903,9 @@ fn main() {
             _ => child_result(Err("usage: reopen-prep-child ENGINE DIR".into())),
         },
         "reopen-child" => match (kind_arg(1), a.get(2)) {
-            (Some(k), Some(d)) => child_result(guarded(|| reopen_child(k, std::path::Path::new(d)))),
+            (Some(k), Some(d)) => {
+                child_result(guarded(|| reopen_child(k, std::path::Path::new(d))))
+            }
             _ => child_result(Err("usage: reopen-child ENGINE DIR".into())),
         },
         "rss-child" => match kind_arg(1) {
