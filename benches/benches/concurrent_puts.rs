@@ -19,18 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nokv::{Client, PutOptions};
-
-fn env_list(name: &str, default: &[usize]) -> Vec<usize> {
-    std::env::var(name)
-        .ok()
-        .map(|v| v.split(',').filter_map(|s| s.trim().parse().ok()).collect())
-        .filter(|v: &Vec<usize>| !v.is_empty())
-        .unwrap_or_else(|| default.to_vec())
-}
-
-fn env_num(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.parse().ok())
-}
+use nokv_benches::{env_list, env_u64};
 
 /// One run: `threads` writers on one fresh store. Returns (acknowledged puts, seconds, errors).
 fn run(threads: usize, secs: u64, puts: Option<u64>) -> (u64, f64, BTreeMap<String, u64>) {
@@ -82,8 +71,8 @@ fn run(threads: usize, secs: u64, puts: Option<u64>) -> (u64, f64, BTreeMap<Stri
 fn main() {
     // `cargo bench` passes `--bench`; nothing else is accepted.
     let threads = env_list("NOKV_BENCH_THREADS", &[1, 2, 4, 8, 16, 64]);
-    let secs = env_num("NOKV_BENCH_SECS").unwrap_or(5);
-    let puts = env_num("NOKV_BENCH_PUTS");
+    let secs = env_u64("NOKV_BENCH_SECS").unwrap_or(5);
+    let puts = env_u64("NOKV_BENCH_PUTS");
     println!("4 KiB put_file, one embedded Client shared by N threads, distinct paths");
     match puts {
         Some(n) => println!("{n} puts per thread"),

@@ -20,21 +20,7 @@ use std::time::{Duration, Instant};
 use nokv::remote::RemoteClient;
 use nokv::server::{self, ServerOptions};
 use nokv::{Client, PutOptions};
-
-fn env_list(name: &str, default: &[usize]) -> Vec<usize> {
-    std::env::var(name)
-        .ok()
-        .map(|v| v.split(',').filter_map(|s| s.trim().parse().ok()).collect())
-        .filter(|v: &Vec<usize>| !v.is_empty())
-        .unwrap_or_else(|| default.to_vec())
-}
-
-fn env_num(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use nokv_benches::{env_list, env_u64};
 
 /// Runs `clients` writers for `secs` through `put`; returns (acknowledged, failed, seconds).
 fn throughput(
@@ -92,8 +78,8 @@ fn time_n(n: u64, mut f: impl FnMut()) -> Vec<Duration> {
 
 fn main() {
     let clients = env_list("NOKV_BENCH_CLIENTS", &[1, 4, 16, 64]);
-    let secs = env_num("NOKV_BENCH_SECS", 5);
-    let stats = env_num("NOKV_BENCH_STATS", 2000);
+    let secs = env_u64("NOKV_BENCH_SECS").unwrap_or(5);
+    let stats = env_u64("NOKV_BENCH_STATS").unwrap_or(2000);
     let body = vec![b'x'; 4096];
     let opts = PutOptions::create("application/octet-stream", "bench");
 

@@ -53,6 +53,10 @@
 //! [`WalIo::Auto`] (the default) the group's write and `fdatasync` are submitted as one linked
 //! io_uring submission when the kernel allows it, else as `pwrite` + `fdatasync`;
 //! [`Stats::wal_io`] says which, and [`Stats::wal_groups`] how many commits each sync covered.
+//! A group's leader waits up to [`Options::commit_delay`] (50 µs by default) for more committers
+//! while fewer records are queued than its previous group held, so concurrent committers share
+//! one sync instead of alternating between two; a lone committer never waits.
+//!
 //! ## Serving from disk: images and the delta
 //!
 //! holt serves reads from **images** (`dir/image-<first LSN>-<last LSN>.holt`): immutable,
