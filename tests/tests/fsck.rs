@@ -230,3 +230,70 @@ fn cli_fsck_exits_non_zero_on_findings_and_repairs_the_index() {
     assert!(out.contains("repaired index: 1 row(s) put"), "{out}");
     assert!(out.contains("fsck: clean"), "{out}");
 }
+
+#[test]
+fn fsck_names_a_published_block_that_is_missing_from_the_object_store() {
+    let (tmp, client) = store();
+    let rev = revision_of(&client, "wb", "outputs/a.txt");
+    let keys = gc_support::own_keys(&client, &rev);
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    let lost = keys.into_iter().next().unwrap();
+    // The block disappears behind the metadata's back (a lost disk, a bucket rule, a hand).
+    client.objects().delete(&lost).unwrap();
+
+    let outcome = client.fsck().unwrap();
+    assert!(!outcome.is_clean());
+    let findings = &outcome.report.findings;
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert_eq!(findings[0].kind, FindingKind::ObjectMissing);
+    assert_eq!(findings[0].kind.as_str(), "ObjectMissing");
+    assert_eq!(findings[0].subject, format!("revision {rev}"));
+    assert!(findings[0].detail.contains(&lost), "{findings:?}");
+    assert!(outcome.listing_error.is_none());
+
+    // The CLI (a read-only open beside this writer) reports it too and exits 1.
+    let (code, out) = cli(&tmp.path().join("store"), &["fsck"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains(&format!(
+            "ObjectMissing  revision {rev}: block object {lost}"
+        )),
+        "{out}"
+    );
+    let (code, out) = cli(&tmp.path().join("store"), &["fsck", "--json"]);
+    assert_eq!(code, Some(1), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["clean"], false, "{v}");
+    assert_eq!(v["findings"][0]["kind"], "ObjectMissing", "{v}");
+
+    // Replacing the path makes the lost revision unreferenced; once garbage collection has
+    // taken it (its remaining objects are gone on purpose) nothing is missing any more.
+    client
+        .put(
+            "wb",
+            "outputs/a.txt",
+            b"alpha again",
+            &gc_support::replace(),
+        )
+        .unwrap();
+    gc_support::gc_until_quiet(&client, 8);
+    assert_fsck_clean(&client);
+}
+
+#[test]
+fn objects_collected_by_gc_are_not_reported_missing() {
+    let (_tmp, client) = store();
+    let rev = revision_of(&client, "wb", "outputs/b.txt");
+    let keys = gc_support::own_keys(&client, &rev);
+    client
+        .remove("wb", "outputs/b.txt", &Default::default())
+        .unwrap();
+    let reports = gc_support::gc_until_quiet(&client, 8);
+    assert!(
+        reports.iter().any(|r| !r.collected.is_empty()),
+        "{reports:?}"
+    );
+    let listed = gc_support::provider_keys(&client);
+    assert!(keys.iter().all(|k| !listed.contains(k)), "not collected");
+    assert_fsck_clean(&client);
+}

@@ -22,13 +22,15 @@
 //! | snapshot, alias and hold invariants | SnapshotRef, SnapshotAlias, HistoryHold | `SnapshotInvariant` |
 //! | any row that does not decode | every family read | `UnreadableRow` |
 //! | every data block of the holt images against its CRC (reads check only the blocks they touch) | the metadata files | `DamagedMetadataBlock` |
+//! | every block object an Available revision's manifest names is present (`nokv fsck`, from the provider listing: absence only, never namespace truth) | ArtifactRevision, ArtifactManifest, object listing | `ObjectMissing` |
 //!
 //! The block scrub runs first; when it finds damage the row checks are skipped (their reads
 //! would fail on the damaged blocks) and the report holds the damaged blocks only.
 //!
 //! Cost: O(rows of the checked families) reads at one version; memory O(paths + references +
-//! index rows). No object listing is involved (`nokv fsck` lists unowned provider objects
-//! separately, as information, from [`owned_object_keys`]).
+//! index rows). [`check`] involves no object listing; `nokv fsck` then lists the root's artifact
+//! prefix once, reports the objects [`required_object_keys`] names that are absent as
+//! `ObjectMissing`, and the unowned provider objects as information ([`owned_object_keys`]).
 //!
 //! [`repair_index`] rebuilds the derived SecondaryIndex rows from PathCurrent in bounded
 //! commands: missing or differing rows are put and stale rows deleted, each command predicating
@@ -112,6 +114,9 @@ pub enum FindingKind {
     DamagedMetadataBlock,
     /// A row does not decode.
     UnreadableRow,
+    /// A block object an Available revision's manifest names is absent from the object store
+    /// (found by `nokv fsck` from the provider listing; see [`required_object_keys`]).
+    ObjectMissing,
 }
 
 impl FindingKind {
@@ -143,6 +148,7 @@ impl FindingKind {
             FindingKind::FileDirectoryClash => "FileDirectoryClash",
             FindingKind::SnapshotInvariant => "SnapshotInvariant",
             FindingKind::DamagedMetadataBlock => "DamagedMetadataBlock",
+            FindingKind::ObjectMissing => "ObjectMissing",
             FindingKind::UnreadableRow => "UnreadableRow",
         }
     }
@@ -971,6 +977,81 @@ pub fn owned_object_keys(shard: &MetaShard) -> Result<BTreeSet<String>> {
             Ok(())
         },
     )?;
+    Ok(out)
+}
+
+/// The block objects that must exist: every object key named by a manifest row of an
+/// **Available** revision (published, not claimed by garbage collection), mapped to the first such
+/// revision naming it (a key reused by a child revision names its physical owner's object).
+/// Deleting, Quarantined and Deleted revisions are left out — their objects are being or were
+/// deleted on purpose. Rows that do not decode are skipped ([`check`] reports them).
+///
+/// `nokv fsck` compares this with the provider listing and reports each absent key as an
+/// [`FindingKind::ObjectMissing`] finding (confirmed at a newer read with
+/// [`available_revisions`], so a revision collected meanwhile is not reported).
+///
+/// Errors: storage failures. Cost: one pass over the root's ArtifactRevision and ArtifactManifest
+/// rows at one version; memory O(keys).
+pub fn required_object_keys(shard: &MetaShard) -> Result<BTreeMap<String, ArtifactRevisionId>> {
+    let snap = shard.inner.store.snapshot();
+    let root = shard.root_id();
+    let mut available = BTreeSet::new();
+    snap.for_each_row(
+        Family::ArtifactRevision,
+        root.as_bytes(),
+        "artifact_revision",
+        |k, v| {
+            if let (Ok(key), Ok(row)) =
+                (ArtifactRevisionKey::decode(k), ArtifactRevision::decode(v))
+            {
+                if row.state == RevisionState::Available {
+                    available.insert(key.revision);
+                }
+            }
+            Ok(())
+        },
+    )?;
+    let mut out = BTreeMap::new();
+    snap.for_each_row(
+        Family::ArtifactManifest,
+        root.as_bytes(),
+        "artifact_manifest",
+        |k, v| {
+            let Ok(key) = crate::codec::artifact_manifest::ArtifactManifestKey::decode(k) else {
+                return Ok(());
+            };
+            if available.contains(&key.revision) {
+                if let Ok(row) = ManifestRow::decode_value(key.object_index, v) {
+                    out.entry(row.object_key).or_insert(key.revision);
+                }
+            }
+            Ok(())
+        },
+    )?;
+    Ok(out)
+}
+
+/// Which of `revisions` are Available at the shard's current read version (a read-only shard:
+/// as of its open). Errors: storage failures; a row that does not decode counts as not
+/// Available.
+pub fn available_revisions(
+    shard: &MetaShard,
+    revisions: &BTreeSet<ArtifactRevisionId>,
+) -> Result<BTreeSet<ArtifactRevisionId>> {
+    let snap = shard.inner.store.snapshot();
+    let root = shard.root_id();
+    let mut out = BTreeSet::new();
+    for rev in revisions {
+        let key = ArtifactRevisionKey {
+            root,
+            revision: *rev,
+        };
+        if let Some(v) = snap.get(Family::ArtifactRevision, &key.encode())? {
+            if ArtifactRevision::decode(&v).is_ok_and(|r| r.state == RevisionState::Available) {
+                out.insert(*rev);
+            }
+        }
+    }
     Ok(out)
 }
 

@@ -1,6 +1,9 @@
 //! `Client::fsck` and `Client::repair_index` (see [`meta::ops::fsck`]).
 
-use meta::ops::fsck::{self as ops, FsckReport, RepairReport};
+use std::collections::{BTreeMap, BTreeSet};
+
+use meta::ids::ArtifactRevisionId;
+use meta::ops::fsck::{self as ops, Finding, FindingKind, FsckReport, RepairReport};
 
 use crate::client::Client;
 use crate::error::Result;
@@ -29,13 +32,17 @@ impl FsckOutcome {
 impl Client {
     /// Recomputes every strong-reference count and epoch, dependency set, commit and restore
     /// seal, SecondaryIndex row and the RecoveryOutbox chain from authoritative rows only and
-    /// reports each mismatch as a typed finding (see [`meta::ops::fsck`]); then lists, as
-    /// information, the provider objects under this root's artifact prefix that nothing owns.
+    /// reports each mismatch as a typed finding (see [`meta::ops::fsck`]); then lists this
+    /// root's artifact prefix once: each block object an Available revision's manifest names
+    /// but the listing lacks is an `ObjectMissing` finding (the published bytes are lost), and
+    /// the provider objects that nothing owns are listed as information. When the listing fails,
+    /// `listing_error` says why and no object finding is made.
     ///
     /// Errors: `Error::Meta` for storage failures (corrupt rows are findings, not errors).
     pub fn fsck(&self) -> Result<FsckOutcome> {
-        let report = ops::check(self.meta())?;
+        let mut report = ops::check(self.meta())?;
         let owned = ops::owned_object_keys(self.meta())?;
+        let required = ops::required_object_keys(self.meta())?;
         let prefix = format!(
             "{}{}/{}/",
             objstore::keys::ARTIFACTS_PREFIX,
@@ -43,10 +50,19 @@ impl Client {
             self.meta().root_id().to_hex()
         );
         let (unowned_objects, listing_error) = match self.objects().list(&prefix) {
-            Ok(keys) => (
-                keys.into_iter().filter(|k| !owned.contains(k)).collect(),
-                None,
-            ),
+            Ok(keys) => {
+                let listed: BTreeSet<&str> = keys.iter().map(String::as_str).collect();
+                report
+                    .findings
+                    .extend(self.missing_objects(&required, &listed)?);
+                (
+                    keys.iter()
+                        .filter(|k| !owned.contains(*k))
+                        .cloned()
+                        .collect(),
+                    None,
+                )
+            }
             Err(e) => (Vec::new(), Some(crate::Error::from(e).to_string())),
         };
         Ok(FsckOutcome {
@@ -54,6 +70,43 @@ impl Client {
             unowned_objects,
             listing_error,
         })
+    }
+
+    /// One `ObjectMissing` finding per key of `required` (object key → an Available revision
+    /// naming it) that the provider listing `listed` lacks — after confirming, at a newer read,
+    /// that the revision is still Available (a garbage-collection pass may have claimed it and
+    /// deleted its objects between fsck's read and its listing; a read-only client confirms
+    /// through a fresh read-only open of the same store, or its own view if that open fails).
+    fn missing_objects(
+        &self,
+        required: &BTreeMap<String, ArtifactRevisionId>,
+        listed: &BTreeSet<&str>,
+    ) -> Result<Vec<Finding>> {
+        let absent: Vec<(&String, &ArtifactRevisionId)> = required
+            .iter()
+            .filter(|(key, _)| !listed.contains(key.as_str()))
+            .collect();
+        if absent.is_empty() {
+            return Ok(Vec::new());
+        }
+        let revisions: BTreeSet<ArtifactRevisionId> = absent.iter().map(|(_, r)| **r).collect();
+        // A read-only handle reads as of its open: confirm through a fresh read-only open
+        // (when that open fails, the handle's own view decides).
+        let fresh = self
+            .is_read_only()
+            .then(|| Client::open_read_only(self.dir()).ok())
+            .flatten();
+        let view = fresh.as_ref().unwrap_or(self);
+        let still_available = ops::available_revisions(view.meta(), &revisions)?;
+        Ok(absent
+            .into_iter()
+            .filter(|(_, rev)| still_available.contains(rev))
+            .map(|(key, rev)| Finding {
+                kind: FindingKind::ObjectMissing,
+                subject: format!("revision {rev}"),
+                detail: format!("block object {key} is missing from the object store"),
+            })
+            .collect())
     }
 
     /// Rebuilds the derived SecondaryIndex rows from PathCurrent in bounded commands (missing and
