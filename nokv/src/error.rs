@@ -230,6 +230,9 @@ pub enum Error {
         message: String,
         /// Whether repeating the request may succeed.
         retryable: bool,
+        /// The refusal's `details` object as the server sent it (e.g. `maximum_bytes` of a
+        /// 413 `PayloadTooLarge`); empty when it sent none. Boxed to keep `Error` small.
+        details: Box<serde_json::Map<String, serde_json::Value>>,
     },
 }
 

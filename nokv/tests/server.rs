@@ -801,3 +801,42 @@ fn refusals_of_the_http_stack_and_bad_ids_are_json_invalid_arguments() {
     }
     srv.shutdown().unwrap();
 }
+
+#[test]
+fn a_refusal_keeps_its_details_through_the_remote_client_and_the_cli() {
+    let tmp = tempfile::tempdir().unwrap();
+    let srv = start(&tmp.path().join("s"), None);
+    let remote = RemoteClient::connect(&srv.url(), None).unwrap();
+    remote.call_tool("create", &json!({"id": "wb"})).unwrap();
+    // A tool call over the server's JSON limit (64 KiB here) is refused by the server itself.
+    let text = "x".repeat(100_000);
+    let args = json!({"id": "wb", "section": "input", "path": "big.txt", "text": text});
+    match remote.call_tool("put_file", &args) {
+        Err(nokv::Error::Server {
+            status: 413,
+            code,
+            details,
+            ..
+        }) => {
+            assert_eq!(code, "PayloadTooLarge");
+            assert_eq!(details["maximum_bytes"], json!(64 * 1024), "{details:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // `nokv --server` prints the server's envelope with its details, as embedded errors do.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nokv"))
+        .args(["--server", &srv.url(), "workbench", "put_file"])
+        .arg(args.to_string())
+        .env_remove("NOKV_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["code"], "PayloadTooLarge", "{v}");
+    assert_eq!(v["details"]["maximum_bytes"], json!(64 * 1024), "{v}");
+    assert!(matches!(
+        remote.stat("wb", "input/big.txt"),
+        Err(nokv::Error::OperationFailed { .. }) | Err(nokv::Error::NotFound { .. })
+    ));
+    srv.shutdown().unwrap();
+}

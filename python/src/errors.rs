@@ -139,8 +139,8 @@ pub fn unsupported(py: Python<'_>, operation: &str, why: &str) -> PyErr {
 /// Maps an error of the remote client ([`nokv::remote::RemoteClient`]): an operation error keeps
 /// its Workbench code; a connection failure is `Unavailable` (retryable, `details.url` and
 /// `details.reason`); a refusal of the server keeps the server's code and retryability
-/// (`Unauthorized`, `Timeout`, …; `details.http_status`); anything else maps like an embedded
-/// SDK error of the same kind.
+/// (`Unauthorized`, `Timeout`, …; the server's `details` plus `details.http_status`); anything
+/// else maps like an embedded SDK error of the same kind.
 pub fn remote(py: Python<'_>, err: nokv::Error) -> PyErr {
     from_envelope(py, &remote_envelope(err))
 }
@@ -167,13 +167,18 @@ pub fn remote_envelope(err: nokv::Error) -> Value {
             code,
             message,
             retryable,
-        } => serde_json::json!({
-            "status": "error",
-            "code": code,
-            "message": message,
-            "retryable": retryable,
-            "details": {"http_status": status},
-        }),
+            details,
+        } => {
+            let mut details = *details;
+            details.insert("http_status".into(), serde_json::Value::from(status));
+            serde_json::json!({
+                "status": "error",
+                "code": code,
+                "message": message,
+                "retryable": retryable,
+                "details": details,
+            })
+        }
         // A pinned file object whose path now holds another revision.
         nokv::Error::GenerationConflict {
             path,

@@ -140,13 +140,14 @@ fn transport_envelope(e: &crate::Error) -> Value {
             code,
             message,
             retryable,
+            details,
             ..
         } => json!({
             "status": "error",
             "code": code,
             "message": message,
             "retryable": retryable,
-            "details": {},
+            "details": details,
         }),
         other => json!({
             "status": "error",

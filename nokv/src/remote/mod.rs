@@ -992,6 +992,12 @@ fn server_error(status: u16, v: &Value) -> Error {
             .unwrap_or("the server refused the request")
             .to_string(),
         retryable: v.get("retryable").and_then(Value::as_bool).unwrap_or(false) || status == 503,
+        details: Box::new(
+            v.get("details")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
+        ),
     }
 }
 
