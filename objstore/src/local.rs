@@ -22,6 +22,10 @@
 //! An object file is never modified after it becomes visible, so readers see the old or the
 //! new bytes, never a mix.
 //!
+//! `delete` removes the directories it leaves empty (up to the root), so a store's directory
+//! tree holds only the objects that exist; a writer whose directory vanishes between creating
+//! it and creating its temp file creates it again.
+//!
 //! # Trust
 //!
 //! Keys are validated before any filesystem call, so they cannot climb out of the root. The
@@ -49,9 +53,27 @@ const MAX_KNOWN_DURABLE_DIRS: usize = 4096;
 /// object (last rename wins for `put`, exactly one `Created` for `put_if_absent`).
 pub struct LocalDir {
     root: PathBuf,
-    /// Relative directory paths (`""` = root, `"nokv/artifacts"`, ...) whose own entry in their
-    /// parent is known to be durable in this process.
-    durable_dirs: Mutex<HashSet<String>>,
+    /// Relative directory paths whose own entry in their parent is known to be durable in this
+    /// process, and the count of directory removals (see [`DurableDirs`]).
+    durable_dirs: Mutex<DurableDirs>,
+}
+
+/// The directories known durable (`""` = root, `"nokv/artifacts"`, ...), and `removals`,
+/// bumped whenever `delete` is about to remove a directory it emptied. A writer that made
+/// directories durable records them only if no removal began meanwhile (else one of them may
+/// be gone by now, and a later writer that recreated it would skip its fsync).
+struct DurableDirs {
+    known: HashSet<String>,
+    removals: u64,
+}
+
+impl DurableDirs {
+    fn new() -> Self {
+        DurableDirs {
+            known: HashSet::from([String::new()]),
+            removals: 0,
+        }
+    }
 }
 
 impl std::fmt::Debug for LocalDir {
@@ -95,11 +117,9 @@ impl LocalDir {
                 .unwrap_or(Path::new("."));
             sync_dir(parent).map_err(|e| io_err("sync_dir", e))?;
         }
-        let mut known = HashSet::new();
-        known.insert(String::new());
         Ok(LocalDir {
             root,
-            durable_dirs: Mutex::new(known),
+            durable_dirs: Mutex::new(DurableDirs::new()),
         })
     }
 
@@ -108,11 +128,9 @@ impl LocalDir {
     /// a provider from [`LocalDir::open`] (a missing `root` reads as missing objects); writes
     /// fail with the file system's error.
     pub fn open_existing(root: impl AsRef<Path>) -> LocalDir {
-        let mut known = HashSet::new();
-        known.insert(String::new());
         LocalDir {
             root: root.as_ref().to_path_buf(),
-            durable_dirs: Mutex::new(known),
+            durable_dirs: Mutex::new(DurableDirs::new()),
         }
     }
 
@@ -130,7 +148,7 @@ impl LocalDir {
         Ok(self.root.join(key))
     }
 
-    fn known_dirs(&self) -> MutexGuard<'_, HashSet<String>> {
+    fn known_dirs(&self) -> MutexGuard<'_, DurableDirs> {
         // A poisoned lock only means another thread panicked mid-insert; the set is a cache.
         self.durable_dirs.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -140,17 +158,24 @@ impl LocalDir {
         fs::create_dir_all(dir).map_err(|e| Error::io("create_dir", key, e))
     }
 
-    /// Writes `bytes` to a new, fsynced temp file in `dir` and returns its path.
+    /// Writes `bytes` to a new, fsynced temp file in `dir` (creating `dir` and its missing
+    /// ancestors first) and returns its path. A `delete` that empties a directory removes it
+    /// ([`LocalDir::prune_empty_parents`]); if that happens between creating `dir` and creating
+    /// the temp file, the directory is created again (a few attempts).
     fn write_temp(&self, key: &str, dir: &Path, bytes: &[u8]) -> Result<PathBuf, Error> {
         let mut suffix = [0u8; 16];
         getrandom::fill(&mut suffix)
             .map_err(|e| Error::io("random", key, io::Error::other(e.to_string())))?;
         let tmp = dir.join(format!("{}{}", temp_stem(key), hex_lower(&suffix)));
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .map_err(|e| Error::io("create_temp", key, e))?;
+        let mut attempts = 0;
+        let mut file = loop {
+            self.ensure_parent(key, dir)?;
+            match OpenOptions::new().write(true).create_new(true).open(&tmp) {
+                Ok(file) => break file,
+                Err(e) if e.kind() == ErrorKind::NotFound && attempts < 64 => attempts += 1,
+                Err(e) => return Err(Error::io("create_temp", key, e)),
+            }
+        };
         let written = file
             .write_all(bytes)
             .map_err(|e| Error::io("write", key, e))
@@ -168,6 +193,7 @@ impl LocalDir {
     /// already known durable (the root always is).
     fn sync_parents(&self, key: &str) -> Result<(), Error> {
         let mut rel = key.rfind('/').map_or("", |i| &key[..i]);
+        let removals = self.known_dirs().removals;
         let mut newly_durable = Vec::new();
         loop {
             let dir = if rel.is_empty() {
@@ -176,21 +202,45 @@ impl LocalDir {
                 self.root.join(rel)
             };
             sync_dir(&dir).map_err(|e| Error::io("sync_dir", key, e))?;
-            if rel.is_empty() || self.known_dirs().contains(rel) {
+            if rel.is_empty() || self.known_dirs().known.contains(rel) {
                 break;
             }
             // Syncing the parent next makes `rel`'s own entry durable.
             newly_durable.push(rel.to_owned());
             rel = rel.rfind('/').map_or("", |i| &rel[..i]);
         }
-        if !newly_durable.is_empty() {
-            let mut known = self.known_dirs();
-            if known.len() + newly_durable.len() > MAX_KNOWN_DURABLE_DIRS {
-                known.retain(String::is_empty);
+        let mut dirs = self.known_dirs();
+        // A removal that began meanwhile may have taken one of these directories away again.
+        if !newly_durable.is_empty() && dirs.removals == removals {
+            if dirs.known.len() + newly_durable.len() > MAX_KNOWN_DURABLE_DIRS {
+                dirs.known.retain(String::is_empty);
             }
-            known.extend(newly_durable);
+            dirs.known.extend(newly_durable);
         }
         Ok(())
+    }
+
+    /// Removes the directories on the path to `key` that are now empty, deepest first, up to
+    /// (not including) the root, stopping at the first one that is not empty. Without this every
+    /// deleted revision would leave its `<revision>/blocks/` directories behind for good, and
+    /// every listing would walk them. Best effort and not synced: a directory a crash brings
+    /// back is empty and harmless. Each directory is forgotten as durable *before* it is
+    /// removed, so a writer that creates it again fsyncs its entry again ([`Self::sync_parents`]).
+    fn prune_empty_parents(&self, key: &str) {
+        let mut rel = key.rfind('/').map_or("", |i| &key[..i]);
+        while !rel.is_empty() {
+            {
+                let mut dirs = self.known_dirs();
+                dirs.known.remove(rel);
+                dirs.removals += 1;
+            }
+            // Fails with ENOTEMPTY while anything (an object, a temp file, a subdirectory) is
+            // inside, and NotFound when a concurrent deleter was first.
+            if fs::remove_dir(self.root.join(rel)).is_err() {
+                break;
+            }
+            rel = rel.rfind('/').map_or("", |i| &rel[..i]);
+        }
     }
 
     /// Opens an existing object file for reading and returns it with its size in bytes.
@@ -217,7 +267,6 @@ impl ObjectStore for LocalDir {
     fn put(&self, key: &str, bytes: &[u8]) -> Result<(), Error> {
         let target = self.object_path(key)?;
         let dir = target.parent().unwrap_or(&self.root).to_path_buf();
-        self.ensure_parent(key, &dir)?;
         let tmp = self.write_temp(key, &dir, bytes)?;
         if let Err(e) = fs::rename(&tmp, &target) {
             let _ = fs::remove_file(&tmp);
@@ -235,7 +284,6 @@ impl ObjectStore for LocalDir {
             return Ok(PutOutcome::AlreadyExists);
         }
         let dir = target.parent().unwrap_or(&self.root).to_path_buf();
-        self.ensure_parent(key, &dir)?;
         let tmp = self.write_temp(key, &dir, bytes)?;
         let linked = fs::hard_link(&tmp, &target);
         // The temp name is invisible either way; a failed removal only leaves garbage.
@@ -315,10 +363,12 @@ impl ObjectStore for LocalDir {
         remove_own_temps(key, dir)?;
         // Make the removal (ours or a concurrent deleter's) durable before returning.
         match sync_dir(dir) {
-            Ok(()) => Ok(()),
-            Err(e) if is_absent(&e) => Ok(()),
-            Err(e) => Err(Error::io("sync_dir", key, e)),
+            Ok(()) => {}
+            Err(e) if is_absent(&e) => {}
+            Err(e) => return Err(Error::io("sync_dir", key, e)),
         }
+        self.prune_empty_parents(key);
+        Ok(())
     }
 
     fn list(&self, prefix: &str) -> Result<Vec<String>, Error> {
@@ -405,6 +455,108 @@ fn remove_own_temps(key: &str, dir: &Path) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every directory under `root`, relative, sorted.
+    fn dirs_under(root: &Path) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in fs::read_dir(&d).unwrap().flatten() {
+                if e.file_type().unwrap().is_dir() {
+                    out.push(e.path().strip_prefix(root).unwrap().display().to_string());
+                    stack.push(e.path());
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn delete_removes_the_directories_it_empties_up_to_the_root() {
+        let root = tempfile::tempdir().unwrap();
+        let store = LocalDir::open(root.path()).unwrap();
+        store.put("a/b/c/k1", b"1").unwrap();
+        store.put("a/b/c/k2", b"2").unwrap();
+        store.put("a/x/k3", b"3").unwrap();
+        assert!(store.known_dirs().known.contains("a/b/c"));
+
+        store.delete("a/b/c/k1").unwrap();
+        assert_eq!(dirs_under(root.path()), ["a", "a/b", "a/b/c", "a/x"]);
+        // The last object of a directory takes the directories it emptied with it.
+        store.delete("a/b/c/k2").unwrap();
+        assert_eq!(dirs_under(root.path()), ["a", "a/x"]);
+        assert!(!store.known_dirs().known.contains("a/b/c"));
+        assert!(!store.known_dirs().known.contains("a/b"));
+        store.delete("a/x/k3").unwrap();
+        assert!(dirs_under(root.path()).is_empty());
+        assert!(root.path().is_dir(), "the root itself stays");
+        // Deleting what is already gone is still fine, and the tree can grow again; the
+        // recreated directories are synced and known durable again.
+        store.delete("a/x/k3").unwrap();
+        store.put("a/b/c/k1", b"again").unwrap();
+        assert_eq!(store.get("a/b/c/k1").unwrap(), b"again");
+        assert_eq!(store.list("a/").unwrap(), ["a/b/c/k1"]);
+        assert!(store.known_dirs().known.contains("a/b/c"));
+        assert!(store.known_dirs().known.contains("a"));
+    }
+
+    #[test]
+    fn a_temp_file_or_another_object_keeps_its_directory() {
+        let root = tempfile::tempdir().unwrap();
+        let store = LocalDir::open(root.path()).unwrap();
+        store.put("r/blocks/0", b"0").unwrap();
+        // A foreign temp file (another key's upload in flight) is not removed by this delete.
+        let foreign = root.path().join("r/blocks").join(format!(
+            "{}{}",
+            temp_stem("r/blocks/9"),
+            "0".repeat(32)
+        ));
+        fs::write(&foreign, b"partial").unwrap();
+        store.delete("r/blocks/0").unwrap();
+        assert!(foreign.is_file());
+        assert_eq!(dirs_under(root.path()), ["r", "r/blocks"]);
+    }
+
+    #[test]
+    fn puts_and_deletes_racing_in_one_directory_never_fail() {
+        let root = tempfile::tempdir().unwrap();
+        let store = LocalDir::open(root.path()).unwrap();
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let store = &store;
+                s.spawn(move || {
+                    for n in 0..150 {
+                        // Every thread empties the shared directories again and again while the
+                        // others create files in them.
+                        let key = format!("nokv/artifacts/rev/blocks/{t}-{n}");
+                        store.put(&key, b"x").unwrap();
+                        if n % 3 == 0 {
+                            assert_eq!(
+                                store.put_if_absent(&key, b"x").unwrap(),
+                                PutOutcome::AlreadyExists
+                            );
+                        }
+                        assert_eq!(store.get(&key).unwrap(), b"x");
+                        store.delete(&key).unwrap();
+                    }
+                    // One object per thread stays.
+                    let key = format!("nokv/artifacts/rev/blocks/{t}-last");
+                    assert_eq!(
+                        store.put_if_absent(&key, b"y").unwrap(),
+                        PutOutcome::Created
+                    );
+                });
+            }
+        });
+        assert_eq!(store.list("nokv/").unwrap().len(), 4);
+        for t in 0..4 {
+            store
+                .delete(&format!("nokv/artifacts/rev/blocks/{t}-last"))
+                .unwrap();
+        }
+        assert!(dirs_under(root.path()).is_empty());
+    }
 
     #[test]
     fn delete_removes_the_keys_own_leftover_temp_files_and_no_others() {

@@ -5,6 +5,7 @@
 
 mod gc_support;
 
+use std::path::Path;
 use std::process::Command;
 
 use gc_support::{all_rows, assert_fsck_clean, create, open_gc, revision_of};
@@ -282,9 +283,20 @@ fn fsck_names_a_published_block_that_is_missing_from_the_object_store() {
 
 #[test]
 fn objects_collected_by_gc_are_not_reported_missing() {
-    let (_tmp, client) = store();
+    let (tmp, client) = store();
     let rev = revision_of(&client, "wb", "outputs/b.txt");
     let keys = gc_support::own_keys(&client, &rev);
+    let revision_dirs: Vec<_> = keys
+        .iter()
+        .map(|k| {
+            let dir = Path::new(k).parent().and_then(Path::parent).unwrap();
+            tmp.path().join("store/objects").join(dir)
+        })
+        .collect();
+    assert!(
+        revision_dirs.iter().all(|d| d.is_dir()),
+        "{revision_dirs:?}"
+    );
     client
         .remove("wb", "outputs/b.txt", &Default::default())
         .unwrap();
@@ -295,5 +307,10 @@ fn objects_collected_by_gc_are_not_reported_missing() {
     );
     let listed = gc_support::provider_keys(&client);
     assert!(keys.iter().all(|k| !listed.contains(k)), "not collected");
+    // The collected revision's directories went with its objects (no empty directories pile up
+    // under the local provider as revisions come and go).
+    for dir in &revision_dirs {
+        assert!(!dir.exists(), "{dir:?} left behind");
+    }
     assert_fsck_clean(&client);
 }
