@@ -317,16 +317,7 @@ impl Client {
         {
             return Err(Error::StoreNotFound);
         }
-        std::fs::create_dir_all(&dir).map_err(|source| match not_writable(&source) {
-            Some(reason) => Error::ReadOnlyStore {
-                reason: reason.into(),
-            },
-            None => Error::LocalIo {
-                op: "create store directory",
-                path: dir.clone(),
-                source,
-            },
-        })?;
+        std::fs::create_dir_all(&dir).map_err(|source| store_dir_error(&dir, source))?;
         let deadline = std::time::Instant::now() + options.lock_wait;
         let mut backoff = std::time::Duration::from_millis(2);
         let (meta, ownership) = if let Some(metadata) = etcd_metadata {
@@ -1065,6 +1056,30 @@ impl Client {
 
 /// Why an I/O error means the store cannot be written by this process: `Some("read-only file
 /// system")` for `EROFS`, `Some("no write permission")` for `EACCES`/`EPERM`, `None` otherwise.
+/// The error of creating the store directory `dir`: a location that is (or lies under) a
+/// regular file is `InvalidArgument` (a wrong `--store`, not a failure of NoKV); no write
+/// permission or a read-only file system is `ReadOnlyStore`; anything else `LocalIo`.
+pub(crate) fn store_dir_error(dir: &Path, source: std::io::Error) -> Error {
+    use std::io::ErrorKind;
+    if let Some(reason) = not_writable(&source) {
+        return Error::ReadOnlyStore {
+            reason: reason.into(),
+        };
+    }
+    match source.kind() {
+        ErrorKind::AlreadyExists | ErrorKind::NotADirectory => Error::InvalidArgument(
+            "the store location is not a directory (it is, or lies under, a regular file); \
+             choose a directory"
+                .into(),
+        ),
+        _ => Error::LocalIo {
+            op: "create store directory",
+            path: dir.to_path_buf(),
+            source,
+        },
+    }
+}
+
 pub(crate) fn not_writable(e: &std::io::Error) -> Option<&'static str> {
     match e.kind() {
         std::io::ErrorKind::ReadOnlyFilesystem => Some("read-only file system"),

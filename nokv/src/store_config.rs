@@ -319,13 +319,15 @@ impl StoreConfig {
     /// Writes the configuration durably and exactly once: temp file, `fsync`, hard link to
     /// the final name (fails if one exists), directory `fsync`.
     ///
-    /// Errors: [`Error::StoreConfig`] when a configuration already exists; [`Error::LocalIo`].
+    /// Errors: [`Error::StoreConfig`] when a configuration already exists;
+    /// [`Error::InvalidArgument`] when `dir` is, or lies under, a regular file;
+    /// [`Error::ReadOnlyStore`]; [`Error::LocalIo`].
     pub fn write_new(&self, dir: &Path) -> Result<()> {
         let io = |op: &'static str, path: &Path| {
             let path = path.to_path_buf();
             move |source| Error::LocalIo { op, path, source }
         };
-        fs::create_dir_all(dir).map_err(io("create store directory", dir))?;
+        fs::create_dir_all(dir).map_err(|source| crate::client::store_dir_error(dir, source))?;
         let target = dir.join(CONFIG_FILE);
         let tmp = dir.join(format!(".{CONFIG_FILE}.tmp-{}", self.store_uuid));
         let text = serde_json::to_vec_pretty(self)

@@ -249,3 +249,29 @@ fn concurrent_cli_calls_wait_for_the_store_instead_of_failing() {
     );
     assert_eq!(envelope(&out)["record_count"], 6);
 }
+
+#[test]
+fn a_store_location_that_is_or_lies_under_a_regular_file_is_invalid_arguments() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("file");
+    std::fs::write(&file, b"not a directory").unwrap();
+    for store in [file.clone(), file.join("store")] {
+        let out = nokv(&store, &["workbench", "create", r#"{"id":"wb"}"#]);
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        let v = envelope(&out);
+        assert_eq!(v["code"], "InvalidArguments", "{v}");
+        let message = v["message"].as_str().unwrap();
+        assert!(message.contains("not a directory"), "{v}");
+        assert!(!message.contains(tmp.path().to_str().unwrap()), "{v}");
+        // `nokv init` (text output) says the same on stderr.
+        let out = nokv(&store, &["init"]);
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("invalid argument: the store location is not a directory"),
+            "{err}"
+        );
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), b"not a directory");
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
+}

@@ -243,15 +243,29 @@ def test_object_unavailable(store_dir: pathlib.Path) -> None:
         check(e, E.ObjectUnavailable, "ObjectUnavailable")
 
 
-def test_internal(tmp_path: pathlib.Path) -> None:
-    # The store directory cannot be created (its parent is a regular file): the CLI reports the
-    # same failure as Internal.
+def test_a_store_location_under_a_regular_file_is_invalid_arguments(tmp_path: pathlib.Path) -> None:
+    # A wrong store location is the caller's mistake, not a failure of NoKV; nothing is created.
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
+    for location in (blocker, blocker / "store"):
+        with pytest.raises(nokv.InvalidArguments) as e:
+            nokv.open(location)
+        check(e, E.InvalidArguments, "InvalidArguments")
+        assert "not a directory" in e.value.message
+        assert str(tmp_path) not in e.value.message
+    assert blocker.read_text() == "not a directory"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_internal(tmp_path: pathlib.Path) -> None:
+    # The store directory cannot be created for a reason that is no caller mistake NoKV can
+    # name (Linux refuses new directories in /proc with ENOENT, even for root): Internal, as
+    # the CLI reports the same failure.
+    location = pathlib.Path("/proc") / f"nokv-test-{tmp_path.name}" / "store"
     with pytest.raises(nokv.Internal) as e:
-        nokv.open(blocker / "store")
+        nokv.open(location)
     check(e, E.Internal, "Internal")
-    assert str(tmp_path) not in e.value.message
+    assert "/proc" not in e.value.message
 
 
 def test_errors_pickle_and_envelope_round_trip() -> None:
