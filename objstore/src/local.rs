@@ -153,11 +153,6 @@ impl LocalDir {
         self.durable_dirs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Creates the key's parent directory (and any missing ancestors).
-    fn ensure_parent(&self, key: &str, dir: &Path) -> Result<(), Error> {
-        fs::create_dir_all(dir).map_err(|e| Error::io("create_dir", key, e))
-    }
-
     /// Writes `bytes` to a new, fsynced temp file in `dir` (creating `dir` and its missing
     /// ancestors first) and returns its path. A `delete` that empties a directory removes it
     /// ([`LocalDir::prune_empty_parents`]); if that happens between creating `dir` and creating
@@ -167,9 +162,23 @@ impl LocalDir {
         getrandom::fill(&mut suffix)
             .map_err(|e| Error::io("random", key, io::Error::other(e.to_string())))?;
         let tmp = dir.join(format!("{}{}", temp_stem(key), hex_lower(&suffix)));
-        let mut attempts = 0;
+        // A concurrent delete may remove a directory on the way: the temp file's creation then
+        // fails with NotFound, and so may `create_dir_all` (between creating a parent and its
+        // child), or with AlreadyExists (its mkdir met the directory, gone by the time it
+        // checked that it is one). Both are retried; a file occupying the path still fails once
+        // the attempts are used up.
+        let mut attempts = 0u32;
         let mut file = loop {
-            self.ensure_parent(key, dir)?;
+            let vanished =
+                |e: &io::Error| matches!(e.kind(), ErrorKind::NotFound | ErrorKind::AlreadyExists);
+            match fs::create_dir_all(dir) {
+                Ok(()) => {}
+                Err(e) if vanished(&e) && attempts < 64 => {
+                    attempts += 1;
+                    continue;
+                }
+                Err(e) => return Err(Error::io("create_dir", key, e)),
+            }
             match OpenOptions::new().write(true).create_new(true).open(&tmp) {
                 Ok(file) => break file,
                 Err(e) if e.kind() == ErrorKind::NotFound && attempts < 64 => attempts += 1,
