@@ -840,3 +840,66 @@ fn a_refusal_keeps_its_details_through_the_remote_client_and_the_cli() {
     ));
     srv.shutdown().unwrap();
 }
+
+#[test]
+fn a_range_read_of_a_missing_block_is_object_unavailable_like_the_read_tool() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s");
+    let body: Vec<u8> = (0..5u32 << 20).map(|i| (i % 251) as u8).collect();
+    {
+        let client = Client::open(&store).unwrap();
+        client.create_workbench("wb").unwrap();
+        client
+            .put(
+                "wb",
+                "input/big.bin",
+                &body,
+                &PutOptions::create("application/octet-stream", "t"),
+            )
+            .unwrap();
+    }
+    // The second 4 MiB block disappears behind the metadata's back.
+    let mut stack = vec![store.join("objects")];
+    let mut second = None;
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else if e.file_name() == "0000000000000001" {
+                second = Some(e.path());
+            }
+        }
+    }
+    std::fs::remove_file(second.expect("a second block")).unwrap();
+    let srv = start(&store, None);
+    let addr = srv.addr();
+    let get = |range: &str| {
+        raw(
+            addr,
+            &format!(
+                "GET /v1/workbenches/wb/files/input/big.bin HTTP/1.1\r\nHost: x\r\nRange: bytes={range}\r\nConnection: close\r\n\r\n"
+            ),
+            b"",
+        )
+    };
+    // Bytes of the block that is there are served; a range in the lost block is the documented
+    // 503 ObjectUnavailable (it was 409 Internal), as the read tool answers embedded.
+    let (st, _, b) = get("10-19");
+    assert_eq!((st, b.as_slice()), (206, &body[10..20]));
+    let (st, _, b) = get("5000000-5000010");
+    let v = json(&b);
+    assert_eq!(
+        (st, v["code"].clone()),
+        (503, json!("ObjectUnavailable")),
+        "{v}"
+    );
+    let remote = RemoteClient::connect(&srv.url(), None).unwrap();
+    let tool = remote
+        .call_tool(
+            "read",
+            &json!({"id": "wb", "section": "input", "path": "big.bin", "format": "bytes", "offset": 5000000, "limit": 10}),
+        )
+        .unwrap();
+    assert_eq!(tool["code"], "ObjectUnavailable", "{tool}");
+    srv.shutdown().unwrap();
+}

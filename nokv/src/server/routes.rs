@@ -677,6 +677,7 @@ async fn download(
     method: Method,
 ) -> Result<Response, ApiError> {
     let s = state.clone();
+    let wb = id.clone();
     let found = blocking(move || lookup(&s.client, &id, &path, q.version)).await?;
     let (read, entry) = match found {
         Ok(x) => x,
@@ -703,10 +704,18 @@ async fn download(
             return Ok((StatusCode::PARTIAL_CONTENT, h).into_response());
         }
         let s = state.clone();
-        let bytes = blocking(move || s.client.read_entry_range(&read, &entry, offset, len)).await?;
-        return Ok(match bytes {
+        let answer =
+            blocking(
+                move || match s.client.read_entry_range(&read, &entry, offset, len) {
+                    Ok(b) => Ok(b),
+                    // The same mapping as the read tool: a missing block is 503 ObjectUnavailable.
+                    Err(e) => Err(crate::workbench::tool_error(&s.client, &wb, e)),
+                },
+            )
+            .await?;
+        return Ok(match answer {
             Ok(b) => (StatusCode::PARTIAL_CONTENT, h, b).into_response(),
-            Err(e) => tool_failure(crate::workbench::store_error(e)),
+            Err(e) => tool_failure(e),
         });
     }
     if let Ok(v) = HeaderValue::from_str(&size.to_string()) {
@@ -723,7 +732,16 @@ async fn download(
             .read_to_writer(&read, &entry, &mut writer, &mut |_| {})
         {
             Ok(_) => {}
-            Err(e) => writer.fail(format!("the body could not be read: {e}")),
+            Err(e) => {
+                // The status line (200) is gone: the client sees the connection cut, so say
+                // why here.
+                tracing::warn!(
+                    workbench = %wb,
+                    size,
+                    "a download was cut off: the body could not be read: {e}"
+                );
+                writer.fail(format!("the body could not be read: {e}"))
+            }
         }
     });
     Ok((StatusCode::OK, h, Body::new(body)).into_response())
