@@ -284,13 +284,29 @@ impl From<objstore::Error> for Error {
     }
 }
 
+/// The [`Error::ObjectUnavailable`] message of a block the metadata names but the object store
+/// no longer holds (a lost block: retrying does not bring it back; `nokv fsck` names it).
+pub const MISSING_BLOCK: &str = "a block of the artifact is missing";
+/// The [`Error::ObjectUnavailable`] message of a block whose bytes differ from their recorded
+/// SHA-256 (a damaged block).
+pub const DAMAGED_BLOCK: &str = "a block of the artifact failed its SHA-256 integrity check";
+
+/// `details.reason` of an [`Error::ObjectUnavailable`] with `message`: `object_missing` for
+/// [`MISSING_BLOCK`], `object_damaged` for [`DAMAGED_BLOCK`]; `None` for a failure that may
+/// pass (an unreachable provider, an I/O error).
+pub fn object_unavailable_reason(message: &str) -> Option<&'static str> {
+    match message {
+        MISSING_BLOCK => Some("object_missing"),
+        DAMAGED_BLOCK => Some("object_damaged"),
+        _ => None,
+    }
+}
+
 /// A message for an object-store failure that does not leak object keys.
 fn object_error_message(err: &objstore::Error) -> String {
     match err {
-        objstore::Error::NotFound { .. } => "a block of the artifact is missing".into(),
-        objstore::Error::IntegrityMismatch { .. } => {
-            "a block of the artifact failed its SHA-256 integrity check".into()
-        }
+        objstore::Error::NotFound { .. } => MISSING_BLOCK.into(),
+        objstore::Error::IntegrityMismatch { .. } => DAMAGED_BLOCK.into(),
         objstore::Error::Io { op, source, .. } => format!("object store {op} failed: {source}"),
         objstore::Error::Unavailable { reason, .. } => {
             format!("object store unavailable: {reason}")

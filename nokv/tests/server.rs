@@ -842,7 +842,7 @@ fn a_refusal_keeps_its_details_through_the_remote_client_and_the_cli() {
 }
 
 #[test]
-fn a_range_read_of_a_missing_block_is_object_unavailable_like_the_read_tool() {
+fn a_range_read_of_a_missing_block_is_object_unavailable_with_its_reason_like_the_read_tool() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("s");
     let body: Vec<u8> = (0..5u32 << 20).map(|i| (i % 251) as u8).collect();
@@ -893,6 +893,9 @@ fn a_range_read_of_a_missing_block_is_object_unavailable_like_the_read_tool() {
         (503, json!("ObjectUnavailable")),
         "{v}"
     );
+    // A lost block says so: retrying will not bring it back.
+    assert_eq!(v["details"]["reason"], "object_missing", "{v}");
+    assert!(v["message"].as_str().unwrap().contains("nokv fsck"), "{v}");
     let remote = RemoteClient::connect(&srv.url(), None).unwrap();
     let tool = remote
         .call_tool(
@@ -901,5 +904,6 @@ fn a_range_read_of_a_missing_block_is_object_unavailable_like_the_read_tool() {
         )
         .unwrap();
     assert_eq!(tool["code"], "ObjectUnavailable", "{tool}");
+    assert_eq!(tool["details"]["reason"], "object_missing", "{tool}");
     srv.shutdown().unwrap();
 }

@@ -241,6 +241,8 @@ def test_object_unavailable(store_dir: pathlib.Path) -> None:
         with pytest.raises(nokv.ObjectUnavailable) as e:
             s.workbench("o").read_bytes("input/a.bin")
         check(e, E.ObjectUnavailable, "ObjectUnavailable")
+        # Damaged bytes are not a passing failure: the reason says so.
+        assert e.value.details.get("reason") == "object_damaged"
 
 
 def test_a_store_location_under_a_regular_file_is_invalid_arguments(tmp_path: pathlib.Path) -> None:

@@ -90,6 +90,8 @@ fn corrupted_block_is_object_unavailable_never_data() {
         "ObjectUnavailable",
     );
     assert_eq!(e["retryable"], true);
+    // ...but a damaged block is not a passing failure, and the envelope says so.
+    assert_eq!(e["details"]["reason"], "object_damaged", "{e}");
     let text = e.to_string();
     assert!(
         !text.contains("nokv/artifacts"),

@@ -193,7 +193,15 @@ pub fn tool_error(client: &Client, workbench_id: &str, err: crate::Error) -> Too
         E::RangeOutOfBounds { offset, len, size } => ToolError::invalid_arguments(format!(
             "range starting at byte {offset} ({len} bytes) is outside the body of {size} bytes"
         )),
-        E::ObjectUnavailable(msg) => ToolError::object_unavailable(&msg),
+        // A lost or damaged block stays ObjectUnavailable (WORKBENCH.md), with a reason that
+        // tells an agent not to expect a retry to help.
+        E::ObjectUnavailable(msg) => match crate::error::object_unavailable_reason(&msg) {
+            Some(reason) => ToolError::object_unavailable(format!(
+                "{msg}; retrying will not help: run nokv fsck and publish the file again"
+            ))
+            .with_detail("reason", Value::from(reason)),
+            None => ToolError::object_unavailable(&msg),
+        },
         E::Busy => ToolError::conflict("ReadVersion"),
         E::DigestMismatch { path, .. } => {
             ToolError::object_unavailable(format!("digest mismatch for `{path}`"))
