@@ -1054,8 +1054,6 @@ impl Client {
     }
 }
 
-/// Why an I/O error means the store cannot be written by this process: `Some("read-only file
-/// system")` for `EROFS`, `Some("no write permission")` for `EACCES`/`EPERM`, `None` otherwise.
 /// The error of creating the store directory `dir`: a location that is (or lies under) a
 /// regular file is `InvalidArgument` (a wrong `--store`, not a failure of NoKV); no write
 /// permission or a read-only file system is `ReadOnlyStore`; anything else `LocalIo`.
@@ -1080,6 +1078,8 @@ pub(crate) fn store_dir_error(dir: &Path, source: std::io::Error) -> Error {
     }
 }
 
+/// Why an I/O error means the store cannot be written by this process: `Some("read-only file
+/// system")` for `EROFS`, `Some("no write permission")` for `EACCES`/`EPERM`, `None` otherwise.
 pub(crate) fn not_writable(e: &std::io::Error) -> Option<&'static str> {
     match e.kind() {
         std::io::ErrorKind::ReadOnlyFilesystem => Some("read-only file system"),

@@ -92,6 +92,9 @@ fn corrupted_block_is_object_unavailable_never_data() {
     assert_eq!(e["retryable"], true);
     // ...but a damaged block is not a passing failure, and the envelope says so.
     assert_eq!(e["details"]["reason"], "object_damaged", "{e}");
+    let message = e["message"].as_str().unwrap();
+    assert!(message.contains("retrying will not help"), "{e}");
+    assert!(!message.contains("fsck"), "fsck reads no bytes: {e}");
     let text = e.to_string();
     assert!(
         !text.contains("nokv/artifacts"),

@@ -195,11 +195,18 @@ pub fn tool_error(client: &Client, workbench_id: &str, err: crate::Error) -> Too
         )),
         // A lost or damaged block stays ObjectUnavailable (WORKBENCH.md), with a reason that
         // tells an agent not to expect a retry to help.
+        // (fsck finds missing blocks from the listing; it does not read bytes, so a damaged
+        // block is not sent there.)
         E::ObjectUnavailable(msg) => match crate::error::object_unavailable_reason(&msg) {
-            Some(reason) => ToolError::object_unavailable(format!(
-                "{msg}; retrying will not help: run nokv fsck and publish the file again"
-            ))
-            .with_detail("reason", Value::from(reason)),
+            Some(reason) => {
+                let advice = if reason == "object_missing" {
+                    "run nokv fsck to list every missing block, and publish the file again"
+                } else {
+                    "publish the file again"
+                };
+                ToolError::object_unavailable(format!("{msg}; retrying will not help: {advice}"))
+                    .with_detail("reason", Value::from(reason))
+            }
             None => ToolError::object_unavailable(&msg),
         },
         E::Busy => ToolError::conflict("ReadVersion"),
