@@ -29,8 +29,8 @@
 //!
 //! Cost: O(rows of the checked families) reads at one version; memory O(paths + references +
 //! index rows). [`check`] involves no object listing; `nokv fsck` then lists the root's artifact
-//! prefix once, reports the objects [`required_object_keys`] names that are absent as
-//! `ObjectMissing`, and the unowned provider objects as information ([`owned_object_keys`]).
+//! prefix once, reports the required keys of [`object_keys`] that are absent as
+//! `ObjectMissing`, and the provider objects no row owns as information.
 //!
 //! [`repair_index`] rebuilds the derived SecondaryIndex rows from PathCurrent in bounded
 //! commands: missing or differing rows are put and stale rows deleted, each command predicating
@@ -115,7 +115,7 @@ pub enum FindingKind {
     /// A row does not decode.
     UnreadableRow,
     /// A block object an Available revision's manifest names is absent from the object store
-    /// (found by `nokv fsck` from the provider listing; see [`required_object_keys`]).
+    /// (found by `nokv fsck` from the provider listing; see [`ObjectKeys::required`]).
     ObjectMissing,
 }
 
@@ -930,23 +930,64 @@ fn index_row_name(k: &[u8]) -> String {
     }
 }
 
-/// Every object key an authoritative row owns: the ArtifactManifest rows of every revision not
-/// yet Deleted (pruned at Deleted) and the StagedObject rows of Publish operations that are not
-/// Published whose cleanup is not confirmed. Anything else under the root's artifact prefix is
-/// unowned (`nokv fsck` lists it as information).
+/// The object keys the rows of one root speak for, read at one version (see [`object_keys`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ObjectKeys {
+    /// Every object key an authoritative row owns: the ArtifactManifest rows of every revision
+    /// not yet Deleted (pruned at Deleted) and the StagedObject rows of Publish operations that
+    /// are not Published whose cleanup is not confirmed. Anything else under the root's artifact
+    /// prefix is unowned (`nokv fsck` lists it as information).
+    pub owned: BTreeSet<String>,
+    /// The block objects that must exist: every key named by a manifest row of an **Available**
+    /// revision (published, not claimed by garbage collection), mapped to the first such
+    /// revision naming it (a key reused by a child revision names its physical owner's object).
+    /// Deleting, Quarantined and Deleted revisions are left out — their objects are being or
+    /// were deleted on purpose. `nokv fsck` reports each of these keys absent from the provider
+    /// listing as an [`FindingKind::ObjectMissing`] finding (confirmed at a newer read with
+    /// [`available_revisions`], so a revision collected meanwhile is not reported).
+    pub required: BTreeMap<String, ArtifactRevisionId>,
+}
+
+/// The owned and the required object keys of the shard's root ([`ObjectKeys`]), from one
+/// snapshot: one pass over the ArtifactRevision rows (their states), one over the
+/// ArtifactManifest rows (both sets), and the Publish operations and StagedObject rows.
 ///
-/// Errors: [`Error::Codec`]; storage errors.
-pub fn owned_object_keys(shard: &MetaShard) -> Result<BTreeSet<String>> {
+/// Errors: [`Error::Codec`] for a manifest, operation or staged-object row that does not decode
+/// (revision rows that do not decode are left out of `required`; [`check`] reports them);
+/// storage errors. Memory O(keys).
+pub fn object_keys(shard: &MetaShard) -> Result<ObjectKeys> {
     let snap = shard.inner.store.snapshot();
     let root = shard.root_id();
-    let mut out = BTreeSet::new();
+    let mut available = BTreeSet::new();
+    snap.for_each_row(
+        Family::ArtifactRevision,
+        root.as_bytes(),
+        "artifact_revision",
+        |k, v| {
+            if let (Ok(key), Ok(row)) =
+                (ArtifactRevisionKey::decode(k), ArtifactRevision::decode(v))
+            {
+                if row.state == RevisionState::Available {
+                    available.insert(key.revision);
+                }
+            }
+            Ok(())
+        },
+    )?;
+    let mut out = ObjectKeys::default();
     snap.for_each_row(
         Family::ArtifactManifest,
         root.as_bytes(),
         "artifact_manifest",
         |k, v| {
-            let idx = crate::codec::artifact_manifest::decode_key_index(k)?;
-            out.insert(ManifestRow::decode_value(idx, v)?.object_key);
+            let key = crate::codec::artifact_manifest::ArtifactManifestKey::decode(k)?;
+            let row = ManifestRow::decode_value(key.object_index, v)?;
+            if available.contains(&key.revision) {
+                out.required
+                    .entry(row.object_key.clone())
+                    .or_insert(key.revision);
+            }
+            out.owned.insert(row.object_key);
             Ok(())
         },
     )?;
@@ -972,58 +1013,7 @@ pub fn owned_object_keys(shard: &MetaShard) -> Result<BTreeSet<String>> {
             if unpublished.contains(&key.publish_operation_id)
                 && row.cleanup_state != StagedCleanupState::Deleted
             {
-                out.insert(row.object_key);
-            }
-            Ok(())
-        },
-    )?;
-    Ok(out)
-}
-
-/// The block objects that must exist: every object key named by a manifest row of an
-/// **Available** revision (published, not claimed by garbage collection), mapped to the first such
-/// revision naming it (a key reused by a child revision names its physical owner's object).
-/// Deleting, Quarantined and Deleted revisions are left out — their objects are being or were
-/// deleted on purpose. Rows that do not decode are skipped ([`check`] reports them).
-///
-/// `nokv fsck` compares this with the provider listing and reports each absent key as an
-/// [`FindingKind::ObjectMissing`] finding (confirmed at a newer read with
-/// [`available_revisions`], so a revision collected meanwhile is not reported).
-///
-/// Errors: storage failures. Cost: one pass over the root's ArtifactRevision and ArtifactManifest
-/// rows at one version; memory O(keys).
-pub fn required_object_keys(shard: &MetaShard) -> Result<BTreeMap<String, ArtifactRevisionId>> {
-    let snap = shard.inner.store.snapshot();
-    let root = shard.root_id();
-    let mut available = BTreeSet::new();
-    snap.for_each_row(
-        Family::ArtifactRevision,
-        root.as_bytes(),
-        "artifact_revision",
-        |k, v| {
-            if let (Ok(key), Ok(row)) =
-                (ArtifactRevisionKey::decode(k), ArtifactRevision::decode(v))
-            {
-                if row.state == RevisionState::Available {
-                    available.insert(key.revision);
-                }
-            }
-            Ok(())
-        },
-    )?;
-    let mut out = BTreeMap::new();
-    snap.for_each_row(
-        Family::ArtifactManifest,
-        root.as_bytes(),
-        "artifact_manifest",
-        |k, v| {
-            let Ok(key) = crate::codec::artifact_manifest::ArtifactManifestKey::decode(k) else {
-                return Ok(());
-            };
-            if available.contains(&key.revision) {
-                if let Ok(row) = ManifestRow::decode_value(key.object_index, v) {
-                    out.entry(row.object_key).or_insert(key.revision);
-                }
+                out.owned.insert(row.object_key);
             }
             Ok(())
         },

@@ -41,8 +41,7 @@ impl Client {
     /// Errors: `Error::Meta` for storage failures (corrupt rows are findings, not errors).
     pub fn fsck(&self) -> Result<FsckOutcome> {
         let mut report = ops::check(self.meta())?;
-        let owned = ops::owned_object_keys(self.meta())?;
-        let required = ops::required_object_keys(self.meta())?;
+        let ops::ObjectKeys { owned, required } = ops::object_keys(self.meta())?;
         let prefix = format!(
             "{}{}/{}/",
             objstore::keys::ARTIFACTS_PREFIX,
