@@ -31,12 +31,12 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use nokv_benches::{env_list, env_u64};
+use nokv_benches::{bench_dir, env_list, env_u64, run_for};
 
 /// One WAL floor run's configuration.
 #[derive(Clone, Copy)]
@@ -179,37 +179,21 @@ fn durable_file(dir: &Path, name: &str, body: &[u8]) {
 
 /// Runs the object floor with `threads` writers; returns (objects made durable, seconds).
 fn run_objects(root: &Path, new_dirs: bool, threads: usize, secs: u64) -> (u64, f64) {
-    let stop = AtomicBool::new(false);
-    let done = AtomicU64::new(0);
-    let start = Instant::now();
-    std::thread::scope(|s| {
-        for t in 0..threads {
-            let (stop, done) = (&stop, &done);
-            s.spawn(move || {
-                let body = vec![b'x'; 4096];
-                let mut i = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    if new_dirs {
-                        let revision = root.join(format!("{t:04x}{i:028x}"));
-                        let blocks = revision.join("blocks");
-                        fs::create_dir_all(&blocks).expect("create revision directories");
-                        durable_file(&blocks, "0000000000000000", &body);
-                        sync_dir(&blocks);
-                        sync_dir(&revision);
-                        sync_dir(root);
-                    } else {
-                        durable_file(root, &format!("{t:04x}{i:028x}"), &body);
-                        sync_dir(root);
-                    }
-                    i += 1;
-                    done.fetch_add(1, Ordering::Relaxed);
-                }
-            });
+    let body = vec![b'x'; 4096];
+    run_for(threads, secs, &|t, i| {
+        if new_dirs {
+            let revision = root.join(format!("{t:04x}{i:028x}"));
+            let blocks = revision.join("blocks");
+            fs::create_dir_all(&blocks).expect("create revision directories");
+            durable_file(&blocks, "0000000000000000", &body);
+            sync_dir(&blocks);
+            sync_dir(&revision);
+            sync_dir(root);
+        } else {
+            durable_file(root, &format!("{t:04x}{i:028x}"), &body);
+            sync_dir(root);
         }
-        std::thread::sleep(Duration::from_secs(secs));
-        stop.store(true, Ordering::Relaxed);
-    });
-    (done.into_inner(), start.elapsed().as_secs_f64())
+    })
 }
 
 fn main() {
@@ -219,9 +203,7 @@ fn main() {
     let rounds = env_u64("NOKV_BENCH_ROUNDS").unwrap_or(2);
     let record = env_u64("NOKV_BENCH_RECORD").unwrap_or(256) as usize;
     let gather = Duration::from_micros(env_u64("NOKV_BENCH_GATHER_US").unwrap_or(50));
-    let base: PathBuf = std::env::var_os("NOKV_BENCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir);
+    let base = bench_dir();
     println!(
         "durability floor: {} cores, directory {}, {secs} s per row, record {record} B, gather {} µs",
         std::thread::available_parallelism().map_or(0, |n| n.get()),

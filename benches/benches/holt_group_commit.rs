@@ -13,12 +13,11 @@
 //! (where the databases go; default the system temp directory). Run:
 //! `cargo bench -p nokv-benches --bench holt_group_commit`.
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use holt::{Batch, Db, Options};
-use nokv_benches::{env_list, env_u64};
+use nokv_benches::{bench_dir, env_list, env_u64, run_for};
 
 /// User + system CPU seconds of this process so far.
 fn cpu_seconds() -> f64 {
@@ -37,9 +36,7 @@ fn main() {
     let delays = env_list("NOKV_BENCH_DELAYS_US", &[0, 50]);
     let secs = env_u64("NOKV_BENCH_SECS").unwrap_or(3);
     let rounds = env_u64("NOKV_BENCH_ROUNDS").unwrap_or(2);
-    let base: PathBuf = std::env::var_os("NOKV_BENCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir);
+    let base = bench_dir();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
         "holt group commit: {cores} cores, directory {}, {secs} s per cell",
@@ -67,30 +64,16 @@ fn main() {
             for &n in &threads {
                 let before = db.stats().wal_groups;
                 let cpu0 = cpu_seconds();
-                let stop = AtomicBool::new(false);
-                let done = AtomicU64::new(0);
-                let start = Instant::now();
-                std::thread::scope(|s| {
-                    for _ in 0..n {
-                        let (db, tree, stop, done, seq) = (&db, &tree, &stop, &done, &seq);
-                        s.spawn(move || {
-                            while !stop.load(Ordering::Relaxed) {
-                                let k = seq.fetch_add(1, Ordering::Relaxed);
-                                let mut b = Batch::new();
-                                b.put(tree, format!("k/{k:012}").into_bytes(), vec![7u8; 64]);
-                                db.commit(b).expect("commit");
-                                done.fetch_add(1, Ordering::Relaxed);
-                            }
-                        });
-                    }
-                    std::thread::sleep(Duration::from_secs(secs));
-                    stop.store(true, Ordering::Relaxed);
+                let (done, elapsed) = run_for(n, secs, &|_, _| {
+                    let k = seq.fetch_add(1, Ordering::Relaxed);
+                    let mut b = Batch::new();
+                    b.put(&tree, format!("k/{k:012}").into_bytes(), vec![7u8; 64]);
+                    db.commit(b).expect("commit");
                 });
-                let elapsed = start.elapsed().as_secs_f64();
                 let cpu = cpu_seconds() - cpu0;
                 let after = db.stats().wal_groups;
                 let groups = (after.groups - before.groups).max(1) as f64;
-                let rate = done.load(Ordering::Relaxed) as f64 / elapsed;
+                let rate = done as f64 / elapsed;
                 let base_rate = *one.get_or_insert(rate);
                 println!(
                     "| {delay} µs | {n} | {rate:.0} | {:.2} | {:.1} | {:.0} % | {:.0} % |",

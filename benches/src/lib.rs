@@ -14,3 +14,36 @@ pub fn env_list(name: &str, default: &[usize]) -> Vec<usize> {
 pub fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
+
+/// Where a bench puts its files: `$NOKV_BENCH_DIR`, else the system temp directory (it must be
+/// on the file system being measured).
+pub fn bench_dir() -> std::path::PathBuf {
+    std::env::var_os("NOKV_BENCH_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir)
+}
+
+/// Runs `op(worker, iteration)` on `workers` threads in a loop for `secs` seconds; returns the
+/// number of calls completed and the elapsed seconds. `op` panics on failure (a bench aborts).
+pub fn run_for(workers: usize, secs: u64, op: &(dyn Fn(usize, u64) + Sync)) -> (u64, f64) {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let stop = AtomicBool::new(false);
+    let done = AtomicU64::new(0);
+    let start = std::time::Instant::now();
+    std::thread::scope(|s| {
+        for w in 0..workers {
+            let (stop, done) = (&stop, &done);
+            s.spawn(move || {
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    op(w, i);
+                    i += 1;
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+        std::thread::sleep(std::time::Duration::from_secs(secs));
+        stop.store(true, Ordering::Relaxed);
+    });
+    (done.into_inner(), start.elapsed().as_secs_f64())
+}
