@@ -66,7 +66,7 @@ pub enum Error {
     #[error("path not found")]
     PathNotFound,
     /// The path to be created is an implicit directory: published paths lie below it. A path is
-    /// a file or a directory, never both (WORKBENCH.md, "Files and directories"); the
+    /// a file or a directory, never both (docs/workbench.md, "Files and directories"); the
     /// publishing command refuses it (facade: `AlreadyExists` with `details.kind =
     /// "directory"` for a create, `NotArtifact` for a replace or append).
     #[error("path is a directory: published paths lie below it")]

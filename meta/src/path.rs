@@ -90,7 +90,7 @@ pub fn normalize(relative: &str) -> Result<NormPath, PathError> {
 /// Longest Workbench section name (`metadata`), in bytes.
 pub const MAX_SECTION_BYTES: usize = 8;
 /// Most components of a *stored* workbench-relative path: a section plus a relative path of at
-/// most [`MAX_PATH_COMPONENTS`] (WORKBENCH.md applies the normalizer's limits to the path an
+/// most [`MAX_PATH_COMPONENTS`] (docs/workbench.md applies the normalizer's limits to the path an
 /// agent sends, which is relative to its section).
 pub const MAX_STORED_PATH_COMPONENTS: usize = MAX_PATH_COMPONENTS + 1;
 /// Longest *stored* workbench-relative path in bytes: a section, `/`, and a relative path of at

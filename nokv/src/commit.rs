@@ -1,5 +1,5 @@
 //! Durable commits, tags and commit retirement in the SDK (seed 000, "Commit Closure";
-//! WORKBENCH.md "commit").
+//! docs/workbench.md "commit").
 //!
 //! [`Client::commit`] is the one commit path used by the SDK, the `workbench_commit` tool and
 //! the CLI. It derives the canonical manifest bytes, `manifest_digest_uri`, the commit identity
@@ -43,7 +43,7 @@ pub const RUN_MANIFEST_CONTENT_TYPE: &str = "application/json";
 /// Producer recorded on commits made through the SDK.
 pub const COMMIT_PRODUCER: &str = "nokv.commit";
 
-/// One commit request (WORKBENCH.md `workbench_commit` inputs plus SDK lineage).
+/// One commit request (docs/workbench.md `workbench_commit` inputs plus SDK lineage).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CommitRequest {
     /// Workbench to commit.
@@ -59,7 +59,7 @@ pub struct CommitRequest {
     pub parents: Vec<String>,
 }
 
-/// The result of a commit (WORKBENCH.md `workbench_commit` result fields).
+/// The result of a commit (docs/workbench.md `workbench_commit` result fields).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommitReceipt {
     /// Workbench id.

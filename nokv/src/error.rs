@@ -41,7 +41,7 @@ pub enum Error {
         path: String,
     },
     /// A create-only publication named a path that is an implicit directory (published paths
-    /// lie below it). A path is a file or a directory, never both (WORKBENCH.md, "Files and
+    /// lie below it). A path is a file or a directory, never both (docs/workbench.md, "Files and
     /// directories"); the Workbench facade answers `AlreadyExists` with `details.kind =
     /// "directory"`.
     #[error("`{path}` is a directory (paths exist below it); a file cannot be created there")]

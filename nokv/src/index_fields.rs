@@ -49,7 +49,7 @@ pub fn field_id(name: &str) -> Result<FieldId> {
 /// above `i64::MAX`), other numbers as `Float`, strings as `String`. `Ok(None)` for arrays and
 /// objects.
 ///
-/// Numbers are taken exactly or not at all (WORKBENCH.md, "Numbers"): an integer beyond 64 bits,
+/// Numbers are taken exactly or not at all (docs/workbench.md, "Numbers"): an integer beyond 64 bits,
 /// a decimal that an `f64` would round (`0.1000000000000000000001`) or a value beyond the `f64`
 /// range is [`Error::InvalidArgument`] naming the number — an index never stores a rounded
 /// value (see [`crate::workbench::numbers::exact_index_number`]).

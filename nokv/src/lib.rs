@@ -9,7 +9,7 @@
 //!
 //! * [`Client`] — the Rust SDK over an embedded store (`Client::open(dir)`): create workbenches,
 //!   publish (create-only or generation-CAS replace), append immutable segments, stat, range reads.
-//! * [`workbench::Workbench`] — the transport-free facade of the agent tools (`WORKBENCH.md`):
+//! * [`workbench::Workbench`] — the transport-free facade of the agent tools (`docs/workbench.md`):
 //!   JSON in, one JSON envelope out, typed error codes.
 //! * [`index_fields`] — typed custom index fields for publications (SDK map, CLI `--field`,
 //!   `index_json`), queried by `workbench_search` / `workbench_aggregate` / `workbench_catalog`.

@@ -1,5 +1,5 @@
 //! Restore (SDK): create a new workbench from a leased snapshot or a sealed commit of another one
-//! (seed 000, "Restore Closure"; WORKBENCH.md `workbench_restore`).
+//! (seed 000, "Restore Closure"; docs/workbench.md `workbench_restore`).
 //!
 //! [`Client::restore`] drives the durable operation of [`meta::ops::restore`] to a terminal phase:
 //!
@@ -40,7 +40,7 @@ use sha2::{Digest, Sha256};
 
 use crate::client::Client;
 
-/// Schema of `metadata/restore_manifest.json` (WORKBENCH.md).
+/// Schema of `metadata/restore_manifest.json` (docs/workbench.md).
 pub const RESTORE_MANIFEST_SCHEMA: &str = "nokv.workbench.restore_manifest.v2";
 /// The reserved destination path of the restore manifest.
 pub const RESTORE_MANIFEST_PATH: &str = ops::RESTORE_MANIFEST_PATH;
@@ -128,7 +128,7 @@ pub struct RestoreOptions {
     pub interrupt_after: Option<FaultPoint>,
 }
 
-/// A completed restore (WORKBENCH.md `workbench_restore` result fields).
+/// A completed restore (docs/workbench.md `workbench_restore` result fields).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RestoreReceipt {
     /// 32 lowercase hex: the deterministic operation id.
@@ -198,7 +198,7 @@ fn fault(point: FaultPoint, options: &RestoreOptions) -> Result<(), RestoreError
     Ok(())
 }
 
-/// The canonical bytes of `metadata/restore_manifest.json` (WORKBENCH.md):
+/// The canonical bytes of `metadata/restore_manifest.json` (docs/workbench.md):
 /// `{schema, operation_id, restored_from{workbench_id, path, source}, source_workbench_id,
 /// source_path, destination_workbench_id, destination_path}` with `source`
 /// `{"kind":"snapshot","snapshot_id":N}` or `{"kind":"commit","commit_id":HEX64}`; canonical

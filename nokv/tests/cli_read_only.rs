@@ -85,7 +85,7 @@ fn populated(store: &Path) -> u64 {
         .unwrap()
 }
 
-/// The reading tools of WORKBENCH.md with one valid input each.
+/// The reading tools of docs/workbench.md with one valid input each.
 fn read_calls() -> Vec<(&'static str, Value)> {
     vec![
         (

@@ -1,7 +1,7 @@
 //! Property: random sequences of put / append / edit / collect / restore over paths drawn from a
 //! small tree alphabet never produce a store where a path is both a file and a directory
 //! (checked by walking the listings of every workbench), and `materialize` of every resulting
-//! workbench succeeds (WORKBENCH.md, "Files and directories").
+//! workbench succeeds (docs/workbench.md, "Files and directories").
 
 use meta::NormPath;
 use nokv::workbench::Workbench;

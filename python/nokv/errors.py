@@ -1,7 +1,7 @@
 """NoKV's exception hierarchy: one class per Workbench error code.
 
 Every failure of the SDK raises an instance of :class:`NoKVError` — more precisely of the subclass
-named after its Workbench error code (``WORKBENCH.md``, "Error codes"): the same code the CLI and
+named after its Workbench error code (``docs/workbench.md``, "Error codes"): the same code the CLI and
 the agent tools report for the same failure. Each exception carries:
 
 * ``code`` — the code string (``"NotFound"``, ``"Conflict"``, …);

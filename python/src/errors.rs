@@ -1,7 +1,7 @@
 //! Workbench errors as Python exceptions.
 //!
 //! Every failure reaches Python as an instance of the class in `nokv.errors` named after its
-//! Workbench error code (WORKBENCH.md, "Error codes"): `nokv.errors.NotFound`,
+//! Workbench error code (docs/workbench.md, "Error codes"): `nokv.errors.NotFound`,
 //! `nokv.errors.Conflict`, … — all subclasses of `nokv.NoKVError` carrying `.code`, `.message`,
 //! `.retryable` and `.details`. SDK errors are first mapped to a code by the facade's own mapping
 //! (`nokv::workbench::tool_error` / `commit_error`), so the Python SDK, the CLI and the tools

@@ -6,7 +6,7 @@ use nokv::client::SECTIONS;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-/// The card of one path (WORKBENCH.md `workbench_stat` card): a file (artifact) or an implicit
+/// The card of one path (docs/workbench.md `workbench_stat` card): a file (artifact) or an implicit
 /// directory. Artifact fields are `None` for directories.
 #[pyclass(frozen, get_all, module = "nokv._nokv")]
 pub struct Stat {

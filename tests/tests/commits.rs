@@ -1,5 +1,5 @@
 //! Durable commits, tags, lineage, retirement and find (seed 000 "Commit Closure";
-//! WORKBENCH.md "commit" and "find") through the SDK and the Workbench facade.
+//! docs/workbench.md "commit" and "find") through the SDK and the Workbench facade.
 
 mod commits_support;
 

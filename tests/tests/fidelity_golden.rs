@@ -1,5 +1,5 @@
 //! Golden CLI transcript of the interoperable result shapes (issue "contract fidelity", item 4;
-//! WORKBENCH.md "snapshot_retire", "snapshot_list", "find", "search / aggregate / catalog"):
+//! docs/workbench.md "snapshot_retire", "snapshot_list", "find", "search / aggregate / catalog"):
 //! `tests/golden/fidelity_shapes.json` holds steps `{name, tool, input, exit_code, expected}`
 //! replayed in order through the `nokv` binary (`nokv --store S workbench <tool> '<json>'`) on a
 //! fresh store, so the transcript builds its own fixture.

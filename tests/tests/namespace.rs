@@ -1,4 +1,4 @@
-//! A path is a file or a directory, never both (WORKBENCH.md, "Files and directories"): every
+//! A path is a file or a directory, never both (docs/workbench.md, "Files and directories"): every
 //! writer — put_file, append, edit, collect, the SDK and restore — refuses a write whose path is
 //! an implicit directory (create → `AlreadyExists` with `details.kind = "directory"`,
 //! append/replace/edit → `NotArtifact`) and a write below a file (`NotDirectory`), in both write

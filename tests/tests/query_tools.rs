@@ -1,5 +1,5 @@
 //! Acceptance of the typed metadata index through the Workbench facade: `workbench_search`,
-//! `workbench_aggregate` and `workbench_catalog` per WORKBENCH.md (issue 6).
+//! `workbench_aggregate` and `workbench_catalog` per docs/workbench.md (issue 6).
 
 use nokv::workbench::Workbench;
 use nokv::{Client, FieldId, IndexValue, PutOptions, WriteCondition};

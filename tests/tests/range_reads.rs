@@ -190,7 +190,7 @@ fn sdk_range_past_the_end_is_range_out_of_bounds() {
 fn facade_byte_reads_across_block_boundaries_match_the_source() {
     let (_t, client, src) = store_with_body();
     let wb = Workbench::new(client);
-    // (name, offset, limit, expected end). A facade call reads at most 300 bytes (WORKBENCH.md
+    // (name, offset, limit, expected end). A facade call reads at most 300 bytes (docs/workbench.md
     // `limit` 1–300) and blocks are at least 1 KiB, so one call straddles at most one boundary.
     let cases: [(&str, u64, u64, u64); 7] = [
         ("first byte", 0, 1, 1),

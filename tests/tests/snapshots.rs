@@ -1,4 +1,4 @@
-//! Leased snapshots through the Workbench facade (WORKBENCH.md `workbench_snapshot*` and
+//! Leased snapshots through the Workbench facade (docs/workbench.md `workbench_snapshot*` and
 //! `at_snapshot`; seed 000 "Snapshot Lifecycle And History Holds"), with an injected clock.
 
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! The Workbench contract (WORKBENCH.md) for the tools of the first slice: exact results, error
+//! The Workbench contract (docs/workbench.md) for the tools of the first slice: exact results, error
 //! codes and "nothing changed" on every refusal.
 
 use nokv::workbench::Workbench;

@@ -16,9 +16,9 @@
 //! ```
 //!
 //! `annotation` is the canonical `{reason, metadata}` JSON of the mint and `retire_annotation`
-//! the canonical `{metadata, reason}` JSON of the *first* retirement (u32 lengths; WORKBENCH.md
+//! the canonical `{metadata, reason}` JSON of the *first* retirement (u32 lengths; docs/workbench.md
 //! caps each at 4096 bytes, enforced by the writer). The retire annotation is durable and never
-//! replaced: a later retire of a retired snapshot writes nothing (WORKBENCH.md,
+//! replaced: a later retire of a retired snapshot writes nothing (docs/workbench.md,
 //! "snapshot_retire"). The encoder writes the lowest version that holds the row — version 1
 //! unless a retire annotation is present — so rows of stores that never stored one keep their
 //! bytes; the decoder accepts both and fails closed on any other version.

@@ -295,7 +295,7 @@ impl RecoveryTail {
     }
 }
 
-/// Default durable presentation root (WORKBENCH.md, "Presentation root").
+/// Default durable presentation root (docs/workbench.md, "Presentation root").
 pub const DEFAULT_PRESENTATION_ROOT: &str = "/agents/local/wb";
 
 /// Validates a presentation root: absolute, not `/`, no empty/`.`/`..` components, no backslash

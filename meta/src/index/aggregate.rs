@@ -1,4 +1,4 @@
-//! Aggregation over the secondary index (WORKBENCH.md `workbench_aggregate`): count / sum / avg
+//! Aggregation over the secondary index (docs/workbench.md `workbench_aggregate`): count / sum / avg
 //! / min / max over numeric fields, grouped by up to [`MAX_GROUP_BY`] fields, filtered by the
 //! same predicates and scope as search, at ONE read version.
 //!

@@ -1,4 +1,4 @@
-//! The field catalog (WORKBENCH.md `workbench_catalog`): which fields exist in a scope, with
+//! The field catalog (docs/workbench.md `workbench_catalog`): which fields exist in a scope, with
 //! which observed types, which operators apply, and — on request — their most common values.
 //!
 //! One pass over the visible artifacts in scope at ONE read version (the workbench's PathCurrent

@@ -25,7 +25,7 @@ pub use value_codec::{
 
 use crate::error::{Error, Result};
 
-/// Maximum length of a field (index) id in bytes (WORKBENCH.md caps field ids at 128 bytes).
+/// Maximum length of a field (index) id in bytes (docs/workbench.md caps field ids at 128 bytes).
 pub const MAX_FIELD_ID_BYTES: usize = 128;
 
 /// A validated index field id: 1..=128 bytes of `[A-Za-z0-9_.-]`, case-sensitive. Stored in a

@@ -79,7 +79,7 @@ use crate::schema::Family;
 use crate::shard::MetaShard;
 use crate::store::{ScanItem, ScanSpec, Snapshot, TxnStore, MAX_SCAN_ITEMS};
 
-/// Most predicates per query (WORKBENCH.md caps).
+/// Most predicates per query (docs/workbench.md caps).
 pub const MAX_PREDICATES: usize = 64;
 /// Most values of one `in` predicate.
 pub const MAX_IN_VALUES: usize = 64;
@@ -125,7 +125,7 @@ impl Default for QueryLimits {
     }
 }
 
-/// A predicate operator (WORKBENCH.md).
+/// A predicate operator (docs/workbench.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Op {
     /// Equal to an operand.

@@ -123,12 +123,12 @@ const STEP_DOMAIN: &[u8] = b"nokv.build-commit.step.v1\0";
 const RETIRE_DOMAIN: &[u8] = b"nokv.commit-retire.operation.v1\0";
 
 /// The caller's complete commit request (the facade computed the digests with its canonical
-/// JSON and the WORKBENCH.md commit identity).
+/// JSON and the docs/workbench.md commit identity).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BuildCommitRequest {
     /// Workbench to commit (must be `Visible`).
     pub workbench_id: String,
-    /// The 32-byte commit identity (WORKBENCH.md) — also the root-global CommitId.
+    /// The 32-byte commit identity (docs/workbench.md) — also the root-global CommitId.
     pub commit_id: CommitId,
     /// The Agent projection-input digest (seed 000).
     pub projection_input_digest: [u8; 32],

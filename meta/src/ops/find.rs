@@ -1,4 +1,4 @@
-//! Commit discovery for `workbench_find` (WORKBENCH.md "find"): pages over the root's
+//! Commit discovery for `workbench_find` (docs/workbench.md "find"): pages over the root's
 //! `Visible` workbenches at one read version with their commit state.
 //!
 //! One page is one bounded WorkspaceCurrent prefix scan (key order: `u32 len | id`, so shorter

@@ -17,7 +17,7 @@
 //!   PathEntry (built-in fields plus the request's `index_fields`, which PathCurrent also stores
 //!   in `index_projection`) are put and the replaced entry's rows whose keys changed are
 //!   deleted, in this same command — there is no second index mutation path;
-//! - namespace rule (WORKBENCH.md, "Files and directories": a path is a file or an implicit
+//! - namespace rule (docs/workbench.md, "Files and directories": a path is a file or an implicit
 //!   directory, never both), checked by [`namespace_check`] whenever the command creates the
 //!   path: every proper prefix of the path must be absent (one PathCurrent point read each,
 //!   re-asserted as `Absent` predicates) and the path must have no descendants (one limit-1 scan
@@ -164,7 +164,7 @@ pub fn is_reserved(path: &NormPath) -> bool {
     })
 }
 
-/// The namespace rule of a path about to be created (WORKBENCH.md, "Files and directories"),
+/// The namespace rule of a path about to be created (docs/workbench.md, "Files and directories"),
 /// checked at `snap`:
 /// - no proper prefix (ancestor) of `path` is a file: one PathCurrent point read per ancestor
 ///   (at most 64), shallowest first;

@@ -1,4 +1,4 @@
-//! The namespace rule of publication (WORKBENCH.md, "Files and directories": a path is a file or
+//! The namespace rule of publication (docs/workbench.md, "Files and directories": a path is a file or
 //! an implicit directory, never both), checked inside the publishing command.
 
 use crate::codec::{path_current, ManifestRow};

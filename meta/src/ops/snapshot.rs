@@ -59,9 +59,9 @@ use super::lease_clock::{self, LeaseReading, DEFAULT_SKEW_GRACE_MS};
 
 /// Milliseconds in one day (the facade's `ttl_days` unit).
 pub const DAY_MS: u64 = 86_400_000;
-/// Longest lease one create/renew may grant: 90 days in ms (WORKBENCH.md `ttl_days` 1–90).
+/// Longest lease one create/renew may grant: 90 days in ms (docs/workbench.md `ttl_days` 1–90).
 pub const MAX_TTL_MS: u64 = 90 * DAY_MS;
-/// Largest canonical annotation in bytes (WORKBENCH.md: ≤4096 bytes).
+/// Largest canonical annotation in bytes (docs/workbench.md: ≤4096 bytes).
 pub const MAX_ANNOTATION_BYTES: usize = 4096;
 /// Default diagnostic history retention: the floor stays this many versions below the tip.
 pub const DEFAULT_HISTORY_RETENTION_VERSIONS: u64 = 1024;
@@ -95,7 +95,7 @@ pub enum SnapshotSelector {
     Name(AliasName),
 }
 
-/// Derived snapshot status (WORKBENCH.md `workbench_snapshot_list`).
+/// Derived snapshot status (docs/workbench.md `workbench_snapshot_list`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SnapshotStatus {
     /// Active and its deadline is later than the lease clock.

@@ -15,7 +15,7 @@ use std::path::Path;
 
 use crate::client::{Client, ClientOptions};
 
-/// The Workbench tools that only read (WORKBENCH.md): they open the store read-only.
+/// The Workbench tools that only read (docs/workbench.md): they open the store read-only.
 pub const READ_ONLY_TOOLS: [&str; 9] = [
     "workbench_list",
     "workbench_stat",

@@ -1,5 +1,5 @@
 //! `nokv mcp`: the 18 Workbench tools as a Model Context Protocol server over stdio
-//! (WORKBENCH.md, "CLI and MCP").
+//! (docs/workbench.md, "CLI and MCP").
 //!
 //! The server speaks JSON-RPC 2.0, one message per line, on stdin/stdout through the official
 //! Rust MCP SDK (`rmcp`): `initialize` (and the newer inline lifecycle the SDK negotiates),

@@ -328,7 +328,7 @@ fn classify(err: ureq::Error) -> SendFailure {
     }
 }
 
-/// Whether the envelope `v` is a success or an error with a Workbench code (WORKBENCH.md).
+/// Whether the envelope `v` is a success or an error with a Workbench code (docs/workbench.md).
 fn has_workbench_code(v: &Value) -> bool {
     v.get("code")
         .and_then(Value::as_str)

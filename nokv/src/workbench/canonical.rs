@@ -1,4 +1,4 @@
-//! The one canonical-JSON function and the commit identity of `WORKBENCH.md` ("commit").
+//! The one canonical-JSON function and the commit identity of `docs/workbench.md` ("commit").
 //!
 //! Canonical JSON = compact (no insignificant whitespace), object keys sorted recursively by
 //! their UTF-8 bytes, array order kept, numbers in the form of
@@ -16,7 +16,7 @@ use super::errors::{ErrorCode, ToolError, ToolResult};
 
 /// Deepest nesting a canonical document may have (objects and arrays).
 pub const MAX_CANONICAL_DEPTH: usize = 64;
-/// Domain separator of the commit identity (WORKBENCH.md).
+/// Domain separator of the commit identity (docs/workbench.md).
 pub const COMMIT_IDENTITY_DOMAIN: &[u8] = b"nokv.workbench.commit_identity.v1\0";
 /// Domain separator of the run-manifest projection-input digest (seed 000, "Commit Closure").
 pub const PROJECTION_INPUT_DOMAIN: &[u8] = b"nokv.workbench.run_manifest.projection_input.v1\0";
@@ -84,7 +84,7 @@ fn len64(out: &mut Sha256, bytes: &[u8]) {
 
 /// Commit identity (32 bytes) = `sha256("nokv.workbench.commit_identity.v1\0" ‖ len64be(id) ‖ id
 /// ‖ len64be(content_digest_uri) ‖ content_digest_uri ‖ len64be(manifest_digest_uri) ‖
-/// manifest_digest_uri)` (WORKBENCH.md, "commit").
+/// manifest_digest_uri)` (docs/workbench.md, "commit").
 pub fn commit_identity(
     workbench_id: &str,
     content_digest_uri: &str,

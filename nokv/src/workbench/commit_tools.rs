@@ -1,4 +1,4 @@
-//! `workbench_commit` and `workbench_find` (WORKBENCH.md "commit", "find").
+//! `workbench_commit` and `workbench_find` (docs/workbench.md "commit", "find").
 //!
 //! `workbench_commit` is a thin shaping layer over [`Client::commit`], which owns the canonical
 //! manifest, the commit identity, the `run_manifest.json` envelope and the durable BuildCommit
@@ -49,7 +49,7 @@ pub fn commit_error(client: &Client, workbench_id: &str, err: crate::Error) -> T
             format!("this commit identity was already requested with other inputs: {reason}"),
         )
         .with_detail("path", wb_path),
-        // WORKBENCH.md: `NotFound {path}` — the workbench the commit was named for.
+        // docs/workbench.md: `NotFound {path}` — the workbench the commit was named for.
         E::Meta(meta::Error::CommitNotFound { commit_id }) => {
             ToolError::new(ErrorCode::NotFound, "the named commit does not exist")
                 .with_detail("path", wb_path)
@@ -166,7 +166,7 @@ fn identity_verified(env: &Value, workbench_id: &str, head_hex: Option<&str>) ->
     recomputed_md == md && recomputed == identity && head_hex == Some(identity)
 }
 
-/// `manifest_summary` (WORKBENCH.md "find"): `schema`, `workbench_id`, `commit_identity`,
+/// `manifest_summary` (docs/workbench.md "find"): `schema`, `workbench_id`, `commit_identity`,
 /// `content_digest_uri`, `manifest_digest_uri`, `committed_at_unix_seconds` of the envelope,
 /// `manifest_keys` (the user manifest's top-level keys sorted by their UTF-8 bytes) and
 /// `manifest_task` (its `task` member when that is a string, else null).

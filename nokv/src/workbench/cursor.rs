@@ -1,5 +1,5 @@
 //! Opaque, tamper-evident continuation cursors for `workbench_list` and `workbench_grep`
-//! (WORKBENCH.md, "Cursors").
+//! (docs/workbench.md, "Cursors").
 //!
 //! A cursor binds the tool, a scope digest (root, workbench, normalized prefix, view and — for
 //! grep — pattern set, glob and recursion; see [`scope_digest`]), the continuation fence (live
@@ -18,7 +18,7 @@ use base64::Engine as _;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// Largest accepted cursor string: 8 KiB (WORKBENCH.md caps).
+/// Largest accepted cursor string: 8 KiB (docs/workbench.md caps).
 pub const MAX_CURSOR_BYTES: usize = 8 * 1024;
 
 const TAG_BYTES: usize = 16;

@@ -1,4 +1,4 @@
-//! Literal string replacement for `workbench_edit` (WORKBENCH.md, "edit").
+//! Literal string replacement for `workbench_edit` (docs/workbench.md, "edit").
 //!
 //! Matching is byte-exact and literal: no regex, no `$` substitution, no whitespace, case or
 //! line-ending tolerance. Matches are found left to right and never overlap. When nothing

@@ -1,4 +1,4 @@
-//! Workbench error codes and the error envelope (WORKBENCH.md, "Error codes" and "Envelope").
+//! Workbench error codes and the error envelope (docs/workbench.md, "Error codes" and "Envelope").
 //!
 //! Every failed tool call becomes one JSON object
 //! `{"status":"error","code":STRING,"message":STRING,"retryable":BOOL,"details":OBJECT}`.
@@ -8,7 +8,7 @@
 use serde_json::{Map, Value};
 use std::fmt;
 
-/// Every error code of the Workbench contract (WORKBENCH.md, "Error codes"). The string form
+/// Every error code of the Workbench contract (docs/workbench.md, "Error codes"). The string form
 /// ([`ErrorCode::as_str`]) is the `code` field of the error envelope and is a compatibility surface.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ErrorCode {
@@ -63,7 +63,7 @@ pub enum ErrorCode {
     Internal,
 }
 
-/// The values of `details.conflict` for [`ErrorCode::Conflict`] (WORKBENCH.md, "Error codes").
+/// The values of `details.conflict` for [`ErrorCode::Conflict`] (docs/workbench.md, "Error codes").
 pub const CONFLICT_KINDS: [&str; 7] = [
     "Workspace",
     "PathGeneration",
@@ -75,7 +75,7 @@ pub const CONFLICT_KINDS: [&str; 7] = [
 ];
 
 impl ErrorCode {
-    /// All 24 codes, in the order of WORKBENCH.md.
+    /// All 24 codes, in the order of docs/workbench.md.
     pub const ALL: [ErrorCode; 24] = [
         ErrorCode::InvalidArguments,
         ErrorCode::UnknownTool,
@@ -139,7 +139,7 @@ impl ErrorCode {
     }
 
     /// Whether a caller may retry the same call unchanged: true exactly for `Conflict`,
-    /// `ReadFenceChanged` and `ObjectUnavailable` (WORKBENCH.md).
+    /// `ReadFenceChanged` and `ObjectUnavailable` (docs/workbench.md).
     pub fn retryable(self) -> bool {
         matches!(
             self,
@@ -191,7 +191,7 @@ impl ToolError {
     }
 
     /// The error envelope
-    /// `{"status":"error","code":…,"message":…,"retryable":…,"details":{…}}` (WORKBENCH.md, "Envelope").
+    /// `{"status":"error","code":…,"message":…,"retryable":…,"details":{…}}` (docs/workbench.md, "Envelope").
     pub fn envelope(&self) -> Value {
         let mut obj = Map::new();
         obj.insert("status".into(), Value::from("error"));

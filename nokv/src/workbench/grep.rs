@@ -1,4 +1,4 @@
-//! Pattern sets, basename globs and line matching for `workbench_grep` (WORKBENCH.md, "grep").
+//! Pattern sets, basename globs and line matching for `workbench_grep` (docs/workbench.md, "grep").
 //!
 //! Grep is a case-insensitive literal substring search per line, never a regex. Lines are split
 //! like structured text reads ([`super::shape::split_lines`]): `\n` and `\r\n` end a line.
@@ -7,7 +7,7 @@ use super::errors::{ToolError, ToolResult};
 use super::shape::split_lines;
 
 /// Maximum number of alternatives a `|`-separated `pattern` splits into, and maximum length of
-/// `patterns` (WORKBENCH.md: `patterns` ≤16).
+/// `patterns` (docs/workbench.md: `patterns` ≤16).
 pub const MAX_PATTERNS: usize = 16;
 
 /// Maximum snippet length in characters (Unicode scalar values) per match.

@@ -1,4 +1,4 @@
-//! The Workbench facade: the agent tools of `WORKBENCH.md`, transport-free (JSON in, JSON out).
+//! The Workbench facade: the agent tools of `docs/workbench.md`, transport-free (JSON in, JSON out).
 //!
 //! Every call is validated against the tool's JSON schema first (see [`schema`]), then against the
 //! facade's cross-field rules, then executed through the [`crate::Client`] SDK. Results are one JSON
@@ -157,7 +157,7 @@ pub fn tool_error(client: &Client, workbench_id: &str, err: crate::Error) -> Too
             limit_bytes,
         }),
         E::AlreadyExists { path } => ToolError::already_exists(&presented(&path)),
-        // A path is a file or a directory, never both (WORKBENCH.md, "Files and directories").
+        // A path is a file or a directory, never both (docs/workbench.md, "Files and directories").
         E::DirectoryExists { path } => ToolError::new(
             ErrorCode::AlreadyExists,
             format!(
@@ -193,7 +193,7 @@ pub fn tool_error(client: &Client, workbench_id: &str, err: crate::Error) -> Too
         E::RangeOutOfBounds { offset, len, size } => ToolError::invalid_arguments(format!(
             "range starting at byte {offset} ({len} bytes) is outside the body of {size} bytes"
         )),
-        // A lost or damaged block stays ObjectUnavailable (WORKBENCH.md), with a reason that
+        // A lost or damaged block stays ObjectUnavailable (docs/workbench.md), with a reason that
         // tells an agent not to expect a retry to help.
         // (fsck finds missing blocks from the listing; it does not read bytes, so a damaged
         // block is not sent there.)

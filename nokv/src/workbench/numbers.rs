@@ -1,4 +1,4 @@
-//! Exact JSON numbers (WORKBENCH.md, "Numbers": structured reads return JSON numbers exactly as
+//! Exact JSON numbers (docs/workbench.md, "Numbers": structured reads return JSON numbers exactly as
 //! stored — no rounding of large integers or long decimals).
 //!
 //! The workspace builds `serde_json` with `arbitrary_precision`, so a parsed

@@ -1,4 +1,4 @@
-//! Payload decoding for `workbench_put_file` and `workbench_append` (WORKBENCH.md, "Payloads").
+//! Payload decoding for `workbench_put_file` and `workbench_append` (docs/workbench.md, "Payloads").
 //!
 //! Exactly one of `text` (UTF-8, stored as its bytes) or `base64` (standard alphabet, canonical
 //! `=` padding, no whitespace) per call, at most [`MAX_PAYLOAD_BYTES`] decoded bytes.

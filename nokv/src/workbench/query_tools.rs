@@ -1,5 +1,5 @@
 //! `workbench_search`, `workbench_aggregate`, `workbench_catalog`: typed queries over the
-//! secondary index (WORKBENCH.md, "search / aggregate / catalog"), executed by
+//! secondary index (docs/workbench.md, "search / aggregate / catalog"), executed by
 //! [`meta::index`] at one read version; this module only translates JSON and shapes results.
 //!
 //! Arguments → typed request:

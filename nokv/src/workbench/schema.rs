@@ -1,5 +1,5 @@
 //! Tool names, descriptions and JSON-Schema input validation of the 18 Workbench tools
-//! (WORKBENCH.md, "The tools" and "Common rules"; schemas: `nokv/schemas/workbench-input-schemas.json`,
+//! (docs/workbench.md, "The tools" and "Common rules"; schemas: `nokv/schemas/workbench-input-schemas.json`,
 //! JSON Schema draft 2020-12, copied verbatim from the design folder).
 //!
 //! Every tool call is validated here first — unknown fields, wrong types, out-of-range limits —
@@ -19,7 +19,7 @@ pub const TOOLS_SCHEMA_ID: &str = "nokv.workbench.tools.v1";
 /// Maximum number of validation messages in `details.errors`.
 pub const MAX_REPORTED_ERRORS: usize = 8;
 
-/// The 18 canonical tool names, in WORKBENCH.md order.
+/// The 18 canonical tool names, in docs/workbench.md order.
 pub const TOOL_NAMES: [&str; 18] = [
     "workbench_create",
     "workbench_put_file",

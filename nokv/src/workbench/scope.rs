@@ -2,7 +2,7 @@
 //!
 //! A tool addresses `{section?}/{path?}` inside one workbench. The facade joins them into one
 //! workbench-relative [`NormPath`] (through the one shared normalizer of `meta`) and projects
-//! results back to `{root}/{id}[/{section}][/{relative}]` (WORKBENCH.md, "Presentation root").
+//! results back to `{root}/{id}[/{section}][/{relative}]` (docs/workbench.md, "Presentation root").
 
 use meta::NormPath;
 use serde_json::{Map, Value};

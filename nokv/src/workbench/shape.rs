@@ -1,11 +1,11 @@
-//! Result shaping for `workbench_read` (WORKBENCH.md, "read"): structured decoding of JSON, YAML
+//! Result shaping for `workbench_read` (docs/workbench.md, "read"): structured decoding of JSON, YAML
 //! and text bodies into records, record paging (`r:<n>` cursors) and byte ranges (`b:<end>`
 //! cursors).
 //!
 //! Record types (the `record_type` field of a read result):
 //! - `json_array`: a JSON body whose top-level value is an array; one record per element.
 //! - `json_object`: any other JSON body (object or scalar); one record, the value.
-//! - `yaml_mapping`: any YAML body. WORKBENCH.md names only this record type for YAML and says a
+//! - `yaml_mapping`: any YAML body. docs/workbench.md names only this record type for YAML and says a
 //!   top-level sequence is split per element: a sequence gives one record per element, any other
 //!   document (mapping, scalar, empty document = `null`) one record.
 //! - `text_lines`: everything else; one JSON string record per line.
@@ -14,7 +14,7 @@ use super::errors::{ToolError, ToolResult};
 use serde_json::{Map, Value};
 
 /// Largest body a structured read decodes: 16 MiB. Larger bodies → `ResourceExhausted`
-/// (WORKBENCH.md, "read"); read them with `format: bytes`.
+/// (docs/workbench.md, "read"); read them with `format: bytes`.
 pub const MAX_STRUCTURED_BYTES: u64 = 16 * 1024 * 1024;
 
 /// How a body is decoded by a structured read (see [`structured_format`]).
@@ -291,7 +291,7 @@ pub fn page_records(
 /// Computes the byte range of a `format: bytes` read: `[start, end)` with
 /// `end = min(start + limit, total)` and the next cursor `b:<end>` when bytes remain.
 ///
-/// Per WORKBENCH.md ("Bytes: range `[offset, offset+limit)`") `limit` is the page length in
+/// Per docs/workbench.md ("Bytes: range `[offset, offset+limit)`") `limit` is the page length in
 /// bytes, i.e. the tool's `limit` (1–300) is passed unchanged. `start` is `offset`, else the
 /// cursor's `<n>`, else 0; `offset` and `cursor` together are rejected. `start == total` is
 /// allowed and returns an empty range with no next cursor; `start > total` is rejected. All

@@ -1,5 +1,5 @@
 //! `workbench_snapshot`, `workbench_snapshot_renew`, `workbench_snapshot_retire`,
-//! `workbench_snapshot_list`, and the `at_snapshot` selector of list/stat/read (WORKBENCH.md;
+//! `workbench_snapshot_list`, and the `at_snapshot` selector of list/stat/read (docs/workbench.md;
 //! seed 000, "Snapshot Lifecycle And History Holds").
 //!
 //! Snapshot results carry `snapshot_id`, `name`, `read_version`, `lease_expires_at` (RFC 3339,
@@ -19,11 +19,11 @@ use super::{tool_error, Workbench};
 use crate::client::Client;
 use crate::snapshot::{SnapshotOptions, DAY_MS};
 
-/// Default lease in days (WORKBENCH.md).
+/// Default lease in days (docs/workbench.md).
 const DEFAULT_TTL_DAYS: u64 = 7;
-/// Largest canonical annotation in bytes (WORKBENCH.md).
+/// Largest canonical annotation in bytes (docs/workbench.md).
 const MAX_ANNOTATION_BYTES: usize = 4096;
-/// Deepest annotation nesting (WORKBENCH.md).
+/// Deepest annotation nesting (docs/workbench.md).
 const MAX_ANNOTATION_DEPTH: usize = 8;
 
 fn depth(v: &Value) -> usize {

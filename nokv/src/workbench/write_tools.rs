@@ -18,7 +18,7 @@ pub(super) fn create(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Ma
     let info = client
         .create_workbench(id)
         .map_err(|e| tool_error(client, id, e))?;
-    // Only an exact retry of a create is a success (WORKBENCH.md "create"). A visible marker that
+    // Only an exact retry of a create is a success (docs/workbench.md "create"). A visible marker that
     // an operation (a restore) published is another incarnation of the name, not a prior create.
     if !info.created && info.workspace.owning_operation.is_some() {
         return Err(ToolError::new(
