@@ -905,5 +905,30 @@ fn a_range_read_of_a_missing_block_is_object_unavailable_with_its_reason_like_th
         .unwrap();
     assert_eq!(tool["code"], "ObjectUnavailable", "{tool}");
     assert_eq!(tool["details"]["reason"], "object_missing", "{tool}");
+    // A whole-body download has sent its 200 before it reaches the lost block, so the server can
+    // only cut the stream; the client says why instead of reporting a broken connection.
+    let lost = |e: nokv::Error| match e {
+        nokv::Error::OperationFailed { code, message } => {
+            assert_eq!(code, "ObjectUnavailable", "{message}");
+            assert!(message.contains("nokv fsck"), "{message}");
+        }
+        other => panic!("expected ObjectUnavailable, got {other:?}"),
+    };
+    lost(remote.read_all("wb", "input/big.bin").unwrap_err());
+    let (version, files) = remote.list_files("wb", None).unwrap();
+    assert_eq!(files.len(), 1);
+    let mut sink = Vec::new();
+    lost(
+        remote
+            .read_to_writer_at("wb", "input/big.bin", version, &mut sink, &mut |_| {})
+            .unwrap_err(),
+    );
+    assert!(sink.len() <= 4 << 20, "{} bytes", sink.len());
+    assert_eq!(sink.as_slice(), &body[..sink.len()]);
+    // The first block is intact: a read that ends before the lost block still succeeds.
+    assert_eq!(
+        remote.read_range("wb", "input/big.bin", 0, 4 << 20).unwrap(),
+        &body[..4 << 20]
+    );
     srv.shutdown().unwrap();
 }

@@ -720,7 +720,8 @@ impl RemoteClient {
 
     /// Reads the whole artifact at `path` (live state).
     ///
-    /// Errors: as [`RemoteClient::stat`].
+    /// Errors: as [`RemoteClient::stat`]; [`Error::OperationFailed`] `ObjectUnavailable` when a
+    /// block of the body is lost or damaged (see [`RemoteClient::read_to_writer_at`]).
     pub fn read_all(&self, workbench_id: &str, path: &str) -> Result<Vec<u8>> {
         self.download(workbench_id, path, None, None, None, &mut |r, out| {
             std::io::copy(r, out)
@@ -786,10 +787,10 @@ impl RemoteClient {
                 200 | 206 => {
                     let mut out = Vec::new();
                     let mut body = resp.body_mut().as_reader();
-                    copy(&mut body, &mut out).map_err(|e| Error::Connection {
-                        url: self.base.clone(),
-                        reason: format!("the body download broke: {e}"),
-                    })?;
+                    if let Err(e) = copy(&mut body, &mut out) {
+                        let at = range.map_or(0, |r| r.0) + out.len() as u64;
+                        return Err(self.explain_cut(&target, at, e));
+                    }
                     Ok((out, size))
                 }
                 416 => Err(Error::RangeOutOfBounds {
@@ -805,10 +806,39 @@ impl RemoteClient {
         })
     }
 
+    /// Why a body download from `target` broke after its status line, `at` bytes into the body.
+    ///
+    /// Once the server has sent `200`/`206` it can only end a failing stream by cutting the
+    /// connection (a block it cannot read, a server that died, a network cut). One probe, a
+    /// one-byte range read of `target` at offset `at` (the same read version when `target` names
+    /// one), tells them apart: a block the server cannot serve answers with its error envelope
+    /// (`ObjectUnavailable`, reason `object_missing` or `object_damaged`), which is returned as
+    /// [`Error::OperationFailed`]; anything else, including a probe that fails to connect, keeps
+    /// the cut as a retryable [`Error::Connection`].
+    fn explain_cut(&self, target: &str, at: u64, broke: std::io::Error) -> Error {
+        let cut = Error::Connection {
+            url: self.base.clone(),
+            reason: format!("the body download broke after {at} bytes: {broke}"),
+        };
+        let probe = [("Range", format!("bytes={at}-{at}"))];
+        let Ok(resp) = self.exchange("GET", target, None, &probe, Payload::None) else {
+            return cut;
+        };
+        if matches!(resp.status().as_u16(), 200 | 206 | 416) {
+            return cut;
+        }
+        match self.read_envelope(resp).and_then(envelope_result) {
+            Err(e @ Error::OperationFailed { .. }) => e,
+            _ => cut,
+        }
+    }
+
     /// Streams the body of `path` at read version `version` into `out` (materialize); returns
     /// the bytes written.
     ///
-    /// Errors: as [`RemoteClient::stat`]; [`Error::Connection`] when the stream breaks.
+    /// Errors: as [`RemoteClient::stat`]; [`Error::OperationFailed`] `ObjectUnavailable` (or
+    /// `DigestMismatch`) when the stream broke at a block the server cannot serve (see
+    /// `explain_cut`); [`Error::Connection`] when the stream broke otherwise.
     pub fn read_to_writer_at(
         &self,
         workbench_id: &str,
@@ -832,10 +862,10 @@ impl RemoteClient {
         let mut buf = vec![0u8; 1 << 20];
         let mut written = 0u64;
         loop {
-            let n = body.read(&mut buf).map_err(|e| Error::Connection {
-                url: self.base.clone(),
-                reason: format!("the body download broke: {e}"),
-            })?;
+            let n = match body.read(&mut buf) {
+                Ok(n) => n,
+                Err(e) => return Err(self.explain_cut(&target, written, e)),
+            };
             if n == 0 {
                 break;
             }
