@@ -927,7 +927,9 @@ fn a_range_read_of_a_missing_block_is_object_unavailable_with_its_reason_like_th
     assert_eq!(sink.as_slice(), &body[..sink.len()]);
     // The first block is intact: a read that ends before the lost block still succeeds.
     assert_eq!(
-        remote.read_range("wb", "input/big.bin", 0, 4 << 20).unwrap(),
+        remote
+            .read_range("wb", "input/big.bin", 0, 4 << 20)
+            .unwrap(),
         &body[..4 << 20]
     );
     srv.shutdown().unwrap();
