@@ -251,6 +251,15 @@ fn fsck_names_a_published_block_that_is_missing_from_the_object_store() {
     assert_eq!(findings[0].subject, format!("revision {rev}"));
     assert!(findings[0].detail.contains(&lost), "{findings:?}");
     assert!(outcome.listing_error.is_none());
+    // The finding says how to get from the revision to the paths that lost their bytes.
+    let explain = format!("nokv gc --explain {rev}");
+    assert!(findings[0].detail.contains(&explain), "{findings:?}");
+    let (code, out) = cli(
+        &tmp.path().join("store"),
+        &["gc", "--explain", &rev.to_string()],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("outputs/a.txt"), "{out}");
 
     // The CLI (a read-only open beside this writer) reports it too and exits 1.
     let (code, out) = cli(&tmp.path().join("store"), &["fsck"]);

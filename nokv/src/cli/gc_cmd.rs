@@ -354,9 +354,10 @@ fn print_explanation(e: &Explanation, out: &mut dyn Write) {
     let _ = writeln!(out, "verdict: {}", verdict_text(&e.verdict));
 }
 
-/// Runs `nokv gc`; returns the exit code.
+/// Runs `nokv gc`; returns the exit code. `--explain` only reads, so it opens the store
+/// read-only (no lock: it answers beside a running writer such as `nokv serve`).
 pub fn run_gc(dir: &Path, args: GcArgs, out: &mut dyn Write) -> u8 {
-    match super::read_only::open_existing(dir, false) {
+    match super::read_only::open_existing(dir, args.explain.is_some()) {
         Ok(client) => run_gc_with(&client, args, out, &mut std::io::stderr()),
         Err(e) => {
             eprintln!("nokv: {e}");

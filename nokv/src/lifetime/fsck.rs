@@ -103,7 +103,10 @@ impl Client {
             .map(|(key, rev)| Finding {
                 kind: FindingKind::ObjectMissing,
                 subject: format!("revision {rev}"),
-                detail: format!("block object {key} is missing from the object store"),
+                detail: format!(
+                    "block object {key} is missing from the object store \
+                     (`nokv gc --explain {rev}` names the paths and commits that hold the revision)"
+                ),
             })
             .collect())
     }
