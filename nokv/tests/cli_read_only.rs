@@ -129,6 +129,10 @@ fn reading_calls_write_nothing() {
         vec!["tag", "list", "wb"],
         vec!["changes", "--limit", "3"],
         vec!["verify"],
+        vec!["config", "list"],
+        vec!["config", "get", "history_retention_versions"],
+        vec!["gc", "--explain", "wb", "input/penguins.json"],
+        vec!["fsck"],
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_nokv"))
             .arg("--store")

@@ -45,9 +45,11 @@ fn line(v: &SettingValue) -> String {
     )
 }
 
-/// Runs one `nokv config` action; returns the exit code.
+/// Runs one `nokv config` action; returns the exit code. `get` and `list` only read, so they
+/// open the store read-only (no lock: they answer next to a running writer).
 pub fn run_config(dir: &Path, cmd: ConfigCommand, out: &mut dyn Write) -> u8 {
-    match super::read_only::open_existing(dir, false) {
+    let reads_only = !matches!(cmd, ConfigCommand::Set { .. });
+    match super::read_only::open_existing(dir, reads_only) {
         Ok(client) => run_config_with(&client, cmd, out, &mut std::io::stderr()),
         Err(e) => {
             eprintln!("nokv: {e}");
