@@ -934,3 +934,112 @@ fn a_range_read_of_a_missing_block_is_object_unavailable_with_its_reason_like_th
     );
     srv.shutdown().unwrap();
 }
+
+/// A loopback TCP proxy in front of `upstream` that cuts the first whole-file download it
+/// carries (a `GET …/files/…` without `Range`) after `budget` response bytes — a network cut in
+/// the middle of a body — and passes everything else through. Returns its address; the proxy
+/// threads end with the test process.
+fn cutting_proxy(upstream: std::net::SocketAddr, budget: usize) -> std::net::SocketAddr {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let cut_done = Arc::new(AtomicBool::new(false));
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let Ok(server) = TcpStream::connect(upstream) else {
+                continue;
+            };
+            let armed = Arc::new(AtomicBool::new(false));
+            let (mut c_in, mut s_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            let (arm, done) = (Arc::clone(&armed), Arc::clone(&cut_done));
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 64 << 10];
+                while let Ok(n) = c_in.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    let head = String::from_utf8_lossy(&buf[..n]).to_ascii_lowercase();
+                    if head.starts_with("get /v1/workbenches/")
+                        && head.contains("/files/")
+                        && !head.contains("\r\nrange:")
+                        && !done.swap(true, Ordering::SeqCst)
+                    {
+                        arm.store(true, Ordering::SeqCst);
+                    }
+                    if s_out.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            });
+            let (mut s_in, mut c_out) = (server, client);
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 64 << 10];
+                let mut sent = 0usize;
+                while let Ok(n) = s_in.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    let n = if armed.load(Ordering::SeqCst) {
+                        n.min(budget - sent)
+                    } else {
+                        n
+                    };
+                    if c_out.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                    sent += n;
+                    if armed.load(Ordering::SeqCst) && sent >= budget {
+                        let _ = c_out.shutdown(std::net::Shutdown::Both);
+                        let _ = s_in.shutdown(std::net::Shutdown::Both);
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn a_download_cut_by_the_network_is_resumed_with_range_requests_and_loses_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s");
+    // Three blocks (4 + 4 + 1 MiB): the cut lands in the first, the resume crosses the others.
+    let body: Vec<u8> = (0..9u32 << 20).map(|i| (i % 253) as u8).collect();
+    {
+        let client = Client::open(&store).unwrap();
+        client.create_workbench("wb").unwrap();
+        client
+            .put(
+                "wb",
+                "input/big.bin",
+                &body,
+                &PutOptions::create("application/octet-stream", "t"),
+            )
+            .unwrap();
+    }
+    let srv = start(&store, None);
+    // Whole-body read: the first download is cut 1.5 MiB in, the client finishes it.
+    let proxy = cutting_proxy(srv.addr(), 3 << 19);
+    let remote = RemoteClient::connect(&format!("http://{proxy}"), None)
+        .unwrap()
+        .with_retries(0);
+    assert!(remote.read_all("wb", "input/big.bin").unwrap() == body);
+    // Materialize's streaming read at a read version, through a fresh proxy.
+    let proxy = cutting_proxy(srv.addr(), 3 << 19);
+    let remote = RemoteClient::connect(&format!("http://{proxy}"), None)
+        .unwrap()
+        .with_retries(0);
+    let (version, _) = remote.list_files("wb", None).unwrap();
+    let mut sink = Vec::new();
+    let mut progress = 0;
+    let n = remote
+        .read_to_writer_at("wb", "input/big.bin", version, &mut sink, &mut |done| {
+            progress = done
+        })
+        .unwrap();
+    assert_eq!((n, progress), (body.len() as u64, body.len() as u64));
+    assert!(sink == body);
+    srv.shutdown().unwrap();
+}

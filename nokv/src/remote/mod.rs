@@ -785,11 +785,30 @@ impl RemoteClient {
             }
             match status {
                 200 | 206 => {
+                    let start = range.map_or(0, |r| r.0);
+                    let end = if status == 200 {
+                        Some(size)
+                    } else {
+                        content_range_end(&resp)
+                    };
+                    let answered = resp
+                        .headers()
+                        .get("x-nokv-generation")
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_string);
                     let mut out = Vec::new();
                     let mut body = resp.body_mut().as_reader();
                     if let Err(e) = copy(&mut body, &mut out) {
-                        let at = range.map_or(0, |r| r.0) + out.len() as u64;
-                        return Err(self.explain_cut(&target, at, e));
+                        let at = start + out.len() as u64;
+                        self.resume_download(
+                            &target,
+                            at,
+                            end,
+                            answered.as_deref(),
+                            e,
+                            &mut out,
+                            &mut |_| {},
+                        )?;
                     }
                     Ok((out, size))
                 }
@@ -806,39 +825,92 @@ impl RemoteClient {
         })
     }
 
-    /// Why a body download from `target` broke after its status line, `at` bytes into the body.
+    /// Finishes a body download from `target` that broke after its status line, `at` bytes into
+    /// the body, with range requests of at most [`RESUME_CHUNK`] bytes up to `end` (exclusive;
+    /// the body's size, or the end of the requested range), written to `out`; returns `end`.
     ///
-    /// Once the server has sent `200`/`206` it can only end a failing stream by cutting the
-    /// connection (a block it cannot read, a server that died, a network cut). One probe, a
-    /// one-byte range read of `target` at offset `at` (the same read version when `target` names
-    /// one), tells them apart: a block the server cannot serve answers with its error envelope
-    /// (`ObjectUnavailable`, reason `object_missing` or `object_damaged`), which is returned as
-    /// [`Error::OperationFailed`]; anything else, including a probe that fails to connect, keeps
-    /// the cut as a retryable [`Error::Connection`].
-    fn explain_cut(&self, target: &str, at: u64, broke: std::io::Error) -> Error {
-        let cut = Error::Connection {
+    /// Once the server has sent `200` it can only end a failing stream by cutting the connection
+    /// (a block it cannot read, a server that died, a network cut), and bytes it sent just before
+    /// may be lost with the connection, so the break offset can lie before the block that
+    /// failed. The range requests (the same read version when `target` names one) tell the cases
+    /// apart and lose nothing: a block the server cannot serve answers with its error envelope
+    /// (`ObjectUnavailable`, reason `object_missing` or `object_damaged`), returned as
+    /// [`Error::OperationFailed`]; a transient cut is simply resumed. Each request either
+    /// advances or ends the resume, so it ends after at most `(end - at) / RESUME_CHUNK + 1`
+    /// requests.
+    ///
+    /// Errors: [`Error::OperationFailed`] as above; [`Error::Connection`] (retryable) when a
+    /// range request cannot connect or breaks too, when `end` is unknown, or when the answer
+    /// belongs to another generation than `generation` (the path was replaced meanwhile);
+    /// [`Error::LocalIo`] when `out` fails.
+    #[allow(clippy::too_many_arguments)]
+    fn resume_download(
+        &self,
+        target: &str,
+        mut at: u64,
+        end: Option<u64>,
+        generation: Option<&str>,
+        broke: std::io::Error,
+        out: &mut dyn std::io::Write,
+        on_progress: &mut dyn FnMut(u64),
+    ) -> Result<u64> {
+        let broke_at = at;
+        let cut = |detail: String| Error::Connection {
             url: self.base.clone(),
-            reason: format!("the body download broke after {at} bytes: {broke}"),
+            reason: format!("the body download broke after {broke_at} bytes: {broke}{detail}"),
         };
-        let probe = [("Range", format!("bytes={at}-{at}"))];
-        let Ok(resp) = self.exchange("GET", target, None, &probe, Payload::None) else {
-            return cut;
+        let Some(end) = end else {
+            return Err(cut(String::new()));
         };
-        if matches!(resp.status().as_u16(), 200 | 206 | 416) {
-            return cut;
+        while at < end {
+            let last = at.saturating_add(RESUME_CHUNK).min(end) - 1;
+            let range = [("Range", format!("bytes={at}-{last}"))];
+            let mut resp = match self.exchange("GET", target, None, &range, Payload::None) {
+                Ok(r) => r,
+                Err(e) => return Err(cut(format!("; resuming it failed: {e}"))),
+            };
+            if resp.status().as_u16() != 206 {
+                return match self.read_envelope(resp).and_then(envelope_result) {
+                    Err(e @ Error::OperationFailed { .. }) => Err(e),
+                    _ => Err(cut(String::new())),
+                };
+            }
+            let answered = resp
+                .headers()
+                .get("x-nokv-generation")
+                .and_then(|v| v.to_str().ok());
+            if generation.is_some() && answered != generation {
+                return Err(cut("; the path now holds another generation".into()));
+            }
+            let bytes = match resp
+                .body_mut()
+                .with_config()
+                .limit(RESUME_CHUNK)
+                .read_to_vec()
+            {
+                Ok(b) if b.len() as u64 == last - at + 1 => b,
+                Ok(_) => return Err(cut("; a resumed range came back short".into())),
+                Err(e) => return Err(cut(format!("; resuming it broke too: {e}"))),
+            };
+            out.write_all(&bytes).map_err(|source| Error::LocalIo {
+                op: "write",
+                path: std::path::PathBuf::from("<output>"),
+                source,
+            })?;
+            at = last + 1;
+            on_progress(at);
         }
-        match self.read_envelope(resp).and_then(envelope_result) {
-            Err(e @ Error::OperationFailed { .. }) => e,
-            _ => cut,
-        }
+        Ok(end)
     }
 
     /// Streams the body of `path` at read version `version` into `out` (materialize); returns
     /// the bytes written.
     ///
-    /// Errors: as [`RemoteClient::stat`]; [`Error::OperationFailed`] `ObjectUnavailable` (or
-    /// `DigestMismatch`) when the stream broke at a block the server cannot serve (see
-    /// `explain_cut`); [`Error::Connection`] when the stream broke otherwise.
+    /// A stream the server cuts is finished with range requests (see `resume_download`).
+    ///
+    /// Errors: as [`RemoteClient::stat`]; [`Error::OperationFailed`] `ObjectUnavailable` when
+    /// a block of the body is lost or damaged; [`Error::Connection`] when the stream broke and
+    /// could not be resumed.
     pub fn read_to_writer_at(
         &self,
         workbench_id: &str,
@@ -858,13 +930,33 @@ impl RemoteClient {
             envelope_result(v)?;
             return Ok(0);
         }
+        let size = resp
+            .headers()
+            .get("content-length")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        let answered = resp
+            .headers()
+            .get("x-nokv-generation")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         let mut body = resp.body_mut().as_reader();
         let mut buf = vec![0u8; 1 << 20];
         let mut written = 0u64;
         loop {
             let n = match body.read(&mut buf) {
                 Ok(n) => n,
-                Err(e) => return Err(self.explain_cut(&target, written, e)),
+                Err(e) => {
+                    return self.resume_download(
+                        &target,
+                        written,
+                        size,
+                        answered.as_deref(),
+                        e,
+                        out,
+                        on_progress,
+                    )
+                }
             };
             if n == 0 {
                 break;
@@ -987,6 +1079,19 @@ impl RemoteClient {
         }
         Ok(Box::new(resp.into_body().into_reader()))
     }
+}
+
+/// Most bytes one range request of a resumed download asks for (one 4 MiB block: the server
+/// answers a range from memory).
+const RESUME_CHUNK: u64 = 4 << 20;
+
+/// The exclusive end of the range a `206` answers (`Content-Range: bytes a-b/size` → `b + 1`).
+fn content_range_end(resp: &ureq::http::Response<ureq::Body>) -> Option<u64> {
+    let v = resp.headers().get("content-range")?.to_str().ok()?;
+    let (_, span) = v.split_once(' ')?;
+    let (range, _) = span.split_once('/')?;
+    let (_, last) = range.split_once('-')?;
+    last.parse::<u64>().ok()?.checked_add(1)
 }
 
 /// Whether an error code is a transport refusal of the server (not a Workbench code).
