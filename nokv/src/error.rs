@@ -49,7 +49,8 @@ pub enum Error {
         /// Workbench-relative path.
         path: String,
     },
-    /// A replace or append named an implicit directory, not a file (facade `NotArtifact`).
+    /// A replace, append or single-path removal named an implicit directory, not a file (facade
+    /// `NotArtifact`).
     #[error("`{path}` is a directory, not a file")]
     NotArtifact {
         /// Workbench-relative path.

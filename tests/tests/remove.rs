@@ -355,6 +355,12 @@ fn cli_rm_removes_with_cas_replays_by_request_id_and_removes_prefixes() {
     let (code, missing) = cli(&store, &["rm", "wb", "outputs/x.txt"]);
     assert_eq!(code, Some(1));
     assert_eq!(missing["code"], "NotFound", "{missing}");
+    // A directory (a section, or a path with files under it) is not a file: NotArtifact with
+    // the way to remove it, nothing removed.
+    let (code, d) = cli(&store, &["rm", "wb", "logs"]);
+    assert_eq!(code, Some(1), "{d}");
+    assert_eq!(d["code"], "NotArtifact", "{d}");
+    assert!(d["message"].as_str().unwrap().contains("nokv rm -r"), "{d}");
     let (code, rec) = cli(&store, &["rm", "-r", "wb", "logs"]);
     assert_eq!(code, Some(0), "{rec}");
     assert_eq!(rec["removed_count"], 2);

@@ -133,8 +133,9 @@ impl Client {
     /// the removed bytes; [`Client::gc`] deletes them once nothing holds them.
     ///
     /// Errors: [`Error::InvalidPath`] (normalizer; the reserved run/restore manifests);
-    /// [`Error::WorkbenchNotFound`]; [`Error::NotFound`] when no file is at exactly `path` (an
-    /// implicit directory is not a file: use [`Client::remove_prefix`]);
+    /// [`Error::WorkbenchNotFound`]; [`Error::NotFound`] when nothing is at `path`;
+    /// [`Error::NotArtifact`] when `path` is an implicit directory (files lie under it; use
+    /// [`Client::remove_prefix`]);
     /// [`Error::GenerationConflict`] with `expected_generation` stale (nothing written);
     /// `Error::Meta(RequestReplayMismatch)` when the request id was used for another removal;
     /// [`Error::Busy`].
@@ -163,8 +164,16 @@ impl Client {
             path: norm.clone(),
             expected_generation: options.expected_generation,
         };
-        let receipt =
-            ops::remove(self.meta(), &req).map_err(|e| map_remove_error(e, &norm, workbench_id))?;
+        let receipt = match ops::remove(self.meta(), &req) {
+            Ok(r) => r,
+            // No file at `path`: an implicit directory is named as such (remove_prefix takes it).
+            Err(meta::Error::PathNotFound) if self.is_directory(workbench_id, &norm)? => {
+                return Err(Error::NotArtifact {
+                    path: norm.as_str().to_string(),
+                })
+            }
+            Err(e) => return Err(map_remove_error(e, &norm, workbench_id)),
+        };
         Ok(RemoveReceipt {
             path: norm,
             removed_generation: receipt.removed.generation,
@@ -173,6 +182,16 @@ impl Client {
             commit_version: receipt.commit_version,
             idempotent_replay: receipt.idempotent_replay,
         })
+    }
+
+    /// Whether `path` is an implicit directory (files lie under it) of the visible workbench,
+    /// at a fresh read. Errors: `Error::Meta` (storage).
+    fn is_directory(&self, workbench_id: &str, path: &NormPath) -> Result<bool> {
+        let read = self.meta().read();
+        match read.visible_workspace(workbench_id) {
+            Ok(ws) => Ok(read.has_descendants(&ws.incarnation, path)?),
+            Err(_) => Ok(false),
+        }
     }
 
     /// Removes every artifact under `prefix` (a directory such as `outputs/run1`, or a file) in
