@@ -513,4 +513,14 @@ fn an_explicit_store_wins_over_nokv_server_and_both_flags_are_a_usage_error() {
         stderr.contains("--server and --store exclude each other"),
         "{stderr}"
     );
+    // A workbench call still gets its one JSON envelope on stdout.
+    let env: Value = serde_json::from_slice(&both.stdout).expect("envelope on stdout");
+    assert_eq!(env["code"], "InvalidArguments", "{env}");
+    assert!(
+        env["message"]
+            .as_str()
+            .unwrap()
+            .contains("--server and --store exclude each other"),
+        "{env}"
+    );
 }

@@ -357,17 +357,11 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
             ));
         }
         Ok(_) => {}
-        Err(e) => {
-            eprintln!("nokv: {e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
+        Err(e) => return usage_error(&args, &mut out, &e.to_string()),
     }
     let server = match server_url(cli.server.as_deref(), cli.store.is_some()) {
         Ok(server) => server,
-        Err(usage) => {
-            eprintln!("nokv: {usage}");
-            return ExitCode::from(EXIT_USAGE);
-        }
+        Err(usage) => return usage_error(&args, &mut out, &usage.to_string()),
     };
     if let Some(url) = &server {
         let local = matches!(
@@ -1054,6 +1048,17 @@ fn is_workbench_call(args: &[std::ffi::OsString]) -> bool {
 
 /// The `InvalidArguments` envelope of a command-line usage error under `nokv workbench`: clap's
 /// message (plain text) plus `details {usage, reason}`.
+/// A usage error found after parsing (conflicting flags): `nokv: …` on stderr and, for
+/// `nokv workbench …` (which promises one JSON envelope on stdout), the `InvalidArguments`
+/// envelope on `out`; exit 2.
+fn usage_error(args: &[std::ffi::OsString], out: &mut dyn Write, message: &str) -> ExitCode {
+    eprintln!("nokv: {message}");
+    if is_workbench_call(args) {
+        print_json(out, &ToolError::invalid_arguments(message).envelope());
+    }
+    ExitCode::from(EXIT_USAGE)
+}
+
 fn usage_envelope(err: &clap::Error) -> Value {
     let rendered = err.render().to_string();
     let first = rendered
