@@ -45,6 +45,10 @@ fn changes_cursor_resumes_in_a_new_process_without_gaps_or_duplicates() {
     for i in 0..5 {
         put(&store, &format!("a{i}"));
     }
+    // A limit of 0 events is a usage error (it printed one event), and prints no event.
+    let zero = nokv(&store, &["changes", "--limit", "0"]);
+    assert_eq!(zero.status.code(), Some(2));
+    assert!(zero.stdout.is_empty(), "{zero:?}");
     let first = nokv(&store, &["changes", "--limit", "3"]);
     assert_eq!(first.status.code(), Some(0));
     let first = lines(&first);

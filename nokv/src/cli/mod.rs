@@ -201,8 +201,8 @@ pub enum Command {
         /// Keep polling for new events until interrupted (or `--limit`).
         #[arg(long)]
         follow: bool,
-        /// Stop after printing this many events.
-        #[arg(long)]
+        /// Stop after printing this many events (at least 1).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
         limit: Option<u64>,
         /// Poll interval of `--follow` in milliseconds (default 500).
         #[arg(long, default_value_t = 500)]
