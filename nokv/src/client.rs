@@ -395,6 +395,11 @@ impl Client {
             );
             match opened {
                 Err(meta::Error::Storage(holt::Error::Locked { .. })) => {
+                    // A running server holds the lock for as long as it runs: say where it
+                    // serves instead of waiting for it.
+                    if let Some(url) = crate::server::address::serving(dir) {
+                        return Err(Error::StoreServed { url });
+                    }
                     if std::time::Instant::now() >= deadline {
                         return Err(Error::StoreBusy);
                     }

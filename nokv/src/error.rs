@@ -28,6 +28,15 @@ pub enum Error {
     /// Another process kept the store locked for the whole lock wait (retry later).
     #[error("another process is using the store; retry")]
     StoreBusy,
+    /// A running `nokv serve` owns the store (it holds the lock for as long as it runs): send
+    /// the call to it instead (`--server URL`, `NOKV_SERVER`, [`crate::remote::RemoteClient`]).
+    /// Found at once, without the lock wait, from the address the server recorded in the store
+    /// (`<store>/server/address.json`) and its live process.
+    #[error("a running `nokv serve` owns this store and serves it at {url}; send the call there (--server {url})")]
+    StoreServed {
+        /// The server's base URL, e.g. `http://127.0.0.1:7070`.
+        url: String,
+    },
     /// No artifact exists at the path.
     #[error("no artifact at `{path}`")]
     NotFound {

@@ -1043,3 +1043,88 @@ fn a_download_cut_by_the_network_is_resumed_with_range_requests_and_loses_nothin
     assert!(sink == body);
     srv.shutdown().unwrap();
 }
+
+#[test]
+fn a_writer_beside_a_running_server_is_told_where_it_serves_and_a_killed_servers_record_is_ignored()
+{
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s");
+    let spawn = |port: u16| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_nokv"))
+            .args(["--store", store.to_str().unwrap(), "serve", "--listen"])
+            .arg(format!("127.0.0.1:{port}"))
+            .env_remove("NOKV_TOKEN")
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let free_port = || {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let wait_up = |url: &str| {
+        let remote = RemoteClient::connect(url, None).unwrap();
+        for _ in 0..400 {
+            if remote.health().is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        panic!("server did not come up");
+    };
+    let cli_put = |path: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_nokv"))
+            .args(["--store", store.to_str().unwrap(), "workbench", "put_file"])
+            .arg(format!(
+                r#"{{"id":"wb","section":"input","path":"{path}","text":"x"}}"#
+            ))
+            .env_remove("NOKV_SERVER")
+            .output()
+            .unwrap();
+        (out.status.code(), json(&out.stdout))
+    };
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let mut child = spawn(port);
+    wait_up(&url);
+    RemoteClient::connect(&url, None)
+        .unwrap()
+        .create_workbench("wb")
+        .unwrap();
+    // A writer opening the store itself is refused at once with where to send the call (it
+    // waited 30 s for a lock the server never releases, then said to retry).
+    let (code, v) = cli_put("a.txt");
+    assert_eq!(code, Some(1), "{v}");
+    assert_eq!(v["code"], "InvalidState", "{v}");
+    assert_eq!(v["retryable"], false, "{v}");
+    assert_eq!(v["details"]["reason"], "store_served", "{v}");
+    assert_eq!(v["details"]["server_url"], url.as_str(), "{v}");
+    assert!(v["message"].as_str().unwrap().contains("--server"), "{v}");
+    // The same call through the server works.
+    let remote = RemoteClient::connect(&url, None).unwrap();
+    let ok = remote
+        .call_tool(
+            "put_file",
+            &json!({"id":"wb","section":"input","path":"a.txt","text":"x"}),
+        )
+        .unwrap();
+    assert_eq!(ok["status"], "success", "{ok}");
+    // A killed server leaves its record behind; it is ignored once the lock is free.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(store.join("server/address.json").is_file());
+    let (code, v) = cli_put("b.txt");
+    assert_eq!(code, Some(0), "{v}");
+    // A server stopped by SIGTERM removes its record.
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let mut child = spawn(port);
+    wait_up(&url);
+    assert!(std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert!(!store.join("server/address.json").exists());
+}

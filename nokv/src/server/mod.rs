@@ -20,6 +20,7 @@
 //! Transport failures (auth, malformed DTOs, limits, timeouts) are 4xx/5xx with a JSON error
 //! body of the envelope's shape ([`error::ApiError`]).
 
+pub mod address;
 mod body;
 pub mod control;
 pub mod error;
@@ -288,7 +289,12 @@ impl RunningServer {
 pub fn start(opts: ServerOptions) -> Result<RunningServer> {
     let (listener, addr) = bind(&opts)?;
     let state = open_state(opts, addr)?;
-    let thread = ServerThread::spawn("nokv-server", move |stop| run_loop(listener, state, stop))?;
+    let store = state.opts.store.clone();
+    let thread = ServerThread::spawn("nokv-server", move |stop| {
+        let result = run_loop(listener, state, stop);
+        address::clear(&store);
+        result
+    })?;
     Ok(RunningServer { addr, thread })
 }
 
@@ -302,7 +308,9 @@ pub fn serve(opts: ServerOptions) -> Result<()> {
     let state = open_state(opts, addr)?;
     eprintln!("nokv serve: listening on http://{addr}");
     let drain_timeout = state.opts.drain_timeout;
+    let store = state.opts.store.clone();
     let result = run_loop(listener, state, termination_signal(drain_timeout));
+    address::clear(&store);
     if result.is_ok() {
         eprintln!("nokv serve: stopped; the store is closed");
     }
@@ -323,6 +331,7 @@ fn open_state(opts: ServerOptions, addr: SocketAddr) -> Result<Arc<AppState>> {
         },
     )?;
     let journal = journal::Journal::open(&opts.store.join("server"), opts.replay_retention)?;
+    address::record(&opts.store, &format!("http://{addr}"));
     let workbench = Workbench::new(client.clone());
     Ok(Arc::new(AppState {
         client,

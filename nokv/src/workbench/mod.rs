@@ -237,6 +237,15 @@ pub fn store_error(err: crate::Error) -> ToolError {
             ErrorCode::NotFound,
             "no NoKV store exists at the selected location (--store / NOKV_STORE / ./.nokv); create a workbench first",
         ),
+        E::StoreServed { url } => ToolError::new(
+            ErrorCode::InvalidState,
+            format!(
+                "a running `nokv serve` owns this store and serves it at {url}: send the call \
+                 there (--server {url}, or NOKV_SERVER={url})"
+            ),
+        )
+        .with_detail("reason", Value::from("store_served"))
+        .with_detail("server_url", Value::from(url)),
         E::StoreBusy => ToolError::new(
             ErrorCode::Conflict,
             "another process kept the store locked for the whole wait (30 s); retry",
