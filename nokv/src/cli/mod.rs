@@ -361,7 +361,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
     }
     let server = match server_url(cli.server.as_deref(), cli.store.is_some()) {
         Ok(server) => server,
-        Err(usage) => return usage_error(&args, &mut out, &usage.to_string()),
+        Err(usage) => return usage_error(&args, &mut out, usage),
     };
     if let Some(url) = &server {
         let local = matches!(
