@@ -323,3 +323,73 @@ fn objects_collected_by_gc_are_not_reported_missing() {
     }
     assert_fsck_clean(&client);
 }
+
+#[test]
+fn fsck_verify_bytes_names_a_damaged_or_truncated_block_that_plain_fsck_cannot_see() {
+    let (tmp, client) = store();
+    let store_dir = tmp.path().join("store");
+    let damaged = |name: &str| {
+        let rev = revision_of(&client, "wb", name);
+        let keys = gc_support::own_keys(&client, &rev);
+        assert_eq!(keys.len(), 1, "{keys:?}");
+        let key = keys.into_iter().next().unwrap();
+        (rev, key.clone(), store_dir.join("objects").join(key))
+    };
+    // One byte flipped in a's block, b's block cut short: both still listed by the provider.
+    let (rev_a, key_a, file_a) = damaged("outputs/a.txt");
+    let mut bytes = std::fs::read(&file_a).unwrap();
+    bytes[0] ^= 0x20;
+    std::fs::write(&file_a, &bytes).unwrap();
+    let (rev_b, key_b, file_b) = damaged("outputs/b.txt");
+    let bytes = std::fs::read(&file_b).unwrap();
+    std::fs::write(&file_b, &bytes[..bytes.len() - 1]).unwrap();
+
+    // fsck reads no bytes: clean.
+    assert_fsck_clean(&client);
+    let outcome = client.fsck_verifying_bytes().unwrap();
+    let mut found: Vec<(FindingKind, String, String)> = outcome
+        .report
+        .findings
+        .iter()
+        .map(|f| (f.kind, f.subject.clone(), f.detail.clone()))
+        .collect();
+    found.sort_by(|x, y| x.1.cmp(&y.1));
+    assert_eq!(found.len(), 2, "{found:?}");
+    for (kind, subject, detail) in &found {
+        assert_eq!(*kind, FindingKind::ObjectDamaged);
+        let (rev, key, why) = if *subject == format!("revision {rev_a}") {
+            (&rev_a, &key_a, "sha256:")
+        } else {
+            (&rev_b, &key_b, "bytes")
+        };
+        assert_eq!(*subject, format!("revision {rev}"));
+        assert!(detail.contains(key.as_str()), "{detail}");
+        assert!(detail.contains(why), "{detail}");
+    }
+    // The CLI (read-only beside this writer): exit 1 with both findings; plain fsck exit 0.
+    let (code, out) = cli(&store_dir, &["fsck", "--verify-bytes"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains(&format!(
+            "ObjectDamaged  revision {rev_a}: block object {key_a}"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "ObjectDamaged  revision {rev_b}: block object {key_b}"
+        )),
+        "{out}"
+    );
+    let (code, out) = cli(&store_dir, &["fsck"]);
+    assert_eq!(code, Some(0), "{out}");
+
+    // Publishing the files again and collecting the damaged revisions makes it clean.
+    for (name, body) in [("outputs/a.txt", &b"alpha"[..]), ("outputs/b.txt", b"beta")] {
+        client
+            .put("wb", name, body, &gc_support::replace())
+            .unwrap();
+    }
+    gc_support::gc_until_quiet(&client, 8);
+    assert!(client.fsck_verifying_bytes().unwrap().is_clean());
+}

@@ -117,6 +117,10 @@ pub enum FindingKind {
     /// A block object an Available revision's manifest names is absent from the object store
     /// (found by `nokv fsck` from the provider listing; see [`ObjectKeys::required`]).
     ObjectMissing,
+    /// A block object an Available revision owns differs from its recorded length or SHA-256
+    /// (found only by `nokv fsck --verify-bytes`, which reads every such block; see
+    /// [`ObjectKeys::integrity`]).
+    ObjectDamaged,
 }
 
 impl FindingKind {
@@ -149,6 +153,7 @@ impl FindingKind {
             FindingKind::SnapshotInvariant => "SnapshotInvariant",
             FindingKind::DamagedMetadataBlock => "DamagedMetadataBlock",
             FindingKind::ObjectMissing => "ObjectMissing",
+            FindingKind::ObjectDamaged => "ObjectDamaged",
             FindingKind::UnreadableRow => "UnreadableRow",
         }
     }
@@ -946,6 +951,11 @@ pub struct ObjectKeys {
     /// listing as an [`FindingKind::ObjectMissing`] finding (confirmed at a newer read with
     /// [`available_revisions`], so a revision collected meanwhile is not reported).
     pub required: BTreeMap<String, ArtifactRevisionId>,
+    /// The recorded length (bytes) and `sha256:` digest URI of each block object an Available
+    /// revision owns physically (its own manifest rows; a child revision's rows reusing an
+    /// older revision's block describe only a range of it), keyed by object key: what
+    /// `nokv fsck --verify-bytes` checks each object's bytes against.
+    pub integrity: BTreeMap<String, (u64, String)>,
 }
 
 /// The owned and the required object keys of the shard's root ([`ObjectKeys`]), from one
@@ -986,6 +996,11 @@ pub fn object_keys(shard: &MetaShard) -> Result<ObjectKeys> {
                 out.required
                     .entry(row.object_key.clone())
                     .or_insert(key.revision);
+                if row.physical_owner_revision == key.revision && row.object_offset == 0 {
+                    out.integrity
+                        .entry(row.object_key.clone())
+                        .or_insert((row.length, row.digest_uri.clone()));
+                }
             }
             out.owned.insert(row.object_key);
             Ok(())

@@ -1,4 +1,4 @@
-//! `nokv fsck [--repair-index] [--json]`.
+//! `nokv fsck [--repair-index] [--verify-bytes] [--json]`.
 //!
 //! Prints one line per finding (`KIND  SUBJECT: DETAIL`), the unowned provider objects as
 //! information, and a summary. Exit 0 when no finding remains, 1 otherwise (unowned objects
@@ -26,6 +26,11 @@ pub struct FsckArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Also read every published block and check it against its recorded length and SHA-256
+    /// (`ObjectDamaged` findings); reads every published byte once.
+    #[arg(long)]
+    #[serde(default)]
+    pub verify_bytes: bool,
 }
 
 /// Runs `nokv fsck`; returns the exit code. A store that cannot be opened is `nokv: …` on stderr
@@ -65,7 +70,12 @@ pub(crate) fn run_fsck_with(
     } else {
         None
     };
-    let outcome = match client.fsck() {
+    let checked = if args.verify_bytes {
+        client.fsck_verifying_bytes()
+    } else {
+        client.fsck()
+    };
+    let outcome = match checked {
         Ok(o) => o,
         Err(e) => {
             let _ = writeln!(err, "nokv: {e}");
