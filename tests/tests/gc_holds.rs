@@ -399,3 +399,34 @@ fn gc_keeps_the_base_of_a_live_appended_revision() {
         }
     ));
 }
+
+#[test]
+fn dry_run_previews_a_revision_that_only_the_quiet_tip_holds_as_the_pass_collects_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let client = open_gc(&tmp.path().join("store"));
+    client.create_workbench("wb").unwrap();
+    client
+        .put("wb", "outputs/x.bin", &body(1, 64), &create())
+        .unwrap();
+    let rev = revision_of(&client, "wb", "outputs/x.bin");
+    // The removal is the newest command: with retention 0 only the quiet tip keeps the revision
+    // (the pass commits one barrier, then collects it). The dry run said it was waiting for the
+    // retention window.
+    client
+        .remove("wb", "outputs/x.bin", &RemoveOptions::default())
+        .unwrap();
+    let dry = client
+        .gc(&GcOptions {
+            dry_run: true,
+            max_revisions: None,
+        })
+        .unwrap();
+    let previewed: Vec<String> = dry.collected.iter().map(|c| c.revision.to_hex()).collect();
+    assert_eq!(previewed, vec![rev.clone()], "{dry:?}");
+    assert!(dry.waiting.is_empty(), "{dry:?}");
+    // Nothing was written or deleted by the dry run; the pass collects exactly that revision.
+    assert_eq!(own_keys(&client, &rev).len(), 1);
+    let pass = client.gc(&GcOptions::default()).unwrap();
+    let collected: Vec<String> = pass.collected.iter().map(|c| c.revision.to_hex()).collect();
+    assert_eq!(collected, vec![rev], "{pass:?}");
+}

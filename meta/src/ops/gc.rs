@@ -824,7 +824,7 @@ pub fn run_pass(
             match classify(&snap, &key, &cand, floor, &in_flight)? {
                 Class::Stale => stale.push((key, bytes)),
                 Class::InProgress | Class::Eligible => work.push(key),
-                Class::Waiting(z, flight) => waiting.push((key.revision, z, flight)),
+                Class::Waiting(z, flight) => waiting.push((key, z, flight)),
                 Class::Skip => {}
             }
         }
@@ -844,8 +844,8 @@ pub fn run_pass(
         let min_hold = hold_list.iter().map(|h| h.read_version).min();
         report.waiting = waiting
             .iter()
-            .map(|(rev, z, flight)| WaitingRevision {
-                revision: *rev,
+            .map(|(key, z, flight)| WaitingRevision {
+                revision: key.revision,
                 last_zero_ref_version: *z,
                 reasons: wait_reasons(*z, floor, tip, retention, &hold_list, *flight),
             })
@@ -853,18 +853,32 @@ pub fn run_pass(
         if work.is_empty() {
             // A quiescent tip is all that keeps a candidate: one barrier command makes the tip
             // pass it.
-            let tip_only = waiting.iter().any(|(_, z, flight)| {
+            let tip_only = |z: u64, flight: &Option<_>| {
                 flight.is_none()
-                    && tip.saturating_sub(retention) == *z
-                    && min_hold.is_none_or(|h| h > *z)
-            });
-            if tip_only && !barrier_this_round && !opts.dry_run {
+                    && tip.saturating_sub(retention) == z
+                    && min_hold.is_none_or(|h| h > z)
+            };
+            let any_tip_only = waiting.iter().any(|(_, z, flight)| tip_only(*z, flight));
+            if any_tip_only && !barrier_this_round && !opts.dry_run {
                 report.barrier_generation = Some(advance_barrier(shard)?);
                 observe(Boundary::Barrier);
                 barrier_this_round = true;
                 continue;
             }
-            break;
+            if any_tip_only && opts.dry_run {
+                // The real pass would commit that barrier and then collect these candidates:
+                // preview them as collected instead of reporting them waiting.
+                work = waiting
+                    .iter()
+                    .filter(|(_, z, flight)| tip_only(*z, flight))
+                    .map(|(key, _, _)| *key)
+                    .collect();
+                report
+                    .waiting
+                    .retain(|w| !work.iter().any(|k| k.revision == w.revision));
+            } else {
+                break;
+            }
         }
         barrier_this_round = false;
         let mut progressed = false;
