@@ -45,6 +45,12 @@ fn cli_commits_tags_finds_and_retires() {
     let (code, conflict) = cli(&store, &["commit", "input", "--message", "v2"]);
     assert_eq!(code, 1);
     assert_eq!(conflict["code"], "WorkbenchCommitConflict");
+    // The hint names this command's flag, not the tool's JSON field.
+    let hint = conflict["message"].as_str().unwrap();
+    assert!(
+        hint.contains("--replace") && !hint.contains("replace=true"),
+        "{hint}"
+    );
 
     let (code, tag) = cli(
         &store,

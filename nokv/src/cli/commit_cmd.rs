@@ -280,7 +280,12 @@ pub fn run_commit_with(client: &Client, args: CommitArgs, out: &mut dyn Write) -
                         "parents": r.parents,
                     })),
                 ),
-                Err(e) => failure(out, commit_error(&client, &wb, e)),
+                Err(e) => {
+                    // The tool's message names its JSON field; this command's flag is --replace.
+                    let mut err = commit_error(&client, &wb, e);
+                    err.message = err.message.replace("pass replace=true", "pass --replace");
+                    failure(out, err)
+                }
             }
         }
     }
