@@ -841,23 +841,28 @@ fn a_refusal_keeps_its_details_through_the_remote_client_and_the_cli() {
     srv.shutdown().unwrap();
 }
 
+/// Creates the store with workbench `wb` holding `input/big.bin`, a body of `mib` MiB (4 MiB
+/// blocks), and returns the body.
+fn store_with_big_file(store: &Path, mib: u32) -> Vec<u8> {
+    let body: Vec<u8> = (0..mib << 20).map(|i| (i % 251) as u8).collect();
+    let client = Client::open(store).unwrap();
+    client.create_workbench("wb").unwrap();
+    client
+        .put(
+            "wb",
+            "input/big.bin",
+            &body,
+            &PutOptions::create("application/octet-stream", "t"),
+        )
+        .unwrap();
+    body
+}
+
 #[test]
 fn a_range_read_of_a_missing_block_is_object_unavailable_with_its_reason_like_the_read_tool() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("s");
-    let body: Vec<u8> = (0..5u32 << 20).map(|i| (i % 251) as u8).collect();
-    {
-        let client = Client::open(&store).unwrap();
-        client.create_workbench("wb").unwrap();
-        client
-            .put(
-                "wb",
-                "input/big.bin",
-                &body,
-                &PutOptions::create("application/octet-stream", "t"),
-            )
-            .unwrap();
-    }
+    let body = store_with_big_file(&store, 5);
     // The second 4 MiB block disappears behind the metadata's back.
     let mut stack = vec![store.join("objects")];
     let mut second = None;
@@ -1006,19 +1011,7 @@ fn a_download_cut_by_the_network_is_resumed_with_range_requests_and_loses_nothin
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("s");
     // Three blocks (4 + 4 + 1 MiB): the cut lands in the first, the resume crosses the others.
-    let body: Vec<u8> = (0..9u32 << 20).map(|i| (i % 253) as u8).collect();
-    {
-        let client = Client::open(&store).unwrap();
-        client.create_workbench("wb").unwrap();
-        client
-            .put(
-                "wb",
-                "input/big.bin",
-                &body,
-                &PutOptions::create("application/octet-stream", "t"),
-            )
-            .unwrap();
-    }
+    let body = store_with_big_file(&store, 9);
     let srv = start(&store, None);
     // Whole-body read: the first download is cut 1.5 MiB in, the client finishes it.
     let proxy = cutting_proxy(srv.addr(), 3 << 19);

@@ -622,8 +622,9 @@ class Workbench:
             removed: [{relative_path, generation}], kept_reserved, batches}``.
 
         Raises:
-            NotFound: no file at ``path`` (a directory too, without ``recursive``), or no such
-                workbench.
+            NotFound: nothing at ``path``, or no such workbench.
+            NotArtifact: ``path`` is a directory (files lie under it) and ``recursive`` is
+                false; nothing removed.
             Conflict: ``expected_generation`` is stale (``details["conflict"] ==
                 "PathGeneration"``); nothing removed.
             InvalidArguments: a reserved manifest; a bad path or request id; ``request_id`` or

@@ -41,12 +41,15 @@ def test_remove_then_stat_and_read_are_not_found(store: nokv.Store, wb: nokv.Wor
     assert wb.put("outputs/model.bin", b"v2").created
 
 
-def test_removing_a_missing_path_or_a_directory_is_not_found(wb: nokv.Workbench) -> None:
+def test_removing_a_missing_path_is_not_found_and_a_directory_not_an_artifact(
+    wb: nokv.Workbench,
+) -> None:
     with pytest.raises(nokv.NotFound):
         wb.remove("outputs/never.txt")
     wb.put("outputs/dir/a.txt", "a")
-    with pytest.raises(nokv.NotFound):
+    with pytest.raises(nokv.NotArtifact) as err:
         wb.remove("outputs/dir")  # a directory needs recursive=True
+    assert "recursive" in str(err.value)
     assert wb.read_text("outputs/dir/a.txt") == "a"
     with pytest.raises(nokv.NotFound):
         wb.store.workbench("wb").remove("outputs/never.txt", recursive=False)

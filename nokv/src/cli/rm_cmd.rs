@@ -97,13 +97,6 @@ pub(crate) fn run_rm_with(client: &Client, args: RmArgs, out: &mut dyn Write) ->
             print_json(out, &envelope);
             EXIT_OK
         }
-        Err(e) => {
-            let directory = matches!(e, crate::Error::NotArtifact { .. });
-            let mut err = removal_error(client, wb, e);
-            if directory {
-                err.message = format!("{} (`nokv rm -r` removes everything under it)", err.message);
-            }
-            fail(out, err, EXIT_TOOL_ERROR)
-        }
+        Err(e) => fail(out, removal_error(client, wb, e), EXIT_TOOL_ERROR),
     }
 }

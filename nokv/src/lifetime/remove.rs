@@ -94,14 +94,24 @@ impl PrefixRemoval {
 }
 
 /// The typed tool error of a failed removal, for every front door: a request id reused for a
-/// different command is `InvalidArguments` with `details.reason = "request_id_reused"`; every
-/// other error maps like any tool error of `workbench_id` ([`crate::workbench::tool_error`]).
+/// different command is `InvalidArguments` with `details.reason = "request_id_reused"`; a
+/// directory (`NotArtifact`) says that a recursive removal takes it; every other error maps like
+/// any tool error of `workbench_id` ([`crate::workbench::tool_error`]).
 pub fn removal_error(client: &Client, workbench_id: &str, err: Error) -> ToolError {
     match err {
         Error::Meta(meta::Error::RequestReplayMismatch) => ToolError::invalid_arguments(
             "this request id was already used for a different command; pick a new id",
         )
         .with_detail("reason", Value::from("request_id_reused")),
+        Error::NotArtifact { .. } => {
+            let mut e = crate::workbench::tool_error(client, workbench_id, err);
+            e.message = format!(
+                "{} (a recursive removal removes everything under it: `nokv rm -r`, \
+                 `Client::remove_prefix`, `remove(..., recursive=True)` in Python)",
+                e.message
+            );
+            e
+        }
         other => crate::workbench::tool_error(client, workbench_id, other),
     }
 }
