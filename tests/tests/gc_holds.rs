@@ -401,32 +401,40 @@ fn gc_keeps_the_base_of_a_live_appended_revision() {
 }
 
 #[test]
-fn dry_run_previews_a_revision_that_only_the_quiet_tip_holds_as_the_pass_collects_it() {
+fn dry_run_previews_the_revisions_that_only_the_quiet_tip_holds_as_the_pass_collects_them() {
     let tmp = tempfile::tempdir().unwrap();
     let client = open_gc(&tmp.path().join("store"));
     client.create_workbench("wb").unwrap();
-    client
-        .put("wb", "outputs/x.bin", &body(1, 64), &create())
-        .unwrap();
-    let rev = revision_of(&client, "wb", "outputs/x.bin");
-    // The removal is the newest command: with retention 0 only the quiet tip keeps the revision
-    // (the pass commits one barrier, then collects it). The dry run said it was waiting for the
-    // retention window.
-    client
-        .remove("wb", "outputs/x.bin", &RemoveOptions::default())
-        .unwrap();
+    let mut revs = BTreeSet::new();
+    for (i, name) in ["outputs/a.bin", "outputs/b.bin"].iter().enumerate() {
+        client
+            .put("wb", name, &body(i as u64 + 1, 64), &create())
+            .unwrap();
+        revs.insert(revision_of(&client, "wb", name));
+    }
+    // The removals are the newest commands: with retention 0, `a` is eligible at the pass's
+    // first round and only the quiet tip keeps `b` (the pass commits one barrier, or its own
+    // commands move the tip, then collects it). The dry run said `b` was waiting for the
+    // retention window — with or without another eligible revision beside it.
+    for name in ["outputs/a.bin", "outputs/b.bin"] {
+        client
+            .remove("wb", name, &RemoveOptions::default())
+            .unwrap();
+    }
     let dry = client
         .gc(&GcOptions {
             dry_run: true,
             max_revisions: None,
         })
         .unwrap();
-    let previewed: Vec<String> = dry.collected.iter().map(|c| c.revision.to_hex()).collect();
-    assert_eq!(previewed, vec![rev.clone()], "{dry:?}");
+    let previewed: BTreeSet<String> = dry.collected.iter().map(|c| c.revision.to_hex()).collect();
+    assert_eq!(previewed, revs, "{dry:?}");
     assert!(dry.waiting.is_empty(), "{dry:?}");
-    // Nothing was written or deleted by the dry run; the pass collects exactly that revision.
-    assert_eq!(own_keys(&client, &rev).len(), 1);
+    // Nothing was written or deleted by the dry run; the pass collects exactly those revisions.
+    for rev in &revs {
+        assert_eq!(own_keys(&client, rev).len(), 1);
+    }
     let pass = client.gc(&GcOptions::default()).unwrap();
-    let collected: Vec<String> = pass.collected.iter().map(|c| c.revision.to_hex()).collect();
-    assert_eq!(collected, vec![rev], "{pass:?}");
+    let collected: BTreeSet<String> = pass.collected.iter().map(|c| c.revision.to_hex()).collect();
+    assert_eq!(collected, revs, "{pass:?}");
 }

@@ -850,35 +850,33 @@ pub fn run_pass(
                 reasons: wait_reasons(*z, floor, tip, retention, &hold_list, *flight),
             })
             .collect();
+        // A quiescent tip is all that keeps a candidate: one barrier command makes the tip pass
+        // it.
+        let tip_only = |z: u64, flight: &Option<_>| {
+            flight.is_none() && tip.saturating_sub(retention) == z && min_hold.is_none_or(|h| h > z)
+        };
+        let any_tip_only = waiting.iter().any(|(_, z, flight)| tip_only(*z, flight));
+        if any_tip_only && opts.dry_run {
+            // The real pass commits that barrier (or its own commands move the tip) and then
+            // collects these candidates: preview them as collected instead of waiting.
+            let tip_held: Vec<_> = waiting
+                .iter()
+                .filter(|(_, z, flight)| tip_only(*z, flight))
+                .map(|(key, _, _)| *key)
+                .collect();
+            report
+                .waiting
+                .retain(|w| !tip_held.iter().any(|k| k.revision == w.revision));
+            work.extend(tip_held);
+        }
         if work.is_empty() {
-            // A quiescent tip is all that keeps a candidate: one barrier command makes the tip
-            // pass it.
-            let tip_only = |z: u64, flight: &Option<_>| {
-                flight.is_none()
-                    && tip.saturating_sub(retention) == z
-                    && min_hold.is_none_or(|h| h > z)
-            };
-            let any_tip_only = waiting.iter().any(|(_, z, flight)| tip_only(*z, flight));
             if any_tip_only && !barrier_this_round && !opts.dry_run {
                 report.barrier_generation = Some(advance_barrier(shard)?);
                 observe(Boundary::Barrier);
                 barrier_this_round = true;
                 continue;
             }
-            if any_tip_only && opts.dry_run {
-                // The real pass would commit that barrier and then collect these candidates:
-                // preview them as collected instead of reporting them waiting.
-                work = waiting
-                    .iter()
-                    .filter(|(_, z, flight)| tip_only(*z, flight))
-                    .map(|(key, _, _)| *key)
-                    .collect();
-                report
-                    .waiting
-                    .retain(|w| !work.iter().any(|k| k.revision == w.revision));
-            } else {
-                break;
-            }
+            break;
         }
         barrier_this_round = false;
         let mut progressed = false;
