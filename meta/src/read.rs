@@ -193,13 +193,7 @@ impl Reader {
     ///
     /// Errors: storage errors.
     pub fn has_descendants(&self, inc: &WorkspaceIncarnationId, dir: &NormPath) -> Result<bool> {
-        let spec = ScanSpec {
-            prefix: path_current::children_prefix(&self.root, inc, Some(dir)),
-            start_after: None,
-            delimiter: None,
-            limit: 1,
-        };
-        Ok(!self.snap.scan(Family::PathCurrent, &spec)?.is_empty())
+        crate::ops::publish::has_descendants(&self.snap, &self.root, inc, dir)
     }
 
     /// Whether a file could be created at `path` under the namespace rule (a path is a file or

@@ -196,16 +196,29 @@ pub fn namespace_check<S: Snapshot>(
         }
         predicates.push(Predicate::absent(Family::PathCurrent, key));
     }
+    if has_descendants(snap, root, inc, path)? {
+        return Err(Error::PathIsDirectory);
+    }
+    Ok(predicates)
+}
+
+/// Whether any published path of incarnation `inc` lies strictly under `path` at `snap`: one
+/// limit-1 prefix probe of PathCurrent (the implicit-directory test of the namespace rule).
+///
+/// Errors: storage errors.
+pub(crate) fn has_descendants<S: Snapshot>(
+    snap: &S,
+    root: &RootId,
+    inc: &WorkspaceIncarnationId,
+    path: &NormPath,
+) -> Result<bool> {
     let probe = ScanSpec {
         prefix: path_current::children_prefix(root, inc, Some(path)),
         start_after: None,
         delimiter: None,
         limit: 1,
     };
-    if !snap.scan(Family::PathCurrent, &probe)?.is_empty() {
-        return Err(Error::PathIsDirectory);
-    }
-    Ok(predicates)
+    Ok(!snap.scan(Family::PathCurrent, &probe)?.is_empty())
 }
 
 /// Pure validation of a request (no storage access). Errors: [`Error::InvalidArgument`].

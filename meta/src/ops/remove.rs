@@ -271,8 +271,9 @@ fn receipt(out: crate::command::CommandOutcome) -> Result<RemoveReceipt> {
 /// path is gone).
 ///
 /// Errors: [`Error::InvalidArgument`] (invalid workbench id, reserved manifest);
-/// [`Error::WorkspaceNotFound`]; [`Error::PathNotFound`] (no file at exactly this path — an
-/// implicit directory is not a file); [`Error::GenerationConflict`] when `expected_generation`
+/// [`Error::WorkspaceNotFound`]; [`Error::PathNotFound`] (nothing at this path);
+/// [`Error::PathIsDirectory`] (an implicit directory: files lie under it);
+/// [`Error::GenerationConflict`] when `expected_generation`
 /// differs (nothing written); [`Error::RequestReplayMismatch`]; [`Error::Fenced`];
 /// [`Error::ReadVersionConflict`] after [`super::MAX_ATTEMPTS`]; codec and storage errors.
 pub fn remove(shard: &MetaShard, req: &RemoveRequest) -> Result<RemoveReceipt> {
@@ -306,7 +307,7 @@ pub(crate) enum Planned {
 
 /// Builds the removal command of `req` at `snap` with point reads only (no prefix scan): the
 /// fence rows, the CommandDedupe row, WorkspaceCurrent, PathCurrent and the referenced
-/// ArtifactRevision.
+/// ArtifactRevision; only a path without a file costs one limit-1 probe for descendants.
 pub(crate) fn plan<S: Snapshot>(
     shard: &MetaShard,
     snap: &S,
@@ -321,6 +322,10 @@ pub(crate) fn plan<S: Snapshot>(
     let (ws_key, ws_bytes, ws) = super::tag::visible_ws(snap, &root, &req.workbench_id)?;
     let pkey = path_current::key(&root, &ws.incarnation, &req.path);
     let Some(bytes) = snap.get(Family::PathCurrent, &pkey)? else {
+        // No file here: an implicit directory is named as such (a prefix removal takes it).
+        if super::publish::has_descendants(snap, &root, &ws.incarnation, &req.path)? {
+            return Err(Error::PathIsDirectory);
+        }
         return Err(Error::PathNotFound);
     };
     let entry = PathEntry::decode(&bytes)?;

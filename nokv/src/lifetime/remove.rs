@@ -121,6 +121,9 @@ fn map_remove_error(err: meta::Error, path: &NormPath, workbench_id: &str) -> Er
         meta::Error::PathNotFound => Error::NotFound {
             path: path.as_str().to_string(),
         },
+        meta::Error::PathIsDirectory => Error::NotArtifact {
+            path: path.as_str().to_string(),
+        },
         meta::Error::GenerationConflict { expected, actual } => Error::GenerationConflict {
             path: path.as_str().to_string(),
             expected: Some(expected),
@@ -174,16 +177,8 @@ impl Client {
             path: norm.clone(),
             expected_generation: options.expected_generation,
         };
-        let receipt = match ops::remove(self.meta(), &req) {
-            Ok(r) => r,
-            // No file at `path`: an implicit directory is named as such (remove_prefix takes it).
-            Err(meta::Error::PathNotFound) if self.is_directory(workbench_id, &norm)? => {
-                return Err(Error::NotArtifact {
-                    path: norm.as_str().to_string(),
-                })
-            }
-            Err(e) => return Err(map_remove_error(e, &norm, workbench_id)),
-        };
+        let receipt =
+            ops::remove(self.meta(), &req).map_err(|e| map_remove_error(e, &norm, workbench_id))?;
         Ok(RemoveReceipt {
             path: norm,
             removed_generation: receipt.removed.generation,
@@ -192,16 +187,6 @@ impl Client {
             commit_version: receipt.commit_version,
             idempotent_replay: receipt.idempotent_replay,
         })
-    }
-
-    /// Whether `path` is an implicit directory (files lie under it) of the visible workbench,
-    /// at a fresh read. Errors: `Error::Meta` (storage).
-    fn is_directory(&self, workbench_id: &str, path: &NormPath) -> Result<bool> {
-        let read = self.meta().read();
-        match read.visible_workspace(workbench_id) {
-            Ok(ws) => Ok(read.has_descendants(&ws.incarnation, path)?),
-            Err(_) => Ok(false),
-        }
     }
 
     /// Removes every artifact under `prefix` (a directory such as `outputs/run1`, or a file) in
