@@ -17,7 +17,7 @@ use serde_json::{json, Map, Value};
 use super::{print_json, EXIT_OK, EXIT_TOOL_ERROR};
 use crate::client::Client;
 use crate::commit::CommitRequest;
-use crate::workbench::commit_tools::commit_error;
+use crate::workbench::commit_tools::{commit_error, commit_error_naming};
 use crate::workbench::errors::ToolError;
 use crate::workbench::{store_error, Workbench};
 use meta::ops::tag::{TagCondition, TagInfo};
@@ -280,12 +280,7 @@ pub fn run_commit_with(client: &Client, args: CommitArgs, out: &mut dyn Write) -
                         "parents": r.parents,
                     })),
                 ),
-                Err(e) => {
-                    // The tool's message names its JSON field; this command's flag is --replace.
-                    let mut err = commit_error(&client, &wb, e);
-                    err.message = err.message.replace("pass replace=true", "pass --replace");
-                    failure(out, err)
-                }
+                Err(e) => failure(out, commit_error_naming(&client, &wb, e, "--replace")),
             }
         }
     }

@@ -32,6 +32,17 @@ const MAX_FIND_MANIFEST_BYTES: u64 = crate::workbench::payload::MAX_PAYLOAD_BYTE
 /// `WorkbenchCommitProtocolMismatch`, `NotFound`, `InvalidState`, `Conflict/CommitHead`, …);
 /// everything else goes through [`tool_error`].
 pub fn commit_error(client: &Client, workbench_id: &str, err: crate::Error) -> ToolError {
+    commit_error_naming(client, workbench_id, err, "replace=true")
+}
+
+/// [`commit_error`] whose `WorkbenchCommitConflict` hint names `replace` as the caller spells it
+/// (`replace=true` for the tool's JSON field, `--replace` for `nokv commit`).
+pub fn commit_error_naming(
+    client: &Client,
+    workbench_id: &str,
+    err: crate::Error,
+    replace: &str,
+) -> ToolError {
     use crate::Error as E;
     let wb_path = client.workbench_path(workbench_id);
     match err {
@@ -39,7 +50,7 @@ pub fn commit_error(client: &Client, workbench_id: &str, err: crate::Error) -> T
             ErrorCode::WorkbenchCommitConflict,
             format!(
                 "workbench `{workbench_id}` is already committed with a different identity; \
-                 pass replace=true to move its head to this commit"
+                 pass {replace} to move its head to this commit"
             ),
         )
         .with_detail("path", wb_path)
