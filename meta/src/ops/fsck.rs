@@ -119,7 +119,7 @@ pub enum FindingKind {
     ObjectMissing,
     /// A block object an Available revision owns differs from its recorded length or SHA-256
     /// (found only by `nokv fsck --verify-bytes`, which reads every such block; see
-    /// [`ObjectKeys::integrity`]).
+    /// [`RequiredObject::record`]).
     ObjectDamaged,
 }
 
@@ -944,18 +944,25 @@ pub struct ObjectKeys {
     /// prefix is unowned (`nokv fsck` lists it as information).
     pub owned: BTreeSet<String>,
     /// The block objects that must exist: every key named by a manifest row of an **Available**
-    /// revision (published, not claimed by garbage collection), mapped to the first such
-    /// revision naming it (a key reused by a child revision names its physical owner's object).
-    /// Deleting, Quarantined and Deleted revisions are left out — their objects are being or
-    /// were deleted on purpose. `nokv fsck` reports each of these keys absent from the provider
-    /// listing as an [`FindingKind::ObjectMissing`] finding (confirmed at a newer read with
-    /// [`available_revisions`], so a revision collected meanwhile is not reported).
-    pub required: BTreeMap<String, ArtifactRevisionId>,
-    /// The recorded length (bytes) and `sha256:` digest URI of each block object an Available
-    /// revision owns physically (its own manifest rows; a child revision's rows reusing an
-    /// older revision's block describe only a range of it), keyed by object key: what
-    /// `nokv fsck --verify-bytes` checks each object's bytes against.
-    pub integrity: BTreeMap<String, (u64, String)>,
+    /// revision (published, not claimed by garbage collection), with what is recorded of it
+    /// ([`RequiredObject`]). Deleting, Quarantined and Deleted revisions are left out — their
+    /// objects are being or were deleted on purpose. `nokv fsck` reports each of these keys
+    /// absent from the provider listing as an [`FindingKind::ObjectMissing`] finding (confirmed
+    /// at a newer read with [`available_revisions`], so a revision collected meanwhile is not
+    /// reported); `nokv fsck --verify-bytes` checks each present one against its record.
+    pub required: BTreeMap<String, RequiredObject>,
+}
+
+/// A block object that must exist (see [`ObjectKeys::required`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequiredObject {
+    /// The first Available revision naming the object (a key reused by a child revision names
+    /// its physical owner's object).
+    pub revision: ArtifactRevisionId,
+    /// The object's recorded length in bytes and `sha256:` digest URI, from the manifest row of
+    /// the revision that owns it physically, when that revision is Available (`None` otherwise:
+    /// a child revision's rows reusing an older block describe only a range of it).
+    pub record: Option<(u64, String)>,
 }
 
 /// The owned and the required object keys of the shard's root ([`ObjectKeys`]), from one
@@ -993,13 +1000,17 @@ pub fn object_keys(shard: &MetaShard) -> Result<ObjectKeys> {
             let key = crate::codec::artifact_manifest::ArtifactManifestKey::decode(k)?;
             let row = ManifestRow::decode_value(key.object_index, v)?;
             if available.contains(&key.revision) {
-                out.required
-                    .entry(row.object_key.clone())
-                    .or_insert(key.revision);
-                if row.physical_owner_revision == key.revision && row.object_offset == 0 {
-                    out.integrity
+                let required =
+                    out.required
                         .entry(row.object_key.clone())
-                        .or_insert((row.length, row.digest_uri.clone()));
+                        .or_insert(RequiredObject {
+                            revision: key.revision,
+                            record: None,
+                        });
+                if row.physical_owner_revision == key.revision && row.object_offset == 0 {
+                    required
+                        .record
+                        .get_or_insert_with(|| (row.length, row.digest_uri.clone()));
                 }
             }
             out.owned.insert(row.object_key);

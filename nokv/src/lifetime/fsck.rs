@@ -60,11 +60,7 @@ impl Client {
 
     fn fsck_with(&self, verify_bytes: bool) -> Result<FsckOutcome> {
         let mut report = ops::check(self.meta())?;
-        let ops::ObjectKeys {
-            owned,
-            required,
-            integrity,
-        } = ops::object_keys(self.meta())?;
+        let ops::ObjectKeys { owned, required } = ops::object_keys(self.meta())?;
         let prefix = format!(
             "{}{}/{}/",
             objstore::keys::ARTIFACTS_PREFIX,
@@ -80,7 +76,7 @@ impl Client {
                 if verify_bytes {
                     report
                         .findings
-                        .extend(self.damaged_objects(&required, &integrity, &listed)?);
+                        .extend(self.damaged_objects(&required, &listed)?);
                 }
                 (
                     keys.iter()
@@ -100,18 +96,19 @@ impl Client {
     }
 
     /// One `ObjectMissing` finding per key of `required` (object key → an Available revision
-    /// naming it) that the provider listing `listed` lacks — after confirming, at a newer read,
+    /// naming it, with its record) that the provider listing `listed` lacks — after confirming, at a newer read,
     /// that the revision is still Available (a garbage-collection pass may have claimed it and
     /// deleted its objects between fsck's read and its listing; a read-only client confirms
     /// through a fresh read-only open of the same store, or its own view if that open fails).
     fn missing_objects(
         &self,
-        required: &BTreeMap<String, ArtifactRevisionId>,
+        required: &BTreeMap<String, ops::RequiredObject>,
         listed: &BTreeSet<&str>,
     ) -> Result<Vec<Finding>> {
         let absent: Vec<(&String, &ArtifactRevisionId)> = required
             .iter()
             .filter(|(key, _)| !listed.contains(key.as_str()))
+            .map(|(key, r)| (key, &r.revision))
             .collect();
         if absent.is_empty() {
             return Ok(Vec::new());
@@ -132,24 +129,26 @@ impl Client {
                 kind: FindingKind::ObjectMissing,
                 subject: format!("revision {rev}"),
                 detail: format!(
-                    "block object {key} is missing from the object store \
-                     (`nokv gc --explain {rev}` names the paths and commits that hold the revision)"
+                    "block object {key} is missing from the object store ({})",
+                    explain_hint(rev)
                 ),
             })
             .collect())
     }
 
-    /// One `ObjectDamaged` finding per listed block object of `integrity` (object key →
-    /// recorded length and digest) whose bytes differ from the record. An object gone since the
-    /// listing (collected by GC) is skipped.
+    /// One `ObjectDamaged` finding per listed block object of `required` whose bytes differ from
+    /// its record (an object whose owning revision is not Available has no record and is not
+    /// read). An object gone since the listing (collected by GC) is skipped.
     fn damaged_objects(
         &self,
-        required: &BTreeMap<String, ArtifactRevisionId>,
-        integrity: &BTreeMap<String, (u64, String)>,
+        required: &BTreeMap<String, ops::RequiredObject>,
         listed: &BTreeSet<&str>,
     ) -> Result<Vec<Finding>> {
         let mut out = Vec::new();
-        for (key, (len, digest_uri)) in integrity {
+        for (key, required) in required {
+            let Some((len, digest_uri)) = &required.record else {
+                continue;
+            };
             if !listed.contains(key.as_str()) {
                 continue;
             }
@@ -165,14 +164,14 @@ impl Client {
                 Err(objstore::Error::IntegrityMismatch {
                     expected, actual, ..
                 }) => {
-                    let rev = required.get(key).map(|r| r.to_string()).unwrap_or_default();
+                    let rev = required.revision;
                     out.push(Finding {
                         kind: FindingKind::ObjectDamaged,
                         subject: format!("revision {rev}"),
                         detail: format!(
                             "block object {key} differs from its record: expected {expected}, \
-                             found {actual} (`nokv gc --explain {rev}` names the paths and \
-                             commits that hold the revision)"
+                             found {actual} ({})",
+                            explain_hint(&rev)
                         ),
                     });
                 }
@@ -189,4 +188,9 @@ impl Client {
     pub fn repair_index(&self) -> Result<RepairReport> {
         Ok(ops::repair_index(self.meta())?)
     }
+}
+
+/// The pointer a block finding gives from its revision to the paths that lost their bytes.
+fn explain_hint(rev: &ArtifactRevisionId) -> String {
+    format!("`nokv gc --explain {rev}` names the paths and commits that hold the revision")
 }
