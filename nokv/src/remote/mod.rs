@@ -756,25 +756,13 @@ impl RemoteClient {
         self.retrying(|| {
             let mut resp = self.exchange("GET", &target, None, &extra, Payload::None)?;
             let status = resp.status().as_u16();
-            let size = resp
-                .headers()
-                .get("content-range")
-                .and_then(|v| v.to_str().ok())
+            let size = header(&resp, "content-range")
                 .and_then(|v| v.rsplit('/').next())
                 .and_then(|v| v.parse().ok())
-                .or_else(|| {
-                    resp.headers()
-                        .get("content-length")
-                        .and_then(|v| v.to_str().ok())
-                        .and_then(|v| v.parse().ok())
-                })
+                .or_else(|| header(&resp, "content-length").and_then(|v| v.parse().ok()))
                 .unwrap_or(0u64);
             if let (Some(expected), 200 | 206 | 416) = (generation, status) {
-                let actual = resp
-                    .headers()
-                    .get("x-nokv-generation")
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.parse::<u64>().ok());
+                let actual = header(&resp, "x-nokv-generation").and_then(|v| v.parse::<u64>().ok());
                 if actual != Some(expected) {
                     return Err(Error::GenerationConflict {
                         path: path.to_string(),
@@ -791,11 +779,7 @@ impl RemoteClient {
                     } else {
                         content_range_end(&resp)
                     };
-                    let answered = resp
-                        .headers()
-                        .get("x-nokv-generation")
-                        .and_then(|v| v.to_str().ok())
-                        .map(str::to_string);
+                    let answered = header(&resp, "x-nokv-generation").map(str::to_string);
                     let mut out = Vec::new();
                     let mut body = resp.body_mut().as_reader();
                     if let Err(e) = copy(&mut body, &mut out) {
@@ -875,11 +859,7 @@ impl RemoteClient {
                     _ => Err(cut(String::new())),
                 };
             }
-            let answered = resp
-                .headers()
-                .get("x-nokv-generation")
-                .and_then(|v| v.to_str().ok());
-            if generation.is_some() && answered != generation {
+            if generation.is_some() && header(&resp, "x-nokv-generation") != generation {
                 return Err(cut("; the path now holds another generation".into()));
             }
             let bytes = match resp
@@ -930,16 +910,8 @@ impl RemoteClient {
             envelope_result(v)?;
             return Ok(0);
         }
-        let size = resp
-            .headers()
-            .get("content-length")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        let answered = resp
-            .headers()
-            .get("x-nokv-generation")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
+        let size = header(&resp, "content-length").and_then(|v| v.parse::<u64>().ok());
+        let answered = header(&resp, "x-nokv-generation").map(str::to_string);
         let mut body = resp.body_mut().as_reader();
         let mut buf = vec![0u8; 1 << 20];
         let mut written = 0u64;
@@ -1085,9 +1057,14 @@ impl RemoteClient {
 /// answers a range from memory).
 const RESUME_CHUNK: u64 = 4 << 20;
 
+/// The value of response header `name`, when present and visible ASCII.
+fn header<'a>(resp: &'a ureq::http::Response<ureq::Body>, name: &str) -> Option<&'a str> {
+    resp.headers().get(name)?.to_str().ok()
+}
+
 /// The exclusive end of the range a `206` answers (`Content-Range: bytes a-b/size` → `b + 1`).
 fn content_range_end(resp: &ureq::http::Response<ureq::Body>) -> Option<u64> {
-    let v = resp.headers().get("content-range")?.to_str().ok()?;
+    let v = header(resp, "content-range")?;
     let (_, span) = v.split_once(' ')?;
     let (range, _) = span.split_once('/')?;
     let (_, last) = range.split_once('-')?;
