@@ -26,9 +26,9 @@ use crate::codec::{put_bytes, put_u16, put_u32, put_u64, put_u8};
 use crate::error::{Error, Result};
 #[cfg(test)]
 use crate::mvcc;
-use crate::mvcc::{HISTORY_NAME, HISTORY_TAG};
-use crate::registry::TreeMeta;
-use crate::state::{Slot, State, TreeMap, Value};
+use crate::registry::{TreeMeta, HISTORY_NAME, HISTORY_TAG};
+use crate::slot::{Slot, TreeMap, Value};
+use crate::state::State;
 use crate::wal::fs::WalFs;
 #[cfg(test)]
 use crate::wal::fs::{self as wfs, WalFile};

@@ -13,7 +13,8 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::image::{set, BlockSink, Image, Meta, ProgressFn, TreeEntry, TrieBuilder};
 use crate::layers::{Head, Layer, Merged};
-use crate::mvcc::{self, HISTORY_TAG};
+use crate::mvcc;
+use crate::registry::HISTORY_TAG;
 use crate::state::Frozen;
 use crate::wal::fs::WalFs;
 

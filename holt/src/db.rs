@@ -6,17 +6,19 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 
 use crate::batch::{Batch, BatchOp, MAX_KEY_LEN, MAX_VALUE_LEN};
 use crate::checkpoint;
 use crate::compact::{self, Job};
 use crate::error::{Error, Result};
 use crate::image::{set, Image, Progress, TreeEntry};
-use crate::mvcc::{self, HISTORY_TAG};
+use crate::mvcc;
 use crate::options::{Options, ScrubReport, Stats, WalIo, WalIoPath};
-use crate::registry::{TreeInfo, TreeMeta};
-use crate::state::{Frozen, State, TreeMap, Visibility};
+use crate::published::Published;
+use crate::registry::{TreeInfo, TreeMeta, HISTORY_TAG};
+use crate::slot::TreeMap;
+use crate::state::{Frozen, State, Visibility};
 use crate::store_format::{self, StoreFormat};
 use crate::tree::{Tree, View};
 use crate::wal::fs::WalFs;
@@ -148,11 +150,10 @@ pub(crate) struct Accepted {
 }
 
 pub(crate) struct Inner {
-    id: u64,
     opts: Options,
     dir: Option<PathBuf>,
-    /// The newest durable state; what readers see.
-    published: RwLock<Arc<State>>,
+    /// The newest durable state; what readers (and `Tree` handles) see.
+    published: Arc<Published>,
     /// The commit lock, guarding the newest (possibly not yet durable) state that the next
     /// batch is validated against.
     tip: Mutex<Arc<State>>,
@@ -234,10 +235,12 @@ impl Inner {
     ) -> Self {
         let state = Arc::new(state);
         Inner {
-            id: NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),
             opts,
             dir,
-            published: RwLock::new(state.clone()),
+            published: Arc::new(Published::new(
+                NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),
+                state.clone(),
+            )),
             tip: Mutex::new(state),
             wal,
             ckpt: Mutex::new(()),
@@ -266,16 +269,11 @@ impl Inner {
     }
 
     pub(crate) fn current(&self) -> Arc<State> {
-        self.published.read().clone()
+        self.published.current()
     }
 
     pub(crate) fn view(&self) -> View {
-        let state = self.current();
-        View {
-            version: state.version,
-            state,
-            db_id: self.id,
-        }
+        View::latest(self.current(), self.id())
     }
 
     /// Runs `build` against the tip under the commit lock; if it yields a new state and record,
@@ -317,7 +315,7 @@ impl Inner {
         match &self.wal {
             None => {
                 *tip = st.clone();
-                *self.published.write() = st.clone();
+                self.published.set(st.clone());
                 drop(tip);
                 self.visible.notify();
                 Ok(Accepted {
@@ -345,7 +343,7 @@ impl Inner {
         let Some(wal) = &self.wal else {
             return Ok(());
         };
-        let durable = wal.wait_durable(lsn, &self.published);
+        let durable = wal.wait_durable(lsn, self.published.cell());
         // Engine-core hook for `Db::wait_visible`: the state with `lsn` (or a newer one) is
         // published now — or the log failed, which waiters must learn too.
         self.visible.notify();
@@ -359,7 +357,7 @@ impl Inner {
 
     /// The engine id that views and tree handles are bound to.
     pub(crate) fn id(&self) -> u64 {
-        self.id
+        self.published.id()
     }
 
     /// Counts one acknowledged commit and wakes the checkpointer if one is due.
@@ -385,12 +383,7 @@ impl Inner {
         let mut st = State::clone(&tip);
         let more = mvcc::prune_step(&mut st, mvcc::SWEEP_STEP_BUDGET);
         let st = Arc::new(st);
-        {
-            let mut published = self.published.write();
-            if published.lsn == st.lsn {
-                *published = Arc::clone(&st);
-            }
-        }
+        self.published.set_if_durable(Arc::clone(&st));
         *tip = st;
         more
     }
@@ -427,7 +420,7 @@ impl Inner {
             return Ok(Some(Arc::clone(f)));
         }
         wal.check_poison()?;
-        wal.flush_and_rotate(&self.published)?;
+        wal.flush_and_rotate(self.published.cell())?;
         self.ckpt_base
             .store(self.wal_bytes_total(), Ordering::Relaxed);
         let imaged = tip.images.first().map_or(0, |i| i.last_lsn());
@@ -446,10 +439,7 @@ impl Inner {
         st.frozen = Some(Arc::clone(&frozen));
         let st = Arc::new(st);
         *tip = Arc::clone(&st);
-        let mut published = self.published.write();
-        if published.lsn == st.lsn {
-            *published = st;
-        }
+        self.published.set_if_durable(st);
         Ok(Some(frozen))
     }
 
@@ -461,23 +451,19 @@ impl Inner {
             let mut tip = self.tip.lock();
             let st = Arc::new(change(&tip));
             *tip = Arc::clone(&st);
-            let mut published = self.published.write();
-            if published.lsn == st.lsn {
-                *published = st;
+            let lsn = st.lsn;
+            if self.published.set_if_durable(st) {
                 return;
             }
-            st.lsn
+            lsn
         };
         if let Some(wal) = &self.wal {
-            if wal.wait_durable(lsn, &self.published).is_err() {
+            if wal.wait_durable(lsn, self.published.cell()).is_err() {
                 return;
             }
         }
         let tip = self.tip.lock();
-        let mut published = self.published.write();
-        if published.lsn == tip.lsn {
-            *published = Arc::clone(&tip);
-        }
+        self.published.set_if_durable(Arc::clone(&tip));
     }
 
     /// Writes the image of `frozen` (if any) over the newest `inputs.len()` images of the tip,
@@ -735,7 +721,7 @@ impl Inner {
     }
 
     fn tree_meta(&self, state: &State, tree: &Tree) -> Result<Arc<TreeMeta>> {
-        if tree.db_id != self.id {
+        if tree.db_id != self.id() {
             return Err(Error::UnknownTree {
                 name: tree.meta.name.clone(),
             });
@@ -1089,8 +1075,8 @@ impl Db {
 
     fn handle(&self, meta: Arc<TreeMeta>) -> Tree {
         Tree {
-            db: Arc::downgrade(&self.inner),
-            db_id: self.inner.id,
+            db: Arc::downgrade(&self.inner.published),
+            db_id: self.inner.id(),
             meta,
         }
     }
@@ -1196,7 +1182,7 @@ impl Db {
         Ok(View {
             state,
             version,
-            db_id: self.inner.id,
+            db_id: self.inner.id(),
         })
     }
 

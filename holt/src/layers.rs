@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use crate::art::{ListIter, ListRef, Summary, Verdict};
 use crate::error::Result;
 use crate::image::{self, Image, ImgItem, ImgList, Leaf, Root};
-use crate::state::{Slot, TreeMap};
+use crate::slot::{Slot, TreeMap};
 
 /// A slot read from any layer: the value (`None`: a tombstone) and the commit version that
 /// wrote it (0 in image layers of trees that keep no versions).

@@ -114,9 +114,11 @@ mod layers;
 mod mvcc;
 mod options;
 mod pipeline;
+mod published;
 mod range;
 mod read_only;
 mod registry;
+mod slot;
 mod state;
 mod store_format;
 mod tree;
@@ -125,12 +127,12 @@ mod wal;
 pub use batch::{Batch, Expect, MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use db::Db;
 pub use error::{Error, Result};
-pub use mvcc::{HISTORY_NAME, HISTORY_TAG};
 pub use options::{
     Durability, Options, ScrubReport, Stats, WalGroupStats, WalIo, WalIoPath,
     DEFAULT_CHECKPOINT_WAL_BYTES, DEFAULT_COMMIT_DELAY, WAL_GROUP_HISTOGRAM_BUCKETS,
 };
 pub use pipeline::CommitTicket;
+pub use registry::{HISTORY_NAME, HISTORY_TAG};
 
 pub use range::{Entry, EntryRef, RangeIter, RangeSpec};
 pub use registry::{TreeInfo, MAX_TREE_NAME_LEN};

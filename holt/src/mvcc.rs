@@ -34,7 +34,7 @@
 //! 1. [`Db::set_history_floor`](crate::Db::set_history_floor) logs the new floor (one small WAL
 //!    record, durable before the call proceeds) and publishes it: from then on `view_at(v < f)`
 //!    fails with `HistoryPruned`. Applying the record does **no** pruning work; it only
-//!    schedules a sweep ([`schedule_prune`]).
+//!    schedules a sweep ([`State::raise_floor`]).
 //! 2. The sweep ([`prune_step`]) walks the in-memory delta of the `history` tree and then of
 //!    every versioned tree in key order from a cursor kept in the state ([`PruneCursor`]),
 //!    removing garbage it meets (a tombstone only when no older layer holds its key). Each
@@ -63,13 +63,10 @@ use std::sync::Arc;
 use crate::art::Summary;
 use crate::error::{Error, Result};
 use crate::layers::SlotRef;
-use crate::registry::TreeMeta;
-use crate::state::{PhysOp, State, Value};
-
-/// Tag of the engine-owned `history` tree.
-pub const HISTORY_TAG: u8 = 0x00;
-/// Name of the engine-owned `history` tree.
-pub const HISTORY_NAME: &str = "history";
+use crate::registry::{TreeMeta, HISTORY_TAG};
+use crate::slot::Value;
+use crate::state::{PruneCursor, State};
+use crate::wal::record::PhysOp;
 
 const KIND_ABSENT: u8 = 0;
 const KIND_VALUE: u8 = 1;
@@ -233,37 +230,6 @@ pub(crate) fn visible<'s>(
         return Ok(None);
     }
     resolve(st, meta, key, slot, read_version)
-}
-
-/// Progress of the incremental prune sweep (see the module docs). Lives in the in-memory state
-/// only.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct PruneCursor {
-    /// The tree being swept: the `history` tree first, then versioned trees by ascending tag.
-    tag: u8,
-    /// Last key examined in that tree (the sweep resumes after it); `None` = from its start.
-    after: Option<Vec<u8>>,
-    /// The floor rose after this sweep started: run it once more from the start when done.
-    again: bool,
-}
-
-impl PruneCursor {
-    fn start() -> Self {
-        PruneCursor {
-            tag: HISTORY_TAG,
-            after: None,
-            again: false,
-        }
-    }
-}
-
-/// Schedules a sweep after the floor of `st` rose: starts one, or marks the running one to be
-/// repeated from the start.
-pub(crate) fn schedule_prune(st: &mut State) {
-    match &mut st.prune {
-        Some(cur) => cur.again = true,
-        None => st.prune = Some(PruneCursor::start()),
-    }
 }
 
 /// The next versioned tree after `tag` in sweep order.

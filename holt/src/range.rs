@@ -7,8 +7,8 @@ use std::sync::Arc;
 use crate::art::{Summary, Verdict};
 use crate::error::Result;
 use crate::layers::{Head, Item, Layer, Merged, SkipAll};
-use crate::mvcc::{self, HISTORY_TAG};
-use crate::registry::TreeMeta;
+use crate::mvcc;
+use crate::registry::{TreeMeta, HISTORY_TAG};
 use crate::state::State;
 
 /// What to scan.

@@ -4,7 +4,11 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::mvcc::{HISTORY_NAME, HISTORY_TAG};
+
+/// Tag of the engine-owned `history` tree (MVCC history rows, see `mvcc`).
+pub const HISTORY_TAG: u8 = 0x00;
+/// Name of the engine-owned `history` tree.
+pub const HISTORY_NAME: &str = "history";
 
 /// Maximum tree-name length in bytes.
 pub const MAX_TREE_NAME_LEN: usize = 64;

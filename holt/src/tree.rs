@@ -4,9 +4,9 @@ use std::fmt;
 use std::ops::ControlFlow;
 use std::sync::{Arc, Weak};
 
-use crate::db::Inner;
 use crate::error::{Error, Result};
 use crate::mvcc;
+use crate::published::Published;
 use crate::range::{self, EntryRef, RangeIter, RangeSpec};
 use crate::registry::TreeMeta;
 use crate::state::State;
@@ -15,7 +15,7 @@ use crate::state::State;
 /// once every `Db` clone is dropped, reads through a handle return `Error::Closed`.
 #[derive(Clone)]
 pub struct Tree {
-    pub(crate) db: Weak<Inner>,
+    pub(crate) db: Weak<Published>,
     pub(crate) db_id: u64,
     pub(crate) meta: Arc<TreeMeta>,
 }
@@ -47,8 +47,8 @@ impl Tree {
     }
 
     fn current(&self) -> Result<View> {
-        let inner = self.db.upgrade().ok_or(Error::Closed)?;
-        Ok(inner.view())
+        let published = self.db.upgrade().ok_or(Error::Closed)?;
+        Ok(View::latest(published.current(), published.id()))
     }
 
     /// The value of `key` in the latest committed state, or `None`: a point lookup on the
@@ -107,6 +107,15 @@ impl fmt::Debug for View {
 }
 
 impl View {
+    /// A view of `state` at its own (latest) version, bound to database `db_id`.
+    pub(crate) fn latest(state: Arc<State>, db_id: u64) -> View {
+        View {
+            version: state.version,
+            state,
+            db_id,
+        }
+    }
+
     /// The read version of this view.
     pub fn version(&self) -> u64 {
         self.version

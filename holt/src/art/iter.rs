@@ -8,7 +8,8 @@
 
 use std::ops::Bound;
 
-use super::node::{common_prefix_len, Child, Leaf, Summarize, Summary};
+use super::child::Child;
+use super::node::{common_prefix_len, Leaf, Summarize, Summary};
 
 /// The subtree predicate of a [`Filter`] (`Sync` so filtered iterators stay `Send + Sync`).
 pub(crate) type SkipFn<'a> = dyn Fn(&Summary) -> bool + Sync + 'a;

@@ -42,11 +42,12 @@
 //! remove, iteration, statistics and drop are all iterative), so even pathological chains of
 //! nested keys cannot overflow the stack.
 
+mod child;
 mod iter;
 mod node;
 mod node256;
 mod node48;
-mod sorted;
+mod node4_16;
 
 #[cfg(test)]
 mod tests;
@@ -55,14 +56,15 @@ use std::fmt;
 use std::ops::Bound;
 use std::sync::Arc;
 
+use child::{dispatch, Child};
 use iter::Filter;
 pub(crate) use iter::SkipFn;
 pub use iter::{Iter, ListItem, ListIter, ListRef};
-use node::{common_prefix_len, convert, dispatch, Child, Header, InnerNode, Leaf};
+use node::{common_prefix_len, convert, Header, InnerNode, Leaf};
 pub use node::{Summarize, Summary};
 use node256::Node256;
 use node48::Node48;
-use sorted::{Node16, Node4};
+use node4_16::{Node16, Node4};
 
 /// Node16 shrinks to Node4 when it has at most this many children after a removal.
 pub const SHRINK_16_TO_4: usize = 3;
@@ -661,7 +663,7 @@ fn leaf_value<V: Clone>(leaf: Arc<Leaf<V>>) -> V {
 }
 
 /// Puts `leaf` into a new node whose prefix ends at key depth `edge_depth`.
-fn place_leaf<V>(node: &mut Node4<V>, leaf: Arc<Leaf<V>>, edge_depth: usize) {
+fn place_leaf<V>(node: &mut Node4<V, Child<V>>, leaf: Arc<Leaf<V>>, edge_depth: usize) {
     match leaf.key.as_slice().get(edge_depth).copied() {
         None => node.header_mut().terminal = Some(leaf),
         Some(b) => node.add(b, Child::Leaf(leaf)),
@@ -741,7 +743,7 @@ fn child_slot_mut<V: Clone>(slot: &mut Option<Child<V>>, b: u8) -> Option<&mut O
 
 /// Adds `child` under edge `b`, growing a full node to the next kind first.
 fn add_child<V: Clone>(slot: &mut Option<Child<V>>, b: u8, child: Child<V>) {
-    fn add_or_grow<V: Clone, A: InnerNode<V> + Clone, B: InnerNode<V>>(
+    fn add_or_grow<V: Clone, A: InnerNode<V, Child<V>> + Clone, B: InnerNode<V, Child<V>>>(
         mut node: Arc<A>,
         b: u8,
         child: Child<V>,

@@ -1,6 +1,7 @@
 //! Node vocabulary shared by every ART node kind: byte strings with a small inline form, leaves,
-//! the inner-node header (compressed prefix + terminal slot), the child pointer enum and the
-//! [`InnerNode`] trait that Node4/16/48/256 implement.
+//! the inner-node header (compressed prefix + terminal slot) and the [`InnerNode`] trait that
+//! Node4/16/48/256 implement. The node kinds are generic over their child pointer `C`, so they
+//! sit below the pointer enum that names them all (`child.rs`, where `C = Child<V>`).
 //!
 //! Invariants kept by the tree (see `mod.rs` for where):
 //! - An inner node always holds at least two entries (children plus the terminal slot). A node
@@ -11,10 +12,6 @@
 //! - A leaf stores its full key (lazy expansion: a lone key under a subtree is one leaf).
 
 use std::sync::Arc;
-
-use super::node256::Node256;
-use super::node48::Node48;
-use super::sorted::{Node16, Node4};
 
 /// Bytes stored inline when a node prefix is at most this long (no separate heap block).
 pub(crate) const INLINE_BYTES: usize = 22;
@@ -199,134 +196,26 @@ impl<V> Clone for Header<V> {
     }
 }
 
-/// A child pointer: one `Arc` per node, tagged by node kind so each kind is allocated at its
-/// exact size (16 bytes per pointer: tag + `Arc`).
-pub(crate) enum Child<V> {
-    Leaf(Arc<Leaf<V>>),
-    N4(Arc<Node4<V>>),
-    N16(Arc<Node16<V>>),
-    N48(Arc<Node48<V>>),
-    N256(Arc<Node256<V>>),
-}
-
-impl<V> Clone for Child<V> {
-    fn clone(&self) -> Self {
-        match self {
-            Child::Leaf(a) => Child::Leaf(Arc::clone(a)),
-            Child::N4(a) => Child::N4(Arc::clone(a)),
-            Child::N16(a) => Child::N16(Arc::clone(a)),
-            Child::N48(a) => Child::N48(Arc::clone(a)),
-            Child::N256(a) => Child::N256(Arc::clone(a)),
-        }
-    }
-}
-
-/// Runs `$body` with `$n` bound to the inner node (as `&Arc<NodeX>` / `&mut Arc<NodeX>`,
-/// depending on how `$c` is borrowed), or `$leaf` with `$l` bound to the leaf `Arc`.
-macro_rules! dispatch {
-    ($c:expr, $n:ident => $body:expr, $l:ident => $leaf:expr) => {
-        match $c {
-            Child::Leaf($l) => $leaf,
-            Child::N4($n) => $body,
-            Child::N16($n) => $body,
-            Child::N48($n) => $body,
-            Child::N256($n) => $body,
-        }
-    };
-}
-pub(crate) use dispatch;
-
-impl<V> Child<V> {
-    #[inline]
-    pub(crate) fn header(&self) -> Option<&Header<V>> {
-        dispatch!(self, n => Some(n.header()), _l => None)
-    }
-
-    /// Number of children (not counting the terminal); 0 for a leaf.
-    pub(crate) fn count(&self) -> usize {
-        dispatch!(self, n => n.count(), _l => 0)
-    }
-
-    #[inline]
-    pub(crate) fn find(&self, byte: u8) -> Option<&Child<V>> {
-        dispatch!(self, n => n.find(byte), _l => None)
-    }
-
-    /// The child with the smallest edge byte `>= from` (`from` in `0..=256`).
-    #[inline]
-    pub(crate) fn next_from(&self, from: u16) -> Option<(u8, &Child<V>)> {
-        dispatch!(self, n => n.next_from(from), _l => None)
-    }
-
-    /// The child with the largest edge byte `< below` (`below` in `0..=256`).
-    #[inline]
-    pub(crate) fn prev_before(&self, below: u16) -> Option<(u8, &Child<V>)> {
-        dispatch!(self, n => n.prev_before(below), _l => None)
-    }
-
-    /// Moves the children of a uniquely owned node into `out` (used by the iterative drop so a
-    /// deep tree never recurses). Shared nodes are only released (refcount decrement).
-    pub(crate) fn release_into(self, out: &mut Vec<Child<V>>) {
-        fn take<T: InnerNode<V>, V>(a: Arc<T>, out: &mut Vec<Child<V>>) {
-            if let Some(mut node) = Arc::into_inner(a) {
-                node.drain(&mut |_, c| out.push(c));
-            }
-        }
-        match self {
-            Child::Leaf(_) => {}
-            Child::N4(a) => take(a, out),
-            Child::N16(a) => take(a, out),
-            Child::N48(a) => take(a, out),
-            Child::N256(a) => take(a, out),
-        }
-    }
-}
-
-impl<V: Summarize> Child<V> {
-    /// Aggregate of this subtree (a leaf summarises its own value).
-    #[inline]
-    pub(crate) fn summary(&self) -> Summary {
-        dispatch!(self, n => n.header().summary, l => l.value.summary())
-    }
-}
-
-impl<V: Clone> Child<V> {
-    /// Copy-on-write access to the header: clones the node first if it is shared.
-    pub(crate) fn header_mut(&mut self) -> Option<&mut Header<V>> {
-        dispatch!(self, n => Some(Arc::make_mut(n).header_mut()), _l => None)
-    }
-
-    /// Copy-on-write access to the slot of the child at `byte`.
-    pub(crate) fn find_slot_mut(&mut self, byte: u8) -> Option<&mut Option<Child<V>>> {
-        dispatch!(self, n => Arc::make_mut(n).find_slot_mut(byte), _l => None)
-    }
-
-    /// Copy-on-write removal of the child at `byte` (no shrink; the caller fixes the node up).
-    pub(crate) fn take_child(&mut self, byte: u8) -> Option<Child<V>> {
-        dispatch!(self, n => Arc::make_mut(n).take(byte), _l => None)
-    }
-}
-
-/// Behaviour shared by Node4, Node16, Node48 and Node256.
-pub(crate) trait InnerNode<V>: Sized {
+/// Behaviour shared by Node4, Node16, Node48 and Node256, whose children are of type `C`.
+pub(crate) trait InnerNode<V, C>: Sized {
     fn header(&self) -> &Header<V>;
     fn header_mut(&mut self) -> &mut Header<V>;
     /// Number of children (the terminal slot is not counted).
     fn count(&self) -> usize;
     /// True when `add` of a new edge byte would not fit.
     fn is_full(&self) -> bool;
-    fn find(&self, byte: u8) -> Option<&Child<V>>;
-    fn find_slot_mut(&mut self, byte: u8) -> Option<&mut Option<Child<V>>>;
+    fn find(&self, byte: u8) -> Option<&C>;
+    fn find_slot_mut(&mut self, byte: u8) -> Option<&mut Option<C>>;
     /// The child with the smallest edge byte `>= from`; `from` ranges over `0..=256`.
-    fn next_from(&self, from: u16) -> Option<(u8, &Child<V>)>;
+    fn next_from(&self, from: u16) -> Option<(u8, &C)>;
     /// The child with the largest edge byte `< below`; `below` ranges over `0..=256`.
-    fn prev_before(&self, below: u16) -> Option<(u8, &Child<V>)>;
+    fn prev_before(&self, below: u16) -> Option<(u8, &C)>;
     /// Adds a child under an edge byte that is absent. Callers grow a full node first; on a
     /// full node (a broken caller) the child is dropped and a debug assertion fires.
-    fn add(&mut self, byte: u8, child: Child<V>);
-    fn take(&mut self, byte: u8) -> Option<Child<V>>;
+    fn add(&mut self, byte: u8, child: C);
+    fn take(&mut self, byte: u8) -> Option<C>;
     /// Moves every child out in edge-byte order, leaving the node empty.
-    fn drain(&mut self, out: &mut dyn FnMut(u8, Child<V>));
+    fn drain(&mut self, out: &mut dyn FnMut(u8, C));
     /// Heap footprint of the node itself (struct size; prefix heap bytes are added separately).
     fn self_bytes(&self) -> usize {
         std::mem::size_of::<Self>()
@@ -335,13 +224,15 @@ pub(crate) trait InnerNode<V>: Sized {
 
 /// Moves the contents of node `from` (header and children) into a fresh node of another kind.
 /// The caller guarantees the target kind has room for every child.
-pub(crate) fn convert<V, A: InnerNode<V>, B: InnerNode<V>>(
+pub(crate) fn convert<V, C, A: InnerNode<V, C>, B: InnerNode<V, C>>(
     mut from: A,
     new: fn(Header<V>) -> B,
 ) -> B {
+    let moved = from.count();
     let header = std::mem::take(from.header_mut());
     let mut to = new(header);
     from.drain(&mut |b, c| to.add(b, c));
+    debug_assert_eq!(to.count(), moved, "convert dropped a child");
     to
 }
 

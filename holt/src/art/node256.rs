@@ -1,16 +1,17 @@
 //! Node256: one child slot per edge byte (ART paper §III-A).
 
-use super::node::{Child, Header, InnerNode};
+use super::node::{Header, InnerNode};
 
 /// Inner node with 49..=256 children, indexed directly by edge byte.
+#[derive(Clone)]
 #[repr(C)]
-pub(crate) struct Node256<V> {
+pub(crate) struct Node256<V, C> {
     header: Header<V>,
     len: u16,
-    children: [Option<Child<V>>; 256],
+    children: [Option<C>; 256],
 }
 
-impl<V> Node256<V> {
+impl<V, C> Node256<V, C> {
     pub(crate) fn new(header: Header<V>) -> Self {
         Node256 {
             header,
@@ -20,17 +21,7 @@ impl<V> Node256<V> {
     }
 }
 
-impl<V> Clone for Node256<V> {
-    fn clone(&self) -> Self {
-        Node256 {
-            header: self.header.clone(),
-            len: self.len,
-            children: self.children.clone(),
-        }
-    }
-}
-
-impl<V> InnerNode<V> for Node256<V> {
+impl<V, C> InnerNode<V, C> for Node256<V, C> {
     #[inline]
     fn header(&self) -> &Header<V> {
         &self.header
@@ -49,11 +40,11 @@ impl<V> InnerNode<V> for Node256<V> {
     }
 
     #[inline]
-    fn find(&self, byte: u8) -> Option<&Child<V>> {
+    fn find(&self, byte: u8) -> Option<&C> {
         self.children[usize::from(byte)].as_ref()
     }
 
-    fn find_slot_mut(&mut self, byte: u8) -> Option<&mut Option<Child<V>>> {
+    fn find_slot_mut(&mut self, byte: u8) -> Option<&mut Option<C>> {
         let slot = &mut self.children[usize::from(byte)];
         if slot.is_some() {
             Some(slot)
@@ -62,7 +53,7 @@ impl<V> InnerNode<V> for Node256<V> {
         }
     }
 
-    fn next_from(&self, from: u16) -> Option<(u8, &Child<V>)> {
+    fn next_from(&self, from: u16) -> Option<(u8, &C)> {
         let start = usize::from(from).min(256);
         self.children[start..]
             .iter()
@@ -70,7 +61,7 @@ impl<V> InnerNode<V> for Node256<V> {
             .find_map(|(off, c)| c.as_ref().map(|c| ((start + off) as u8, c)))
     }
 
-    fn prev_before(&self, below: u16) -> Option<(u8, &Child<V>)> {
+    fn prev_before(&self, below: u16) -> Option<(u8, &C)> {
         let end = usize::from(below).min(256);
         self.children[..end]
             .iter()
@@ -79,7 +70,7 @@ impl<V> InnerNode<V> for Node256<V> {
             .find_map(|(pos, c)| c.as_ref().map(|c| (pos as u8, c)))
     }
 
-    fn add(&mut self, byte: u8, child: Child<V>) {
+    fn add(&mut self, byte: u8, child: C) {
         let slot = &mut self.children[usize::from(byte)];
         debug_assert!(slot.is_none(), "add of a present edge");
         if slot.is_none() {
@@ -88,7 +79,7 @@ impl<V> InnerNode<V> for Node256<V> {
         *slot = Some(child);
     }
 
-    fn take(&mut self, byte: u8) -> Option<Child<V>> {
+    fn take(&mut self, byte: u8) -> Option<C> {
         let c = self.children[usize::from(byte)].take();
         if c.is_some() {
             self.len -= 1;
@@ -96,7 +87,7 @@ impl<V> InnerNode<V> for Node256<V> {
         c
     }
 
-    fn drain(&mut self, out: &mut dyn FnMut(u8, Child<V>)) {
+    fn drain(&mut self, out: &mut dyn FnMut(u8, C)) {
         self.len = 0;
         for (byte, slot) in self.children.iter_mut().enumerate() {
             if let Some(c) = slot.take() {

@@ -1,18 +1,19 @@
 //! Node48: a 256-entry index from edge byte to one of 48 child slots (ART paper §III-A).
 
-use super::node::{Child, Header, InnerNode};
+use super::node::{Header, InnerNode};
 
 /// Inner node with 17..=48 children. `index[byte]` is 0 when the edge is absent, otherwise
 /// `slot + 1`; `children[slot]` holds the child.
+#[derive(Clone)]
 #[repr(C)]
-pub(crate) struct Node48<V> {
+pub(crate) struct Node48<V, C> {
     header: Header<V>,
     len: u8,
     index: [u8; 256],
-    children: [Option<Child<V>>; 48],
+    children: [Option<C>; 48],
 }
 
-impl<V> Node48<V> {
+impl<V, C> Node48<V, C> {
     pub(crate) fn new(header: Header<V>) -> Self {
         Node48 {
             header,
@@ -31,18 +32,7 @@ impl<V> Node48<V> {
     }
 }
 
-impl<V> Clone for Node48<V> {
-    fn clone(&self) -> Self {
-        Node48 {
-            header: self.header.clone(),
-            len: self.len,
-            index: self.index,
-            children: self.children.clone(),
-        }
-    }
-}
-
-impl<V> InnerNode<V> for Node48<V> {
+impl<V, C> InnerNode<V, C> for Node48<V, C> {
     #[inline]
     fn header(&self) -> &Header<V> {
         &self.header
@@ -61,15 +51,15 @@ impl<V> InnerNode<V> for Node48<V> {
     }
 
     #[inline]
-    fn find(&self, byte: u8) -> Option<&Child<V>> {
+    fn find(&self, byte: u8) -> Option<&C> {
         self.slot(byte).and_then(|s| self.children[s].as_ref())
     }
 
-    fn find_slot_mut(&mut self, byte: u8) -> Option<&mut Option<Child<V>>> {
+    fn find_slot_mut(&mut self, byte: u8) -> Option<&mut Option<C>> {
         self.slot(byte).map(|s| &mut self.children[s])
     }
 
-    fn next_from(&self, from: u16) -> Option<(u8, &Child<V>)> {
+    fn next_from(&self, from: u16) -> Option<(u8, &C)> {
         let start = usize::from(from).min(256);
         self.index[start..]
             .iter()
@@ -80,7 +70,7 @@ impl<V> InnerNode<V> for Node48<V> {
             })
     }
 
-    fn prev_before(&self, below: u16) -> Option<(u8, &Child<V>)> {
+    fn prev_before(&self, below: u16) -> Option<(u8, &C)> {
         let end = usize::from(below).min(256);
         self.index[..end]
             .iter()
@@ -91,7 +81,7 @@ impl<V> InnerNode<V> for Node48<V> {
             })
     }
 
-    fn add(&mut self, byte: u8, child: Child<V>) {
+    fn add(&mut self, byte: u8, child: C) {
         debug_assert!(self.slot(byte).is_none(), "add of a present edge");
         let Some(free) = self.children.iter().position(Option::is_none) else {
             debug_assert!(false, "add on a full Node48");
@@ -102,14 +92,14 @@ impl<V> InnerNode<V> for Node48<V> {
         self.len += 1;
     }
 
-    fn take(&mut self, byte: u8) -> Option<Child<V>> {
+    fn take(&mut self, byte: u8) -> Option<C> {
         let s = self.slot(byte)?;
         self.index[usize::from(byte)] = 0;
         self.len -= 1;
         self.children[s].take()
     }
 
-    fn drain(&mut self, out: &mut dyn FnMut(u8, Child<V>)) {
+    fn drain(&mut self, out: &mut dyn FnMut(u8, C)) {
         self.len = 0;
         for byte in 0..=255u8 {
             if let Some(s) = self.slot(byte) {

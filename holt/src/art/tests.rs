@@ -6,7 +6,8 @@ use std::ops::Bound;
 
 use proptest::prelude::*;
 
-use super::node::{common_prefix_len, Child};
+use super::child::Child;
+use super::node::common_prefix_len;
 use super::{Art, ListItem, NodeStats, Summarize, Summary, Verdict};
 
 /// Test values summarise themselves so the per-node aggregates get exercised by every test:

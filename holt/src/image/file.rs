@@ -12,8 +12,8 @@ use memmap2::Mmap;
 
 use crate::art::Summary;
 use crate::error::{Error, Result};
-use crate::mvcc::HISTORY_TAG;
 use crate::registry::validate_name;
+use crate::registry::HISTORY_TAG;
 
 use super::format::{
     get_varint, u32_at, u64_at, BLOCK, BLOCK_SHIFT, CRCS_PER_PAGE, FOOTER_LEN, FORMAT, FORMAT_1,

@@ -17,12 +17,10 @@
 //! A Commit lists the *physical* writes, including the MVCC history rows (puts into tag 0x00),
 //! so replay never re-derives them. Deletes in versioned trees replay as tombstones.
 
-#[cfg(test)]
 use std::sync::Arc;
 
 use crate::codec::{put_bytes, put_u32, put_u64, put_u8, Dec};
 use crate::error::{Error, Result};
-use crate::state::PhysOp;
 
 /// Bytes of framing before each payload.
 pub(crate) const HEADER_LEN: usize = 16;
@@ -30,6 +28,15 @@ pub(crate) const HEADER_LEN: usize = 16;
 const KIND_COMMIT: u8 = 1;
 const KIND_CREATE_TREE: u8 = 2;
 const KIND_SET_FLOOR: u8 = 3;
+
+/// One physical write, as logged in the WAL and replayed on open: a put (`value = Some`) or a
+/// delete (`None`) of `key` in the tree with `tag`. History rows are ordinary puts into tag 0x00.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PhysOp {
+    pub(crate) tag: u8,
+    pub(crate) key: Vec<u8>,
+    pub(crate) value: Option<Arc<[u8]>>,
+}
 
 /// One logical WAL record.
 #[derive(Clone, Debug, PartialEq, Eq)]

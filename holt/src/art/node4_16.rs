@@ -1,28 +1,29 @@
 //! Node4 and Node16: up to N children kept in two parallel arrays sorted by edge byte
-//! (ART paper §III-A). Search is a linear scan over at most 16 bytes, which the compiler
-//! vectorises well enough; SIMD intrinsics are not needed.
+//! (ART paper §III-A), one type generic over the capacity. Search is a linear scan over at most
+//! 16 bytes, which the compiler vectorises well enough; SIMD intrinsics are not needed.
 
-use super::node::{Child, Header, InnerNode};
+use super::node::{Header, InnerNode};
 
 /// Inner node with at most `N` children, edge bytes sorted ascending in `keys[..len]` and the
 /// matching children in `children[..len]` (always `Some` below `len`, `None` above).
 ///
 /// `repr(C)` with the fields in lookup order: the count and edge bytes, then the header (prefix
 /// first), then the children, so a lookup reads the node's first cache line and one child slot.
+#[derive(Clone)]
 #[repr(C)]
-pub(crate) struct Sorted<V, const N: usize> {
+pub(crate) struct Sorted<V, C, const N: usize> {
     len: u8,
     keys: [u8; N],
     header: Header<V>,
-    children: [Option<Child<V>>; N],
+    children: [Option<C>; N],
 }
 
-/// ART Node4: up to 4 children.
-pub(crate) type Node4<V> = Sorted<V, 4>;
-/// ART Node16: up to 16 children.
-pub(crate) type Node16<V> = Sorted<V, 16>;
+/// ART Node4: up to 4 children of type `C`.
+pub(crate) type Node4<V, C> = Sorted<V, C, 4>;
+/// ART Node16: up to 16 children of type `C`.
+pub(crate) type Node16<V, C> = Sorted<V, C, 16>;
 
-impl<V, const N: usize> Sorted<V, N> {
+impl<V, C, const N: usize> Sorted<V, C, N> {
     pub(crate) fn new(header: Header<V>) -> Self {
         Sorted {
             header,
@@ -40,18 +41,7 @@ impl<V, const N: usize> Sorted<V, N> {
     }
 }
 
-impl<V, const N: usize> Clone for Sorted<V, N> {
-    fn clone(&self) -> Self {
-        Sorted {
-            header: self.header.clone(),
-            len: self.len,
-            keys: self.keys,
-            children: self.children.clone(),
-        }
-    }
-}
-
-impl<V, const N: usize> InnerNode<V> for Sorted<V, N> {
+impl<V, C, const N: usize> InnerNode<V, C> for Sorted<V, C, N> {
     #[inline]
     fn header(&self) -> &Header<V> {
         &self.header
@@ -70,15 +60,15 @@ impl<V, const N: usize> InnerNode<V> for Sorted<V, N> {
     }
 
     #[inline]
-    fn find(&self, byte: u8) -> Option<&Child<V>> {
+    fn find(&self, byte: u8) -> Option<&C> {
         self.position(byte).and_then(|i| self.children[i].as_ref())
     }
 
-    fn find_slot_mut(&mut self, byte: u8) -> Option<&mut Option<Child<V>>> {
+    fn find_slot_mut(&mut self, byte: u8) -> Option<&mut Option<C>> {
         self.position(byte).map(|i| &mut self.children[i])
     }
 
-    fn next_from(&self, from: u16) -> Option<(u8, &Child<V>)> {
+    fn next_from(&self, from: u16) -> Option<(u8, &C)> {
         let len = usize::from(self.len);
         let i = self.keys[..len].partition_point(|&k| u16::from(k) < from);
         if i < len {
@@ -88,14 +78,14 @@ impl<V, const N: usize> InnerNode<V> for Sorted<V, N> {
         }
     }
 
-    fn prev_before(&self, below: u16) -> Option<(u8, &Child<V>)> {
+    fn prev_before(&self, below: u16) -> Option<(u8, &C)> {
         let len = usize::from(self.len);
         let i = self.keys[..len].partition_point(|&k| u16::from(k) < below);
         let i = i.checked_sub(1)?;
         self.children[i].as_ref().map(|c| (self.keys[i], c))
     }
 
-    fn add(&mut self, byte: u8, child: Child<V>) {
+    fn add(&mut self, byte: u8, child: C) {
         let len = usize::from(self.len);
         debug_assert!(len < N, "add on a full node");
         debug_assert!(self.position(byte).is_none(), "add of a present edge");
@@ -110,7 +100,7 @@ impl<V, const N: usize> InnerNode<V> for Sorted<V, N> {
         self.len += 1;
     }
 
-    fn take(&mut self, byte: u8) -> Option<Child<V>> {
+    fn take(&mut self, byte: u8) -> Option<C> {
         let pos = self.position(byte)?;
         let len = usize::from(self.len);
         let child = self.children[pos].take();
@@ -120,7 +110,7 @@ impl<V, const N: usize> InnerNode<V> for Sorted<V, N> {
         child
     }
 
-    fn drain(&mut self, out: &mut dyn FnMut(u8, Child<V>)) {
+    fn drain(&mut self, out: &mut dyn FnMut(u8, C)) {
         let len = usize::from(self.len);
         self.len = 0;
         for i in 0..len {
