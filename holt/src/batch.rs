@@ -2,11 +2,6 @@
 
 use crate::tree::Tree;
 
-/// Maximum key length in bytes (64 KiB). Empty keys are allowed.
-pub const MAX_KEY_LEN: usize = 64 * 1024;
-/// Maximum value length in bytes (16 MiB).
-pub const MAX_VALUE_LEN: usize = 16 * 1024 * 1024;
-
 /// A predicate on one key, checked against the latest committed state before a batch applies
 /// (a CAS guard).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -61,8 +56,8 @@ pub(crate) enum BatchOp {
 /// All predicates (`expect`, `expect_version`) are checked against the latest committed state
 /// before anything applies; if one fails, nothing applies. Puts and deletes then apply in the
 /// order they were added (a later put of the same key wins) and the whole batch gets one new
-/// commit version. Key and value sizes are checked at commit ([`MAX_KEY_LEN`],
-/// [`MAX_VALUE_LEN`]); writes to the engine-owned `history` tree are refused there.
+/// commit version. Key and value sizes are checked at commit ([`MAX_KEY_LEN`](crate::MAX_KEY_LEN),
+/// [`MAX_VALUE_LEN`](crate::MAX_VALUE_LEN)); writes to the engine-owned `history` tree are refused there.
 #[derive(Clone, Debug, Default)]
 pub struct Batch {
     pub(crate) ops: Vec<BatchOp>,

@@ -29,9 +29,9 @@ use crate::mvcc;
 use crate::registry::{TreeMeta, HISTORY_NAME, HISTORY_TAG};
 use crate::slot::{Slot, TreeMap, Value};
 use crate::state::State;
-use crate::wal::fs::WalFs;
+use crate::vfs::WalFs;
 #[cfg(test)]
-use crate::wal::fs::{self as wfs, WalFile};
+use crate::vfs::{self as wfs, WalFile};
 
 const MAGIC: &[u8; 8] = b"HOLTCKP1";
 const FORMAT: u32 = 1;

@@ -16,7 +16,7 @@ use crate::layers::{Head, Layer, Merged};
 use crate::mvcc;
 use crate::registry::HISTORY_TAG;
 use crate::state::Frozen;
-use crate::wal::fs::WalFs;
+use crate::vfs::WalFs;
 
 /// What the next image holds: the frozen delta (if any) over consecutive images (newest first),
 /// covering the WAL records `first..=last`, with the header fields of its newest input.

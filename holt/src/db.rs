@@ -8,11 +8,12 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::batch::{Batch, BatchOp, MAX_KEY_LEN, MAX_VALUE_LEN};
+use crate::batch::{Batch, BatchOp};
 use crate::checkpoint;
 use crate::compact::{self, Job};
 use crate::error::{Error, Result};
 use crate::image::{set, Image, Progress, TreeEntry};
+use crate::limits::{check_key, check_value};
 use crate::mvcc;
 use crate::options::{Options, ScrubReport, Stats, WalIo, WalIoPath};
 use crate::published::Published;
@@ -21,7 +22,7 @@ use crate::slot::TreeMap;
 use crate::state::{Frozen, State, Visibility};
 use crate::store_format::{self, StoreFormat};
 use crate::tree::{Tree, View};
-use crate::wal::fs::WalFs;
+use crate::vfs::WalFs;
 use crate::wal::reader::recover;
 use crate::wal::record::Record;
 use crate::wal::writer::{create_segment, sync_dir, IoEngine, Wal};
@@ -183,26 +184,6 @@ pub(crate) struct Inner {
 
 fn check_wal_io(opts: &Options) -> Result<IoEngine> {
     IoEngine::select(opts.wal_io)
-}
-
-fn check_key(key: &[u8]) -> Result<()> {
-    if key.len() > MAX_KEY_LEN {
-        return Err(Error::InvalidArgument(format!(
-            "key of {} bytes exceeds the {MAX_KEY_LEN}-byte limit",
-            key.len()
-        )));
-    }
-    Ok(())
-}
-
-fn check_value(value: &[u8]) -> Result<()> {
-    if value.len() > MAX_VALUE_LEN {
-        return Err(Error::InvalidArgument(format!(
-            "value of {} bytes exceeds the {MAX_VALUE_LEN}-byte limit",
-            value.len()
-        )));
-    }
-    Ok(())
 }
 
 /// The registry as recorded in an image (the `history` tree is implicit).
@@ -919,7 +900,7 @@ impl Db {
     /// gapped, missing or headerless WAL segment (the torn final record excepted);
     /// `Unsupported` for a store format newer than this version; `Io` on OS failures.
     pub fn open(dir: impl AsRef<Path>, opts: Options) -> Result<Db> {
-        Self::open_with_fs(dir, opts, crate::wal::fs::os())
+        Self::open_with_fs(dir, opts, crate::vfs::os())
     }
 
     /// [`Db::open`] with the WAL's file operations going through `wal_fs` (tests inject faults).

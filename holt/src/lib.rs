@@ -111,6 +111,7 @@ mod db;
 mod error;
 mod image;
 mod layers;
+mod limits;
 mod mvcc;
 mod options;
 mod pipeline;
@@ -122,11 +123,13 @@ mod slot;
 mod state;
 mod store_format;
 mod tree;
+mod vfs;
 mod wal;
 
-pub use batch::{Batch, Expect, MAX_KEY_LEN, MAX_VALUE_LEN};
+pub use batch::{Batch, Expect};
 pub use db::Db;
 pub use error::{Error, Result};
+pub use limits::{MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use options::{
     Durability, Options, ScrubReport, Stats, WalGroupStats, WalIo, WalIoPath,
     DEFAULT_CHECKPOINT_WAL_BYTES, DEFAULT_COMMIT_DELAY, WAL_GROUP_HISTOGRAM_BUCKETS,

@@ -147,7 +147,7 @@ pub struct ScrubReport {
     pub blocks: u64,
     /// One `Error::Corrupt` per damaged block or CRC table page (naming the file, the byte
     /// offset and the block), in file and block order; empty when every block is intact.
-    pub damaged: Vec<crate::Error>,
+    pub damaged: Vec<crate::error::Error>,
 }
 
 /// A point-in-time copy of engine counters, from `Db::stats`.

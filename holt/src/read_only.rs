@@ -43,7 +43,7 @@ use crate::error::{Error, Result};
 use crate::image::set;
 use crate::options::Options;
 use crate::state::State;
-use crate::wal::fs::WalFs;
+use crate::vfs::WalFs;
 use crate::wal::reader::list_segments;
 
 /// How many times a read-only open lists and loads the files before it gives up on a writer
@@ -110,7 +110,7 @@ impl Db {
     /// version; `Corrupt` or `Io` also when a
     /// writer replaced the files under every one of 32 attempts (the last error).
     pub fn open_read_only(dir: impl AsRef<Path>, opts: Options) -> Result<Db> {
-        open_read_only_with_fs(dir.as_ref(), opts, &*crate::wal::fs::os())
+        open_read_only_with_fs(dir.as_ref(), opts, &*crate::vfs::os())
     }
 }
 

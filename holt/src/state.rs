@@ -17,7 +17,6 @@ use crate::image::{self, Image};
 use crate::layers::{Layer, SlotRef};
 use crate::registry::{Registry, TreeMeta, HISTORY_TAG};
 use crate::slot::{Slot, TreeMap, Value};
-use crate::wal::record::{Record, RecordRef, HEADER_LEN};
 
 /// The in-memory delta being written to an image by a flush or checkpoint: the writes of the
 /// WAL records up to `lsn`, read as a layer between the active delta and the images until the
@@ -90,10 +89,6 @@ impl std::fmt::Debug for State {
             .finish()
     }
 }
-
-/// How a record failed to apply: a read of an older layer failed (`Err` of the outer result),
-/// or the record does not fit the state (the inner `String`) — a corrupt or foreign log.
-pub(crate) type Applied = Result<std::result::Result<(), String>>;
 
 impl State {
     /// The state of a brand-new database: only the `history` tree, version 0.
@@ -269,72 +264,6 @@ impl State {
             Some(cur) => cur.again = true,
             None => self.prune = Some(PruneCursor::start()),
         }
-    }
-
-    /// Applies a logged record at `lsn` (the live path for registry and floor changes). The
-    /// inner error describes a record that does not fit this state — a sign of a corrupt or
-    /// foreign log; the outer one a failed read of an image.
-    pub(crate) fn apply_record(&mut self, rec: Record, lsn: u64) -> Applied {
-        let payload = match rec.frame(lsn) {
-            Ok(framed) => framed,
-            Err(e) => return Ok(Err(e.to_string())),
-        };
-        match RecordRef::parse(&payload[HEADER_LEN..]) {
-            Ok(r) => self.apply_record_ref(r, lsn),
-            Err(e) => Ok(Err(e)),
-        }
-    }
-
-    /// Applies a record borrowed from the log (replay): nothing is copied but the keys and
-    /// values that end up in the delta. Errors as [`State::apply_record`].
-    pub(crate) fn apply_record_ref(&mut self, rec: RecordRef<'_>, lsn: u64) -> Applied {
-        match rec {
-            RecordRef::Commit { version, ops } => {
-                if version != self.version + 1 {
-                    return Ok(Err(format!(
-                        "commit version {version} does not follow version {}",
-                        self.version
-                    )));
-                }
-                let registry = self.registry.clone();
-                for op in ops {
-                    let (tag, key, value) = match op {
-                        Ok(op) => op,
-                        Err(e) => return Ok(Err(e)),
-                    };
-                    let Some(meta) = registry.get(tag) else {
-                        return Ok(Err(format!("write to unregistered tree tag {tag:#04x}")));
-                    };
-                    self.apply(meta, key, Value::from_bytes(value), version)?;
-                }
-                self.version = version;
-            }
-            RecordRef::CreateTree {
-                tag,
-                versioned,
-                name,
-            } => {
-                if let Err(e) = self.registry.check_new(name, tag) {
-                    return Ok(Err(format!("cannot register tree {name:?}: {e}")));
-                }
-                self.registry = self.registry.with(TreeMeta {
-                    name: name.to_string(),
-                    tag,
-                    versioned,
-                });
-            }
-            RecordRef::SetFloor { floor } => {
-                if floor <= self.floor || floor > self.version {
-                    return Ok(Err(format!(
-                        "history floor {floor} outside ({}, {}]",
-                        self.floor, self.version
-                    )));
-                }
-                self.raise_floor(floor);
-            }
-        }
-        self.lsn = lsn;
-        Ok(Ok(()))
     }
 }
 

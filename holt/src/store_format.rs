@@ -18,7 +18,7 @@ use std::io::ErrorKind;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::wal::fs::{self, WalFs};
+use crate::vfs::{self, WalFs};
 
 /// File name of the marker inside the store directory.
 pub(crate) const FILE: &str = "FORMAT";
@@ -68,7 +68,7 @@ pub(crate) fn read(fs: &dyn WalFs, dir: &Path) -> Result<StoreFormat> {
 /// Errors: `Io` naming the failed operation.
 pub(crate) fn write(fs: &dyn WalFs, dir: &Path) -> Result<()> {
     let line = format!("{PREFIX}{CURRENT}\n");
-    fs::create_whole(fs, dir, FILE, line.as_bytes()).map(drop)
+    vfs::create_whole(fs, dir, FILE, line.as_bytes()).map(drop)
 }
 
 #[cfg(test)]
@@ -78,7 +78,7 @@ mod tests {
     #[test]
     fn marker_round_trips_and_bad_markers_are_typed() {
         let dir = tempfile::tempdir().unwrap();
-        let os = crate::wal::fs::os();
+        let os = crate::vfs::os();
         assert_eq!(read(&*os, dir.path()).unwrap(), StoreFormat::V1);
         write(&*os, dir.path()).unwrap();
         assert_eq!(read(&*os, dir.path()).unwrap(), StoreFormat::V2);

@@ -6,8 +6,8 @@
 //! `Error::Corrupt`, never in a loop.
 
 use crate::art::{Summary, Verdict};
-use crate::batch::MAX_KEY_LEN;
 use crate::error::Result;
+use crate::limits::MAX_KEY_LEN;
 
 use super::file::{Image, Root};
 use super::format::{bloom_probe, key_hash, BLOOM_BLOCK};

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::wal::fs::WalFs;
+use crate::vfs::WalFs;
 
 use super::file::Image;
 

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use crate::art::{Summary, Verdict};
 use crate::error::Error;
-use crate::wal::fs::OsFs;
-use crate::wal::sim::Rng;
+use crate::vfs::sim::Rng;
+use crate::vfs::OsFs;
 
 use super::format::{BLOCK, FOOTER_LEN};
 use super::may_contain;

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 use crate::art::Summary;
 use crate::error::{Error, Result};
-use crate::wal::fs::{self as wfs, WalFile, WalFs};
+use crate::vfs::{self as wfs, WalFile, WalFs};
 
 use super::format::{
     bloom_probe, key_hash, put_ref, put_varint, ref_width, BITMAP_BYTES, BLOCK, BLOOM_BITS_PER_KEY,

@@ -1,9 +1,9 @@
 //! Failure ordering of pipelined commits, through the fault-injecting WAL file layer
-//! ([`crate::wal::sim::SimFs`]): a failed group fails every commit accepted on top of it.
+//! ([`crate::vfs::sim::SimFs`]): a failed group fails every commit accepted on top of it.
 
 use std::sync::Arc;
 
-use crate::wal::sim::SimFs;
+use crate::vfs::sim::SimFs;
 use crate::{Batch, Db, Durability, Error, Expect, Options, WalIo};
 
 fn opts() -> Options {

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::state::State;
 use crate::store_format::StoreFormat;
-use crate::wal::fs::WalFs;
+use crate::vfs::WalFs;
 use crate::wal::record::{
     parse_segment_name, record_crc, segment_file_name, segment_start, RecordRef, SegmentStart,
     HEADER_LEN, SEGMENT_HEADER_LEN,

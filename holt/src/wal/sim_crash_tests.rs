@@ -1,4 +1,4 @@
-//! Crash tests through the fault-injecting file layer ([`super::sim::SimFs`]).
+//! Crash tests through the fault-injecting file layer ([`crate::vfs::sim::SimFs`]).
 //!
 //! Each case runs several rounds on one directory. A round opens the database with a fresh
 //! `SimFs` (injecting short writes and `EINTR`), arms a crash at a random operation, lets 1–3
@@ -19,7 +19,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::state::State;
-use crate::wal::sim::{Rng, SimCounts, SimFs};
+use crate::vfs::sim::{Rng, SimCounts, SimFs};
 use crate::{Batch, Db, Durability, Options, Tree, WalIo};
 
 const TREES: [(&str, u8, bool); 3] = [("ta", 0x01, true), ("tb", 0x02, false), ("tc", 0x03, false)];
@@ -679,7 +679,7 @@ fn a_format_1_store_with_a_legacy_checkpoint_opens_and_a_writer_upgrades_it() {
     }
     // Rewrite the store in the old layout: a legacy checkpoint of the first 30 batches, the one
     // WAL segment (all 40) without its header, no marker.
-    let fs = crate::wal::fs::os();
+    let fs = crate::vfs::os();
     let tmp = crate::checkpoint::write(&*fs, dir.path(), &state, &mut |_| Ok(())).unwrap();
     crate::checkpoint::install(&*fs, dir.path(), lsn, &tmp).unwrap();
     let segments = || -> Vec<std::path::PathBuf> {
@@ -813,7 +813,7 @@ fn crash_open_at(k: u64, seed: u64, upgrade: bool) -> bool {
     let db = Db::open(dir.path(), opts).unwrap();
     verify(&db, &mut statuses, &format!("{context}, clean reopen"));
     assert_eq!(
-        crate::store_format::read(&*crate::wal::fs::os(), dir.path()).unwrap(),
+        crate::store_format::read(&*crate::vfs::os(), dir.path()).unwrap(),
         crate::store_format::StoreFormat::V2,
         "{context}"
     );

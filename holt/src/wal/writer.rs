@@ -29,7 +29,7 @@ use parking_lot::RwLock;
 use crate::error::{Error, Result};
 use crate::options::{Durability, WalGroupStats, WalIo, WalIoPath};
 use crate::state::State;
-use crate::wal::fs::{self, WalFile, WalFs};
+use crate::vfs::{self, WalFile, WalFs};
 use crate::wal::group_commit::{GroupCommit, GroupSink};
 use crate::wal::reader::TailSegment;
 use crate::wal::record::{
@@ -115,7 +115,7 @@ pub(crate) fn create_segment(
     wal_dir: &Path,
     first_lsn: u64,
 ) -> Result<Box<dyn WalFile>> {
-    let path = fs::create_whole(
+    let path = vfs::create_whole(
         fs,
         wal_dir,
         &segment_file_name(first_lsn),
@@ -148,7 +148,7 @@ impl SegmentWriter {
                 .map_err(|e| Error::io("open", &tail.path, e))?;
             f.set_len(tail.valid_end)
                 .map_err(|e| Error::io("ftruncate", &tail.path, e))?;
-            fs::sync_data(&mut *f).map_err(|e| Error::io("fdatasync", &tail.path, e))?;
+            vfs::sync_data(&mut *f).map_err(|e| Error::io("fdatasync", &tail.path, e))?;
         }
         Ok(())
     }
@@ -245,10 +245,10 @@ impl GroupSink for SegmentWriter {
                     .map_err(|e| Error::io(op, &seg.path, e))?;
             }
             _ => {
-                fs::write_all_at(&mut *seg.file, bytes, seg.len)
+                vfs::write_all_at(&mut *seg.file, bytes, seg.len)
                     .map_err(|e| Error::io("pwrite", &seg.path, e))?;
                 if sync {
-                    fs::sync_data(&mut *seg.file)
+                    vfs::sync_data(&mut *seg.file)
                         .map_err(|e| Error::io("fdatasync", &seg.path, e))?;
                 }
             }

@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::wal::fs::{WalFile, WalFs};
+use crate::vfs::{WalFile, WalFs};
 
 /// splitmix64: a tiny deterministic generator for tests.
 #[derive(Clone, Debug)]

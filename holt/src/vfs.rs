@@ -1,10 +1,13 @@
-//! The file layer under the WAL and the checkpoint writer: the few file-system operations the
-//! segment writer, recovery and checkpoints need, behind a small trait so tests can substitute a
-//! fault-injecting simulation (`wal::sim`, test builds only) for the operating system.
+//! The file layer under the WAL, the image and checkpoint writers and the format marker: the few
+//! file-system operations they need, behind a small trait so tests can substitute a
+//! fault-injecting simulation ([`sim`], test builds only) for the operating system.
 //!
 //! [`OsFs`] is the real implementation. Helpers here turn the raw calls into the loops the writer
 //! needs: [`write_all_at`] retries short writes and `EINTR`/`EAGAIN`, [`sync_data`] retries
 //! `EINTR`.
+
+#[cfg(test)]
+pub(crate) mod sim;
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -163,8 +166,8 @@ pub(crate) fn create_whole(
     dir: &Path,
     name: &str,
     bytes: &[u8],
-) -> crate::Result<PathBuf> {
-    use crate::Error;
+) -> crate::error::Result<PathBuf> {
+    use crate::error::Error;
     let path = dir.join(name);
     let tmp = dir.join(format!("{name}.tmp"));
     match fs.remove(&tmp) {
