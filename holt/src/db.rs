@@ -9,10 +9,10 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::batch::{Batch, BatchOp};
-use crate::checkpoint;
 use crate::compact::{self, Job};
 use crate::error::{Error, Result};
 use crate::image::{set, Image, Progress, TreeEntry};
+use crate::legacy_checkpoint;
 use crate::limits::{check_key, check_value};
 use crate::mvcc;
 use crate::options::{Options, ScrubReport, Stats, WalIo, WalIoPath};
@@ -548,7 +548,7 @@ impl Inner {
             .collect();
         doomed.extend(listing.stale_tmp);
         if imaged > 0 {
-            let legacy = checkpoint::list(fs, dir)?;
+            let legacy = legacy_checkpoint::list(fs, dir)?;
             doomed.extend(
                 legacy
                     .installed
@@ -794,10 +794,10 @@ impl Inner {
 /// into the in-memory delta; `None` when there is none. Errors: the first checkpoint's error
 /// when none of them is valid.
 fn load_legacy_checkpoint(fs: &dyn WalFs, dir: &Path) -> Result<Option<State>> {
-    let ckpts = checkpoint::list(fs, dir)?.installed;
+    let ckpts = legacy_checkpoint::list(fs, dir)?.installed;
     let mut first_err = None;
     for (lsn, path) in &ckpts {
-        match checkpoint::load(path) {
+        match legacy_checkpoint::load(path) {
             Ok(st) if st.lsn == *lsn => return Ok(Some(st)),
             Ok(st) => {
                 first_err.get_or_insert(Error::corrupt(

@@ -35,12 +35,12 @@
 //!
 //! Trees created `versioned` keep **MVCC history**: every overwrite or delete also writes the
 //! key's previous value (or a tombstone marker) into the `history` tree under
-//! `tag | u32be(key length) | key | u64be(!commit_version)` (seed 000, "History"), in the same
-//! commit. Deleted keys of versioned trees stay as tombstones until the history floor passes
-//! them. [`Db::view_at`] reads versioned trees as of any version at or above the **history
-//! floor** ([`Db::set_history_floor`]); unversioned trees keep no history and read at their
-//! latest state in such a view. Raising the floor is logged at once; the history rows and
-//! tombstones it makes unreachable are then pruned incrementally, in bounded steps that never
+//! `tag | u32be(key length) | key | u64be(!commit_version)` (docs/metadata-format.md,
+//! "History"), in the same commit. Deleted keys of versioned trees stay as tombstones until the
+//! history floor passes them. [`Db::view_at`] reads versioned trees as of any version at or above
+//! the **history floor** ([`Db::set_history_floor`]); unversioned trees keep no history and read
+//! at their latest state in such a view. Raising the floor is logged at once; the history rows
+//! and tombstones it makes unreachable are then pruned incrementally, in bounded steps that never
 //! hold the commit lock for a pass over a whole tree (and are hidden from every read meanwhile).
 //!
 //! ## Durability: WAL, group commit, checkpoints
@@ -104,13 +104,13 @@
 
 mod art;
 mod batch;
-mod checkpoint;
 mod codec;
 mod compact;
 mod db;
 mod error;
 mod image;
 mod layers;
+mod legacy_checkpoint;
 mod limits;
 mod mvcc;
 mod options;

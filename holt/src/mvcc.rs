@@ -1,4 +1,4 @@
-//! MVCC history (seed 000, "History") and its incremental pruning.
+//! MVCC history (docs/metadata-format.md, "History") and its incremental pruning.
 //!
 //! ## History rows
 //!

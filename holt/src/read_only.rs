@@ -37,10 +37,10 @@ use std::io::ErrorKind;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::checkpoint;
 use crate::db::{recover_store, Db};
 use crate::error::{Error, Result};
 use crate::image::set;
+use crate::legacy_checkpoint;
 use crate::options::Options;
 use crate::state::State;
 use crate::vfs::WalFs;
@@ -67,7 +67,7 @@ fn fingerprint(fs: &dyn WalFs, dir: &Path, wal_dir: &Path) -> Result<Fingerprint
             .into_iter()
             .map(|(first, last, _)| (first, last))
             .collect(),
-        newest_checkpoint: checkpoint::list(fs, dir)?
+        newest_checkpoint: legacy_checkpoint::list(fs, dir)?
             .installed
             .first()
             .map(|(lsn, _)| *lsn),

@@ -18,8 +18,8 @@ pub const MAX_TREE_NAME_LEN: usize = 64;
 pub struct TreeInfo {
     /// Tree name, 1..=64 bytes of `[a-z0-9_]`.
     pub name: String,
-    /// Stable one-byte tag (seed 000, "Tree / Tag" table); also the first byte of this tree's
-    /// rows in the `history` tree.
+    /// Stable one-byte tag (docs/metadata-format.md, "Durable Format Registry"); also the first
+    /// byte of this tree's rows in the `history` tree.
     pub tag: u8,
     /// Whether overwrites and deletes keep MVCC history (readable through `Db::view_at`).
     pub versioned: bool,

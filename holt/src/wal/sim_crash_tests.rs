@@ -680,8 +680,8 @@ fn a_format_1_store_with_a_legacy_checkpoint_opens_and_a_writer_upgrades_it() {
     // Rewrite the store in the old layout: a legacy checkpoint of the first 30 batches, the one
     // WAL segment (all 40) without its header, no marker.
     let fs = crate::vfs::os();
-    let tmp = crate::checkpoint::write(&*fs, dir.path(), &state, &mut |_| Ok(())).unwrap();
-    crate::checkpoint::install(&*fs, dir.path(), lsn, &tmp).unwrap();
+    let tmp = crate::legacy_checkpoint::write(&*fs, dir.path(), &state, &mut |_| Ok(())).unwrap();
+    crate::legacy_checkpoint::install(&*fs, dir.path(), lsn, &tmp).unwrap();
     let segments = || -> Vec<std::path::PathBuf> {
         let mut v: Vec<_> = std::fs::read_dir(dir.path().join("wal"))
             .unwrap()

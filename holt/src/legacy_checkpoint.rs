@@ -1,5 +1,5 @@
-//! The checkpoint format before images (format 1), kept so that stores written by earlier
-//! versions still open: at open, when a store has no image, its newest valid
+//! The legacy checkpoint format (format 1, from before images), kept so that stores written by
+//! earlier versions still open: at open, when a store has no image, its newest valid
 //! `checkpoint-<20-digit lsn>.ckpt` is loaded into the in-memory delta (O(keys), once) and the
 //! first flush writes it as the base image, after which the old file is deleted. holt no longer
 //! writes this format (the writer below exists in test builds only, to make fixtures).
