@@ -290,6 +290,10 @@ impl Inner {
                 pending_lsn: None,
             });
         };
+        debug_assert!(
+            st.version >= tip.version && st.floor >= tip.floor,
+            "a new state went back in version or floor"
+        );
         let lsn = tip.lsn + 1;
         st.lsn = lsn;
         let st = Arc::new(st);
@@ -516,6 +520,16 @@ impl Inner {
             }
             let mut images = vec![Arc::clone(&img)];
             images.extend(tip.images.iter().skip(replaced).cloned());
+            debug_assert!(
+                images
+                    .windows(2)
+                    .all(|w| w[1].last_lsn() + 1 == w[0].first_lsn()),
+                "the installed images do not tile the log"
+            );
+            debug_assert!(
+                images[0].last_lsn() <= st.lsn,
+                "an image ahead of the state"
+            );
             st.images = Arc::from(images);
             st
         });

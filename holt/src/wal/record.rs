@@ -107,58 +107,34 @@ impl Record {
         Ok(buf)
     }
 
-    /// Decodes a payload whose CRC already matched (owned; replay uses [`RecordRef`]).
+    /// Decodes a payload whose CRC already matched into an owned record: [`RecordRef::parse`]
+    /// with every op copied (replay uses the borrowed form).
     #[cfg(test)]
     pub(crate) fn decode(payload: &[u8]) -> std::result::Result<Record, String> {
-        let mut d = Dec::new(payload);
-        let rec = match d.u8()? {
-            KIND_COMMIT => {
-                let version = d.u64()?;
-                let n = d.u32()? as usize;
-                // Each op takes at least 6 bytes; bound the allocation by the payload size.
-                let mut ops = Vec::with_capacity(n.min(payload.len() / 6));
-                for _ in 0..n {
-                    let tag = d.u8()?;
-                    let has_value = match d.u8()? {
-                        0 => false,
-                        1 => true,
-                        other => return Err(format!("bad op flag {other}")),
-                    };
-                    let key = d.bytes()?.to_vec();
-                    let value = if has_value {
-                        Some(Arc::from(d.bytes()?))
-                    } else {
-                        None
-                    };
-                    ops.push(PhysOp { tag, key, value });
-                }
-                Record::Commit { version, ops }
-            }
-            KIND_CREATE_TREE => {
-                let tag = d.u8()?;
-                let versioned = match d.u8()? {
-                    0 => false,
-                    1 => true,
-                    other => return Err(format!("bad versioned flag {other}")),
-                };
-                let name = String::from_utf8(d.bytes()?.to_vec())
-                    .map_err(|_| "tree name is not UTF-8".to_string())?;
-                Record::CreateTree {
-                    tag,
-                    versioned,
-                    name,
-                }
-            }
-            KIND_SET_FLOOR => Record::SetFloor { floor: d.u64()? },
-            other => return Err(format!("unknown record kind {other}")),
-        };
-        if !d.is_done() {
-            return Err(format!(
-                "{} trailing bytes after record",
-                payload.len() - d.pos()
-            ));
-        }
-        Ok(rec)
+        Ok(match RecordRef::parse(payload)? {
+            RecordRef::Commit { version, ops } => Record::Commit {
+                version,
+                ops: ops
+                    .map(|op| {
+                        op.map(|(tag, key, value)| PhysOp {
+                            tag,
+                            key: key.to_vec(),
+                            value: value.map(Arc::from),
+                        })
+                    })
+                    .collect::<std::result::Result<_, String>>()?,
+            },
+            RecordRef::CreateTree {
+                tag,
+                versioned,
+                name,
+            } => Record::CreateTree {
+                tag,
+                versioned,
+                name: name.to_string(),
+            },
+            RecordRef::SetFloor { floor } => Record::SetFloor { floor },
+        })
     }
 }
 
