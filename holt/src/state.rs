@@ -2,7 +2,7 @@
 //! **layers** that hold its slots (see `crate::layers`).
 //!
 //! A `State` is never mutated once published: each commit clones the tip (cheap: the in-memory
-//! delta of every tree is a persistent, `Arc`-shared [`Art`], the frozen delta and the image
+//! delta of every tree is a persistent, `Arc`-shared `Art`, the frozen delta and the image
 //! list are `Arc`s, so a clone copies one root pointer per tree plus two pointers), applies its
 //! physical operations to the delta — which path-copies only the nodes on the written keys'
 //! paths — and is wrapped in a new `Arc`. Readers and views pin an `Arc<State>`, so they never

@@ -1,6 +1,6 @@
 //! The file layer under the WAL, the image and checkpoint writers and the format marker: the few
 //! file-system operations they need, behind a small trait so tests can substitute a
-//! fault-injecting simulation ([`sim`], test builds only) for the operating system.
+//! fault-injecting simulation (`sim`, test builds only) for the operating system.
 //!
 //! [`OsFs`] is the real implementation. Helpers here turn the raw calls into the loops the writer
 //! needs: [`write_all_at`] retries short writes and `EINTR`/`EAGAIN`, [`sync_data`] retries
