@@ -1,6 +1,6 @@
 //! `Reader`: consistent metadata reads at one holt read version.
 //!
-//! Cost model (seed 000, "Namespace And Workspace Visibility"): an exact lookup is one
+//! Cost model (docs/metadata-format.md, "Namespace And Workspace Visibility"): an exact lookup is one
 //! WorkspaceCurrent point read plus one PathCurrent point read; a direct-child listing is one
 //! delimiter-aware prefix scan advanced through engine calls of at most 255 items; implicit
 //! directory existence is a limit-1 prefix probe. No listing reads ArtifactRevision rows.

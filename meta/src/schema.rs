@@ -1,7 +1,7 @@
-//! The schema gate (seed 000, "Schema Gate") and the exact tree registry.
+//! The schema gate (docs/metadata-format.md, "Schema Gate") and the exact tree registry.
 //!
 //! Every family owns one named holt tree with a stable one-byte tag. The registry this build
-//! accepts is exactly: the 23 seed 000 families (`root_fence` 0x01 … `workspace_incarnation_claim`
+//! accepts is exactly: the 23 docs/metadata-format.md families (`root_fence` 0x01 … `workspace_incarnation_claim`
 //! 0x17, all versioned so holt keeps their MVCC history), the reserved unversioned engine trees
 //! `system` (0xF0) and `recovery_outbox` (0xF1), and holt's own `history` tree (0x00).
 //!
@@ -45,7 +45,7 @@ use crate::store::{
     CheckedWrite, HoltStore, RegistryEntry, ShardStore, Snapshot, TxnStore, WriteFailure,
 };
 
-/// One metadata keyspace: a seed 000 family or a reserved engine tree.
+/// One metadata keyspace: a metadata family or a reserved engine tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Family {
     /// `root_fence`, 0x01.
@@ -135,7 +135,7 @@ impl Family {
         Family::RecoveryOutbox,
     ];
 
-    /// Exact holt tree name (seed 000).
+    /// Exact holt tree name (docs/metadata-format.md).
     pub fn name(self) -> &'static str {
         match self {
             Family::RootFence => "root_fence",
@@ -166,7 +166,7 @@ impl Family {
         }
     }
 
-    /// Stable one-byte tree tag (seed 000 History source-family tag for the 23 families).
+    /// Stable one-byte tree tag (docs/metadata-format.md History source-family tag for the 23 families).
     pub fn tag(self) -> u8 {
         match self {
             Family::System => 0xF0,
@@ -197,7 +197,7 @@ impl Family {
     }
 }
 
-/// The class of a [`Error::SchemaMismatch`] (seed 000, "Schema Gate": missing, malformed,
+/// The class of a [`Error::SchemaMismatch`] (docs/metadata-format.md, "Schema Gate": missing, malformed,
 /// unknown-version or inconsistent stores are rejected).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SchemaMismatchKind {
@@ -761,7 +761,7 @@ fn initialize<S: TxnStore>(
         activation_state: RootActivationState::Active,
     };
     // RootPlacement and the matching Active RootFence exist before the root's first write
-    // (seed 000, "Placement Authority"); both land in this single initializing batch.
+    // (docs/metadata-format.md, "Placement Authority"); both land in this single initializing batch.
     let mutations = vec![
         Mutation::put(
             Family::System,

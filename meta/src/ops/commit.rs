@@ -1,4 +1,4 @@
-//! Durable commits: the BuildCommit operation and explicit commit retirement (seed 000,
+//! Durable commits: the BuildCommit operation and explicit commit retirement (docs/metadata-format.md,
 //! "Commit Closure").
 //!
 //! # BuildCommit
@@ -96,7 +96,7 @@ use crate::store::{ScanItem, ScanSpec, Snapshot, TxnStore};
 
 use super::{run_step as run, Step as Built};
 
-/// The reserved path the commit publishes (seed 000, "Commit Closure").
+/// The reserved path the commit publishes (docs/metadata-format.md, "Commit Closure").
 pub const RUN_MANIFEST_PATH: &str = "metadata/run_manifest.json";
 /// CommitMember rows written by one member-batch command.
 pub const MEMBER_BATCH: usize = 64;
@@ -112,7 +112,7 @@ pub const MAX_LINEAGE_BYTES: usize = 16 * 1024;
 pub const MAX_PRODUCER_BYTES: usize = 1024;
 
 const OPERATION_DOMAIN: &[u8] = b"nokv.build-commit.operation.v1\0";
-/// Domain separator of `BuildCommitOperation.initialization_digest` (seed 000).
+/// Domain separator of `BuildCommitOperation.initialization_digest` (docs/metadata-format.md).
 pub const INITIALIZATION_DOMAIN: &[u8] = b"nokv.build-commit.initialization.v5\0";
 const STAGED_REVISION_DOMAIN: &[u8] = b"nokv.build-commit.staged-manifest.v1\0";
 const STAGED_PUBLISH_DOMAIN: &[u8] = b"nokv.build-commit.staged-publish.v1\0";
@@ -130,7 +130,7 @@ pub struct BuildCommitRequest {
     pub workbench_id: String,
     /// The 32-byte commit identity (docs/workbench.md) — also the root-global CommitId.
     pub commit_id: CommitId,
-    /// The Agent projection-input digest (seed 000).
+    /// The Agent projection-input digest (docs/metadata-format.md).
     pub projection_input_digest: [u8; 32],
     /// `sha256:` content digest URI supplied by the caller.
     pub content_digest_uri: String,
@@ -318,7 +318,7 @@ fn canonical_parents(parents: &[CommitId]) -> Vec<CommitId> {
         .collect()
 }
 
-/// `nokv.build-commit.initialization.v5\0` digest over the frozen request (seed 000).
+/// `nokv.build-commit.initialization.v5\0` digest over the frozen request (docs/metadata-format.md).
 pub fn initialization_digest(op: &BuildCommitOperation) -> [u8; 32] {
     let mut h = Sha256::new();
     let s = |h: &mut Sha256, b: &[u8]| {
