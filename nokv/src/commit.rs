@@ -436,7 +436,7 @@ impl Client {
     }
 
     /// Sets (creates or moves) a tag of `workbench_id` to a sealed commit under a CAS
-    /// condition (docs/design.md "Durable tag"). Moving a tag never retires the old commit.
+    /// condition (docs/design.md, "Recovery Products"). Moving a tag never retires the old commit.
     ///
     /// Errors: [`Error::InvalidArgument`], [`Error::WorkbenchNotFound`], [`Error::Meta`] with
     /// `TagConflict`, `CommitNotFound`, `CommitLifecycle`.

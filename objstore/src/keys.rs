@@ -1,6 +1,6 @@
 //! Object keys: the revision-owned block layout and the key grammar every provider accepts.
 //!
-//! Block layout (docs/design.md "object layout is revision-owned"; docs/metadata-format.md "Artifact Revisions And
+//! Block layout (docs/design.md, "Immutable Bodies And Publication"; docs/metadata-format.md "Artifact Revisions And
 //! Strong References"):
 //!
 //! ```text

@@ -1,7 +1,7 @@
 //! # objstore — NoKV's object bytes
 //!
 //! NoKV keeps metadata in holt and body bytes in object storage. Publication is object-first
-//! and metadata-last (docs/metadata-format.md, "Publication"): a publish operation first writes immutable
+//! and metadata-last (docs/metadata-format.md, "Upload And Append"): a publish operation first writes immutable
 //! blocks under revision-owned keys, then one metadata command makes them visible. This crate is
 //! the bytes side of that contract:
 //!
