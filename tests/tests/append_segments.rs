@@ -15,7 +15,8 @@ use nokv::{Client, ClientOptions, Error};
 use nokv_tests::ok;
 use serde_json::json;
 
-/// Seed 000 limits, restated so the test does not trust the SDK's constants.
+/// The limits of docs/metadata-format.md, "Upload And Append", restated so the test does not
+/// trust the SDK's constants.
 const MAX_DEPTH: u32 = 8;
 const MAX_OWNERS: usize = 64;
 const APPENDS: usize = 100;
