@@ -47,12 +47,12 @@ use crate::codec::{
     StagedCleanupState, StagedObject, StagedObjectKey, WorkspaceIncarnationClaim,
     WorkspaceIncarnationClaimKey,
 };
+use crate::command::projection::{index_rows, MAX_INDEX_MUTATIONS};
 use crate::command::{Mutation, Predicate};
 use crate::error::{Error, Result};
+use crate::family::Family;
 use crate::ids::{ArtifactRevisionId, CommitId, RequestId, RootId, WorkspaceIncarnationId};
-use crate::index::projection::{index_rows, MAX_INDEX_MUTATIONS};
 use crate::path::NormPath;
-use crate::schema::Family;
 use crate::shard::MetaShard;
 use crate::store::{ScanItem, ScanSpec, ShardSnapshot, Snapshot, TxnStore};
 

@@ -4,12 +4,12 @@
 use crate::codec::{path_current, ManifestRow};
 use crate::command::{execute, Predicate};
 use crate::error::Error;
+use crate::family::Family;
 use crate::ids::{ArtifactRevisionId, RequestId};
 use crate::ops::publish::{
     command_digest, is_reserved, plan, publish, PathCondition, Planned, PublishRequest,
 };
 use crate::path::normalize;
-use crate::schema::Family;
 use crate::shard::{MetaShard, OpenOptions};
 use crate::store::{Snapshot, TxnStore};
 
@@ -62,7 +62,7 @@ fn request(shard: &MetaShard, path: &str, condition: PathCondition) -> PublishRe
     }
 }
 
-fn create(shard: &MetaShard, path: &str) -> crate::Result<u64> {
+fn create(shard: &MetaShard, path: &str) -> crate::error::Result<u64> {
     publish(shard, request(shard, path, PathCondition::Create)).map(|r| r.generation)
 }
 

@@ -84,18 +84,19 @@ use crate::codec::{
     RestoreSource, RevisionRef, RevisionState, TerminalError, WorkspaceCurrent,
     WorkspaceIncarnationClaim, WorkspaceState,
 };
+use crate::command::projection as index_projection;
 use crate::command::{
-    MetadataCommand, Mutation, Predicate, Sequenced, MAX_COMMAND_MUTATIONS, MAX_COMMAND_PREDICATES,
+    MetadataCommand, Mutation, Predicate, MAX_COMMAND_MUTATIONS, MAX_COMMAND_PREDICATES,
     MAX_INDEX_MUTATIONS,
 };
 use crate::error::Error;
+use crate::family::Family;
 use crate::ids::{
     validate_workbench_id, ArtifactRevisionId, OperationId, RequestId, RootId,
     WorkspaceIncarnationId,
 };
-use crate::index::projection as index_projection;
 use crate::path::{normalize_stored, ordered_key, NormPath};
-use crate::schema::Family;
+use crate::shard::sequencer::Sequenced;
 use crate::shard::MetaShard;
 use crate::store::{ScanItem, ScanSpec, Snapshot, TxnStore, MAX_SCAN_ITEMS};
 
