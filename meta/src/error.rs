@@ -12,7 +12,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A durable value or key failed to decode (unknown value format version, unknown enum
-    /// discriminant, truncation, trailing bytes, invalid UTF-8). `family` is the seed 000 family
+    /// discriminant, truncation, trailing bytes, invalid UTF-8). `family` is the metadata family
     /// name (e.g. `"path_current"`).
     #[error("corrupt {family} record: {reason}")]
     Codec {
@@ -21,13 +21,13 @@ pub enum Error {
         /// What was wrong.
         reason: String,
     },
-    /// A relative path was rejected by the one shared normalizer (seed 000, "Ids, Names, And Keys").
+    /// A relative path was rejected by the one shared normalizer (docs/metadata-format.md, "Ids, Names, And Keys").
     #[error("invalid path: {0}")]
     Path(#[from] PathError),
     /// A caller argument was invalid (workbench id, digest URI, manifest shape, reserved path, …).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
-    /// The store is not an exact schema-8 NoKV workspace store (seed 000, "Schema Gate"). Nothing
+    /// The store is not an exact schema-8 NoKV workspace store (docs/metadata-format.md, "Schema Gate"). Nothing
     /// was written to it.
     #[error("schema mismatch ({kind:?}): {reason}")]
     SchemaMismatch {
@@ -86,7 +86,7 @@ pub enum Error {
         /// Generation found at the read version (`0` = the path is absent).
         actual: u64,
     },
-    /// A request id was reused with a different command digest (seed 000, "Metadata Command").
+    /// A request id was reused with a different command digest (docs/metadata-format.md, "Metadata Command").
     #[error("request id reused with different inputs")]
     RequestReplayMismatch,
     /// The command's read version was stale at commit (another commit intervened) and the bounded
@@ -116,7 +116,7 @@ pub enum Error {
         /// Missing or its state.
         reason: String,
     },
-    /// The RecoveryOutbox failed verification at open (seed 000, "RecoveryOutbox"): a gap in the
+    /// The RecoveryOutbox failed verification at open (docs/metadata-format.md, "RecoveryOutbox"): a gap in the
     /// LSN sequence, a broken hash chain, a missing or orphan chunk, malformed framing, or a
     /// disagreement with the System recovery tail. The store is refused and left unchanged.
     #[error("recovery outbox corrupt at LSN {lsn}: {reason}")]
@@ -144,7 +144,7 @@ pub enum Error {
         /// Read version the continuation was issued at.
         read_version: u64,
     },
-    /// A durable operation (seed 000, Operation family) is missing or not in a phase the
+    /// A durable operation (docs/metadata-format.md, Operation family) is missing or not in a phase the
     /// requested step may start from (e.g. finalizing a publication that cleanup already
     /// claimed: the Uploading -> Finalizing and Uploading -> Aborting CASes have one winner).
     #[error("operation {operation_id} is {phase}; {wanted}")]
@@ -164,7 +164,7 @@ pub enum Error {
         operation_id: String,
     },
     /// A commit was requested for a workbench whose current WorkbenchCommitHead names another
-    /// commit identity and `replace` was false (seed 000, "Commit Closure"; facade
+    /// commit identity and `replace` was false (docs/metadata-format.md, "Commit Closure"; facade
     /// `WorkbenchCommitConflict`). `head` is the current head's 64-hex commit id.
     #[error("the workbench already has a different commit head; commit with replace to move it")]
     WorkbenchCommitConflict {
@@ -195,14 +195,14 @@ pub enum Error {
         actual: u64,
     },
     /// A retry of a durable operation (BuildCommit) carried inputs that differ from the frozen
-    /// durable request of the same operation identity (seed 000: "an operation input mismatch").
+    /// durable request of the same operation identity (docs/metadata-format.md: "an operation input mismatch").
     #[error("operation input mismatch: {reason}")]
     OperationInputMismatch {
         /// Which input differs.
         reason: String,
     },
     /// No SnapshotRef (or SnapshotAlias) matches the selector in the workbench's current
-    /// incarnation (seed 000, SnapshotRef/SnapshotAlias; facade `SnapshotNotFound`).
+    /// incarnation (docs/metadata-format.md, SnapshotRef/SnapshotAlias; facade `SnapshotNotFound`).
     #[error("snapshot not found")]
     SnapshotNotFound,
     /// The snapshot's lease has passed on the shard lease clock, or the reaper claimed it
@@ -221,7 +221,7 @@ pub enum Error {
         /// What was found and what the request needed.
         reason: String,
     },
-    /// Retire/reap found live restore/fork consumers on the snapshot (seed 000: "a live consumer
+    /// Retire/reap found live restore/fork consumers on the snapshot (docs/metadata-format.md: "a live consumer
     /// returns the stable ForkRetentionActive facade error").
     #[error("snapshot {snapshot_id} still has {consumer_count} restore/fork consumer(s)")]
     ForkRetentionActive {
@@ -288,7 +288,7 @@ impl Error {
     }
 }
 
-/// The class of a [`Error::SchemaMismatch`] (seed 000, "Schema Gate": missing, malformed,
+/// The class of a [`Error::SchemaMismatch`] (docs/metadata-format.md, "Schema Gate": missing, malformed,
 /// unknown-version or inconsistent stores are rejected).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SchemaMismatchKind {

@@ -2,7 +2,7 @@
 //! name, tag and versioned flag (docs/metadata-format.md, "Shard-Local Families"). The schema gate
 //! ([`crate::schema`]) checks a store against this registry.
 
-/// One metadata keyspace: a seed 000 family or a reserved engine tree.
+/// One metadata keyspace: a metadata family or a reserved engine tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Family {
     /// `root_fence`, 0x01.
@@ -92,7 +92,7 @@ impl Family {
         Family::RecoveryOutbox,
     ];
 
-    /// Exact holt tree name (seed 000).
+    /// Exact holt tree name (docs/metadata-format.md).
     pub fn name(self) -> &'static str {
         match self {
             Family::RootFence => "root_fence",
@@ -123,7 +123,7 @@ impl Family {
         }
     }
 
-    /// Stable one-byte tree tag (seed 000 History source-family tag for the 23 families).
+    /// Stable one-byte tree tag (docs/metadata-format.md History source-family tag for the 23 families).
     pub fn tag(self) -> u8 {
         match self {
             Family::System => 0xF0,

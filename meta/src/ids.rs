@@ -1,4 +1,4 @@
-//! Fixed-width storage identities (seed 000, "Ids, Names, And Keys"), the workbench-id rule, and
+//! Fixed-width storage identities (docs/metadata-format.md, "Ids, Names, And Keys"), the workbench-id rule, and
 //! the snapshot-alias / tag-name rule.
 //!
 //! | id                         | durable key form           | text form                     |
@@ -15,9 +15,9 @@
 
 use crate::error::{Error, Result};
 
-/// Maximum length of an external workbench id, in bytes (seed 000).
+/// Maximum length of an external workbench id, in bytes (docs/metadata-format.md).
 pub const MAX_WORKBENCH_ID_BYTES: usize = 128;
-/// Maximum length of a snapshot alias or tag name, in bytes (seed 000).
+/// Maximum length of a snapshot alias or tag name, in bytes (docs/metadata-format.md).
 pub const MAX_NAME_BYTES: usize = 128;
 
 fn hex_nibble(c: u8) -> Option<u8> {
@@ -86,7 +86,7 @@ macro_rules! id16 {
                 &self.0
             }
 
-            /// 32 lowercase hex characters, no prefix or punctuation (seed 000 object-key form).
+            /// 32 lowercase hex characters, no prefix or punctuation (docs/metadata-format.md object-key form).
             pub fn to_hex(&self) -> String {
                 to_hex(&self.0)
             }
@@ -117,27 +117,27 @@ macro_rules! id16 {
 }
 
 id16!(
-    /// Globally unique identity of one Agent root (seed 000, 16 bytes).
+    /// Globally unique identity of one Agent root (docs/metadata-format.md, 16 bytes).
     RootId,
     "root id"
 );
 id16!(
-    /// Globally unique identity of the logical shard that owns a root (seed 000, 16 bytes).
+    /// Globally unique identity of the logical shard that owns a root (docs/metadata-format.md, 16 bytes).
     LogicalShardId,
     "logical shard id"
 );
 id16!(
-    /// Never-reused identity of one incarnation of a workbench name (seed 000, 16 bytes).
+    /// Never-reused identity of one incarnation of a workbench name (docs/metadata-format.md, 16 bytes).
     WorkspaceIncarnationId,
     "workspace incarnation id"
 );
 id16!(
-    /// Identity of one immutable artifact revision, unique within its root (seed 000, 16 bytes).
+    /// Identity of one immutable artifact revision, unique within its root (docs/metadata-format.md, 16 bytes).
     ArtifactRevisionId,
     "artifact revision id"
 );
 id16!(
-    /// Identity of one durable operation, unique within its root (seed 000, 16 bytes).
+    /// Identity of one durable operation, unique within its root (docs/metadata-format.md, 16 bytes).
     OperationId,
     "operation id"
 );
@@ -148,7 +148,7 @@ id16!(
 );
 
 /// Identity of one snapshot: unsigned 64-bit, unique within its root, and exactly the numeric
-/// Workbench facade `snapshot_id` (seed 000). Durable keys carry it as 8 bytes big-endian.
+/// Workbench facade `snapshot_id` (docs/metadata-format.md). Durable keys carry it as 8 bytes big-endian.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub struct SnapshotId(pub u64);
 
@@ -196,7 +196,7 @@ impl std::fmt::Display for SnapshotId {
     }
 }
 
-/// Root-global commit identity: the 32-byte SHA-256 Workbench commit identity (seed 000,
+/// Root-global commit identity: the 32-byte SHA-256 Workbench commit identity (docs/metadata-format.md,
 /// "Commit Closure"). Durable keys carry the raw 32 bytes; API and object-manifest boundaries use
 /// 64 lowercase hex characters.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -243,7 +243,7 @@ impl std::fmt::Debug for CommitId {
     }
 }
 
-/// The object-key form of an `object_index`: exactly 16 lowercase hex characters (seed 000),
+/// The object-key form of an `object_index`: exactly 16 lowercase hex characters (docs/metadata-format.md),
 /// e.g. `7` → `"0000000000000007"`.
 pub fn object_index_hex(object_index: u64) -> String {
     to_hex(&object_index.to_be_bytes())
@@ -260,7 +260,7 @@ pub fn parse_object_index_hex(s: &str) -> Result<u64> {
     })
 }
 
-/// The shared rule of snapshot aliases and tag names (seed 000): case-sensitive UTF-8 (a `&str`
+/// The shared rule of snapshot aliases and tag names (docs/metadata-format.md): case-sensitive UTF-8 (a `&str`
 /// already is), no NUL, 1..=[`MAX_NAME_BYTES`] bytes. `what` names the kind in the message.
 fn check_name(what: &str, name: &str) -> std::result::Result<(), String> {
     if name.is_empty() {
@@ -278,14 +278,14 @@ fn check_name(what: &str, name: &str) -> std::result::Result<(), String> {
     Ok(())
 }
 
-/// Validates a snapshot alias (seed 000): case-sensitive UTF-8 without NUL, 1..=128 bytes.
+/// Validates a snapshot alias (docs/metadata-format.md): case-sensitive UTF-8 without NUL, 1..=128 bytes.
 ///
 /// Errors: [`Error::InvalidArgument`] naming the rule that failed.
 pub fn validate_snapshot_alias(alias: &str) -> Result<()> {
     check_name("snapshot alias", alias).map_err(Error::InvalidArgument)
 }
 
-/// Validates a tag name (seed 000): case-sensitive UTF-8 without NUL, 1..=128 bytes.
+/// Validates a tag name (docs/metadata-format.md): case-sensitive UTF-8 without NUL, 1..=128 bytes.
 ///
 /// Errors: [`Error::InvalidArgument`] naming the rule that failed.
 pub fn validate_tag_name(tag: &str) -> Result<()> {
@@ -331,21 +331,21 @@ macro_rules! short_name {
 }
 
 short_name!(
-    /// A validated snapshot alias (seed 000: UTF-8, no NUL, 1..=128 bytes; stored with a u16
+    /// A validated snapshot alias (docs/metadata-format.md: UTF-8, no NUL, 1..=128 bytes; stored with a u16
     /// big-endian length).
     AliasName,
     "snapshot alias",
     validate_snapshot_alias
 );
 short_name!(
-    /// A validated tag name (seed 000: UTF-8, no NUL, 1..=128 bytes; stored with a u16 big-endian
+    /// A validated tag name (docs/metadata-format.md: UTF-8, no NUL, 1..=128 bytes; stored with a u16 big-endian
     /// length).
     TagName,
     "tag name",
     validate_tag_name
 );
 
-/// Validates an external workbench id (seed 000): first byte an ASCII letter or digit, then only
+/// Validates an external workbench id (docs/metadata-format.md): first byte an ASCII letter or digit, then only
 /// ASCII letters, digits, `_` and `-`, 1..=128 bytes, case-sensitive.
 ///
 /// Errors: [`Error::InvalidArgument`] naming the rule that failed.

@@ -1,7 +1,7 @@
 //! # meta — NoKV's schema-8 metadata layer
 //!
 //! `meta` gives workbenches, paths and immutable artifact revisions their durable meaning on top
-//! of the `holt` engine, following the normative metadata schema (seed 000). It knows nothing of
+//! of the `holt` engine, following the normative metadata schema (docs/metadata-format.md). It knows nothing of
 //! object storage beyond the object-key strings and digests it records.
 //!
 //! ## Layering
@@ -28,17 +28,17 @@
 //!   - [`ops::commit`]: the BuildCommit state machine (Building → Sealing → Complete; abort →
 //!     Cleaning → Cleaned | Quarantined) with its frozen request, construction HistoryHold,
 //!     staged run manifest, CommitMember rows, commit RevisionRefs, CommitConsumer rows,
-//!     WorkbenchCommitHead and lineage parents; CommitRetire with cursors (seed 000, "Commit
+//!     WorkbenchCommitHead and lineage parents; CommitRetire with cursors (docs/metadata-format.md, "Commit
 //!     Closure");
 //!   - [`ops::tag`]: CAS-protected tags on commits (moving or deleting never retires a commit);
 //!   - [`ops::find`]: pages of visible workbenches with their heads and run manifests at one
 //!     read version (`workbench_find`);
 //!   - [`ops::snapshot`] and [`ops::lease_clock`]: SnapshotRef + SnapshotAlias + HistoryHold
 //!     minted at one read version, leases on the persisted lease clock, renew (extend-only),
-//!     retire, the reaper and the MVCC history floor (seed 000, "Snapshot Lifecycle And History
+//!     retire, the reaper and the MVCC history floor (docs/metadata-format.md, "Snapshot Lifecycle And History
 //!     Holds");
 //!   - [`ops::restore`]: the deterministic restore operation (Preparing → Copying →
-//!     SourceSealed → Ready → Complete) with RestoreMember rows and shared revisions (seed 000,
+//!     SourceSealed → Ready → Complete) with RestoreMember rows and shared revisions (docs/metadata-format.md,
 //!     "Restore Closure");
 //!   - [`ops::changes`]: ReadChanges over ChangeEvent rows with the seed's cursor and visibility
 //!     rules.

@@ -1,4 +1,4 @@
-//! The one shared path normalizer and ordered path codec (seed 000, "Ids, Names, And Keys").
+//! The one shared path normalizer and ordered path codec (docs/metadata-format.md, "Ids, Names, And Keys").
 //!
 //! A [`NormPath`] is a validated relative path: 1..=64 components, each non-empty, not `.` or `..`,
 //! without backslash or NUL, at most 4096 UTF-8 bytes in total. There is no cleanup: `a//b`, `./a`
@@ -241,7 +241,7 @@ pub fn ordered_key(path: &NormPath) -> Vec<u8> {
 
 /// The ordered, NUL-separated component bytes without the exact terminator:
 /// `ordered(c0) 0x00 … ordered(cn)`. This is the path part of a RevisionRef(Path) owner id
-/// (seed 000, "RevisionRef.reference_owner_id"), which carries its own u32 length.
+/// (docs/metadata-format.md, "RevisionRef.reference_owner_id"), which carries its own u32 length.
 pub fn ordered_components(path: &NormPath) -> Vec<u8> {
     let mut out = Vec::with_capacity(path.0.len() + 1);
     for (i, c) in path.components().enumerate() {

@@ -1,6 +1,6 @@
 //! `Reader`: consistent metadata reads at one holt read version.
 //!
-//! Cost model (seed 000, "Namespace And Workspace Visibility"): an exact lookup is one
+//! Cost model (docs/metadata-format.md, "Namespace And Workspace Visibility"): an exact lookup is one
 //! WorkspaceCurrent point read plus one PathCurrent point read; a direct-child listing is one
 //! delimiter-aware prefix scan advanced through engine calls of at most 255 items; implicit
 //! directory existence is a limit-1 prefix probe. No listing reads ArtifactRevision rows.
@@ -329,7 +329,7 @@ impl Reader {
 /// - no proper prefix (ancestor) of `path` is a file: one PathCurrent point read per ancestor
 ///   (at most 64), shallowest first;
 /// - `path` has no descendants: one limit-1 scan of its subtree prefix `ordered(path) 0x00`
-///   (seed 000's key order puts that subtree immediately before the exact row, so the probe
+///   (the metadata format's key order puts that subtree immediately before the exact row, so the probe
 ///   never sees `path` itself or a longer sibling such as `path\u{1}` or `pathx`).
 ///
 /// Returns the `Absent` predicates of the ancestor rows for the publishing command to

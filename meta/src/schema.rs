@@ -1,7 +1,7 @@
-//! The schema gate (seed 000, "Schema Gate") and the exact tree registry.
+//! The schema gate (docs/metadata-format.md, "Schema Gate") and the exact tree registry.
 //!
 //! Every family owns one named holt tree with a stable one-byte tag. The registry this build
-//! accepts is exactly: the 23 seed 000 families (`root_fence` 0x01 … `workspace_incarnation_claim`
+//! accepts is exactly: the 23 docs/metadata-format.md families (`root_fence` 0x01 … `workspace_incarnation_claim`
 //! 0x17, all versioned so holt keeps their MVCC history), the reserved unversioned engine trees
 //! `system` (0xF0) and `recovery_outbox` (0xF1), and holt's own `history` tree (0x00).
 //!
@@ -581,7 +581,7 @@ fn initialize<S: TxnStore>(
         activation_state: RootActivationState::Active,
     };
     // RootPlacement and the matching Active RootFence exist before the root's first write
-    // (seed 000, "Placement Authority"); both land in this single initializing batch.
+    // (docs/metadata-format.md, "Placement Authority"); both land in this single initializing batch.
     let mutations = vec![
         Mutation::put(
             Family::System,

@@ -1,4 +1,4 @@
-//! Golden-byte tests for every durable key and value codec of seed 000: each sample record must
+//! Golden-byte tests for every durable key and value codec of docs/metadata-format.md: each sample record must
 //! encode to exactly the hand-written bytes in `tests/fixtures/<family>.hex` and decode back from
 //! them; unknown value versions, unknown enum discriminants, unknown framing tags, every
 //! truncation and a trailing byte must fail closed with `Error::Codec`. Also checks the complete
@@ -519,7 +519,7 @@ fn restore_identity_digest_binds_every_input_and_derives_the_operation_id() {
     use sha2::Digest;
     let src = RestoreSource::Snapshot(meta::ids::SnapshotId(42));
     let got = restore_identity_digest(&root(), "wb-main", &inc(), &src, "wb-copy", &inc2());
-    // Hand-built preimage of seed 000 "Restore Closure".
+    // Hand-built preimage of docs/metadata-format.md "Restore Closure".
     let mut pre = b"nokv.restore.operation.v2\0".to_vec();
     pre.extend_from_slice(&[0x11; 16]);
     pre.extend_from_slice(&[0, 0, 0, 7]);
@@ -702,7 +702,7 @@ fn root_fence_and_schema_marker_match_golden_bytes() {
     assert_eq!(SchemaMarker::current().encode(), f["schema_marker"].bytes);
 }
 
-/// Checks one enum against its seed 000 row: names, values, `TryFrom`, and fail-closed decoding
+/// Checks one enum against its docs/metadata-format.md row: names, values, `TryFrom`, and fail-closed decoding
 /// of 0, max+1 and 255.
 fn table<E>(all: &[E], to: fn(E) -> u8, from: fn(u8) -> meta::Result<E>, expected: &[(&str, u8)])
 where

@@ -1,4 +1,4 @@
-//! Properties of the secondary-index value codec (seed 000: versioned and order-preserving for
+//! Properties of the secondary-index value codec (docs/metadata-format.md: versioned and order-preserving for
 //! null, boolean, signed/unsigned integer, finite float, timestamp, bytes and string values):
 //! byte order of encodings equals the documented value order, encodings round-trip, are
 //! self-delimiting and prefix-free, and numbers share one domain ordered by exact value.

@@ -1,4 +1,4 @@
-//! Reopen test for the durable codecs: one record of every seed 000 family is written raw into
+//! Reopen test for the durable codecs: one record of every metadata family is written raw into
 //! its registry tree of a real holt store (through `MetaShard::db()`), the store is closed and
 //! reopened through the schema gate, and every row decodes back to the record written. The
 //! History rows holt wrote for those commits decode with meta's History codec.

@@ -1,4 +1,4 @@
-//! MetadataCommand validation order (seed 000, "Metadata Command"): schema marker and RootFence,
+//! MetadataCommand validation order (docs/metadata-format.md, "Metadata Command"): schema marker and RootFence,
 //! owner epoch, request-id replay (before the read-version fence), read-version fence, then every
 //! predicate; a failed check applies nothing.
 

@@ -1,4 +1,4 @@
-//! Commit closure, tags and retirement at the metadata layer (seed 000 "Commit Closure"), plus
+//! Commit closure, tags and retirement at the metadata layer (docs/metadata-format.md "Commit Closure"), plus
 //! the command-result codec of the operation steps.
 
 use meta::codec::{BuildCommitPhase, CommandResult, ManifestRow, OperationKind, OperationResult};

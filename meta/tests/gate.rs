@@ -1,4 +1,4 @@
-//! Schema gate completeness (seed 000, "Schema Gate"): every missing, malformed, unknown-version,
+//! Schema gate completeness (docs/metadata-format.md, "Schema Gate"): every missing, malformed, unknown-version,
 //! inconsistent or mixed store is refused with a typed error before anything is served, and its
 //! files stay byte-identical.
 

@@ -1,4 +1,4 @@
-//! RecoveryOutbox (seed 000): every write entrypoint appends one hash-chained record in its own
+//! RecoveryOutbox (docs/metadata-format.md): every write entrypoint appends one hash-chained record in its own
 //! holt batch, and reopen refuses — naming the LSN, leaving the files byte-identical — a store
 //! whose outbox has a gap, a broken chain, a missing/orphan/truncated chunk, a foreign row or a
 //! tail that disagrees with System.

@@ -1,5 +1,5 @@
 //! Leased snapshots, history holds, the persisted lease clock and the change feed over a real
-//! holt store (seed 000, "Snapshot Lifecycle And History Holds", ReadChanges).
+//! holt store (docs/metadata-format.md, "Snapshot Lifecycle And History Holds", ReadChanges).
 
 use std::path::Path;
 

@@ -1,4 +1,4 @@
-//! ArtifactManifest (seed 000, tag 0x05) — the ordered block rows of one revision.
+//! ArtifactManifest (docs/metadata-format.md, tag 0x05) — the ordered block rows of one revision.
 //!
 //! Key: `root_id | artifact_revision_id | u64 object_index` (row position in this revision).
 //! Value (format version 2): `u16 2 | physical_owner_revision_id 16 | u64 physical_object_index |

@@ -1,4 +1,4 @@
-//! ArtifactRevision (seed 000, tag 0x04) — one immutable body revision and its reference count.
+//! ArtifactRevision (docs/metadata-format.md, tag 0x04) — one immutable body revision and its reference count.
 //!
 //! Key: `root_id | artifact_revision_id`.
 //! Value (format version 2): `u16 2 | u64 logical_size | str body_digest_uri |
@@ -15,7 +15,7 @@ const FAMILY: &str = "artifact_revision";
 pub const VALUE_VERSION: u16 = 2;
 
 durable_enum!(
-    /// Lifecycle of an artifact revision (seed 000 discriminants).
+    /// Lifecycle of an artifact revision (discriminants of docs/metadata-format.md).
     RevisionState, "artifact_revision" {
         /// Readable; references may be added.
         Available = 1,

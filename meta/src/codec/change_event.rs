@@ -1,4 +1,4 @@
-//! ChangeEvent (seed 000, tag 0x10) — the append-only change feed.
+//! ChangeEvent (docs/metadata-format.md, tag 0x10) — the append-only change feed.
 //!
 //! Key: `root_id | u64 commit_version | u32 event_sequence` (sequence from 0 within a command).
 //! Value (format version 2): `u16 2 | str workbench_id | workspace_incarnation_id 16 |

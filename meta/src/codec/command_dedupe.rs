@@ -1,4 +1,4 @@
-//! CommandDedupe (seed 000, tag 0x14) — request-id replay protection with the exact result.
+//! CommandDedupe (docs/metadata-format.md, tag 0x14) — request-id replay protection with the exact result.
 //!
 //! Key: `root_id | request_id`.
 //! Value (format version 2): `u16 2 | command_digest 32 | bytes(encoded CommandResult) |
@@ -68,12 +68,12 @@ pub enum CommandResult {
         /// The number.
         value: u64,
     },
-    /// A path was removed (seed 000, "Ordinary put/replace/remove").
+    /// A path was removed (docs/metadata-format.md, "Ordinary put/replace/remove").
     Removed {
         /// The PathEntry the removal deleted.
         entry: PathEntry,
     },
-    /// A snapshot lifecycle command (seed 000, "Snapshot Lifecycle And History Holds") wrote
+    /// A snapshot lifecycle command (docs/metadata-format.md, "Snapshot Lifecycle And History Holds") wrote
     /// this SnapshotRef value.
     SnapshotLifecycle {
         /// The snapshot (its numeric facade id).

@@ -1,4 +1,4 @@
-//! Commit (seed 000, tag 0x07) — one sealed, root-global commit closure.
+//! Commit (docs/metadata-format.md, tag 0x07) — one sealed, root-global commit closure.
 //!
 //! Key: `root_id 16 | commit_id 32`.
 //!
@@ -42,7 +42,7 @@ const FAMILY: &str = "commit";
 pub const VALUE_VERSION: u16 = 2;
 
 durable_enum!(
-    /// Commit lifecycle (seed 000 discriminants).
+    /// Commit lifecycle (discriminants of docs/metadata-format.md).
     CommitState, "commit" {
         /// Sealed: consumers may attach.
         Sealed = 1,
@@ -127,7 +127,7 @@ pub struct Commit {
 }
 
 impl Commit {
-    /// `"sha256:" + lowercase_hex(member_digest)` (seed 000).
+    /// `"sha256:" + lowercase_hex(member_digest)` (docs/metadata-format.md).
     pub fn tree_digest_uri(&self) -> String {
         format!("sha256:{}", to_hex(&self.member_digest))
     }

@@ -1,7 +1,7 @@
-//! CommitConsumer (seed 000, tag 0x0e) — one row per live consumer of a sealed commit.
+//! CommitConsumer (docs/metadata-format.md, tag 0x0e) — one row per live consumer of a sealed commit.
 //!
 //! Key: `root_id 16 | commit_id 32 | u8 CommitConsumerKind | consumer_owner_id`, where the owner
-//! id is discriminated by kind exactly as seed 000 writes it:
+//! id is discriminated by kind exactly as docs/metadata-format.md writes it:
 //!
 //! - WorkbenchHead (1): `workspace_incarnation_id` (16);
 //! - Tag (2): `workspace_incarnation_id 16 | u16 len(tag_name) | tag_name`;
@@ -19,7 +19,7 @@ const FAMILY: &str = "commit_consumer";
 pub const VALUE_VERSION: u16 = 1;
 
 durable_enum!(
-    /// Kind of commit consumer (seed 000 discriminants).
+    /// Kind of commit consumer (discriminants of docs/metadata-format.md).
     CommitConsumerKind, "commit_consumer" {
         /// A workbench head points at the commit.
         WorkbenchHead = 1,

@@ -1,4 +1,4 @@
-//! CommitMember (seed 000, tag 0x08) — one path of a sealed commit's frozen tree.
+//! CommitMember (docs/metadata-format.md, tag 0x08) — one path of a sealed commit's frozen tree.
 //!
 //! Key: `root_id 16 | commit_id 32 | ordered path key` — the same canonical ordered path codec as
 //! PathCurrent ([`crate::path::ordered_key`], `… 0x01`), so members scan in canonical path order

@@ -1,4 +1,4 @@
-//! GcBarrier (seed 000, tag 0x16) — a monotonic generation used to advance a quiescent GC
+//! GcBarrier (docs/metadata-format.md, tag 0x16) — a monotonic generation used to advance a quiescent GC
 //! history floor.
 //!
 //! Key: `root_id 16`. Value (format version 1): `u16 1 | u64 generation`.

@@ -1,4 +1,4 @@
-//! GcCandidate (seed 000, tag 0x15) — written when a revision's strong reference count reaches 0.
+//! GcCandidate (docs/metadata-format.md, tag 0x15) — written when a revision's strong reference count reaches 0.
 //!
 //! Key: `root_id | artifact_revision_id | u64 reference_epoch` (the epoch after the release, so a
 //! later reference addition makes the candidate stale).
@@ -14,7 +14,7 @@ const FAMILY: &str = "gc_candidate";
 pub const VALUE_VERSION: u16 = 1;
 
 durable_enum!(
-    /// GC claim state of a candidate (seed 000 discriminants).
+    /// GC claim state of a candidate (discriminants of docs/metadata-format.md).
     GcClaimState, "gc_candidate" {
         /// Waiting for the history floor.
         Candidate = 1,

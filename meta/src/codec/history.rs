@@ -6,7 +6,7 @@
 //! value = u8 kind (0 = absent/tombstone before this commit, 1 = value) | previous value bytes
 //! ```
 //!
-//! `source_family_tag` is one of the 23 seed 000 family tags (`0x01..=0x17`); the reserved
+//! `source_family_tag` is one of the 23 metadata family tags (`0x01..=0x17`); the reserved
 //! engine trees are not history sources, so any other tag fails closed. The commit version is
 //! stored inverted so one key's rows sort newest first. The layout is holt's own
 //! (`holt::mvcc`); this module decodes it for recovery and fsck and must stay byte-identical.
@@ -17,7 +17,7 @@ use crate::family::Family;
 
 const FAMILY: &str = "history";
 
-/// The seed 000 family whose tag is `tag`, if `tag` names a history source.
+/// The metadata family whose tag is `tag`, if `tag` names a history source.
 pub fn source_family(tag: u8) -> Option<Family> {
     Family::ALL
         .into_iter()
@@ -27,7 +27,7 @@ pub fn source_family(tag: u8) -> Option<Family> {
 /// One History key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HistoryKey {
-    /// Source family (a versioned seed 000 family).
+    /// Source family (a versioned metadata family).
     pub source: Family,
     /// The family key whose previous value the row holds.
     pub user_key: Vec<u8>,

@@ -1,7 +1,7 @@
-//! HistoryHold (seed 000, tag 0x0d) — retains MVCC history at one read version.
+//! HistoryHold (docs/metadata-format.md, tag 0x0d) — retains MVCC history at one read version.
 //!
 //! Key: `root_id 16 | u8 HistoryHoldKind | hold_id` where `hold_id` is discriminated by kind
-//! (decision recorded here; seed 000 names the holds `HistoryHold(Snapshot…)`,
+//! (decision recorded here; docs/metadata-format.md names the holds `HistoryHold(Snapshot…)`,
 //! `HistoryHold(BuildCommit…)` and `HistoryHold(Restore, operation_id)`):
 //!
 //! - Snapshot (1): `u64 snapshot_id` (8 bytes, big-endian) — the leased snapshot's own hold;
@@ -20,7 +20,7 @@ const FAMILY: &str = "history_hold";
 pub const VALUE_VERSION: u16 = 1;
 
 durable_enum!(
-    /// Kind of history hold (seed 000 discriminants).
+    /// Kind of history hold (discriminants of docs/metadata-format.md).
     HistoryHoldKind, "history_hold" {
         /// Held by a leased snapshot.
         Snapshot = 1,
@@ -32,7 +32,7 @@ durable_enum!(
 );
 
 durable_enum!(
-    /// State of a history hold (seed 000 discriminants).
+    /// State of a history hold (discriminants of docs/metadata-format.md).
     HistoryHoldState, "history_hold" {
         /// Retaining history.
         Active = 1,

@@ -1,4 +1,4 @@
-//! The versioned, order-preserving secondary-index value codec (seed 000: "each index declares a
+//! The versioned, order-preserving secondary-index value codec (docs/metadata-format.md: "each index declares a
 //! versioned, order-preserving codec for null, boolean, signed/unsigned integer, finite float,
 //! timestamp, bytes, and string values").
 //!

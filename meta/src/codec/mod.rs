@@ -1,4 +1,4 @@
-//! Key and value codecs, one module per seed 000 family.
+//! Key and value codecs, one module per metadata family.
 //!
 //! Shared conventions live in `wire`: unsigned big-endian integers, u32-length-prefixed strings
 //! and byte strings, u16-length-prefixed snapshot aliases / tag names / index field ids,
@@ -10,7 +10,7 @@
 //! discriminants, unknown option/result tags, truncation and trailing bytes. All failures are
 //! [`crate::Error::Codec`] naming the family (tree) name.
 //!
-//! Value format versions (seed 000, "Durable Format Registry"):
+//! Value format versions (docs/metadata-format.md, "Durable Format Registry"):
 //!
 //! | version | families |
 //! |---------|----------|

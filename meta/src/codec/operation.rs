@@ -1,9 +1,9 @@
-//! Operation (seed 000, tag 0x11) — durable multi-step operations with exact replay.
+//! Operation (docs/metadata-format.md, tag 0x11) — durable multi-step operations with exact replay.
 //!
 //! Key: `root_id 16 | u8 OperationKind | operation_id 16`.
 //!
 //! Value: `u16 value_format_version | u8 OperationKind | payload`. The version is per kind
-//! (seed 000, "Durable Format Registry"): Publish 1, BuildCommit **5**, Restore **4**,
+//! (docs/metadata-format.md, "Durable Format Registry"): Publish 1, BuildCommit **5**, Restore **4**,
 //! CommitRetire 1, Gc 1. The kind byte repeats the key's kind so a value is self-describing;
 //! [`Operation::decode_for_kind`] also requires it to equal the key's. An unknown kind, a version
 //! other than the kind's, or an unknown phase/state fails closed with [`crate::Error::Codec`].
@@ -57,7 +57,7 @@
 //!                   option(str quarantine_evidence) | result(u64 commit_version)
 //! ```
 //!
-//! A Publish record freezes the complete publication request at Begin (seed 000, "Upload And
+//! A Publish record freezes the complete publication request at Begin (docs/metadata-format.md, "Upload And
 //! Append": the operation and its StagedObject ledger exist before the first byte is sent), so a
 //! crash in Finalizing can be resumed from the ledger alone: the own blocks are the StagedObject
 //! rows of `artifact_revision_id`, the reused append segments are the first `base_row_count`
@@ -83,20 +83,20 @@ const FAMILY: &str = "operation";
 
 /// Value format version of [`PublishOperation`].
 pub const PUBLISH_VALUE_VERSION: u16 = 1;
-/// Value format version of [`BuildCommitOperation`] (seed 000: version 5).
+/// Value format version of [`BuildCommitOperation`] (docs/metadata-format.md: version 5).
 pub const BUILD_COMMIT_VALUE_VERSION: u16 = 5;
-/// Value format version of [`RestoreOperation`] (seed 000: version 4).
+/// Value format version of [`RestoreOperation`] (docs/metadata-format.md: version 4).
 pub const RESTORE_VALUE_VERSION: u16 = 4;
 /// Value format version of [`CommitRetireOperation`].
 pub const COMMIT_RETIRE_VALUE_VERSION: u16 = 1;
 /// Value format version of [`GcOperation`].
 pub const GC_VALUE_VERSION: u16 = 1;
 
-/// Domain separator of the restore identity digest (seed 000, "Restore Closure").
+/// Domain separator of the restore identity digest (docs/metadata-format.md, "Restore Closure").
 pub const RESTORE_IDENTITY_DOMAIN: &[u8] = b"nokv.restore.operation.v2\0";
 
 durable_enum!(
-    /// Kind of durable operation (seed 000 discriminants).
+    /// Kind of durable operation (discriminants of docs/metadata-format.md).
     OperationKind, "operation" {
         /// Object-first artifact publication.
         Publish = 1,
@@ -125,7 +125,7 @@ impl OperationKind {
 }
 
 durable_enum!(
-    /// Publication phase (seed 000 discriminants).
+    /// Publication phase (discriminants of docs/metadata-format.md).
     PublishPhase, "operation" {
         /// Objects uploading.
         Uploading = 1,
@@ -145,7 +145,7 @@ durable_enum!(
 );
 
 durable_enum!(
-    /// Commit build phase (seed 000 discriminants).
+    /// Commit build phase (discriminants of docs/metadata-format.md).
     BuildCommitPhase, "operation" {
         /// Members, references and parents being written.
         Building = 1,
@@ -165,7 +165,7 @@ durable_enum!(
 );
 
 durable_enum!(
-    /// Restore phase (seed 000 discriminants).
+    /// Restore phase (discriminants of docs/metadata-format.md).
     RestorePhase, "operation" {
         /// Operation and staging marker created.
         Preparing = 1,
@@ -189,7 +189,7 @@ durable_enum!(
 );
 
 durable_enum!(
-    /// Commit retirement phase (seed 000 discriminants).
+    /// Commit retirement phase (discriminants of docs/metadata-format.md).
     CommitRetirePhase, "operation" {
         /// Sealed -> Retiring claimed.
         Claiming = 1,
@@ -203,7 +203,7 @@ durable_enum!(
 );
 
 durable_enum!(
-    /// GC phase (seed 000 discriminants).
+    /// GC phase (discriminants of docs/metadata-format.md).
     GcPhase, "operation" {
         /// Waiting to be claimed.
         Queued = 1,
@@ -219,7 +219,7 @@ durable_enum!(
 );
 
 durable_enum!(
-    /// Kind of restore source (seed 000 discriminants).
+    /// Kind of restore source (discriminants of docs/metadata-format.md).
     RestoreSourceKind, "operation" {
         /// A leased snapshot (numeric id; aliases are resolved before PrepareRestore).
         Snapshot = 1,
@@ -407,7 +407,7 @@ pub struct HeadRef {
     pub head_generation: u64,
 }
 
-/// Immutable binding of the staged canonical run manifest (seed 000, "Commit Closure" step 2).
+/// Immutable binding of the staged canonical run manifest (docs/metadata-format.md, "Commit Closure" step 2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StagedManifestBinding {
     /// Publish operation that staged the manifest revision.
@@ -587,7 +587,7 @@ pub struct RestoreOperation {
 
 impl RestoreOperation {
     /// The operation id this record must be stored under: the first 16 bytes of
-    /// `identity_digest` (seed 000).
+    /// `identity_digest` (docs/metadata-format.md).
     pub fn operation_id(&self) -> OperationId {
         let mut id = [0u8; 16];
         id.copy_from_slice(&self.identity_digest[..16]);
@@ -595,7 +595,7 @@ impl RestoreOperation {
     }
 }
 
-/// The restore identity digest (seed 000, "Restore Closure"):
+/// The restore identity digest (docs/metadata-format.md, "Restore Closure"):
 /// `sha256("nokv.restore.operation.v2\0" | root_id | u32be(len) | source_workbench_id |
 /// source_incarnation | u8 source_kind | source_identity | u32be(len) | destination_workbench_id |
 /// destination_incarnation)`, where `source_identity` is the u64be snapshot id or the 32-byte

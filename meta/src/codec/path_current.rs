@@ -1,4 +1,4 @@
-//! PathCurrent (seed 000, tag 0x03) — the only namespace truth.
+//! PathCurrent (docs/metadata-format.md, tag 0x03) — the only namespace truth.
 //!
 //! Key: `root_id | workspace_incarnation_id | ordered path key` (see [`crate::path`]).
 //! Value `PathEntry` (format version 2): `u16 2 | u64 generation | artifact_revision_id 16 |

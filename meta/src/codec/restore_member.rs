@@ -1,4 +1,4 @@
-//! RestoreMember (seed 000, tag 0x12) — the ordered member index of one restore; cleanup is
+//! RestoreMember (docs/metadata-format.md, tag 0x12) — the ordered member index of one restore; cleanup is
 //! driven by these rows, never by a path or object listing.
 //!
 //! Key: `root_id 16 | operation_id 16 | u64 member_sequence`.

@@ -1,4 +1,4 @@
-//! RevisionRef (seed 000, tag 0x06) — one row per strong reference to an artifact revision.
+//! RevisionRef (docs/metadata-format.md, tag 0x06) — one row per strong reference to an artifact revision.
 //!
 //! Key: `root_id | u8 ReferenceKind | reference_owner_id | artifact_revision_id` where the owner id
 //! is, per kind:
@@ -19,7 +19,7 @@ const FAMILY: &str = "revision_ref";
 pub const VALUE_VERSION: u16 = 2;
 
 durable_enum!(
-    /// Kind of strong reference (seed 000 discriminants).
+    /// Kind of strong reference (discriminants of docs/metadata-format.md).
     ReferenceKind, "revision_ref" {
         /// A PathCurrent entry.
         Path = 1,

@@ -1,4 +1,4 @@
-//! RootFence (seed 000, tag 0x01): `key = root_id`,
+//! RootFence (docs/metadata-format.md, tag 0x01): `key = root_id`,
 //! `value = u16 1 | logical_shard_id 16 | u64 placement_generation | u8 RootActivationState`.
 
 use super::wire::{durable_enum, Dec, Enc};
@@ -8,7 +8,7 @@ use crate::ids::{LogicalShardId, RootId};
 const FAMILY: &str = "root_fence";
 
 durable_enum!(
-    /// Shard-local activation state of a root (seed 000 discriminants).
+    /// Shard-local activation state of a root (discriminants of docs/metadata-format.md).
     RootActivationState, "root_fence" {
         /// Being installed.
         Installing = 1,

@@ -1,4 +1,4 @@
-//! SecondaryIndex (seed 000, tag 0x0f) — one typed index row per (field, value, path).
+//! SecondaryIndex (docs/metadata-format.md, tag 0x0f) — one typed index row per (field, value, path).
 //!
 //! Key:
 //!

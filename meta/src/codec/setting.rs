@@ -23,7 +23,7 @@ pub const SETTING_PREFIX: &[u8] = b"setting|";
 pub const VALUE_VERSION: u16 = 1;
 
 /// The diagnostic part of the MVCC history floor, in commit versions: the floor never rises above
-/// `tip - history_retention_versions` (seed 000, "Snapshot Lifecycle And History Holds":
+/// `tip - history_retention_versions` (docs/metadata-format.md, "Snapshot Lifecycle And History Holds":
 /// "configured diagnostic floor"). `0` keeps only what history holds require.
 pub const HISTORY_RETENTION_VERSIONS: &str = "history_retention_versions";
 

@@ -1,4 +1,4 @@
-//! SnapshotAlias (seed 000, tag 0x0c) — the one current resolution of a snapshot name within a
+//! SnapshotAlias (docs/metadata-format.md, tag 0x0c) — the one current resolution of a snapshot name within a
 //! workspace incarnation (the latest mint wins).
 //!
 //! Key: `root_id 16 | workspace_incarnation_id 16 | u16 len(alias) | alias`

@@ -1,4 +1,4 @@
-//! SnapshotRef (seed 000, tag 0x0b) — one leased snapshot of a workspace incarnation.
+//! SnapshotRef (docs/metadata-format.md, tag 0x0b) — one leased snapshot of a workspace incarnation.
 //!
 //! Key: `root_id 16 | workspace_incarnation_id 16 | u64 snapshot_id` (big-endian).
 //!
@@ -23,7 +23,7 @@
 //! unless a retire annotation is present — so rows of stores that never stored one keep their
 //! bytes; the decoder accepts both and fails closed on any other version.
 //!
-//! Schema note: seed 000's "Durable Format Registry" lists SnapshotRef among the version-1
+//! Schema note: the metadata format's "Durable Format Registry" lists SnapshotRef among the version-1
 //! records; version 2 is this codec's addition for the durable first retire annotation
 //! (golden bytes of both versions in `meta/tests/fixtures/snapshot_ref.hex`). The alias follows
 //! the snapshot-alias rule ([`crate::ids::AliasName`]).
@@ -39,7 +39,7 @@ pub const VALUE_VERSION: u16 = 2;
 pub const VALUE_VERSION_V1: u16 = 1;
 
 durable_enum!(
-    /// Durable snapshot lifecycle (seed 000 discriminants). `expired` is derived, not stored.
+    /// Durable snapshot lifecycle (discriminants of docs/metadata-format.md). `expired` is derived, not stored.
     SnapshotState, "snapshot_ref" {
         /// Leased and readable.
         Active = 1,

@@ -1,4 +1,4 @@
-//! StagedObject (seed 000, tag 0x13) — the exact ledger of objects a publish operation owns
+//! StagedObject (docs/metadata-format.md, tag 0x13) — the exact ledger of objects a publish operation owns
 //! before upload. Object listing is never used to discover staged ownership.
 //!
 //! Key: `root_id 16 | publish_operation_id 16 | u64 object_sequence`.
@@ -15,7 +15,7 @@ const FAMILY: &str = "staged_object";
 pub const VALUE_VERSION: u16 = 1;
 
 durable_enum!(
-    /// Provider-side state of a staged object (seed 000 discriminants).
+    /// Provider-side state of a staged object (discriminants of docs/metadata-format.md).
     StagedProviderState, "staged_object" {
         /// Planned; nothing sent.
         Planned = 1,
@@ -33,7 +33,7 @@ durable_enum!(
 );
 
 durable_enum!(
-    /// Cleanup ownership of a staged object (seed 000 discriminants).
+    /// Cleanup ownership of a staged object (discriminants of docs/metadata-format.md).
     StagedCleanupState, "staged_object" {
         /// Owned by the live publication.
         Owned = 1,

@@ -15,7 +15,7 @@
 //!
 //! ## Pending-operation registry
 //!
-//! Terminal operations are never garbage collected (seed 000, "Commit Closure"), so a scan of
+//! Terminal operations are never garbage collected (docs/metadata-format.md, "Commit Closure"), so a scan of
 //! the Operation family grows with every operation ever begun. The registry keeps one System
 //! row per operation that is *not* terminal, so recovery at open costs O(non-terminal
 //! operations). Key: the 17 ASCII bytes `pending_operation`, the [`OperationKind`] discriminant
@@ -29,7 +29,7 @@
 //! ([`crate::ops::publish_operation`]): present while Uploading, Finalizing, Aborting, Cleaning
 //! and Quarantined; absent once Published or Cleaned. Other kinds do not register yet.
 //! The embedded store keeps the control-plane RootPlacement record here because there is no
-//! separate control plane yet (seed 000, "Placement Authority").
+//! separate control plane yet (docs/metadata-format.md, "Placement Authority").
 
 use super::operation::OperationKind;
 use super::wire::{durable_enum, Dec, Enc};
@@ -38,7 +38,7 @@ use crate::ids::{LogicalShardId, OperationId, RootId};
 
 const FAMILY: &str = "system";
 
-/// Key of the schema marker (seed 000, `System("schema")`).
+/// Key of the schema marker (docs/metadata-format.md, `System("schema")`).
 pub const KEY_SCHEMA: &[u8] = b"schema";
 /// Key of the embedded RootPlacement record.
 pub const KEY_ROOT_PLACEMENT: &[u8] = b"root_placement";
@@ -46,7 +46,7 @@ pub const KEY_ROOT_PLACEMENT: &[u8] = b"root_placement";
 pub const KEY_PRESENTATION_ROOT: &[u8] = b"presentation_root";
 /// Key of the persisted owner epoch counter.
 pub const KEY_OWNER_EPOCH: &[u8] = b"owner_epoch";
-/// Key of the applied recovery LSN and chain digest (seed 000, System: "applied recovery LSN,
+/// Key of the applied recovery LSN and chain digest (docs/metadata-format.md, System: "applied recovery LSN,
 /// recovery chain digest").
 pub const KEY_RECOVERY_TAIL: &[u8] = b"recovery_tail";
 
@@ -117,7 +117,7 @@ pub fn decode_pending_operation_value(b: &[u8]) -> Result<()> {
 
 /// The only supported schema id.
 pub const SCHEMA_ID: &str = "nokv_workspace";
-/// The only supported system format version (seed 000).
+/// The only supported system format version (docs/metadata-format.md).
 pub const FORMAT_VERSION: u32 = 8;
 /// Value format version of the marker record.
 pub const MARKER_VALUE_VERSION: u16 = 1;
@@ -170,7 +170,7 @@ impl SchemaMarker {
 }
 
 durable_enum!(
-    /// Control-plane lifecycle of a RootPlacement (seed 000 "Initial durable enum discriminants").
+    /// Control-plane lifecycle of a RootPlacement (docs/metadata-format.md "Initial durable enum discriminants").
     RootPlacementLifecycle, "system" {
         /// Being provisioned.
         Provisioning = 1,
@@ -183,7 +183,7 @@ durable_enum!(
     }
 );
 
-/// The embedded RootPlacement record (seed 000, "Placement Authority").
+/// The embedded RootPlacement record (docs/metadata-format.md, "Placement Authority").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RootPlacement {
     /// The root this store serves.

@@ -1,4 +1,4 @@
-//! Tag (seed 000, tag 0x0a) — a named pointer to a commit within one workspace incarnation.
+//! Tag (docs/metadata-format.md, tag 0x0a) — a named pointer to a commit within one workspace incarnation.
 //!
 //! Key: `root_id 16 | workspace_incarnation_id 16 | u16 len(tag_name) | tag_name` (tag names are
 //! case-sensitive UTF-8 without NUL, 1..=128 bytes: [`crate::ids::TagName`]).

@@ -1,6 +1,6 @@
 //! Byte-level building blocks shared by every family codec.
 //!
-//! Conventions (seed 000): all integers unsigned big-endian; general variable byte strings are a
+//! Conventions (docs/metadata-format.md): all integers unsigned big-endian; general variable byte strings are a
 //! u32 big-endian length followed by the exact bytes; snapshot aliases and tag names use a u16
 //! big-endian length; an optional value is one tag byte (`0` = absent, `1` = present) followed by
 //! the value when present; a boolean is one byte `0`/`1`; every value starts with its u16

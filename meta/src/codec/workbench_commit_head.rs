@@ -1,4 +1,4 @@
-//! WorkbenchCommitHead (seed 000, tag 0x09) — the current commit of one workspace incarnation.
+//! WorkbenchCommitHead (docs/metadata-format.md, tag 0x09) — the current commit of one workspace incarnation.
 //!
 //! Key: `root_id 16 | workspace_incarnation_id 16`.
 //! Value (format version 1): `u16 1 | commit_id 32 | u64 head_generation`.

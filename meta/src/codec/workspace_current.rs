@@ -1,4 +1,4 @@
-//! WorkspaceCurrent (seed 000, tag 0x02) — the workbench name → incarnation marker.
+//! WorkspaceCurrent (docs/metadata-format.md, tag 0x02) — the workbench name → incarnation marker.
 //!
 //! Key: `root_id | u32 len(workbench_id) | workbench_id`.
 //! Value (format version 2): `u16 2 | incarnation 16 | u64 workspace_revision | u8 WorkspaceState
@@ -57,7 +57,7 @@ impl WorkspaceCurrentKey {
         key(&self.root, &self.workbench_id)
     }
 
-    /// Decodes a key; the workbench id must pass the seed 000 rule.
+    /// Decodes a key; the workbench id must pass the docs/metadata-format.md rule.
     /// Errors: [`crate::Error::Codec`] (short key, bad length, invalid id, trailing bytes).
     pub fn decode(k: &[u8]) -> Result<Self> {
         let mut d = Dec::new(FAMILY, k);

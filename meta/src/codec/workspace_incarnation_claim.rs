@@ -1,4 +1,4 @@
-//! WorkspaceIncarnationClaim (seed 000, tag 0x17): never-deleted claim of an incarnation id.
+//! WorkspaceIncarnationClaim (docs/metadata-format.md, tag 0x17): never-deleted claim of an incarnation id.
 //!
 //! Key: `root_id | workspace_incarnation_id`. Value (format version 1): `u16 1 | u32 len |
 //! workbench_id` (the id is revalidated on decode).

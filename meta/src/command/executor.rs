@@ -1,4 +1,4 @@
-//! Executes one [`MetadataCommand`] as exactly one checked atomic write (seed 000, "Metadata
+//! Executes one [`MetadataCommand`] as exactly one checked atomic write (docs/metadata-format.md, "Metadata
 //! Command").
 //!
 //! Order of checks, each against the newest readable snapshot and then again, atomically, at the

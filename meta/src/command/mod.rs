@@ -1,11 +1,11 @@
-//! `MetadataCommand` (seed 000, "Metadata Command"): every durable mutation of the metadata layer
+//! `MetadataCommand` (docs/metadata-format.md, "Metadata Command"): every durable mutation of the metadata layer
 //! is one bounded command executed as exactly one holt batch.
 //!
 //! Field for field the seed's command: schema id, root id, logical shard, placement generation,
 //! owner epoch, request id, command digest, read version, predicates, mutations, history
 //! projection, event projection and deterministic result. The history projection is derived, not
 //! listed: holt writes the previous value of every mutated key of a versioned family into its
-//! `history` tree (seed 000 History key layout) inside the same atomic batch;
+//! `history` tree (docs/metadata-format.md History key layout) inside the same atomic batch;
 //! [`MetadataCommand::history_projection`] names those keys. The executor adds the ChangeEvent
 //! rows, the CommandDedupe row (bound to the recovery LSN) and the RecoveryOutbox rows (see
 //! [`crate::outbox`]) to the same batch; validation order is documented in [`executor`].
@@ -23,14 +23,14 @@ use crate::codec::{ChangeEvent, CommandResult};
 use crate::family::Family;
 use crate::ids::{LogicalShardId, RequestId, RootId};
 
-/// Upper bound on command predicates (fixed per operation; seed 000 requires a fixed bound).
+/// Upper bound on command predicates (fixed per operation; docs/metadata-format.md requires a fixed bound).
 pub const MAX_COMMAND_PREDICATES: usize = 192;
 /// Upper bound on mutations outside the ArtifactManifest family.
 pub const MAX_COMMAND_MUTATIONS: usize = 256;
 /// Upper bound on ArtifactManifest rows written by one command.
 pub const MAX_MANIFEST_ROWS: usize = 65_536;
 /// Upper bound on SecondaryIndex mutations of one command: one publication's index projection,
-/// puts of the new rows plus deletes of the old ones (seed 000: "a fixed upper bound on
+/// puts of the new rows plus deletes of the old ones (docs/metadata-format.md: "a fixed upper bound on
 /// predicates and mutations apart from bounded manifest and index rows").
 pub const MAX_INDEX_MUTATIONS: usize = projection::MAX_INDEX_MUTATIONS;
 /// Upper bound on events emitted by one command.

@@ -1,4 +1,4 @@
-//! Index projection at publication (seed 000, "Namespace And Workspace Visibility": "final
+//! Index projection at publication (docs/metadata-format.md, "Namespace And Workspace Visibility": "final
 //! publication updates PathCurrent and the corresponding SecondaryIndex rows in the same
 //! metadata command").
 //!

@@ -1,4 +1,4 @@
-//! Secondary-index building blocks (seed 000, "SecondaryIndex").
+//! Secondary-index building blocks (docs/metadata-format.md, "SecondaryIndex").
 //!
 //! - [`FieldId`]: the validated index/field id that names one index inside a root
 //!   (`[A-Za-z0-9_.-]`, 1..=128 bytes, case-sensitive);

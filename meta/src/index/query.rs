@@ -1,4 +1,4 @@
-//! The typed query executor over SecondaryIndex (seed 001, "Discovery And Provenance"; seed 000,
+//! The typed query executor over SecondaryIndex (docs/design.md, "Discovery And Provenance"; docs/metadata-format.md,
 //! "SecondaryIndex", "Namespace And Workspace Visibility"): search with predicates, projection,
 //! sort, facets and bounded pages, at ONE read version.
 //!

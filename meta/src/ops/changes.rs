@@ -1,4 +1,4 @@
-//! ReadChanges: the change feed over ChangeEvent rows (seed 000, the ReadChanges paragraphs after
+//! ReadChanges: the change feed over ChangeEvent rows (docs/metadata-format.md, the ReadChanges paragraphs after
 //! the History family, and "Namespace And Workspace Visibility").
 //!
 //! - **Position.** `(commit_version, event_sequence)` is an append-only log position: every

@@ -1,5 +1,5 @@
-//! Garbage collection of artifact revisions (seed 000, "Garbage Collection State Machine",
-//! "Artifact Revisions And Strong References"; seed 001, "Safe Object Lifetime").
+//! Garbage collection of artifact revisions (docs/metadata-format.md, "Garbage Collection State Machine",
+//! "Artifact Revisions And Strong References"; docs/design.md, "Safe Object Lifetime").
 //!
 //! # What may be collected
 //!

@@ -1,4 +1,4 @@
-//! The shard's persisted lease clock (seed 000, "Snapshot Lifecycle And History Holds": "Lease
+//! The shard's persisted lease clock (docs/metadata-format.md, "Snapshot Lifecycle And History Holds": "Lease
 //! deadlines use the shard's persisted lease clock. An owner that observes wall-clock regression
 //! below its persisted high-water does not reap until time has caught up plus the skew grace.").
 //!

@@ -1,6 +1,6 @@
 //! Artifact publication: create, replace and append as one metadata command.
 //!
-//! One command (seed 000, "Artifact Revisions And Strong References", "Upload And Append"):
+//! One command (docs/metadata-format.md, "Artifact Revisions And Strong References", "Upload And Append"):
 //! - predicates: WorkspaceCurrent Equals the bytes read (same incarnation, `Visible`);
 //!   PathCurrent Absent / Equals the bytes read, per [`PathCondition`]; the new ArtifactRevision
 //!   Absent (revision ids are never reused); every dependency owner's ArtifactRevision Equals the
@@ -26,7 +26,7 @@
 //!   entered the subtree between the probe and the commit, so two racing writers of `d` and
 //!   `d/x` cannot both succeed. Replacing or appending to an existing file skips the check: the
 //!   file's position was checked when it was created. This is the one bounded prefix probe of an
-//!   ordinary publication (seed 000 otherwise asks for point reads only).
+//!   ordinary publication (docs/metadata-format.md otherwise asks for point reads only).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -49,14 +49,14 @@ use crate::shard::sequencer::Sequenced;
 use crate::shard::MetaShard;
 use crate::store::Snapshot;
 
-/// Paths owned by commit/restore; generic publication refuses them (seed 000, "Commit Closure").
+/// Paths owned by commit/restore; generic publication refuses them (docs/metadata-format.md, "Commit Closure").
 pub const RESERVED_PATHS: [&str; 2] = [
     "metadata/run_manifest.json",
     "metadata/restore_manifest.json",
 ];
-/// At most this many distinct dependency owner revisions (seed 000).
+/// At most this many distinct dependency owner revisions (docs/metadata-format.md).
 pub const MAX_DEPENDENCY_OWNERS: usize = 64;
-/// Maximum sealed dependency depth (seed 000).
+/// Maximum sealed dependency depth (docs/metadata-format.md).
 pub const MAX_DEPENDENCY_DEPTH: u32 = 8;
 /// Maximum content-type length in bytes.
 pub const MAX_CONTENT_TYPE_BYTES: usize = 255;
@@ -424,7 +424,7 @@ pub(crate) fn plan_with<S: Snapshot>(
     binding: Option<&OperationBinding>,
 ) -> Result<Planned> {
     let root = shard.root_id();
-    // Validation order (seed 000): schema marker, RootFence and owner epoch before replay.
+    // Validation order (docs/metadata-format.md): schema marker, RootFence and owner epoch before replay.
     check_handle_fences(snap, &shard.inner.fence)?;
     if let Some(out) = replay_lookup(snap, &root, &req.request_id, &digest)? {
         return Ok(Planned::Replay(Box::new(out)));

@@ -1,5 +1,5 @@
-//! The Publish operation and its StagedObject ledger (seed 000, "Upload And Append", Operation
-//! and StagedObject families; seed 001, "Immutable Bodies And Publication", "Safe Object
+//! The Publish operation and its StagedObject ledger (docs/metadata-format.md, "Upload And Append", Operation
+//! and StagedObject families; docs/design.md, "Immutable Bodies And Publication", "Safe Object
 //! Lifetime").
 //!
 //! Publication is object-first and metadata-last, and nothing is ever uploaded without a durable
@@ -48,7 +48,7 @@
 //!
 //! ## Pending-operation registry
 //!
-//! Terminal operations (Published, Cleaned) are kept forever (seed 000, "Commit Closure": no
+//! Terminal operations (Published, Cleaned) are kept forever (docs/metadata-format.md, "Commit Closure": no
 //! terminal-operation GC), so scanning the Operation family at every open would cost
 //! O(publications ever begun). Each non-terminal Publish operation therefore also has one row in
 //! the System tree (tag 0xF0): key `"pending_operation" | u8 OperationKind::Publish |
@@ -325,7 +325,7 @@ pub fn list_pending(shard: &MetaShard) -> Result<Vec<ListedOperation>> {
 }
 
 /// Every Publish operation of the root in operation-id order (bounded scans of ≤255 rows; cost
-/// O(number of Publish operations ever begun — terminal rows are retained, seed 000). Recovery
+/// O(number of Publish operations ever begun — terminal rows are retained, docs/metadata-format.md). Recovery
 /// uses [`list_pending`] instead.
 ///
 /// Errors: [`Error::Codec`]; storage errors.
@@ -780,7 +780,7 @@ pub fn stage(
 /// Records the provider's multipart upload id on StagedObject row `sequence` of an Uploading
 /// operation, in one command predicating the operation row — called by the uploader after the
 /// provider created the upload and before its first part is sent, so a process killed mid-upload
-/// leaves the upload owned by the ledger and cleanup can abort it (seed 000, "Upload And
+/// leaves the upload owned by the ledger and cleanup can abort it (docs/metadata-format.md, "Upload And
 /// Append": the ledger owns "all object keys, multipart ids, lengths, and digests").
 ///
 /// Errors: [`Error::OperationState`] when the operation is not Uploading (cleanup won: the caller

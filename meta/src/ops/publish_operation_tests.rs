@@ -1,4 +1,4 @@
-//! The Publish operation state machine (seed 000, "Upload And Append"): mutually exclusive
+//! The Publish operation state machine (docs/metadata-format.md, "Upload And Append"): mutually exclusive
 //! CASes, the fenced Finalizing takeover, ledger-driven cleanup and intent binding.
 
 use std::sync::{Arc, Barrier};

@@ -1,5 +1,5 @@
-//! Path removal (seed 000, "Ordinary put/replace/remove", "Artifact Revisions And Strong
-//! References"; seed 001, "Safe Object Lifetime").
+//! Path removal (docs/metadata-format.md, "Ordinary put/replace/remove", "Artifact Revisions And Strong
+//! References"; docs/design.md, "Safe Object Lifetime").
 //!
 //! # One path: [`remove`]
 //!
@@ -20,7 +20,7 @@
 //!   with [`CommandResult::Removed`] (the removed PathEntry).
 //!
 //! The reserved manifests `metadata/run_manifest.json` and `metadata/restore_manifest.json` are
-//! refused ([`Error::InvalidArgument`]): commit and restore own them (seed 000, "Commit
+//! refused ([`Error::InvalidArgument`]): commit and restore own them (docs/metadata-format.md, "Commit
 //! Closure"). The removed revision's bytes stay readable through every snapshot, commit or
 //! restore that still holds it; garbage collection ([`crate::ops::gc`]) decides when they go.
 //!

@@ -1,4 +1,4 @@
-//! Restore (seed 000, "Restore Closure"): same-root, destination-creating restore of a frozen
+//! Restore (docs/metadata-format.md, "Restore Closure"): same-root, destination-creating restore of a frozen
 //! source — a leased snapshot's read version or a sealed commit's CommitMember rows — into a fresh
 //! staging incarnation that becomes visible in one final marker command.
 //!
@@ -106,10 +106,10 @@ use super::snapshot::{
 };
 use super::MAX_ATTEMPTS;
 
-/// The reserved destination path of the restore manifest (seed 000: RestoreStaging is authorized
+/// The reserved destination path of the restore manifest (docs/metadata-format.md: RestoreStaging is authorized
 /// only for this path).
 pub const RESTORE_MANIFEST_PATH: &str = "metadata/restore_manifest.json";
-/// Domain separator of [`initialization_digest`] (seed 000, "Restore Closure").
+/// Domain separator of [`initialization_digest`] (docs/metadata-format.md, "Restore Closure").
 pub const RESTORE_INITIALIZATION_DOMAIN: &[u8] = b"nokv.restore.initialization.v3\0";
 /// Domain separator of one RestoreMember row digest (decision recorded here).
 pub const RESTORE_MEMBER_ROW_DOMAIN: &[u8] = b"nokv.restore.member_row.v1\0";
@@ -313,14 +313,14 @@ pub fn destination_incarnation_for(
     WorkspaceIncarnationId(id)
 }
 
-/// The operation id of an identity digest: its first 16 bytes (seed 000).
+/// The operation id of an identity digest: its first 16 bytes (docs/metadata-format.md).
 pub fn operation_id_of(identity_digest: &[u8; 32]) -> OperationId {
     let mut id = [0u8; 16];
     id.copy_from_slice(&identity_digest[..16]);
     OperationId(id)
 }
 
-/// The initialization digest (seed 000, "Restore Closure"):
+/// The initialization digest (docs/metadata-format.md, "Restore Closure"):
 /// `sha256("nokv.restore.initialization.v3\0" || identity_digest || u32be(1) || u8(1) ||
 /// u32be(len path) || "metadata/restore_manifest.json" || u32be(len entry) || encoded_path_entry)`.
 pub fn initialization_digest(identity_digest: &[u8; 32], encoded_path_entry: &[u8]) -> [u8; 32] {

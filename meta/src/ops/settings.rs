@@ -4,7 +4,7 @@
 //!
 //! - **`history_retention_versions`** (u64 commit versions, default
 //!   [`crate::ops::snapshot::DEFAULT_HISTORY_RETENTION_VERSIONS`] = 1024): the diagnostic part of
-//!   the MVCC history floor (seed 000, "Snapshot Lifecycle And History Holds": "History is
+//!   the MVCC history floor (docs/metadata-format.md, "Snapshot Lifecycle And History Holds": "History is
 //!   retained according to the minimum active HistoryHold, in-flight recovery floor, and
 //!   configured diagnostic floor"). The floor never rises above `tip - history_retention_versions`
 //!   nor above any HistoryHold's read version ([`crate::ops::snapshot::maintain_history_floor`]).

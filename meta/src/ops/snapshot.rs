@@ -1,4 +1,4 @@
-//! Leased snapshots and history holds (seed 000, "Snapshot Lifecycle And History Holds";
+//! Leased snapshots and history holds (docs/metadata-format.md, "Snapshot Lifecycle And History Holds";
 //! families SnapshotRef, SnapshotAlias, HistoryHold).
 //!
 //! ## Lifecycle
@@ -213,7 +213,7 @@ pub struct ReapReport {
 }
 
 /// Predicates and mutations a restore/fork command splices into its own command to attach or
-/// release a snapshot consumer (seed 000: consumer count/epoch and HistoryHold(Restore) change
+/// release a snapshot consumer (docs/metadata-format.md: consumer count/epoch and HistoryHold(Restore) change
 /// in the same command).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConsumerParts {

@@ -1,5 +1,5 @@
-//! Durable tags: CAS-protected, mutable names for sealed commits (seed 000, Tag and
-//! CommitConsumer families; seed 001 "Durable tag").
+//! Durable tags: CAS-protected, mutable names for sealed commits (docs/metadata-format.md, Tag and
+//! CommitConsumer families; docs/design.md "Durable tag").
 //!
 //! A tag lives in one workspace incarnation (`Tag` key `root | incarnation | u16 len | name`)
 //! and names any `Sealed` commit of the root. Each tag owns exactly one
@@ -11,7 +11,7 @@
 //! The CAS token is `tag_generation`, which equals the commit version of the command that last
 //! set the tag. [`TagCondition`] states what the caller expects to find.
 //!
-//! Tag names follow seed 000 exactly ("Snapshot aliases and tag names are case-sensitive UTF-8
+//! Tag names follow docs/metadata-format.md exactly ("Snapshot aliases and tag names are case-sensitive UTF-8
 //! without NUL, at most 128 bytes"): 1..=128 bytes, no NUL, no case folding or Unicode
 //! normalization; `/`, `.` and other characters are ordinary name bytes because a tag name is a
 //! length-prefixed key component, never a path. Every entry point here ([`set_tag`],

@@ -1,4 +1,4 @@
-//! The RecoveryOutbox (seed 000, "Shard-Local Families": RecoveryOutbox; "Durable Format
+//! The RecoveryOutbox (docs/metadata-format.md, "Shard-Local Families": RecoveryOutbox; "Durable Format
 //! Registry"; the outbox paragraph after ReadChanges).
 //!
 //! Every shard-local write entrypoint appends one logical record to the reserved, unversioned
@@ -112,7 +112,7 @@
 //! pass over the whole history. Read-only handles never write. The pruned point and the head
 //! are derived recovery bookkeeping like the tail: they get no outbox record of their own.
 //!
-//! This retention is a contract change of seed 000 (which wires no outbox truncation):
+//! This retention is a contract change of docs/metadata-format.md (which wires no outbox truncation):
 //! the outbox keeps a bounded window of recent records as local recovery material; no remote
 //! consumer, ACK protocol or replay to a consumer exists yet, so nothing depends on older
 //! records. CommandDedupe rows keep their recovery LSN even after the record is removed.
@@ -146,10 +146,10 @@ pub const HEADER_KEY_TAG: u8 = crate::codec::recovery_outbox::HEADER_TAG;
 pub const CHUNK_KEY_TAG: u8 = crate::codec::recovery_outbox::CHUNK_TAG;
 /// Payload bytes per chunk (every chunk but the last is exactly this long).
 pub const CHUNK_BYTES: usize = 64 * 1024;
-/// Value version of the logical record (seed 000: "the logical recovery-outbox record uses value
+/// Value version of the logical record (docs/metadata-format.md: "the logical recovery-outbox record uses value
 /// version 2").
 pub const RECORD_VALUE_VERSION: u16 = 2;
-/// Value version of the header and chunk storage framing (seed 000: version 1).
+/// Value version of the header and chunk storage framing (docs/metadata-format.md: version 1).
 pub const FRAME_VALUE_VERSION: u16 = 1;
 /// Domain separator of the chain digest.
 pub const CHAIN_DOMAIN: &[u8] = b"nokv.recovery_outbox.chain.v2\0";
@@ -328,7 +328,7 @@ pub enum RecoveryEntry {
         result: CommandResult,
     },
     /// A monotonic lease-clock observation that changed the persisted System lease clock
-    /// (seed 000: "monotonic lease-clock observations" are a shard-local write entrypoint).
+    /// (docs/metadata-format.md: "monotonic lease-clock observations" are a shard-local write entrypoint).
     LeaseClockObservation {
         /// Owner epoch of the observing handle.
         owner_epoch: u64,

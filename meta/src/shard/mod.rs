@@ -33,7 +33,7 @@ pub struct OpenOptions {
     /// before anything is created in it. Nothing is written. Default `false`. Read by
     /// [`MetaShard::open`] and [`MetaShard::open_read_only`] (holt).
     pub require_initialized: bool,
-    /// The control plane's RootPlacement of the shard (seed 000, "Placement Authority"): an
+    /// The control plane's RootPlacement of the shard (docs/metadata-format.md, "Placement Authority"): an
     /// empty store is initialized with it (instead of fresh random ids and generation 1); an
     /// existing store must hold the same root, logical shard and placement generation. `None`:
     /// the embedded placement the store was created with.

@@ -1,4 +1,4 @@
-//! The command sequencer: one per shard owner (seed 000, "Metadata Command": commit version =
+//! The command sequencer: one per shard owner (docs/metadata-format.md, "Metadata Command": commit version =
 //! read version + 1, every predicate re-checked in the batch).
 //!
 //! Without it, every operation plans its command at a freshly *readable* snapshot and the

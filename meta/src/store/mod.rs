@@ -1,4 +1,4 @@
-//! `TxnStore`: the narrow storage trait under the metadata layer (ARCHITECTURE.md, seed 001
+//! `TxnStore`: the narrow storage trait under the metadata layer (ARCHITECTURE.md, docs/design.md
 //! "Transaction Store Role"), and its engines.
 //!
 //! A store offers exactly: snapshots at the current or an older version, point reads, bounded
@@ -34,7 +34,7 @@ pub use shard_store::{ShardSnapshot, ShardStore};
 use crate::error::{Error, Result};
 use crate::family::Family;
 
-/// Largest number of items one scan call may return (seed 000: each engine call returns at most
+/// Largest number of items one scan call may return (docs/metadata-format.md: each engine call returns at most
 /// 255 logical items).
 pub const MAX_SCAN_ITEMS: usize = 255;
 
@@ -254,7 +254,7 @@ pub trait TxnStore: Send + Sync {
 
     /// Raises the history floor to `version` (never lowers it; at most the current version), after
     /// which older versions may be discarded. Callers pass a floor at or below every HistoryHold
-    /// (seed 000, "Snapshot Lifecycle And History Holds"). The default refuses: a store must
+    /// (docs/metadata-format.md, "Snapshot Lifecycle And History Holds"). The default refuses: a store must
     /// implement it to discard history.
     ///
     /// Errors: [`Error::InvalidArgument`] above the current version or when unsupported;
@@ -325,7 +325,7 @@ pub trait TxnStore: Send + Sync {
 /// Upper bound of [`TxnStore::wait_for_version`].
 pub const VISIBILITY_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// One keyspace of a store's registry (seed 000, "Schema Gate": the exact tree registry). For
+/// One keyspace of a store's registry (docs/metadata-format.md, "Schema Gate": the exact tree registry). For
 /// holt these are the database's named trees; for etcd the registry record written at
 /// initialization.
 #[derive(Debug, Clone, PartialEq, Eq)]

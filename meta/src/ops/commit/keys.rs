@@ -133,7 +133,7 @@ pub(super) fn canonical_parents(parents: &[CommitId]) -> Vec<CommitId> {
         .collect()
 }
 
-/// `nokv.build-commit.initialization.v5\0` digest over the frozen request (seed 000).
+/// `nokv.build-commit.initialization.v5\0` digest over the frozen request (docs/metadata-format.md).
 pub fn initialization_digest(op: &BuildCommitOperation) -> [u8; 32] {
     let mut h = Sha256::new();
     let s = |h: &mut Sha256, b: &[u8]| {

@@ -1,4 +1,4 @@
-//! Durable commits: the BuildCommit operation and explicit commit retirement (seed 000,
+//! Durable commits: the BuildCommit operation and explicit commit retirement (docs/metadata-format.md,
 //! "Commit Closure").
 //!
 //! # BuildCommit
@@ -126,7 +126,7 @@ use publish::*;
 pub(crate) use refs::*;
 pub use retire::*;
 
-/// The reserved path the commit publishes (seed 000, "Commit Closure").
+/// The reserved path the commit publishes (docs/metadata-format.md, "Commit Closure").
 pub const RUN_MANIFEST_PATH: &str = "metadata/run_manifest.json";
 /// CommitMember rows written by one member-batch command.
 pub const MEMBER_BATCH: usize = 64;
@@ -142,7 +142,7 @@ pub const MAX_LINEAGE_BYTES: usize = 16 * 1024;
 pub const MAX_PRODUCER_BYTES: usize = 1024;
 
 const OPERATION_DOMAIN: &[u8] = b"nokv.build-commit.operation.v1\0";
-/// Domain separator of `BuildCommitOperation.initialization_digest` (seed 000).
+/// Domain separator of `BuildCommitOperation.initialization_digest` (docs/metadata-format.md).
 pub const INITIALIZATION_DOMAIN: &[u8] = b"nokv.build-commit.initialization.v5\0";
 const STAGED_REVISION_DOMAIN: &[u8] = b"nokv.build-commit.staged-manifest.v1\0";
 const STAGED_PUBLISH_DOMAIN: &[u8] = b"nokv.build-commit.staged-publish.v1\0";
@@ -160,7 +160,7 @@ pub struct BuildCommitRequest {
     pub workbench_id: String,
     /// The 32-byte commit identity (docs/workbench.md) — also the root-global CommitId.
     pub commit_id: CommitId,
-    /// The Agent projection-input digest (seed 000).
+    /// The Agent projection-input digest (docs/metadata-format.md).
     pub projection_input_digest: [u8; 32],
     /// `sha256:` content digest URI supplied by the caller.
     pub content_digest_uri: String,

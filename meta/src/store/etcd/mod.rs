@@ -13,7 +13,7 @@
 //! ## Keys
 //!
 //! ```text
-//! <ns>shards/<shard>/d<tag><key>   one row of the family with tree tag <tag> (seed 000 tags;
+//! <ns>shards/<shard>/d<tag><key>   one row of the family with tree tag <tag> (docs/metadata-format.md tags;
 //!                                   system 0xF0, recovery_outbox 0xF1)
 //! <ns>shards/<shard>/e/clock       the shard commit clock: u64be commit version (absent = 0)
 //! <ns>shards/<shard>/e/registry    the registry record (the schema gate's tree registry)
