@@ -3,7 +3,7 @@
 
     python examples/penguins.py [STORE_DIR]      # default: $NOKV_STORE, else ./.nokv
 
-Steps (seed 001, "Reference Research Workflow"), each through `nokv` in-process:
+Steps (docs/design.md, "Reference Research Workflow"), each through `nokv` in-process:
 
 1. workbench `penguins` receives `input/penguins.csv` (Palmer penguins, 344 rows) and
    `scripts/summarize.sh` (POSIX sh + awk);

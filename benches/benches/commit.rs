@@ -1,5 +1,5 @@
 //! Commit benchmark (issue 7): one durable commit of a workbench with N published files
-//! (default 1,000; `NOKV_BENCH_COMMIT_FILES` overrides) through `nokv::Client::commit` (seed 000,
+//! (default 1,000; `NOKV_BENCH_COMMIT_FILES` overrides) through `nokv::Client::commit` (docs/metadata-format.md,
 //! "Commit Closure"): begin (frozen request + HistoryHold), run-manifest upload and staging,
 //! ⌈(N+1)/64⌉ member batches (CommitMember rows + one RevisionRef(Commit) per new revision),
 //! the seal's verification rescan, and the single publishing command. Default durability

@@ -1,5 +1,5 @@
 //! Garbage-collection cost benchmark (issue 12): one `nokv::Client::gc` pass costs
-//! O(candidates), not O(store) (seed 000, "Garbage Collection State Machine"; seed 001, "Safe
+//! O(candidates), not O(store) (docs/metadata-format.md, "Garbage Collection State Machine"; docs/design.md, "Safe
 //! Object Lifetime"), and what one `nokv::Client::remove` costs.
 //!
 //! Two stores are built side by side on the local-directory object store with the default

@@ -37,7 +37,7 @@ use meta::{normalize, ArtifactRevisionId, ManifestRow, PathCondition, PublishReq
 use nokv::{Client, PutOptions};
 use objstore::ObjectStore;
 
-/// Block size the SDK uses by default (seed 000: 4 MiB).
+/// Block size the SDK uses by default (docs/metadata-format.md: 4 MiB).
 const BLOCK: usize = nokv::client::DEFAULT_BLOCK_SIZE;
 /// Replace the store once this many body bytes were written to it.
 const RECYCLE_BYTES: u64 = 256 * 1024 * 1024;

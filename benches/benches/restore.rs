@@ -1,5 +1,5 @@
 //! Restore benchmark (issue 7): restoring a 10,000-file workbench from a leased snapshot into a
-//! new workbench through `nokv::Client::restore` (seed 000, "Restore Closure") — prepare, bounded
+//! new workbench through `nokv::Client::restore` (docs/metadata-format.md, "Restore Closure") — prepare, bounded
 //! copy batches (PathCurrent + Path RevisionRef + SecondaryIndex rows + RestoreMember per path,
 //! shared revisions, no object bytes), seal, verification rescan of members and source, and the
 //! one final marker command. Default durability (`Sync`: every metadata command waits for its

@@ -1,4 +1,4 @@
-//! Fuzz the History key codec (seed 000: `source_family_tag | u32 len(user_key) | user_key |
+//! Fuzz the History key codec (docs/metadata-format.md: `source_family_tag | u32 len(user_key) | user_key |
 //! inverted_commit_version`, `meta::codec::history`):
 //! * arbitrary bytes never panic; an accepted key is canonical (re-encodes to the same bytes) and
 //!   its tag names a versioned seed family;

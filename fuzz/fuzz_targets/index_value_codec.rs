@@ -1,4 +1,4 @@
-//! Fuzz the versioned, order-preserving secondary-index value codec (seed 000,
+//! Fuzz the versioned, order-preserving secondary-index value codec (docs/metadata-format.md,
 //! `meta::index::value_codec`):
 //! * arbitrary bytes never panic the decoder; an accepted encoding is canonical (re-encodes to
 //!   the same bytes) and `decode_prefix` agrees with it;

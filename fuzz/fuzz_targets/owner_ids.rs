@@ -1,4 +1,4 @@
-//! Fuzz the discriminated owner-id codecs (seed 000): RevisionRef.reference_owner_id
+//! Fuzz the discriminated owner-id codecs (docs/metadata-format.md): RevisionRef.reference_owner_id
 //! (Path / Commit / RevisionDependency) and CommitConsumer.consumer_owner_id
 //! (WorkbenchHead / Tag / Lease / ChildCommit), alone and inside their full keys:
 //! * arbitrary bytes never panic; whatever decodes is canonical (re-encodes to the same bytes)

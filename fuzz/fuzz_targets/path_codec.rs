@@ -1,4 +1,4 @@
-//! Fuzz the one shared path normalizer and the ordered path codec (seed 000):
+//! Fuzz the one shared path normalizer and the ordered path codec (docs/metadata-format.md):
 //! * arbitrary input never panics; accepted paths round-trip through `ordered_key`;
 //! * for two accepted paths, byte order of their keys equals the component order of the seed
 //!   (first differing component byte-wise; a path sorts after its own descendants);

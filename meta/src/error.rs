@@ -195,7 +195,7 @@ pub enum Error {
         actual: u64,
     },
     /// A retry of a durable operation (BuildCommit) carried inputs that differ from the frozen
-    /// durable request of the same operation identity (docs/metadata-format.md: "an operation input mismatch").
+    /// durable request of the same operation identity (docs/metadata-format.md, "Metadata Command").
     #[error("operation input mismatch: {reason}")]
     OperationInputMismatch {
         /// Which input differs.

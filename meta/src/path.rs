@@ -241,7 +241,7 @@ pub fn ordered_key(path: &NormPath) -> Vec<u8> {
 
 /// The ordered, NUL-separated component bytes without the exact terminator:
 /// `ordered(c0) 0x00 … ordered(cn)`. This is the path part of a RevisionRef(Path) owner id
-/// (docs/metadata-format.md, "RevisionRef.reference_owner_id"), which carries its own u32 length.
+/// (docs/metadata-format.md, "RevisionRef"), which carries its own u32 length.
 pub fn ordered_components(path: &NormPath) -> Vec<u8> {
     let mut out = Vec::with_capacity(path.0.len() + 1);
     for (i, c) in path.components().enumerate() {

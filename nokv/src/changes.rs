@@ -1,4 +1,4 @@
-//! The change feed in the SDK (seed 000, ReadChanges; see [`meta::ops::changes`]).
+//! The change feed in the SDK (docs/metadata-format.md, ReadChanges; see [`meta::ops::changes`]).
 //!
 //! [`Client::changes`] iterates the visible ChangeEvents of the root (or of one workbench with
 //! [`Client::workbench_changes`]) in `(commit_version, event_sequence)` order, strictly after an

@@ -7,7 +7,7 @@
 //! <store>/objects/   LocalDir object provider (revision-owned immutable blocks)
 //! ```
 //!
-//! Publication is object-first and metadata-last (seed 001, "Immutable Bodies And Publication"):
+//! Publication is object-first and metadata-last (docs/design.md, "Immutable Bodies And Publication"):
 //! a body is split into fixed blocks, every block is written under the new revision's own keys
 //! (`nokv/artifacts/{logical_shard_id}/{root_id}/{artifact_revision_id}/blocks/{object_index}`)
 //! and made durable, and only then one metadata command makes the revision visible. Readers see
@@ -31,15 +31,15 @@ use crate::error::{Error, Result};
 use crate::index_fields::{json_object_fields, IndexFields, MAX_INDEX_JSON_BYTES};
 use crate::publication::{BodyPlan, OpSpec, RecoverySummary, Source};
 
-/// Default block size of new bodies: 4 MiB (seed 000, "Upload And Append").
+/// Default block size of new bodies: 4 MiB (docs/metadata-format.md, "Upload And Append").
 pub const DEFAULT_BLOCK_SIZE: usize = 4 * 1024 * 1024;
-/// Most distinct physical owner revisions a body may reuse blocks from (seed 000).
+/// Most distinct physical owner revisions a body may reuse blocks from (docs/metadata-format.md).
 pub const MAX_DEPENDENCY_OWNERS: usize = 64;
-/// Deepest sealed dependency graph a revision may have (seed 000).
+/// Deepest sealed dependency graph a revision may have (docs/metadata-format.md).
 pub const MAX_DEPENDENCY_DEPTH: u32 = 8;
-/// The five virtual sections of a workbench (seed 001, "Stable Workbench Surface").
+/// The five virtual sections of a workbench (docs/design.md, "Stable Workbench Surface").
 pub const SECTIONS: [&str; 5] = ["input", "scripts", "outputs", "logs", "metadata"];
-/// Paths owned by commit and restore; generic publication refuses them (seed 000).
+/// Paths owned by commit and restore; generic publication refuses them (docs/metadata-format.md).
 pub const RESERVED_PATHS: [&str; 2] = [
     "metadata/run_manifest.json",
     "metadata/restore_manifest.json",
@@ -555,7 +555,7 @@ impl Client {
     /// shared normalizer.
     ///
     /// The limits leave room for the section: a path of at most 4096 bytes / 64 components below
-    /// its section (seed 000 normalizer rules otherwise unchanged).
+    /// its section (docs/metadata-format.md normalizer rules otherwise unchanged).
     pub fn normalize(path: &str) -> Result<NormPath> {
         meta::path::normalize_stored(path).map_err(|e| Error::InvalidPath {
             path: path.to_string(),
@@ -717,7 +717,7 @@ impl Client {
     /// the appended bytes only; it is published under a generation CAS, retried a bounded number
     /// of times when another writer moved the path. When the reuse would exceed 64 distinct owner
     /// revisions or a dependency depth of 8, the whole body is rematerialised under the new
-    /// revision with zero dependencies (seed 000, "Upload And Append").
+    /// revision with zero dependencies (docs/metadata-format.md, "Upload And Append").
     ///
     /// `content_type`: `None` keeps the existing type (or `text/plain; charset=utf-8` on create).
     ///

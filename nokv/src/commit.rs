@@ -1,4 +1,4 @@
-//! Durable commits, tags and commit retirement in the SDK (seed 000, "Commit Closure";
+//! Durable commits, tags and commit retirement in the SDK (docs/metadata-format.md, "Commit Closure";
 //! docs/workbench.md "commit").
 //!
 //! [`Client::commit`] is the one commit path used by the SDK, the `workbench_commit` tool and
@@ -92,7 +92,7 @@ pub struct CommitReceipt {
     pub parents: Vec<String>,
 }
 
-/// A sealed commit as recorded (SDK view of seed 000 `Commit`).
+/// A sealed commit as recorded (SDK view of docs/metadata-format.md `Commit`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommitInfo {
     /// Commit id (64 lowercase hex).
@@ -436,7 +436,7 @@ impl Client {
     }
 
     /// Sets (creates or moves) a tag of `workbench_id` to a sealed commit under a CAS
-    /// condition (seed 001 "Durable tag"). Moving a tag never retires the old commit.
+    /// condition (docs/design.md, "Recovery Products"). Moving a tag never retires the old commit.
     ///
     /// Errors: [`Error::InvalidArgument`], [`Error::WorkbenchNotFound`], [`Error::Meta`] with
     /// `TagConflict`, `CommitNotFound`, `CommitLifecycle`.

@@ -1,4 +1,4 @@
-//! `nokv demo` — the reference research workflow of seed 001 on real data.
+//! `nokv demo` — the reference research workflow of docs/design.md on real data.
 //!
 //! 1. workbench `penguins` receives `input/penguins.csv` (Palmer penguins, 344 rows, CC0) and
 //!    `scripts/summarize.sh` (POSIX `sh` + `awk`);
@@ -10,7 +10,7 @@
 //!    `outputs/summary.json`, `logs/run.log`, `metadata/params.json`;
 //! 4. the three summaries are read back through the Workbench facade (`workbench_read`, structured)
 //!    and printed as a comparison table; the sandboxes are deleted, the store keeps everything;
-//! 5. lifecycle step (seed 000 "Commit Closure", "Snapshot Lifecycle", "Restore Closure"):
+//! 5. lifecycle step (docs/metadata-format.md "Commit Closure", "Snapshot Lifecycle", "Restore Closure"):
 //!    `penguins` is committed (manifest `{"kind":"input",…}`, content digest =
 //!    [`Client::tree_content_digest`]) and tagged `penguins-v1`; each run workbench is committed
 //!    with the input commit as its parent (manifest `{"kind":"run","species":…,"input_commit":…}`);

@@ -87,7 +87,7 @@ pub enum Error {
     /// The caller's arguments are invalid (bad path, bad id, bad range …); nothing was written.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
-    /// A path failed the shared normalizer (seed 000, "Ids, Names, And Keys").
+    /// A path failed the shared normalizer (docs/metadata-format.md, "Ids, Names, And Keys").
     #[error("invalid path `{path}`: {reason}")]
     InvalidPath {
         /// The path as given.
@@ -124,7 +124,7 @@ pub enum Error {
     /// A materialize cannot write the workbench path `path` (workbench-relative) to its local
     /// destination: one of its components is `name_bytes` bytes long, over the `limit_bytes` the
     /// destination's file system allows for one file name (typically 255). The store accepts such
-    /// a component (seed 000 does not bound one that way); checked for every listed file before
+    /// a component (docs/metadata-format.md does not bound one that way); checked for every listed file before
     /// anything is written, so nothing was written.
     #[error(
         "`{path}` cannot be written to the local destination: one of its names is {name_bytes} \
@@ -160,7 +160,7 @@ pub enum Error {
     /// The metadata layer refused or failed the operation.
     #[error(transparent)]
     Meta(meta::Error),
-    /// The control plane refused a placement or ownership request (seed 000, "Placement
+    /// The control plane refused a placement or ownership request (docs/metadata-format.md, "Placement
     /// Authority"; see [`crate::control`]).
     #[error("{reason}")]
     Placement {

@@ -1,4 +1,4 @@
-//! Typed index fields at the SDK and CLI boundary (seed 000: "Clients attach queryable fields to
+//! Typed index fields at the SDK and CLI boundary (docs/metadata-format.md: "Clients attach queryable fields to
 //! ArtifactDescriptor.index_fields on the artifact publication request").
 //!
 //! A publication may carry up to 64 custom fields — a [`FieldId`] (`[A-Za-z0-9_.-]`, 1..=128

@@ -29,7 +29,7 @@
 //! * [`lifetime`] — object lifetime: [`Client::remove`] / [`Client::remove_prefix`],
 //!   [`Client::gc`] (and `--explain`), [`Client::fsck`] / [`Client::repair_index`], durable
 //!   settings ([`Client::config_set`]) and [`Client::start_background_maintenance`].
-//! * [`demo`] — the reference research workflow of seed 001 on the Palmer penguins data, with
+//! * [`demo`] — the reference research workflow of docs/design.md on the Palmer penguins data, with
 //!   commits, a tag, a snapshot, a restore and `workbench_find`.
 //! * the `nokv` binary (`src/bin/nokv.rs`, [`cli`]) — `nokv workbench <tool> '<json>'`,
 //!   `nokv schema`, `nokv materialize`, `nokv collect`, `nokv append --operation-id`,

@@ -1,4 +1,4 @@
-//! Verified local-file adapters (seed 001, "Reference Research Workflow"):
+//! Verified local-file adapters (docs/design.md, "Reference Research Workflow"):
 //! *materialize* copies a workbench (or one section/prefix of it) into a local sandbox directory,
 //! verifying every body's whole-body SHA-256 before the caller runs anything; *collect* publishes
 //! declared local files back as artifacts, then re-reads and verifies what was stored.

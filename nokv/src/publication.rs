@@ -1,5 +1,5 @@
-//! Ledger-driven publication, recovery and durable idempotent append (seed 000, "Upload And
-//! Append"; seed 001, "Immutable Bodies And Publication", "Safe Object Lifetime").
+//! Ledger-driven publication, recovery and durable idempotent append (docs/metadata-format.md, "Upload And
+//! Append"; docs/design.md, "Immutable Bodies And Publication", "Safe Object Lifetime").
 //!
 //! Every body the SDK publishes goes through one Publish operation of
 //! [`meta::ops::publish_operation`]:

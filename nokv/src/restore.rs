@@ -1,5 +1,5 @@
 //! Restore (SDK): create a new workbench from a leased snapshot or a sealed commit of another one
-//! (seed 000, "Restore Closure"; docs/workbench.md `workbench_restore`).
+//! (docs/metadata-format.md, "Restore Closure"; docs/workbench.md `workbench_restore`).
 //!
 //! [`Client::restore`] drives the durable operation of [`meta::ops::restore`] to a terminal phase:
 //!
@@ -303,7 +303,7 @@ impl Client {
             RestoreFrom::Commit(id) => RestoreSource::Commit(*id),
             RestoreFrom::Snapshot(SnapshotSelector::Id(id)) => RestoreSource::Snapshot(*id),
             RestoreFrom::Snapshot(sel @ SnapshotSelector::Name(_)) => {
-                // Point-resolve the alias before PrepareRestore (seed 000).
+                // Point-resolve the alias before PrepareRestore (docs/metadata-format.md).
                 let info = meta::ops::snapshot::get(
                     self.meta(),
                     &req.source_workbench_id,

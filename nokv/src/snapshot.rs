@@ -1,4 +1,4 @@
-//! Leased snapshots in the SDK (seed 000, "Snapshot Lifecycle And History Holds").
+//! Leased snapshots in the SDK (docs/metadata-format.md, "Snapshot Lifecycle And History Holds").
 //!
 //! A snapshot freezes one workbench at one read version: [`Client::create_snapshot`] writes the
 //! SnapshotRef, the optional alias and the HistoryHold in one metadata command; frozen reads go

@@ -540,7 +540,7 @@ fn check_marker(store: &dyn ObjectStore, config: &StoreConfig) -> Result<()> {
 }
 
 /// Prepares the store directory of one root served by a `nokv serve --control` server
-/// (seed 001, "Distribution"): `<dir>/nokv-store.json` names the root's etcd-backed shard and
+/// (docs/design.md, "Distribution"): `<dir>/nokv-store.json` names the root's etcd-backed shard and
 /// the deployment's object namespace for the root; the namespace marker is written
 /// (put-if-absent) or checked. Idempotent: an existing configuration must equal `config`.
 ///
@@ -635,7 +635,7 @@ pub fn init_store(dir: &Path, options: &InitOptions) -> Result<InitOutcome> {
                 root_id,
             } = &mut wanted.metadata
             {
-                // The RootPlacement exists before the root's first write (seed 000).
+                // The RootPlacement exists before the root's first write (docs/metadata-format.md).
                 let control = crate::control::ControlPlane::connect(endpoints.clone(), namespace)?;
                 let record = control.create_root(root, None)?;
                 *root_id = record.placement.root_id.to_string();

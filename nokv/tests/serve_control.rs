@@ -1,4 +1,4 @@
-//! `nokv serve --control` in process (seed 001, "Distribution"): two servers share the shards
+//! `nokv serve --control` in process (docs/design.md, "Distribution"): two servers share the shards
 //! of a control plane on a real three-member etcd cluster (testkit), routed clients reach each
 //! root through its owner, a non-owner answers `NotOwner` with the owner's address and epoch,
 //! an unknown root `UnknownRoot`, and a server that shuts down hands its shards over to the

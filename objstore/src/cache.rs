@@ -3,7 +3,7 @@
 //! # What is cached
 //!
 //! Only whole objects read through [`ObjectStore::get_verified`] (the caller supplies the
-//! expected length and SHA-256 from the ArtifactManifest, seed 000) and objects this process
+//! expected length and SHA-256 from the ArtifactManifest, docs/metadata-format.md) and objects this process
 //! wrote itself (`put`, and `put_if_absent` when it answered `Created`). A cached copy is never
 //! trusted without its digest: every hit is read back and re-hashed, and a copy that fails is
 //! deleted and the object is fetched again from the remote provider (and verified there).

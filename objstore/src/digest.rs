@@ -1,6 +1,6 @@
 //! SHA-256 digest URIs — the one digest-URI helper of the project.
 //!
-//! Format (seed 000, `tree_digest_uri = "sha256:" + lowercase_hex(member_digest)`): the ASCII
+//! Format (docs/metadata-format.md, `tree_digest_uri = "sha256:" + lowercase_hex(member_digest)`): the ASCII
 //! prefix `sha256:` followed by exactly 64 lowercase hexadecimal characters (32 digest bytes).
 //! Every block's ArtifactManifest `digest_uri`, and every `body_digest_uri` /
 //! `manifest_digest_uri`, uses this form.

@@ -27,7 +27,7 @@ pub enum Error {
     },
 
     /// The object's bytes do not match the length or SHA-256 digest recorded in metadata
-    /// (seed 000, ArtifactManifest `length` / `digest_uri`). The bad bytes are never returned.
+    /// (docs/metadata-format.md, ArtifactManifest `length` / `digest_uri`). The bad bytes are never returned.
     #[error("integrity mismatch for {key}: expected {expected}, got {actual}")]
     IntegrityMismatch {
         /// The object key that was read.
@@ -74,7 +74,7 @@ pub enum Error {
 
     /// A transient provider failure (throttling, timeout, connection loss, injected fault).
     /// The outcome of a write that fails this way may be ambiguous: the object may or may not
-    /// exist afterwards, so callers reconcile through the StagedObject ledger (seed 000).
+    /// exist afterwards, so callers reconcile through the StagedObject ledger (docs/metadata-format.md).
     #[error("object provider unavailable for {key}: {reason}")]
     Unavailable {
         /// The object key of the failed call.

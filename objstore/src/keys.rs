@@ -1,6 +1,6 @@
 //! Object keys: the revision-owned block layout and the key grammar every provider accepts.
 //!
-//! Block layout (seed 001 "object layout is revision-owned"; seed 000 "Artifact Revisions And
+//! Block layout (docs/design.md, "Immutable Bodies And Publication"; docs/metadata-format.md "Artifact Revisions And
 //! Strong References"):
 //!
 //! ```text
@@ -8,7 +8,7 @@
 //! ```
 //!
 //! Ids are 16-byte values written as exactly 32 lowercase hex characters with no prefix;
-//! `object_index` is a `u64` written as exactly 16 lowercase hex characters (seed 000: "No UUID
+//! `object_index` is a `u64` written as exactly 16 lowercase hex characters (docs/metadata-format.md: "No UUID
 //! punctuation, variable-width numeric field, or process address is permitted").
 
 use crate::digest::{decode_lower_hex, hex_lower};
@@ -27,13 +27,13 @@ pub const ARTIFACTS_PREFIX: &str = "nokv/artifacts/";
 /// A parsed revision-owned block key (see the module docs for the text form).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct BlockKey {
-    /// Logical shard that owns the root (seed 000, RootPlacement.logical_shard_id).
+    /// Logical shard that owns the root (docs/metadata-format.md, RootPlacement.logical_shard_id).
     pub logical_shard_id: [u8; 16],
     /// The root (workspace namespace) id.
     pub root_id: [u8; 16],
     /// The ArtifactRevision that physically owns the block.
     pub artifact_revision_id: [u8; 16],
-    /// The owner revision's local physical object index (seed 000, ArtifactManifest
+    /// The owner revision's local physical object index (docs/metadata-format.md, ArtifactManifest
     /// `physical_object_index`).
     pub object_index: u64,
 }
@@ -74,7 +74,7 @@ pub fn block_key(
 
 /// The key prefix shared by every object of one revision, with trailing slash:
 /// `nokv/artifacts/{shard hex32}/{root hex32}/{revision hex32}/`. For diagnostics and tests
-/// (`ObjectStore::list`); ownership is never discovered by listing (seed 000).
+/// (`ObjectStore::list`); ownership is never discovered by listing (docs/metadata-format.md).
 pub fn revision_prefix(
     logical_shard_id: &[u8; 16],
     root_id: &[u8; 16],

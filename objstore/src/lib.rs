@@ -1,7 +1,7 @@
 //! # objstore — NoKV's object bytes
 //!
 //! NoKV keeps metadata in holt and body bytes in object storage. Publication is object-first
-//! and metadata-last (seed 000, "Publication"): a publish operation first writes immutable
+//! and metadata-last (docs/metadata-format.md, "Upload And Append"): a publish operation first writes immutable
 //! blocks under revision-owned keys, then one metadata command makes them visible. This crate is
 //! the bytes side of that contract:
 //!
@@ -17,10 +17,10 @@
 //!   [`cache`].
 //! - [`keys`] — the revision-owned block layout
 //!   `nokv/artifacts/{logical_shard_id}/{root_id}/{artifact_revision_id}/blocks/{object_index}`
-//!   (seed 001) and the key grammar all providers accept.
+//!   (docs/design.md) and the key grammar all providers accept.
 //! - [`digest`] — the project's one `sha256:` digest-URI helper.
 //! - [`get_verified`] / [`ObjectStore::get_verified`] — a read that checks the length and
-//!   SHA-256 recorded in the ArtifactManifest (seed 000) and never hands back bytes that fail
+//!   SHA-256 recorded in the ArtifactManifest (docs/metadata-format.md) and never hands back bytes that fail
 //!   the check (a cache serves it from local disk when it holds a matching copy).
 //! - [`resolve_ambiguous`] — decides an [`Error::Ambiguous`] write by HEAD + digest.
 //! - `testing` (cargo feature `testing`) — `FaultyStore`, a fault-injecting wrapper.
@@ -73,7 +73,7 @@ impl ObjectMeta {
     }
 }
 
-/// Watches one upload of [`ObjectStore::put_if_absent_observed`] (seed 000, "Upload And Append":
+/// Watches one upload of [`ObjectStore::put_if_absent_observed`] (docs/metadata-format.md, "Upload And Append":
 /// the StagedObject ledger owns "all object keys, multipart ids, lengths, and digests" before
 /// upload).
 pub trait UploadObserver {
@@ -132,13 +132,13 @@ pub trait ObjectStore: Send + Sync + std::fmt::Debug {
 
     /// Every key starting with `prefix` (plain string prefix, not only whole segments), sorted
     /// bytewise ascending. For diagnostics and tests only: never use listing to discover
-    /// ownership (seed 000, StagedObject). `prefix` may be empty (all keys).
+    /// ownership (docs/metadata-format.md, StagedObject). `prefix` may be empty (all keys).
     /// Errors: [`Error::InvalidKey`] when `prefix` has characters outside the key alphabet or a
     /// leading `/`.
     fn list(&self, prefix: &str) -> Result<Vec<String>, Error>;
 
     /// Reads the whole object and checks it against the ArtifactManifest's recorded `length`
-    /// (bytes) and `digest_uri` (seed 000) before returning it. This is the entry point that
+    /// (bytes) and `digest_uri` (docs/metadata-format.md) before returning it. This is the entry point that
     /// lets a caching provider ([`CachedStore`]) answer from a local copy: the expected digest
     /// travels with the request, so a cached copy is re-verified and never trusted blindly.
     ///
@@ -248,7 +248,7 @@ pub enum Resolution {
 }
 
 /// Reads the whole object `key` and checks it against the ArtifactManifest's recorded
-/// `length` (bytes) and `digest_uri` (seed 000). Returns the bytes only if both match.
+/// `length` (bytes) and `digest_uri` (docs/metadata-format.md). Returns the bytes only if both match.
 ///
 /// Errors: [`Error::InvalidDigest`] when `expected_digest_uri` is not a canonical `sha256:` URI
 /// (checked before any read); [`Error::IntegrityMismatch`] with `expected`/`actual` as
@@ -269,7 +269,7 @@ pub fn get_verified(
 /// Decides the outcome of a write that failed with [`Error::Ambiguous`]: HEAD the key, and when
 /// an object of `expected_len` bytes exists, read it and compare its SHA-256 with
 /// `expected_digest_uri` (the digest the StagedObject ledger recorded before the first byte was
-/// sent, seed 000). Reads bypass any cache (uses [`ObjectStore::head`] and
+/// sent, docs/metadata-format.md). Reads bypass any cache (uses [`ObjectStore::head`] and
 /// [`ObjectStore::get`]).
 ///
 /// Call it once the ambiguous request can no longer be in flight (its attempt timeout has

@@ -35,7 +35,7 @@
 //!   concurrent creators can both see "absent" and both write (the last write wins and both
 //!   report `Created`). NoKV tolerates it because block keys are revision-owned and written by
 //!   exactly one publisher whose ledger row owns the key before the first byte is sent
-//!   (seed 000, StagedObject); the CAS only guards replays.
+//!   (docs/metadata-format.md, StagedObject); the CAS only guards replays.
 //!
 //! # Failures
 //!

@@ -29,7 +29,7 @@ __all__ = ["Store", "Workbench", "ArtifactFile", "open", "connect"]
 Body = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]", BinaryIO]
 #: A snapshot selector: a numeric snapshot id or a snapshot name.
 SnapshotRef = Union[int, str]
-#: The five virtual sections of every workbench (seed 001, "Stable Workbench Surface").
+#: The five virtual sections of every workbench (docs/design.md, "Stable Workbench Surface").
 SECTIONS = ("input", "scripts", "outputs", "logs", "metadata")
 
 

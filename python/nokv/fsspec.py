@@ -1,6 +1,6 @@
 """An explicit, bounded fsspec adapter over one NoKV workbench (protocol ``nokv://``).
 
-NoKV is deliberately *not* a transparent filesystem (seed 001, "Deliberate Non-Goals"): there are
+NoKV is deliberately *not* a transparent filesystem (docs/design.md, "Deliberate Non-Goals"): there are
 no directory records, no in-place updates, no appends through file handles, no renames. This
 adapter exposes exactly what data-science readers and writers need:
 

@@ -237,7 +237,7 @@ impl AppendResult {
     }
 }
 
-/// One visible change of the change feed (seed 000, ReadChanges).
+/// One visible change of the change feed (docs/metadata-format.md, ReadChanges).
 #[pyclass(frozen, get_all, module = "nokv._nokv")]
 pub struct Change {
     /// Opaque cursor resuming right after this change (`store.changes(after=cursor)`).

@@ -1,4 +1,4 @@
-//! Append as immutable segments (issue 5 acceptance; seed 000 "Upload And Append"): 100 appends
+//! Append as immutable segments (issue 5 acceptance; docs/metadata-format.md "Upload And Append"): 100 appends
 //! of 1 KiB to one log, once through `nokv::Client::append` and once through the Workbench facade
 //! (`workbench_append`), produce a readable body whose digest equals the SHA-256 of the
 //! concatenation. After every append the published ArtifactRevision and its ArtifactManifest rows
@@ -116,7 +116,7 @@ fn check_live_revision(client: &Client, path: &str, expected: &[u8], step: usize
         rev.dependency_depth
     );
 
-    // The dependency digest is SHA-256 over the sorted 16-byte owner ids (seed 000).
+    // The dependency digest is SHA-256 over the sorted 16-byte owner ids (docs/metadata-format.md).
     let mut concat = Vec::new();
     for o in &owners {
         concat.extend_from_slice(o.as_bytes());

@@ -1,4 +1,4 @@
-//! The change feed through the SDK (seed 000, ReadChanges): every visible mutation writes one
+//! The change feed through the SDK (docs/metadata-format.md, ReadChanges): every visible mutation writes one
 //! event, events arrive in commit order, and a stored cursor resumes without gaps or duplicates
 //! across process restarts (reopen).
 

@@ -1,4 +1,4 @@
-//! Durable commits, tags, lineage, retirement and find (seed 000 "Commit Closure";
+//! Durable commits, tags, lineage, retirement and find (docs/metadata-format.md "Commit Closure";
 //! docs/workbench.md "commit" and "find") through the SDK and the Workbench facade.
 
 mod commits_support;

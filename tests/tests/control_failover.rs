@@ -1,4 +1,4 @@
-//! Multi-process acceptance tests of `nokv serve --control` (issue 15; seed 001,
+//! Multi-process acceptance tests of `nokv serve --control` (issue 15; docs/design.md,
 //! "Distribution"): real `nokv serve --control` processes, a three-member etcd cluster and an
 //! s3s-fs object server on loopback, routed clients writing continuously and logging every
 //! acknowledged write durably.

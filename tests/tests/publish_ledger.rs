@@ -1,4 +1,4 @@
-//! The Publish operation and its StagedObject ledger across real failures (seed 000, "Upload
+//! The Publish operation and its StagedObject ledger across real failures (docs/metadata-format.md, "Upload
 //! And Append"; issue 5 acceptance): a provider that fails after k of n blocks, a process
 //! SIGKILLed between upload and finalize, and the finalize/abort race. Ownership is always
 //! checked against the ledger and the manifests — the object listing is only the witness.

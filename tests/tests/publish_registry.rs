@@ -1,5 +1,5 @@
 //! Recovery at open goes through the pending-operation registry (issue 5, scalability): terminal
-//! Publish operations stay in the Operation family forever (seed 000, "Commit Closure"), but
+//! Publish operations stay in the Operation family forever (docs/metadata-format.md, "Commit Closure"), but
 //! only the non-terminal ones are registered, so recovery and `nokv operation list` (without
 //! `--all`) see exactly those — and an orphan left by a crashed process is found and cleaned
 //! after reopen.

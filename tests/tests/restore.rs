@@ -1,4 +1,4 @@
-//! Restore (seed 000, "Restore Closure"; docs/workbench.md `workbench_restore`): shared revisions,
+//! Restore (docs/metadata-format.md, "Restore Closure"; docs/workbench.md `workbench_restore`): shared revisions,
 //! zero copied object bytes, invisible staging, one final transition, exact replay, abort and
 //! cleanup driven by RestoreMember rows, snapshot and commit sources.
 

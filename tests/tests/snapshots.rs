@@ -1,5 +1,5 @@
 //! Leased snapshots through the Workbench facade (docs/workbench.md `workbench_snapshot*` and
-//! `at_snapshot`; seed 000 "Snapshot Lifecycle And History Holds"), with an injected clock.
+//! `at_snapshot`; docs/metadata-format.md "Snapshot Lifecycle And History Holds"), with an injected clock.
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,5 +1,5 @@
 //! `failover` — how long is a root unwritable when its owner dies, and what does a metadata
-//! round trip through etcd cost against holt? (issue 15; seed 001, "Distribution")
+//! round trip through etcd cost against holt? (issue 15; docs/design.md, "Distribution")
 //!
 //! Everything runs as real processes on loopback: a three-member etcd cluster (testkit), an
 //! s3s-fs object server and `nokv serve` processes of the CLI built next to this binary.

@@ -170,7 +170,7 @@ impl SchemaMarker {
 }
 
 durable_enum!(
-    /// Control-plane lifecycle of a RootPlacement (docs/metadata-format.md "Initial durable enum discriminants").
+    /// Control-plane lifecycle of a RootPlacement (docs/metadata-format.md, "Durable Format Registry").
     RootPlacementLifecycle, "system" {
         /// Being provisioned.
         Provisioning = 1,

@@ -1,5 +1,5 @@
 //! Durable tags: CAS-protected, mutable names for sealed commits (docs/metadata-format.md, Tag and
-//! CommitConsumer families; docs/design.md "Durable tag").
+//! CommitConsumer families; docs/design.md, "Recovery Products").
 //!
 //! A tag lives in one workspace incarnation (`Tag` key `root | incarnation | u16 len | name`)
 //! and names any `Sealed` commit of the root. Each tag owns exactly one

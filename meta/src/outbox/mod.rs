@@ -328,7 +328,7 @@ pub enum RecoveryEntry {
         result: CommandResult,
     },
     /// A monotonic lease-clock observation that changed the persisted System lease clock
-    /// (docs/metadata-format.md: "monotonic lease-clock observations" are a shard-local write entrypoint).
+    /// (docs/metadata-format.md, "Snapshot Lifecycle And History Holds": the lease clock is shard-local durable state).
     LeaseClockObservation {
         /// Owner epoch of the observing handle.
         owner_epoch: u64,

@@ -144,7 +144,7 @@ pub enum Command {
         #[arg(long)]
         content_type: Option<String>,
     },
-    /// Publish operations and their StagedObject ledger (seed 000, "Upload And Append").
+    /// Publish operations and their StagedObject ledger (docs/metadata-format.md, "Upload And Append").
     Operation {
         /// What to do.
         #[command(subcommand)]

@@ -1,4 +1,4 @@
-//! `nokv root create|list|show`: RootPlacement records in the control plane (seed 000,
+//! `nokv root create|list|show`: RootPlacement records in the control plane (docs/metadata-format.md,
 //! "Placement Authority"). Each prints one JSON envelope (exit 0 success, 1 refused or failed).
 
 use std::io::Write;

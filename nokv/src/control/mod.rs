@@ -1,4 +1,4 @@
-//! The control plane on etcd (seed 000, "Placement Authority"; seed 001, "Distribution").
+//! The control plane on etcd (docs/metadata-format.md, "Placement Authority"; docs/design.md, "Distribution").
 //!
 //! Placement is control-plane state, not a shard-local family. The control plane owns:
 //!

@@ -1,4 +1,4 @@
-//! RootPlacement records (seed 000, "Placement Authority").
+//! RootPlacement records (docs/metadata-format.md, "Placement Authority").
 //!
 //! `create_root` writes the RootPlacement (`Provisioning`, placement generation 1) and the name
 //! index in one transaction, before the root's first write. The owner that first opens the

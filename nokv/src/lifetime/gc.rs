@@ -31,7 +31,7 @@ struct ProviderRemover<'a> {
 }
 
 impl ProviderRemover<'_> {
-    /// The object key must be exactly the block key of the owning revision (seed 001 layout).
+    /// The object key must be exactly the block key of the owning revision (docs/design.md layout).
     fn check_key(&self, object: &OwnedObject) -> std::result::Result<(), String> {
         match objstore::parse_block_key(&object.key) {
             Ok(k)
@@ -86,7 +86,7 @@ pub(crate) fn parse_revision(hex: &str) -> Result<ArtifactRevisionId> {
 }
 
 impl Client {
-    /// Runs one garbage-collection pass (seed 000, "Garbage Collection State Machine"; see
+    /// Runs one garbage-collection pass (docs/metadata-format.md, "Garbage Collection State Machine"; see
     /// [`meta::ops::gc`]): raises the history floor, claims zero-reference revisions the floor has
     /// passed (`Available -> Deleting` under the reference epoch), deletes their own objects,
     /// publishes them Deleted and releases their dependency sets; quarantines ambiguous DELETEs

@@ -1,7 +1,7 @@
 //! Object lifetime: path removal, garbage collection, explainable retention, fsck and index
-//! repair, and the durable store settings they depend on (seed 000, "Ordinary put/replace/remove",
-//! "Artifact Revisions And Strong References", "Garbage Collection State Machine"; seed 001,
-//! "Safe Object Lifetime", "Indexes are derived and repairable").
+//! repair, and the durable store settings they depend on (docs/metadata-format.md, "Ordinary put/replace/remove",
+//! "Artifact Revisions And Strong References", "Garbage Collection State Machine"; docs/design.md,
+//! "Safe Object Lifetime", "Discovery And Provenance").
 //!
 //! Every front door (CLI `nokv rm | gc | fsck | config`, the SDK, a long-running owner process)
 //! calls these [`crate::Client`] methods; the state machines themselves live in `meta`

@@ -139,7 +139,7 @@ fn map_remove_error(err: meta::Error, path: &NormPath, workbench_id: &str) -> Er
 }
 
 impl Client {
-    /// Removes the artifact at `path` (seed 000, "Ordinary put/replace/remove"): one metadata
+    /// Removes the artifact at `path` (docs/metadata-format.md, "Ordinary put/replace/remove"): one metadata
     /// command deletes the PathCurrent row, releases its revision reference (the revision
     /// becomes a GC candidate when nothing else holds it), deletes its index rows and emits an
     /// `ArtifactRemoved` change event. Snapshots, commits and restores taken before keep reading

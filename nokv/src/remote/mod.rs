@@ -151,7 +151,7 @@ impl RemoteClient {
 
     /// A client of root `root` through the control plane at `control` (etcd client URLs,
     /// comma-separated; deployment `namespace`, e.g. [`meta::store::etcd::DEFAULT_NAMESPACE`])
-    /// (seed 001, "Distribution"): every call resolves root → logical shard → owner from the
+    /// (docs/design.md, "Distribution"): every call resolves root → logical shard → owner from the
     /// control plane (cached) and is sent to `http://<owner>/roots/<root>/…` of that
     /// `nokv serve --control` server. A `NotOwner` / `LeaseLost` answer, a connection failure
     /// or a retryable refusal re-resolves the owner and repeats the call with the same request

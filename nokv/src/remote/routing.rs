@@ -1,4 +1,4 @@
-//! Root routing of the remote client through the control plane (seed 001, "Distribution").
+//! Root routing of the remote client through the control plane (docs/design.md, "Distribution").
 //!
 //! A routed [`super::RemoteClient`] names a root, not a server. Before a call it resolves
 //! root → logical shard (the RootPlacement) → owner (the lease-bound shard-owner record) in the

@@ -106,7 +106,7 @@ impl ApiError {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal", message, true)
     }
 
-    /// 421 `NotOwner`: this server does not own the logical shard of `root` (seed 001,
+    /// 421 `NotOwner`: this server does not own the logical shard of `root` (docs/design.md,
     /// "Distribution"). `details`: `root`, `logical_shard_id` (when the root exists),
     /// `owner_address` (`host:port`, null when no server owns it now or the owner is an
     /// embedded process) and `owner_epoch` (the current owner's epoch, else the last epoch
@@ -152,7 +152,7 @@ impl ApiError {
     }
 
     /// 421 `LeaseLost`: this server owned the shard of `root` under `epoch` but its shard-owner
-    /// lease lapsed or was taken over, so it stopped serving it (fail-stop; seed 000, owner
+    /// lease lapsed or was taken over, so it stopped serving it (fail-stop; docs/metadata-format.md, owner
     /// epoch fencing). Nothing of the request was executed. `details` as
     /// [`ApiError::not_owner`] plus `lost_epoch`. Retryable through the control plane.
     pub fn lease_lost(root: &str, lost_epoch: u64, current: ApiError) -> Self {

@@ -18,7 +18,7 @@ use super::errors::{ErrorCode, ToolError, ToolResult};
 pub const MAX_CANONICAL_DEPTH: usize = 64;
 /// Domain separator of the commit identity (docs/workbench.md).
 pub const COMMIT_IDENTITY_DOMAIN: &[u8] = b"nokv.workbench.commit_identity.v1\0";
-/// Domain separator of the run-manifest projection-input digest (seed 000, "Commit Closure").
+/// Domain separator of the run-manifest projection-input digest (docs/metadata-format.md, "Commit Closure").
 pub const PROJECTION_INPUT_DOMAIN: &[u8] = b"nokv.workbench.run_manifest.projection_input.v1\0";
 /// `schema` of the published `metadata/run_manifest.json`.
 pub const RUN_MANIFEST_SCHEMA: &str = "nokv.workbench.run_manifest.v1";
@@ -98,7 +98,7 @@ pub fn commit_identity(
     h.finalize().into()
 }
 
-/// The run-manifest projection-input digest of seed 000 ("Commit Closure"): every caller-known
+/// The run-manifest projection-input digest of docs/metadata-format.md ("Commit Closure"): every caller-known
 /// `run_manifest.v1` input except `committed_at_unix_seconds`.
 pub fn projection_input_digest(
     workbench_id: &str,

@@ -340,7 +340,7 @@ pub(crate) fn meta_tool_error(err: &meta::Error) -> ToolError {
         // through unvalidated, as an HTTP route segment): the caller's input, not a failure.
         meta::Error::InvalidArgument(reason) => ToolError::invalid_arguments(reason.clone()),
         meta::Error::ReadOnly => read_only_store("opened read-only"),
-        // Owner epoch / lease fencing (seed 000): another owner holds the shard now.
+        // Owner epoch / lease fencing (docs/metadata-format.md): another owner holds the shard now.
         meta::Error::Fenced { reason } => ToolError::new(
             ErrorCode::InvalidState,
             format!("this process no longer owns the store's shard ({reason}); nothing was changed — another owner serves it now"),

@@ -1,4 +1,4 @@
-//! `workbench_restore` (docs/workbench.md; seed 000, "Restore Closure").
+//! `workbench_restore` (docs/workbench.md; docs/metadata-format.md, "Restore Closure").
 //!
 //! Inputs: `id` (source), `destination_id` (≠ `id`, must be absent), exactly one of
 //! `at_snapshot` (snapshot id ≥ 0 or name) / `at_commit` (64 lowercase hex). The restore runs to

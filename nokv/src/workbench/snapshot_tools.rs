@@ -1,6 +1,6 @@
 //! `workbench_snapshot`, `workbench_snapshot_renew`, `workbench_snapshot_retire`,
 //! `workbench_snapshot_list`, and the `at_snapshot` selector of list/stat/read (docs/workbench.md;
-//! seed 000, "Snapshot Lifecycle And History Holds").
+//! docs/metadata-format.md, "Snapshot Lifecycle And History Holds").
 //!
 //! Snapshot results carry `snapshot_id`, `name`, `read_version`, `lease_expires_at` (RFC 3339,
 //! UTC, milliseconds), `lease_expires_unix_ms`, `annotation {reason, metadata}`, `state`

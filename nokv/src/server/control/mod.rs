@@ -1,4 +1,4 @@
-//! `nokv serve --control URLS`: a server of the control plane's logical shards (seed 001,
+//! `nokv serve --control URLS`: a server of the control plane's logical shards (docs/design.md,
 //! "Distribution"; see `docs/server.md` and `docs/distribution.md`).
 //!
 //! Instead of one store, the server serves every root whose etcd-backed logical shard it owns.
