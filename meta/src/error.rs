@@ -16,7 +16,7 @@ pub enum Error {
     /// name (e.g. `"path_current"`).
     #[error("corrupt {family} record: {reason}")]
     Codec {
-        /// Seed 000 family (tree) name of the record.
+        /// Metadata family (tree) name of the record.
         family: &'static str,
         /// What was wrong.
         reason: String,

@@ -1,4 +1,4 @@
-//! Seed 000, "Metadata Command": ordinary put/replace/remove has a fixed upper bound on
+//! docs/metadata-format.md, "Metadata Command": ordinary put/replace/remove has a fixed upper bound on
 //! predicates and mutations apart from bounded manifest (and index) rows, and performs no
 //! namespace prefix scan. These tests count the storage calls and the shape of the single write.
 

@@ -114,7 +114,7 @@ fn creating_over_a_directory_is_refused_for_every_condition() {
 fn the_probe_ignores_siblings_that_share_a_name_prefix() {
     let dir = tempfile::tempdir().unwrap();
     let s = shard(dir.path());
-    // Seed 000 key order: `a/…` subtree < exact `a` < `a\u{1}` < `ab`.
+    // The ordered path key's order (docs/metadata-format.md, "Ids, Names, And Keys"): `a/…` subtree < exact `a` < `a\u{1}` < `ab`.
     create(&s, "outputs/ab").unwrap();
     create(&s, "outputs/a\u{1}").unwrap();
     create(&s, "outputs/a.txt").unwrap();

@@ -1186,7 +1186,7 @@ fn copy_batch<S: Snapshot>(
     let mut touched = Touched::new();
     let mut consumed = 0usize;
     for (path, entry) in &page {
-        // The namespace rule (a path is a file or a directory, never both). Seed 000's key order
+        // The namespace rule (a path is a file or a directory, never both). The ordered path key's order
         // puts a path's whole subtree immediately before its exact row, so the source holds
         // `path` as both exactly when the entry copied just before it lies below it; a source
         // path below the restore manifest would clash with the destination's own manifest.

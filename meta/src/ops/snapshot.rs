@@ -1148,7 +1148,7 @@ fn finalize(shard: &MetaShard, k: &SnapshotRefKey) -> Result<bool> {
 /// command the parts go into): predicates on the exact `Active` SnapshotRef, the lease clock of
 /// `lease` and an absent HistoryHold(Restore, operation_id); mutations incrementing
 /// `consumer_count`/`consumer_epoch` and creating that `Active` hold at the snapshot's read
-/// version with `source_snapshot_id`. Seed 000, "Restore Closure" step 1.
+/// version with `source_snapshot_id`. docs/metadata-format.md, "Restore Closure".
 ///
 /// Errors: [`Error::SnapshotNotFound`]; [`Error::SnapshotExpired`] unless the snapshot is
 /// `Active` with a deadline later than the lease clock; [`Error::SnapshotLifecycle`] when the

@@ -96,35 +96,35 @@ use crate::store::{ScanItem, ScanSpec, Snapshot, TxnStore};
 
 use super::{run_step as run, Step as Built};
 
-mod keys;
-mod request;
-mod state;
-mod begin;
-mod stage;
 mod abort;
+mod begin;
 mod drive;
+mod keys;
 mod members;
 mod parents;
-mod seals;
-mod seal;
 mod publish;
 mod refs;
+mod request;
 mod retire;
+mod seal;
+mod seals;
+mod stage;
+mod state;
 
-pub use keys::*;
-use request::*;
-pub use state::*;
-pub use begin::*;
-pub use stage::*;
 pub use abort::*;
+pub use begin::*;
 pub use drive::*;
+pub use keys::*;
 use members::*;
 use parents::*;
-pub use seals::*;
-use seal::*;
 use publish::*;
 pub(crate) use refs::*;
+use request::*;
 pub use retire::*;
+use seal::*;
+pub use seals::*;
+pub use stage::*;
+pub use state::*;
 
 /// The reserved path the commit publishes (docs/metadata-format.md, "Commit Closure").
 pub const RUN_MANIFEST_PATH: &str = "metadata/run_manifest.json";

@@ -60,7 +60,11 @@ pub(super) fn commit_version(snap: &impl Snapshot) -> Result<u64> {
 /// `(key, value bytes, decoded)` of one WorkspaceCurrent row.
 pub(super) type WsRow = (Vec<u8>, Vec<u8>, WorkspaceCurrent);
 
-pub(super) fn read_ws(snap: &impl Snapshot, root: &RootId, workbench_id: &str) -> Result<Option<WsRow>> {
+pub(super) fn read_ws(
+    snap: &impl Snapshot,
+    root: &RootId,
+    workbench_id: &str,
+) -> Result<Option<WsRow>> {
     let key = workspace_current::key(root, workbench_id);
     match snap.get(Family::WorkspaceCurrent, &key)? {
         None => Ok(None),
