@@ -16,7 +16,7 @@ pub enum Error {
     /// name (e.g. `"path_current"`).
     #[error("corrupt {family} record: {reason}")]
     Codec {
-        /// Seed 000 family (tree) name of the record.
+        /// Metadata family (tree) name of the record.
         family: &'static str,
         /// What was wrong.
         reason: String,
@@ -32,7 +32,7 @@ pub enum Error {
     #[error("schema mismatch ({kind:?}): {reason}")]
     SchemaMismatch {
         /// The class of the (first) difference.
-        kind: crate::schema::SchemaMismatchKind,
+        kind: SchemaMismatchKind,
         /// Which part of the marker, registry, or placement records differs (every registry
         /// difference is listed, separated by `; `).
         reason: String,
@@ -57,7 +57,7 @@ pub enum Error {
         /// The external workbench id.
         workbench_id: String,
         /// The durable state of the marker.
-        state: crate::codec::WorkspaceState,
+        state: crate::workspace_state::WorkspaceState,
     },
     /// A create-only publication found an existing PathCurrent entry.
     #[error("path already exists")]
@@ -275,10 +275,7 @@ impl Error {
     }
 
     /// Shorthand for a [`Error::SchemaMismatch`] error.
-    pub(crate) fn schema(
-        kind: crate::schema::SchemaMismatchKind,
-        reason: impl Into<String>,
-    ) -> Self {
+    pub(crate) fn schema(kind: SchemaMismatchKind, reason: impl Into<String>) -> Self {
         Error::SchemaMismatch {
             kind,
             reason: reason.into(),
@@ -289,4 +286,35 @@ impl Error {
     pub(crate) fn invalid(reason: impl Into<String>) -> Self {
         Error::InvalidArgument(reason.into())
     }
+}
+
+/// The class of a [`Error::SchemaMismatch`] (docs/metadata-format.md, "Schema Gate": missing, malformed,
+/// unknown-version or inconsistent stores are rejected).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SchemaMismatchKind {
+    /// A registry tree (seed family, reserved engine tree or holt `history`) is absent.
+    MissingTree,
+    /// A tree outside the registry exists.
+    ExtraTree,
+    /// A registry tree carries another tag.
+    WrongTreeTag,
+    /// A registry tree carries the wrong versioned (MVCC history) flag.
+    WrongVersionedFlag,
+    /// A non-empty store has no `System("schema")` marker (e.g. data rows without a marker).
+    MissingMarker,
+    /// The marker does not decode (truncated, trailing bytes, invalid UTF-8).
+    MalformedMarker,
+    /// The marker's value_format_version is not 1.
+    UnknownMarkerVersion,
+    /// The marker names another schema id (a store of another schema).
+    ForeignSchemaId,
+    /// The marker's format_version is not 8.
+    UnsupportedFormatVersion,
+    /// A required System record (placement, presentation root, owner epoch, recovery tail) or
+    /// the placed root's RootFence row is absent.
+    MissingRecord,
+    /// A System record or the RootFence row does not decode.
+    MalformedRecord,
+    /// Placement and RootFence disagree, or the root is not Active.
+    InconsistentPlacement,
 }

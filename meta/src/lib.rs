@@ -79,6 +79,7 @@ pub(crate) mod test_engine;
 pub mod codec;
 pub mod command;
 pub mod error;
+pub mod family;
 pub mod ids;
 pub mod index;
 pub mod ops;
@@ -86,8 +87,9 @@ pub mod outbox;
 pub mod path;
 pub mod read;
 pub mod schema;
-mod shard;
+pub mod shard;
 pub mod store;
+pub mod workspace_state;
 
 pub use codec::{
     manifest_digest_uri, ArtifactRevision, ChangeEvent, ChangeKind, CommandResult, ManifestRow,
@@ -103,5 +105,6 @@ pub use ops::publish_operation::{BeginOutcome, DeleteOutcome, PublishIntent, Sta
 pub use ops::workspace::CreateWorkspaceOutcome;
 pub use path::{normalize, NormPath, PathError};
 pub use read::{Child, ChildPage, Reader};
+pub use shard::sequencer::{self, Sequenced};
 pub use shard::{MetaShard, OpenOptions};
 pub use store::{HoltStore, ShardStore, TxnStore};

@@ -10,10 +10,12 @@ use crate::codec::{
     ArtifactRevision, ChangeEvent, ManifestRow, PathEntry, WorkspaceCurrent, WorkspaceState,
 };
 use crate::error::{Error, Result};
+use crate::family::Family;
 use crate::ids::{validate_workbench_id, ArtifactRevisionId, RootId, WorkspaceIncarnationId};
-use crate::path::{decode_child, ordered_child_name, ordered_key, ChildKey, NormPath};
-use crate::schema::Family;
-use crate::store::{ScanItem, ScanSpec, ShardSnapshot, Snapshot, MAX_SCAN_ITEMS};
+use crate::path::{
+    decode_child, normalize_stored, ordered_child_name, ordered_key, ChildKey, NormPath,
+};
+use crate::store::{Predicate, ScanItem, ScanSpec, ShardSnapshot, Snapshot, MAX_SCAN_ITEMS};
 
 /// One direct child of a directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -193,17 +195,17 @@ impl Reader {
     ///
     /// Errors: storage errors.
     pub fn has_descendants(&self, inc: &WorkspaceIncarnationId, dir: &NormPath) -> Result<bool> {
-        crate::ops::publish::has_descendants(&self.snap, &self.root, inc, dir)
+        has_descendants(&self.snap, &self.root, inc, dir)
     }
 
     /// Whether a file could be created at `path` under the namespace rule (a path is a file or
     /// an implicit directory, never both): no proper prefix of `path` is a file and `path` has
     /// no descendants. The same check the publishing command repeats atomically
-    /// ([`crate::ops::publish::namespace_check`]); callers run it before uploading any byte.
+    /// ([`namespace_check`]); callers run it before uploading any byte.
     ///
     /// Errors: [`Error::AncestorIsFile`], [`Error::PathIsDirectory`]; storage errors.
     pub fn check_creatable(&self, inc: &WorkspaceIncarnationId, path: &NormPath) -> Result<()> {
-        crate::ops::publish::namespace_check(&self.snap, &self.root, inc, path).map(|_| ())
+        namespace_check(&self.snap, &self.root, inc, path).map(|_| ())
     }
 
     /// Recursive listing of published files under `under` (`None` = whole workspace) in
@@ -320,4 +322,61 @@ impl Reader {
         }
         Ok(out)
     }
+}
+
+/// The namespace rule of a path about to be created (docs/workbench.md, "Files and directories"),
+/// checked at `snap`:
+/// - no proper prefix (ancestor) of `path` is a file: one PathCurrent point read per ancestor
+///   (at most 64), shallowest first;
+/// - `path` has no descendants: one limit-1 scan of its subtree prefix `ordered(path) 0x00`
+///   (the metadata format's key order puts that subtree immediately before the exact row, so the probe
+///   never sees `path` itself or a longer sibling such as `path\u{1}` or `pathx`).
+///
+/// Returns the `Absent` predicates of the ancestor rows for the publishing command to
+/// re-assert. The descendant probe has no predicate form; the command's read-version fence
+/// covers it (see the module docs).
+///
+/// Errors: [`Error::AncestorIsFile`] naming the shallowest ancestor that is a file;
+/// [`Error::PathIsDirectory`]; storage errors.
+pub fn namespace_check<S: Snapshot>(
+    snap: &S,
+    root: &RootId,
+    inc: &WorkspaceIncarnationId,
+    path: &NormPath,
+) -> Result<Vec<Predicate>> {
+    let text = path.as_str();
+    let mut predicates = Vec::new();
+    for (i, _) in text.match_indices('/') {
+        let ancestor = normalize_stored(&text[..i])?;
+        let key = path_current::key(root, inc, &ancestor);
+        if snap.get(Family::PathCurrent, &key)?.is_some() {
+            return Err(Error::AncestorIsFile {
+                file: ancestor.as_str().to_owned(),
+            });
+        }
+        predicates.push(Predicate::absent(Family::PathCurrent, key));
+    }
+    if has_descendants(snap, root, inc, path)? {
+        return Err(Error::PathIsDirectory);
+    }
+    Ok(predicates)
+}
+
+/// Whether any published path of incarnation `inc` lies strictly under `path` at `snap`: one
+/// limit-1 prefix probe of PathCurrent (the implicit-directory test of the namespace rule).
+///
+/// Errors: storage errors.
+pub(crate) fn has_descendants<S: Snapshot>(
+    snap: &S,
+    root: &RootId,
+    inc: &WorkspaceIncarnationId,
+    path: &NormPath,
+) -> Result<bool> {
+    let probe = ScanSpec {
+        prefix: path_current::children_prefix(root, inc, Some(path)),
+        start_after: None,
+        delimiter: None,
+        limit: 1,
+    };
+    Ok(!snap.scan(Family::PathCurrent, &probe)?.is_empty())
 }

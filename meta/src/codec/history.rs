@@ -13,7 +13,7 @@
 
 use super::wire::{Dec, Enc};
 use crate::error::{Error, Result};
-use crate::schema::Family;
+use crate::family::Family;
 
 const FAMILY: &str = "history";
 

@@ -17,9 +17,10 @@
 //! PathCurrent (consumers still recheck the workspace incarnation/state at their read version).
 
 use super::wire::{Dec, Enc};
+use crate::codec::field_id::FieldId;
+use crate::codec::index_value::IndexValue;
 use crate::error::{Error, Result};
 use crate::ids::{RootId, WorkspaceIncarnationId};
-use crate::index::{FieldId, IndexValue};
 use crate::path::{ordered_key, NormPath};
 
 const FAMILY: &str = "secondary_index";

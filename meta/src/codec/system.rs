@@ -329,6 +329,11 @@ pub fn validate_presentation_root(root: &str) -> Result<()> {
     Ok(())
 }
 
+/// The exact marker bytes this build writes and requires.
+pub fn marker_bytes() -> Vec<u8> {
+    SchemaMarker::current().encode()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

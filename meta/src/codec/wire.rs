@@ -290,6 +290,9 @@ impl<'a> Dec<'a> {
 
 /// Declares a fieldless durable enum with fixed discriminants, `to_u8`, and a fail-closed
 /// `from_u8`.
+///
+/// `durable_enum!(impl Name, "family" { Variant = 1, .. })` gives the same codec to an enum declared
+/// in a lower module (one the error type itself names), listing its discriminants once more.
 macro_rules! durable_enum {
     ($(#[$doc:meta])* $name:ident, $family:literal { $($(#[$vdoc:meta])* $variant:ident = $value:literal),+ $(,)? }) => {
         $(#[$doc])*
@@ -298,6 +301,9 @@ macro_rules! durable_enum {
             $($(#[$vdoc])* $variant = $value),+
         }
 
+        $crate::codec::wire::durable_enum!(impl $name, $family { $($variant = $value),+ });
+    };
+    (impl $name:ident, $family:literal { $($variant:ident = $value:literal),+ $(,)? }) => {
         impl $name {
             /// Every variant in discriminant order (the complete registry for this enum).
             pub const ALL: &'static [$name] = &[$($name::$variant),+];

@@ -12,17 +12,13 @@ const FAMILY: &str = "workspace_current";
 /// Value format version (publication-owned workspace record).
 pub const VALUE_VERSION: u16 = 2;
 
-durable_enum!(
-    /// Workspace visibility state (discriminants of docs/metadata-format.md).
-    WorkspaceState, "workspace_current" {
-        /// Restore staging: invisible.
-        Staging = 1,
-        /// Published: terminal with respect to visibility.
-        Visible = 2,
-        /// Failed staging incarnation.
-        Retired = 3,
-    }
-);
+pub use crate::workspace_state::WorkspaceState;
+
+durable_enum!(impl WorkspaceState, "workspace_current" {
+    Staging = 1,
+    Visible = 2,
+    Retired = 3,
+});
 
 /// The WorkspaceCurrent value.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -40,6 +40,7 @@ use super::{
     MetadataCommand, MAX_COMMAND_EVENTS, MAX_COMMAND_MUTATIONS, MAX_COMMAND_PREDICATES,
     MAX_INDEX_MUTATIONS, MAX_MANIFEST_ROWS,
 };
+use crate::codec::system::marker_bytes;
 use crate::codec::system::{
     decode_owner_epoch, is_pending_operation_key, RecoveryTail, KEY_OWNER_EPOCH, KEY_RECOVERY_TAIL,
     KEY_SCHEMA, SCHEMA_ID,
@@ -48,9 +49,9 @@ use crate::codec::{
     change_event, command_dedupe, root_fence, CommandDedupe, RootActivationState, RootFence,
 };
 use crate::error::{Error, Result};
+use crate::family::Family;
 use crate::ids::{LogicalShardId, RootId};
 use crate::outbox::{self, RecoveryEntry};
-use crate::schema::{marker_bytes, Family};
 use crate::store::{CheckedWrite, PendingWrite, Snapshot, TxnStore, WriteFailure};
 
 /// The identity and fence rows a shard handle validates every command against.

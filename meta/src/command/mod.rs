@@ -11,16 +11,17 @@
 //! [`crate::outbox`]) to the same batch; validation order is documented in [`executor`].
 
 pub mod executor;
-pub mod predicate;
-pub mod sequencer;
+/// The predicates and mutations of a command (a store-level vocabulary, see
+/// [`crate::store::predicate`]).
+pub use crate::store::predicate;
+pub mod projection;
 
 pub use executor::{execute, CommandOutcome, ShardFence};
 pub use predicate::{Expectation, Mutation, Predicate};
-pub use sequencer::Sequenced;
 
 use crate::codec::{ChangeEvent, CommandResult};
+use crate::family::Family;
 use crate::ids::{LogicalShardId, RequestId, RootId};
-use crate::schema::Family;
 
 /// Upper bound on command predicates (fixed per operation; docs/metadata-format.md requires a fixed bound).
 pub const MAX_COMMAND_PREDICATES: usize = 192;
@@ -31,7 +32,7 @@ pub const MAX_MANIFEST_ROWS: usize = 65_536;
 /// Upper bound on SecondaryIndex mutations of one command: one publication's index projection,
 /// puts of the new rows plus deletes of the old ones (docs/metadata-format.md: "a fixed upper bound on
 /// predicates and mutations apart from bounded manifest and index rows").
-pub const MAX_INDEX_MUTATIONS: usize = crate::index::projection::MAX_INDEX_MUTATIONS;
+pub const MAX_INDEX_MUTATIONS: usize = projection::MAX_INDEX_MUTATIONS;
 /// Upper bound on events emitted by one command.
 pub const MAX_COMMAND_EVENTS: usize = 16;
 
@@ -109,3 +110,7 @@ impl MetadataCommand {
             .count()
     }
 }
+
+/// How many times an operation rebuilds a command after a stale read version or a failed
+/// predicate before it gives up with [`crate::Error::ReadVersionConflict`].
+pub const MAX_ATTEMPTS: u32 = 32;

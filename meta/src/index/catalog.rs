@@ -22,8 +22,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use crate::command::projection::entry_fields;
 use crate::error::{Error, Result};
-use crate::index::projection::entry_fields;
 use crate::index::query::{
     Engine, Facet, FacetCounter, Op, QueryLimits, QueryScope, QueryStats, MAX_FIELDS,
 };

@@ -69,13 +69,13 @@ use crate::codec::{
     WorkspaceCurrentKey, WorkspaceIncarnationClaim,
 };
 use crate::codec::{PathEntry, WorkspaceCurrent, WorkspaceState};
+use crate::command::projection::{builtin_value, entry_fields, is_builtin};
 use crate::error::{Error, Result};
+use crate::family::Family;
 use crate::ids::{validate_workbench_id, RootId, WorkspaceIncarnationId};
-use crate::index::projection::{builtin_value, entry_fields, is_builtin};
 use crate::index::value_codec::{domain_key_bounds, string_prefix_bound};
 use crate::index::{FieldId, IndexValue};
 use crate::path::{ordered_components, NormPath};
-use crate::schema::Family;
 use crate::shard::MetaShard;
 use crate::store::{ScanItem, ScanSpec, Snapshot, TxnStore, MAX_SCAN_ITEMS};
 

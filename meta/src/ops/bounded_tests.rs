@@ -1,4 +1,4 @@
-//! Seed 000, "Metadata Command": ordinary put/replace/remove has a fixed upper bound on
+//! docs/metadata-format.md, "Metadata Command": ordinary put/replace/remove has a fixed upper bound on
 //! predicates and mutations apart from bounded manifest (and index) rows, and performs no
 //! namespace prefix scan. These tests count the storage calls and the shape of the single write.
 
@@ -9,10 +9,10 @@ use std::sync::{Arc, Mutex};
 use crate::codec::ManifestRow;
 use crate::command::execute;
 use crate::command::executor::plan_for_test;
+use crate::family::Family;
 use crate::ids::{ArtifactRevisionId, RequestId};
 use crate::ops::publish::{command_digest, plan, PathCondition, Planned, PublishRequest};
 use crate::path::normalize;
-use crate::schema::Family;
 use crate::shard::MetaShard;
 use crate::store::{
     CheckedWrite, ScanItem, ScanSpec, ShardStore, Snapshot, TxnStore, WriteFailure,
@@ -39,11 +39,11 @@ impl<S: Snapshot> Snapshot for CountingSnap<S> {
     fn version(&self) -> u64 {
         self.inner.version()
     }
-    fn get(&self, family: Family, key: &[u8]) -> crate::Result<Option<Vec<u8>>> {
+    fn get(&self, family: Family, key: &[u8]) -> crate::error::Result<Option<Vec<u8>>> {
         self.counters.gets.fetch_add(1, Ordering::SeqCst);
         self.inner.get(family, key)
     }
-    fn scan(&self, family: Family, spec: &ScanSpec) -> crate::Result<Vec<ScanItem>> {
+    fn scan(&self, family: Family, spec: &ScanSpec) -> crate::error::Result<Vec<ScanItem>> {
         self.counters.scans.fetch_add(1, Ordering::SeqCst);
         self.inner.scan(family, spec)
     }
@@ -60,7 +60,7 @@ impl TxnStore for Counting {
             counters: Arc::clone(&self.counters),
         }
     }
-    fn snapshot_at(&self, version: u64) -> crate::Result<Self::Snap> {
+    fn snapshot_at(&self, version: u64) -> crate::error::Result<Self::Snap> {
         Ok(CountingSnap {
             inner: self.inner.snapshot_at(version)?,
             counters: Arc::clone(&self.counters),
@@ -232,7 +232,7 @@ fn publish_is_one_bounded_write_with_at_most_one_namespace_probe_for_any_manifes
 fn remove_is_one_bounded_write_with_no_prefix_scan_for_any_manifest_size() {
     use crate::ops::remove::{self, RemoveRequest};
     let dir = tempfile::tempdir().unwrap();
-    let shard = MetaShard::open(dir.path(), crate::OpenOptions::default()).unwrap();
+    let shard = MetaShard::open(dir.path(), crate::shard::OpenOptions::default()).unwrap();
     shard.create_workspace("w").unwrap();
     let mut shapes = Vec::new();
     for rows in [1u64, 700, 7_000] {

@@ -29,8 +29,8 @@ use crate::codec::{
     change_event, workspace_current, ChangeEvent, WorkspaceCurrent, WorkspaceState,
 };
 use crate::error::{Error, Result};
+use crate::family::Family;
 use crate::ids::{validate_workbench_id, RootId, WorkspaceIncarnationId};
-use crate::schema::Family;
 use crate::shard::MetaShard;
 use crate::store::{ScanItem, ScanSpec, Snapshot, TxnStore, MAX_SCAN_ITEMS};
 

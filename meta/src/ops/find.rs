@@ -12,10 +12,10 @@ use crate::codec::{
     WorkbenchCommitHeadKey, WorkspaceCurrent, WorkspaceCurrentKey, WorkspaceState,
 };
 use crate::error::{Error, Result};
+use crate::family::Family;
 use crate::ids::WorkspaceIncarnationId;
 use crate::ops::commit::RUN_MANIFEST_PATH;
 use crate::path::normalize;
-use crate::schema::Family;
 use crate::shard::MetaShard;
 use crate::store::{ScanItem, ScanSpec, Snapshot, TxnStore, MAX_SCAN_ITEMS};
 

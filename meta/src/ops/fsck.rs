@@ -1,7 +1,7 @@
-//! fsck: recompute every derived count, seal and index from authoritative rows (docs/metadata-format.md,
-//! "Garbage Collection State Machine": "The required fsck recomputes strong-reference counts and
-//! seal digests from paths, commits, operations, holds, revisions, and manifests. It never treats
-//! object-store listing as namespace truth"; docs/design.md, "Discovery And Provenance").
+//! fsck: recompute every derived count, seal and index from authoritative rows — reference
+//! counts and seal digests from paths, commits, operations, holds, revisions and manifests, never
+//! from an object listing (docs/metadata-format.md, "Garbage Collection State Machine";
+//! docs/design.md, "Discovery And Provenance").
 //!
 //! [`check`] reads one consistent snapshot (plus the RecoveryOutbox chain through
 //! [`MetaShard::verify_recovery_outbox`] and the snapshot/hold invariants of
@@ -47,12 +47,12 @@ use crate::codec::{
     StagedCleanupState, StagedObject, StagedObjectKey, WorkspaceIncarnationClaim,
     WorkspaceIncarnationClaimKey,
 };
+use crate::command::projection::{index_rows, MAX_INDEX_MUTATIONS};
 use crate::command::{Mutation, Predicate};
 use crate::error::{Error, Result};
+use crate::family::Family;
 use crate::ids::{ArtifactRevisionId, CommitId, RequestId, RootId, WorkspaceIncarnationId};
-use crate::index::projection::{index_rows, MAX_INDEX_MUTATIONS};
 use crate::path::NormPath;
-use crate::schema::Family;
 use crate::shard::MetaShard;
 use crate::store::{ScanItem, ScanSpec, ShardSnapshot, Snapshot, TxnStore};
 

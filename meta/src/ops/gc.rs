@@ -97,8 +97,8 @@ use crate::codec::{
 };
 use crate::command::{Mutation, Predicate};
 use crate::error::{Error, Result};
+use crate::family::Family;
 use crate::ids::{ArtifactRevisionId, OperationId, RequestId, RootId, SnapshotId};
-use crate::schema::Family;
 use crate::shard::MetaShard;
 use crate::store::{ScanItem, ScanSpec, ShardSnapshot, Snapshot, TxnStore};
 

@@ -33,15 +33,17 @@
 //! [`LeaseReading::may_reap`]) that the wall clock is not below the high-water, has reached
 //! `reap_not_before`, and is at least `deadline + skew_grace`.
 
+use crate::codec::system::marker_bytes;
 use crate::codec::system::{
     encode_owner_epoch, RecoveryTail, KEY_OWNER_EPOCH, KEY_RECOVERY_TAIL, KEY_SCHEMA,
 };
 use crate::codec::wire::{Dec, Enc};
 use crate::command::executor::check_handle_fences;
-use crate::command::{Mutation, Predicate, Sequenced};
+use crate::command::{Mutation, Predicate};
 use crate::error::{Error, Result};
+use crate::family::Family;
 use crate::outbox::RecoveryEntry;
-use crate::schema::{marker_bytes, Family};
+use crate::shard::sequencer::Sequenced;
 use crate::shard::MetaShard;
 use crate::store::{CheckedWrite, Snapshot, WriteFailure};
 
@@ -49,8 +51,7 @@ use crate::store::{CheckedWrite, Snapshot, WriteFailure};
 pub const KEY_LEASE_CLOCK: &[u8] = b"lease_clock";
 /// Value format version of the lease-clock row.
 pub const VALUE_VERSION: u16 = 1;
-/// Default maximum clock-skew grace: 5 minutes, in milliseconds.
-pub const DEFAULT_SKEW_GRACE_MS: u64 = 5 * 60 * 1000;
+pub use crate::shard::history_floor::DEFAULT_SKEW_GRACE_MS;
 
 /// A source of wall-clock time in Unix milliseconds (injectable for tests).
 pub trait WallClock: Send + Sync + std::fmt::Debug {

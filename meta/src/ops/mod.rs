@@ -1,7 +1,7 @@
 //! Workspace operations built from one [`crate::command::MetadataCommand`] each.
 //!
 //! Every write plans its command inside a section of the shard's command sequencer
-//! ([`crate::shard::MetaShard::sequenced`], see [`crate::command::sequencer`]): at a snapshot of
+//! ([`crate::shard::MetaShard::sequenced`], see [`crate::shard::sequencer`]): at a snapshot of
 //! the newest accepted state, with `read_version` set to that snapshot's version, submitted to
 //! group commit before the next section plans. Concurrent writers therefore never meet a stale
 //! read version; a failed predicate means the operation's own precondition is false. Operations
@@ -24,8 +24,8 @@ pub mod snapshot;
 pub mod tag;
 pub mod workspace;
 
-/// Bounded rebuild/retry budget per operation.
-pub const MAX_ATTEMPTS: u32 = 32;
+/// How many times an operation rebuilds a command (see [`crate::command::MAX_ATTEMPTS`]).
+pub use crate::command::MAX_ATTEMPTS;
 
 /// One step of a multi-command operation, planned at one snapshot: nothing to write (with the
 /// value to return), or one command to execute and then the value.
@@ -37,7 +37,7 @@ pub(crate) enum Step<T> {
 }
 
 /// Plans a step inside a command-sequencer section (after
-/// [`crate::command::Sequenced::prepare_write`]), at a snapshot of the newest accepted state
+/// [`crate::shard::sequencer::Sequenced::prepare_write`]), at a snapshot of the newest accepted state
 /// (handle fences checked first), and submits its command; on a stale read version or a failed
 /// predicate it re-plans, so the re-read names the precise error, at most [`MAX_ATTEMPTS`] times.
 /// Returns once the command is durable. Shared by the publish ledger, commits and tags.
@@ -46,8 +46,8 @@ pub(crate) enum Step<T> {
 /// [`MAX_ATTEMPTS`] attempts.
 pub(crate) fn run_step<T>(
     shard: &crate::shard::MetaShard,
-    mut plan: impl FnMut(&crate::store::ShardSnapshot) -> crate::Result<Step<T>>,
-) -> crate::Result<T> {
+    mut plan: impl FnMut(&crate::store::ShardSnapshot) -> crate::error::Result<Step<T>>,
+) -> crate::error::Result<T> {
     for _ in 0..MAX_ATTEMPTS {
         let attempt = shard.sequenced(|seq| {
             seq.prepare_write()?;
@@ -61,12 +61,12 @@ pub(crate) fn run_step<T>(
             }
         });
         match attempt {
-            Err(crate::Error::ReadVersionConflict { .. })
-            | Err(crate::Error::CommandPredicateFailed) => continue,
+            Err(crate::error::Error::ReadVersionConflict { .. })
+            | Err(crate::error::Error::CommandPredicateFailed) => continue,
             other => return other,
         }
     }
-    Err(crate::Error::ReadVersionConflict {
+    Err(crate::error::Error::ReadVersionConflict {
         attempts: MAX_ATTEMPTS,
     })
 }
@@ -78,16 +78,16 @@ pub(crate) fn run_step<T>(
 /// Errors: the section's; [`crate::Error::ReadVersionConflict`] after [`MAX_ATTEMPTS`] attempts.
 pub(crate) fn sequenced_retrying<T>(
     shard: &crate::shard::MetaShard,
-    mut section: impl FnMut(&mut crate::command::Sequenced<'_>) -> crate::Result<T>,
-) -> crate::Result<T> {
+    mut section: impl FnMut(&mut crate::shard::sequencer::Sequenced<'_>) -> crate::error::Result<T>,
+) -> crate::error::Result<T> {
     for _ in 0..MAX_ATTEMPTS {
         match shard.sequenced(&mut section) {
-            Err(crate::Error::ReadVersionConflict { .. })
-            | Err(crate::Error::CommandPredicateFailed) => continue,
+            Err(crate::error::Error::ReadVersionConflict { .. })
+            | Err(crate::error::Error::CommandPredicateFailed) => continue,
             other => return other,
         }
     }
-    Err(crate::Error::ReadVersionConflict {
+    Err(crate::error::Error::ReadVersionConflict {
         attempts: MAX_ATTEMPTS,
     })
 }

@@ -13,7 +13,7 @@
 //!   workspace_revision +1 / modified_version; when a path existed: its RevisionRef(Path) is
 //!   deleted and the old revision's count −1 / epoch +1 (at zero: last_zero_ref_version = commit
 //!   version and a GcCandidate keyed by the new epoch); a ChangeEvent; CommandDedupe;
-//! - index projection (see [`crate::index::projection`]): the SecondaryIndex rows of the new
+//! - index projection (see [`crate::command::projection`]): the SecondaryIndex rows of the new
 //!   PathEntry (built-in fields plus the request's `index_fields`, which PathCurrent also stores
 //!   in `index_projection`) are put and the replaced entry's rows whose keys changed are
 //!   deleted, in this same command — there is no second index mutation path;
@@ -39,16 +39,15 @@ use crate::codec::{
     WorkspaceCurrent, WorkspaceState,
 };
 use crate::command::executor::{check_handle_fences, replay_lookup};
-use crate::command::{CommandOutcome, MetadataCommand, Mutation, Predicate, Sequenced};
+use crate::command::projection::{self as index_projection, IndexFields};
+use crate::command::{CommandOutcome, MetadataCommand, Mutation, Predicate};
 use crate::error::{Error, Result};
-use crate::ids::{
-    validate_workbench_id, ArtifactRevisionId, RequestId, RootId, WorkspaceIncarnationId,
-};
-use crate::index::projection::{self as index_projection, IndexFields};
-use crate::path::{normalize_stored, NormPath};
-use crate::schema::Family;
+use crate::family::Family;
+use crate::ids::{validate_workbench_id, ArtifactRevisionId, RequestId};
+use crate::path::NormPath;
+use crate::shard::sequencer::Sequenced;
 use crate::shard::MetaShard;
-use crate::store::{ScanSpec, Snapshot};
+use crate::store::Snapshot;
 
 /// Paths owned by commit/restore; generic publication refuses them (docs/metadata-format.md, "Commit Closure").
 pub const RESERVED_PATHS: [&str; 2] = [
@@ -119,7 +118,7 @@ pub struct PublishRequest {
     /// ≤ 8 (the caller rematerializes otherwise).
     pub dependency_depth: u32,
     /// Custom typed index fields (at most 64, never a built-in name; see
-    /// [`crate::index::projection`]). The built-in fields are projected automatically.
+    /// [`crate::command::projection`]). The built-in fields are projected automatically.
     pub index_fields: IndexFields,
 }
 
@@ -164,62 +163,7 @@ pub fn is_reserved(path: &NormPath) -> bool {
     })
 }
 
-/// The namespace rule of a path about to be created (docs/workbench.md, "Files and directories"),
-/// checked at `snap`:
-/// - no proper prefix (ancestor) of `path` is a file: one PathCurrent point read per ancestor
-///   (at most 64), shallowest first;
-/// - `path` has no descendants: one limit-1 scan of its subtree prefix `ordered(path) 0x00`
-///   (the metadata format's key order puts that subtree immediately before the exact row, so the probe
-///   never sees `path` itself or a longer sibling such as `path\u{1}` or `pathx`).
-///
-/// Returns the `Absent` predicates of the ancestor rows for the publishing command to
-/// re-assert. The descendant probe has no predicate form; the command's read-version fence
-/// covers it (see the module docs).
-///
-/// Errors: [`Error::AncestorIsFile`] naming the shallowest ancestor that is a file;
-/// [`Error::PathIsDirectory`]; storage errors.
-pub fn namespace_check<S: Snapshot>(
-    snap: &S,
-    root: &RootId,
-    inc: &WorkspaceIncarnationId,
-    path: &NormPath,
-) -> Result<Vec<Predicate>> {
-    let text = path.as_str();
-    let mut predicates = Vec::new();
-    for (i, _) in text.match_indices('/') {
-        let ancestor = normalize_stored(&text[..i])?;
-        let key = path_current::key(root, inc, &ancestor);
-        if snap.get(Family::PathCurrent, &key)?.is_some() {
-            return Err(Error::AncestorIsFile {
-                file: ancestor.as_str().to_owned(),
-            });
-        }
-        predicates.push(Predicate::absent(Family::PathCurrent, key));
-    }
-    if has_descendants(snap, root, inc, path)? {
-        return Err(Error::PathIsDirectory);
-    }
-    Ok(predicates)
-}
-
-/// Whether any published path of incarnation `inc` lies strictly under `path` at `snap`: one
-/// limit-1 prefix probe of PathCurrent (the implicit-directory test of the namespace rule).
-///
-/// Errors: storage errors.
-pub(crate) fn has_descendants<S: Snapshot>(
-    snap: &S,
-    root: &RootId,
-    inc: &WorkspaceIncarnationId,
-    path: &NormPath,
-) -> Result<bool> {
-    let probe = ScanSpec {
-        prefix: path_current::children_prefix(root, inc, Some(path)),
-        start_after: None,
-        delimiter: None,
-        limit: 1,
-    };
-    Ok(!snap.scan(Family::PathCurrent, &probe)?.is_empty())
-}
+pub use crate::read::namespace_check;
 
 /// Pure validation of a request (no storage access). Errors: [`Error::InvalidArgument`].
 pub fn validate_request(req: &PublishRequest) -> Result<()> {
@@ -786,4 +730,10 @@ pub(crate) fn plan_with<S: Snapshot>(
         after_generation: Some(cv),
     }];
     Ok(Planned::Command(Box::new(cmd)))
+}
+impl MetaShard {
+    /// Publishes one artifact body (see [`publish`]).
+    pub fn publish(&self, req: PublishRequest) -> Result<PublishReceipt> {
+        publish(self, req)
+    }
 }

@@ -4,12 +4,12 @@
 use crate::codec::{path_current, ManifestRow};
 use crate::command::{execute, Predicate};
 use crate::error::Error;
+use crate::family::Family;
 use crate::ids::{ArtifactRevisionId, RequestId};
 use crate::ops::publish::{
     command_digest, is_reserved, plan, publish, PathCondition, Planned, PublishRequest,
 };
 use crate::path::normalize;
-use crate::schema::Family;
 use crate::shard::{MetaShard, OpenOptions};
 use crate::store::{Snapshot, TxnStore};
 
@@ -62,7 +62,7 @@ fn request(shard: &MetaShard, path: &str, condition: PathCondition) -> PublishRe
     }
 }
 
-fn create(shard: &MetaShard, path: &str) -> crate::Result<u64> {
+fn create(shard: &MetaShard, path: &str) -> crate::error::Result<u64> {
     publish(shard, request(shard, path, PathCondition::Create)).map(|r| r.generation)
 }
 
@@ -114,7 +114,7 @@ fn creating_over_a_directory_is_refused_for_every_condition() {
 fn the_probe_ignores_siblings_that_share_a_name_prefix() {
     let dir = tempfile::tempdir().unwrap();
     let s = shard(dir.path());
-    // Seed 000 key order: `a/…` subtree < exact `a` < `a\u{1}` < `ab`.
+    // The ordered path key's order (docs/metadata-format.md, "Ids, Names, And Keys"): `a/…` subtree < exact `a` < `a\u{1}` < `ab`.
     create(&s, "outputs/ab").unwrap();
     create(&s, "outputs/a\u{1}").unwrap();
     create(&s, "outputs/a.txt").unwrap();

@@ -78,16 +78,16 @@ use crate::codec::{
     StagedCleanupState, StagedObject, StagedObjectKey, StagedProviderState, TerminalError,
 };
 use crate::command::executor::check_handle_fences;
+use crate::command::projection::{self as index_projection, IndexFields};
 use crate::command::{MetadataCommand, Mutation, Predicate};
 use crate::error::{Error, Result};
+use crate::family::Family;
 use crate::ids::{ArtifactRevisionId, OperationId, RequestId};
-use crate::index::projection::{self as index_projection, IndexFields};
 use crate::ops::publish::{
     self, plan_with, validate_digest_uri, OperationBinding, PathCondition, Planned, PublishReceipt,
     PublishRequest,
 };
 use crate::path::NormPath;
-use crate::schema::Family;
 use crate::shard::MetaShard;
 use crate::store::{Snapshot, TxnStore};
 

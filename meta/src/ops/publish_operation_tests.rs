@@ -406,8 +406,8 @@ fn a_cleaned_attempt_is_re_begun_under_the_same_id_with_a_fresh_revision() {
 use crate::codec::system::{pending_operation_key, PENDING_OPERATION_VALUE};
 use crate::codec::{Operation, OperationKey, OperationKind};
 use crate::command::Mutation;
+use crate::family::Family;
 use crate::outbox::{self, OutboxHeader, RecoveryRecord};
-use crate::schema::Family;
 use crate::store::{Snapshot, TxnStore};
 
 fn registry_key(id: &OperationId) -> Vec<u8> {

@@ -14,7 +14,7 @@
 //!   revision's `strong_reference_count` −1 / `reference_epoch` +1 in the same command (at zero:
 //!   `last_zero_ref_version` = the commit version and a `GcCandidate` keyed by the new epoch,
 //!   through the one helper the commit closure uses); every SecondaryIndex row of the entry
-//!   deleted ([`crate::index::projection::index_mutations`] with no new entry); WorkspaceCurrent
+//!   deleted ([`crate::command::projection::index_mutations`] with no new entry); WorkspaceCurrent
 //!   `workspace_revision` +1 / `modified_version`; one `ArtifactRemoved` ChangeEvent
 //!   (`before_generation` = the removed generation, `after_generation` = `None`); CommandDedupe
 //!   with [`CommandResult::Removed`] (the removed PathEntry).
@@ -43,12 +43,12 @@ use crate::codec::{
     CommandResult, PathEntry, RefOwner, WorkspaceCurrent,
 };
 use crate::command::executor::{check_handle_fences, replay_lookup};
+use crate::command::projection::{index_mutations, MAX_INDEX_MUTATIONS};
 use crate::command::{Mutation, Predicate, MAX_COMMAND_EVENTS};
 use crate::error::{Error, Result};
+use crate::family::Family;
 use crate::ids::{validate_workbench_id, ArtifactRevisionId, RequestId, RootId};
-use crate::index::projection::{index_mutations, MAX_INDEX_MUTATIONS};
 use crate::path::NormPath;
-use crate::schema::Family;
 use crate::shard::MetaShard;
 use crate::store::{ScanItem, ScanSpec, Snapshot};
 
@@ -323,7 +323,7 @@ pub(crate) fn plan<S: Snapshot>(
     let pkey = path_current::key(&root, &ws.incarnation, &req.path);
     let Some(bytes) = snap.get(Family::PathCurrent, &pkey)? else {
         // No file here: an implicit directory is named as such (a prefix removal takes it).
-        if super::publish::has_descendants(snap, &root, &ws.incarnation, &req.path)? {
+        if crate::read::has_descendants(snap, &root, &ws.incarnation, &req.path)? {
             return Err(Error::PathIsDirectory);
         }
         return Err(Error::PathNotFound);

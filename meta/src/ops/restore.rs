@@ -84,18 +84,19 @@ use crate::codec::{
     RestoreSource, RevisionRef, RevisionState, TerminalError, WorkspaceCurrent,
     WorkspaceIncarnationClaim, WorkspaceState,
 };
+use crate::command::projection as index_projection;
 use crate::command::{
-    MetadataCommand, Mutation, Predicate, Sequenced, MAX_COMMAND_MUTATIONS, MAX_COMMAND_PREDICATES,
+    MetadataCommand, Mutation, Predicate, MAX_COMMAND_MUTATIONS, MAX_COMMAND_PREDICATES,
     MAX_INDEX_MUTATIONS,
 };
 use crate::error::Error;
+use crate::family::Family;
 use crate::ids::{
     validate_workbench_id, ArtifactRevisionId, OperationId, RequestId, RootId,
     WorkspaceIncarnationId,
 };
-use crate::index::projection as index_projection;
 use crate::path::{normalize_stored, ordered_key, NormPath};
-use crate::schema::Family;
+use crate::shard::sequencer::Sequenced;
 use crate::shard::MetaShard;
 use crate::store::{ScanItem, ScanSpec, Snapshot, TxnStore, MAX_SCAN_ITEMS};
 
@@ -1185,7 +1186,7 @@ fn copy_batch<S: Snapshot>(
     let mut touched = Touched::new();
     let mut consumed = 0usize;
     for (path, entry) in &page {
-        // The namespace rule (a path is a file or a directory, never both). Seed 000's key order
+        // The namespace rule (a path is a file or a directory, never both). The ordered path key's order
         // puts a path's whole subtree immediately before its exact row, so the source holds
         // `path` as both exactly when the entry copied just before it lies below it; a source
         // path below the restore manifest would clash with the destination's own manifest.

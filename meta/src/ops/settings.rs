@@ -25,8 +25,8 @@ use crate::codec::setting::{decode_value, encode_value, setting_key};
 use crate::codec::CommandResult;
 use crate::command::{Mutation, Predicate};
 use crate::error::{Error, Result};
+use crate::family::Family;
 use crate::ids::RequestId;
-use crate::schema::Family;
 use crate::shard::MetaShard;
 use crate::store::{Snapshot, TxnStore};
 
@@ -83,16 +83,9 @@ fn validate(name: &str, value: u64) -> Result<()> {
     Ok(())
 }
 
-/// The stored value of `name` at `snap` (`None` while never set).
-///
-/// Errors: [`Error::InvalidArgument`] for an unknown name; [`Error::Codec`] for a corrupt row;
-/// storage errors.
-pub fn stored_at<S: Snapshot>(snap: &S, name: &str) -> Result<Option<u64>> {
-    let key = setting_key(name)?;
-    snap.get(Family::System, &key)?
-        .map(|b| decode_value(&b))
-        .transpose()
-}
+/// The stored value of `name` at a snapshot (`None` while never set; see
+/// [`crate::shard::history_floor::stored_setting`]).
+pub use crate::shard::history_floor::stored_setting as stored_at;
 
 /// Reads setting `name` at the current version; `default` is the value in effect while it was
 /// never set.
@@ -108,12 +101,7 @@ pub fn get(shard: &MetaShard, name: &str, default: u64) -> Result<SettingValue> 
     })
 }
 
-/// The `history_retention_versions` in effect: the stored value, else `default`.
-///
-/// Errors: as [`stored_at`].
-pub fn history_retention_versions(shard: &MetaShard, default: u64) -> Result<u64> {
-    Ok(get(shard, HISTORY_RETENTION_VERSIONS, default)?.effective)
-}
+pub use crate::shard::history_floor::history_retention_versions;
 
 /// Stores `value` for setting `name` in one metadata command (predicating the previous row, so
 /// a concurrent change makes it re-plan). Setting the value already stored writes nothing.

@@ -35,6 +35,10 @@
 //! written here is); the floor computed from any snapshot at version `V` is then `<= V`, which is
 //! never above a hold committed after `V`.
 
+pub use crate::shard::history_floor::{
+    maintain_history_floor, min_hold_version, SnapshotPolicy, DEFAULT_HISTORY_RETENTION_VERSIONS,
+};
+
 use sha2::{Digest, Sha256};
 
 use crate::codec::{
@@ -46,16 +50,16 @@ use crate::codec::{
 use crate::command::executor::{check_handle_fences, replay_lookup};
 use crate::command::{CommandOutcome, Mutation, Predicate};
 use crate::error::{Error, Result};
+use crate::family::Family;
 use crate::ids::{
     validate_workbench_id, AliasName, OperationId, RequestId, RootId, SnapshotId,
     WorkspaceIncarnationId,
 };
 use crate::read::Reader;
-use crate::schema::Family;
 use crate::shard::MetaShard;
 use crate::store::{Snapshot, TxnStore};
 
-use super::lease_clock::{self, LeaseReading, DEFAULT_SKEW_GRACE_MS};
+use super::lease_clock::{self, LeaseReading};
 
 /// Milliseconds in one day (the facade's `ttl_days` unit).
 pub const DAY_MS: u64 = 86_400_000;
@@ -63,27 +67,6 @@ pub const DAY_MS: u64 = 86_400_000;
 pub const MAX_TTL_MS: u64 = 90 * DAY_MS;
 /// Largest canonical annotation in bytes (docs/workbench.md: ≤4096 bytes).
 pub const MAX_ANNOTATION_BYTES: usize = 4096;
-/// Default diagnostic history retention: the floor stays this many versions below the tip.
-pub const DEFAULT_HISTORY_RETENTION_VERSIONS: u64 = 1024;
-
-/// Lease and retention configuration of the snapshot operations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SnapshotPolicy {
-    /// Maximum clock-skew grace the reaper waits past a deadline, ms (default 5 minutes).
-    pub skew_grace_ms: u64,
-    /// The configured diagnostic floor: the history floor never rises above
-    /// `version - history_retention_versions` (default 1024; 0 keeps only what holds need).
-    pub history_retention_versions: u64,
-}
-
-impl Default for SnapshotPolicy {
-    fn default() -> Self {
-        SnapshotPolicy {
-            skew_grace_ms: DEFAULT_SKEW_GRACE_MS,
-            history_retention_versions: DEFAULT_HISTORY_RETENTION_VERSIONS,
-        }
-    }
-}
 
 /// Selects a snapshot within a workbench: the numeric id, or the alias (resolved to its latest
 /// mint).
@@ -968,46 +951,6 @@ fn scan_all<S: Snapshot>(
 // ---------------------------------------------------------------------------------------------
 // Reaper and history floor
 
-/// The lowest read version any HistoryHold row of the root retains (`None` without holds).
-///
-/// Errors: codec and storage errors.
-pub fn min_hold_version(shard: &MetaShard) -> Result<Option<u64>> {
-    let snap = shard.inner.store.snapshot();
-    let mut min: Option<u64> = None;
-    for (_, bytes) in scan_all(
-        &snap,
-        Family::HistoryHold,
-        shard.root_id().as_bytes().to_vec(),
-    )? {
-        let hold = HistoryHold::decode(&bytes)?;
-        min = Some(min.map_or(hold.read_version, |m| m.min(hold.read_version)));
-    }
-    Ok(min)
-}
-
-/// Raises the holt history floor to `min(lowest hold read version, version -
-/// history_retention_versions)` when that is above the current floor, and returns the floor.
-/// The floor never passes a hold (see the module docs). The durable store setting
-/// `history_retention_versions` ([`crate::ops::settings`]) wins over
-/// `policy.history_retention_versions` once it is set.
-///
-/// Errors: codec and storage errors.
-pub fn maintain_history_floor(shard: &MetaShard, policy: &SnapshotPolicy) -> Result<u64> {
-    let store = &shard.inner.store;
-    // Read the tip first: every hold committed after this point has read_version >= tip.
-    let tip = shard.version()?;
-    let retention =
-        super::settings::history_retention_versions(shard, policy.history_retention_versions)?;
-    let mut target = tip.saturating_sub(retention);
-    if let Some(min) = min_hold_version(shard)? {
-        target = target.min(min);
-    }
-    if target > store.history_floor()? {
-        store.set_history_floor(target)?;
-    }
-    store.history_floor()
-}
-
 /// One reaper pass at wall clock `wall_unix_ms`: observes the lease clock, claims every
 /// reapable snapshot of the root (`Active -> ReapClaimed`, hold released, `SnapshotReaped`
 /// event), finalizes claimed ones to `Reaped`, then maintains the history floor. A regressed
@@ -1205,7 +1148,7 @@ fn finalize(shard: &MetaShard, k: &SnapshotRefKey) -> Result<bool> {
 /// command the parts go into): predicates on the exact `Active` SnapshotRef, the lease clock of
 /// `lease` and an absent HistoryHold(Restore, operation_id); mutations incrementing
 /// `consumer_count`/`consumer_epoch` and creating that `Active` hold at the snapshot's read
-/// version with `source_snapshot_id`. Seed 000, "Restore Closure" step 1.
+/// version with `source_snapshot_id`. docs/metadata-format.md, "Restore Closure".
 ///
 /// Errors: [`Error::SnapshotNotFound`]; [`Error::SnapshotExpired`] unless the snapshot is
 /// `Active` with a deadline later than the lease clock; [`Error::SnapshotLifecycle`] when the

@@ -25,8 +25,8 @@ use crate::codec::{
 };
 use crate::command::{MetadataCommand, Mutation, Predicate};
 use crate::error::{Error, Result};
+use crate::family::Family;
 use crate::ids::{CommitId, RequestId, RootId, TagName, WorkspaceIncarnationId};
-use crate::schema::Family;
 use crate::shard::MetaShard;
 use crate::store::{ShardSnapshot, Snapshot, TxnStore};
 

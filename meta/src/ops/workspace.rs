@@ -8,8 +8,8 @@ use crate::codec::{
 };
 use crate::command::{Mutation, Predicate};
 use crate::error::{Error, Result};
+use crate::family::Family;
 use crate::ids::{validate_workbench_id, RequestId, WorkspaceIncarnationId};
-use crate::schema::Family;
 use crate::shard::MetaShard;
 use crate::store::Snapshot;
 
@@ -110,4 +110,10 @@ pub fn create_workspace(shard: &MetaShard, workbench_id: &str) -> Result<CreateW
             created: true,
         })
     })
+}
+impl MetaShard {
+    /// Creates a `Visible` workbench (see [`create_workspace`]).
+    pub fn create_workspace(&self, workbench_id: &str) -> Result<CreateWorkspaceOutcome> {
+        create_workspace(self, workbench_id)
+    }
 }

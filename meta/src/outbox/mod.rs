@@ -135,10 +135,10 @@ use sha2::{Digest, Sha256};
 
 use crate::codec::system::{RecoveryTail, KEY_RECOVERY_TAIL};
 use crate::codec::{CommandResult, RecoveryOutboxKey};
-use crate::command::{Mutation, Predicate};
 use crate::error::{Error, Result};
+use crate::family::Family;
 use crate::ids::{LogicalShardId, RequestId, RootId};
-use crate::schema::Family;
+use crate::store::{Mutation, Predicate};
 
 /// First byte of a header key.
 pub const HEADER_KEY_TAG: u8 = crate::codec::recovery_outbox::HEADER_TAG;

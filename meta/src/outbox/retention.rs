@@ -13,10 +13,10 @@ use super::{chunk_key, header_key, OutboxHeader, OutboxSummary};
 use crate::codec::system::{
     RecoveryTail, KEY_RECOVERY_PRUNED, KEY_RECOVERY_TAIL, KEY_RECOVERY_VERIFIED,
 };
-use crate::command::{Mutation, Predicate};
 use crate::error::{Error, Result};
-use crate::schema::Family;
+use crate::family::Family;
 use crate::store::Snapshot;
+use crate::store::{Mutation, Predicate};
 
 /// Most records one maintenance step removes (each with its header and chunk rows).
 pub const MAX_PRUNE_STEP: u64 = 256;

@@ -6,7 +6,7 @@ use super::{
 };
 use crate::codec::system::RecoveryTail;
 use crate::error::{Error, Result};
-use crate::schema::Family;
+use crate::family::Family;
 use crate::store::{ScanItem, ScanSpec, Snapshot, MAX_SCAN_ITEMS};
 
 /// What a successful verification walked.

@@ -8,9 +8,9 @@ use super::{
     CheckedWrite, PendingWrite, RegistryEntry, ScanItem, ScanSpec, Snapshot, TxnStore,
     WriteFailure, MAX_SCAN_ITEMS, VISIBILITY_WAIT,
 };
-use crate::command::predicate::{Expectation, Mutation};
 use crate::error::{Error, Result};
-use crate::schema::Family;
+use crate::family::Family;
+use crate::store::predicate::{Expectation, Mutation};
 
 /// [`TxnStore`] on a holt database; one holt tree per [`Family`].
 #[derive(Clone)]
@@ -27,7 +27,7 @@ impl HoltStore {
         for f in Family::ALL {
             let t = db.tree(f.name()).ok_or_else(|| {
                 Error::schema(
-                    crate::schema::SchemaMismatchKind::MissingTree,
+                    crate::error::SchemaMismatchKind::MissingTree,
                     format!("missing tree {}", f.name()),
                 )
             })?;

@@ -24,14 +24,15 @@
 #[cfg(feature = "etcd")]
 pub mod etcd;
 mod holt_store;
+pub mod predicate;
 mod shard_store;
 
 pub use holt_store::{HoltSnapshot, HoltStore};
+pub use predicate::{Expectation, Mutation, Predicate};
 pub use shard_store::{ShardSnapshot, ShardStore};
 
-use crate::command::predicate::{Mutation, Predicate};
 use crate::error::{Error, Result};
-use crate::schema::Family;
+use crate::family::Family;
 
 /// Largest number of items one scan call may return (docs/metadata-format.md: each engine call returns at most
 /// 255 logical items).
@@ -287,7 +288,7 @@ pub trait TxnStore: Send + Sync {
 
     /// A snapshot of the newest *accepted* state: every write accepted so far, including
     /// pipelined ones not yet durable. For planning under the command sequencer only (see
-    /// [`crate::command::sequencer`]); never return data read from it before
+    /// [`crate::shard::sequencer`]); never return data read from it before
     /// [`TxnStore::wait_visible`] for its version returned. The default is
     /// [`TxnStore::snapshot`] (a store without pipelining accepts only durable writes).
     fn accepted_snapshot(&self) -> Self::Snap {

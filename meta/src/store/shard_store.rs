@@ -5,7 +5,7 @@ use super::{
     WriteFailure,
 };
 use crate::error::Result;
-use crate::schema::Family;
+use crate::family::Family;
 
 /// The [`TxnStore`] of one shard: holt (embedded default, single-node fast path) or, with the
 /// `etcd` cargo feature, etcd (replicated; see [`super::etcd`]). Which one backs a shard is part

@@ -22,9 +22,9 @@ use crate::codec::{
     WorkspaceCurrent, WorkspaceState,
 };
 use crate::error::{Error, Result};
+use crate::family::Family;
 use crate::ids::{ArtifactRevisionId, CommitId, OperationId, WorkspaceIncarnationId};
 use crate::path::NormPath;
-use crate::schema::Family;
 use crate::shard::MetaShard;
 use crate::store::{Snapshot, TxnStore};
 

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use super::keys::{decode_floor, decode_u64, prefix_end, ShardKeys};
-use super::read::{range_latest, Kv};
+use super::kv::{range_latest, Kv};
 use super::write::{read_txn, txn_cas};
 use super::EtcdStore;
 use crate::error::{Error, Result};

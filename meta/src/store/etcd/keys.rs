@@ -1,8 +1,8 @@
 //! The etcd key layout of a shard (see the module docs of [`super`]) and the registry record.
 
 use crate::error::{Error, Result};
+use crate::family::Family;
 use crate::ids::LogicalShardId;
-use crate::schema::Family;
 use crate::store::RegistryEntry;
 
 const FAMILY: &str = "etcd_registry";
@@ -232,8 +232,8 @@ pub(crate) fn decode_registry(b: &[u8]) -> Result<Vec<RegistryEntry>> {
 /// tag and versioned flag, and `history` (0x00) standing for etcd's own MVCC history.
 pub(crate) fn expected_registry() -> Vec<RegistryEntry> {
     let mut v = vec![RegistryEntry {
-        name: crate::schema::HISTORY_TREE.to_owned(),
-        tag: crate::schema::HISTORY_TAG,
+        name: crate::family::HISTORY_TREE.to_owned(),
+        tag: crate::family::HISTORY_TAG,
         versioned: false,
     }];
     v.extend(Family::ALL.iter().map(|f| RegistryEntry {

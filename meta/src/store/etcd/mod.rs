@@ -96,6 +96,7 @@
 pub mod bridge;
 mod history;
 mod keys;
+mod kv;
 mod read;
 mod write;
 
@@ -107,8 +108,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::family::Family;
 use crate::ids::LogicalShardId;
-use crate::schema::Family;
 use crate::store::{
     CheckedWrite, RegistryEntry, ScanItem, ScanSpec, Snapshot, TxnStore, WriteFailure,
 };
@@ -344,7 +345,7 @@ impl EtcdStore {
     ///
     /// Errors: [`Error::Codec`] for a malformed record; [`Error::StoreUnavailable`].
     pub fn registry(&self) -> Result<Vec<RegistryEntry>> {
-        match read::get_latest(self, self.inner.keys.registry())? {
+        match kv::get_latest(self, self.inner.keys.registry())? {
             None => Ok(Vec::new()),
             Some(kv) => keys::decode_registry(&kv.value),
         }
@@ -422,11 +423,11 @@ impl TxnStore for EtcdStore {
     /// The shard commit clock; 0 when it cannot be read (every read of a snapshot then reports
     /// the failure, and a write built on it fails its read-version compare).
     fn version(&self) -> u64 {
-        read::clock(self).map(|(v, _)| v).unwrap_or(0)
+        kv::clock(self).map(|(v, _)| v).unwrap_or(0)
     }
 
     fn snapshot(&self) -> EtcdSnapshot {
-        match read::clock(self) {
+        match kv::clock(self) {
             Ok((version, revision)) => EtcdSnapshot {
                 store: self.clone(),
                 version,

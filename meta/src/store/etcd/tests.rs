@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::*;
-use crate::command::predicate::{Mutation, Predicate};
+use crate::store::predicate::{Mutation, Predicate};
 use crate::store::{HoltStore, MAX_SCAN_ITEMS};
 
 fn cluster() -> &'static testkit::etcd::EtcdCluster {
@@ -122,7 +122,7 @@ fn failed_predicates_are_named_in_order_and_apply_nothing() {
     let present_missing = Predicate {
         family: Family::Commit,
         key: b"nope".to_vec(),
-        expect: crate::command::Expectation::Present,
+        expect: crate::store::Expectation::Present,
     };
     assert!(matches!(
         attempt(vec![present_missing]),

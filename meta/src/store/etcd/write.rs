@@ -7,10 +7,10 @@ use etcd_client::{Compare, CompareOp, Txn, TxnOp};
 
 use super::bridge::{self, classify, unavailable, Backoff, Failure};
 use super::keys::decode_u64;
-use super::read::Kv;
+use super::kv::Kv;
 use super::EtcdStore;
-use crate::command::predicate::{Expectation, Mutation};
 use crate::error::{Error, Result};
+use crate::store::predicate::{Expectation, Mutation};
 use crate::store::{CheckedWrite, WriteFailure};
 
 /// Per-op framing bytes assumed when sizing a request against `--max-request-bytes`.
@@ -231,7 +231,7 @@ pub(crate) fn write(store: &EtcdStore, w: CheckedWrite) -> std::result::Result<u
             Mutation::Delete { family, key } => rows.insert(keys.row(family, &key), None),
         };
     }
-    let preds: Vec<(Vec<u8>, crate::command::Predicate)> = w
+    let preds: Vec<(Vec<u8>, crate::store::Predicate)> = w
         .predicates
         .into_iter()
         .map(|p| (keys.row(p.family, &p.key), p))
@@ -285,7 +285,7 @@ pub(crate) fn write(store: &EtcdStore, w: CheckedWrite) -> std::result::Result<u
         }
         let read_version = match w.read_version {
             Some(v) => v,
-            None => super::read::clock(store).map_err(WriteFailure::Other)?.0,
+            None => super::kv::clock(store).map_err(WriteFailure::Other)?.0,
         };
         let commit_version = read_version
             .checked_add(1)

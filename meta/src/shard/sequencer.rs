@@ -35,8 +35,8 @@
 use std::cell::RefCell;
 use std::sync::{Mutex, MutexGuard};
 
-use super::executor::{self, Submitted};
-use super::{CommandOutcome, MetadataCommand};
+use crate::command::executor::{self, Submitted};
+use crate::command::{CommandOutcome, MetadataCommand};
 use crate::error::{Error, Result};
 use crate::shard::MetaShard;
 use crate::store::{CheckedWrite, PendingWrite, ShardSnapshot, Snapshot, TxnStore, WriteFailure};

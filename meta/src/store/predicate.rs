@@ -1,7 +1,7 @@
 //! The storage-neutral vocabulary of a metadata command: key predicates and mutations on named
 //! families. [`crate::store::TxnStore`] turns them into one checked atomic write.
 
-use crate::schema::Family;
+use crate::family::Family;
 
 /// What a predicate requires of one key at the commit boundary.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -25,15 +25,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::codec::field_id::FieldId;
+use crate::codec::index_value::{IndexValue, MAX_VARIABLE_VALUE_BYTES};
 use crate::codec::secondary_index::{SecondaryIndexEntry, SecondaryIndexKey};
 use crate::codec::PathEntry;
-use crate::command::Mutation;
 use crate::error::{Error, Result};
+use crate::family::Family;
 use crate::ids::{RootId, WorkspaceIncarnationId};
-use crate::index::value_codec::MAX_VARIABLE_VALUE_BYTES;
-use crate::index::{FieldId, IndexValue};
 use crate::path::NormPath;
-use crate::schema::Family;
+use crate::store::Mutation;
 
 /// Most custom fields one publication may attach.
 pub const MAX_CUSTOM_FIELDS: usize = 64;

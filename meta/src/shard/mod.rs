@@ -1,5 +1,8 @@
 //! `MetaShard`: the handle on one logical-shard metadata store.
 
+pub mod history_floor;
+pub mod sequencer;
+
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -7,12 +10,10 @@ use crate::codec::system::{RecoveryTail, KEY_RECOVERY_TAIL};
 use crate::codec::{RootActivationState, RootFence, RootPlacement};
 use crate::command::ShardFence;
 use crate::error::Result;
+use crate::family::Family;
 use crate::ids::{LogicalShardId, RootId};
-use crate::ops::publish::{PublishReceipt, PublishRequest};
-use crate::ops::workspace::CreateWorkspaceOutcome;
 use crate::outbox::{ChainPoints, MaintenanceReport, OutboxSummary, RetentionPolicy};
 use crate::read::Reader;
-use crate::schema::Family;
 use crate::schema::{open_gate, read_only_gate};
 use crate::store::{CheckedWrite, ShardStore, Snapshot, TxnStore, WriteFailure};
 
@@ -42,11 +43,11 @@ pub struct OpenOptions {
     pub outbox_retention: RetentionPolicy,
     /// When set, every periodic maintenance step of a writer handle (every
     /// [`RetentionPolicy::maintenance_interval`] commit versions) also raises the MVCC history
-    /// floor per this policy ([`crate::ops::snapshot::maintain_history_floor`]: never past a
+    /// floor per this policy ([`history_floor::maintain_history_floor`]: never past a
     /// live HistoryHold, keeping `history_retention_versions` versions), so a long-running
     /// writer's MVCC history stays bounded like the reaper keeps it at every writer open.
     /// `None` (default): only explicit calls and the reaper move the floor.
-    pub history_policy: Option<crate::ops::snapshot::SnapshotPolicy>,
+    pub history_policy: Option<history_floor::SnapshotPolicy>,
 }
 
 pub(crate) struct Inner {
@@ -56,8 +57,8 @@ pub(crate) struct Inner {
     /// persisted at its open.
     pub(crate) fence: ShardFence,
     pub(crate) presentation_root: String,
-    /// The command sequencer of this shard owner (see [`crate::command::sequencer`]).
-    pub(crate) sequencer: crate::command::sequencer::Sequencer,
+    /// The command sequencer of this shard owner (see [`crate::shard::sequencer`]).
+    pub(crate) sequencer: crate::shard::sequencer::Sequencer,
     /// Writer state; `None` for a read-only handle.
     pub(crate) owner: Option<Owner>,
 }
@@ -67,7 +68,7 @@ pub(crate) struct Inner {
 pub(crate) struct Owner {
     state: Mutex<OwnerState>,
     retention: RetentionPolicy,
-    history_policy: Option<crate::ops::snapshot::SnapshotPolicy>,
+    history_policy: Option<history_floor::SnapshotPolicy>,
 }
 
 struct OwnerState {
@@ -151,8 +152,8 @@ fn holds_no_file(dir: &Path) -> bool {
 
 /// The refusal of [`OpenOptions::require_initialized`]: `Storage(holt::Error::Corrupt)` naming
 /// `dir`.
-fn lost_metadata(dir: &Path) -> crate::Error {
-    crate::Error::Storage(holt::Error::Corrupt {
+fn lost_metadata(dir: &Path) -> crate::error::Error {
+    crate::error::Error::Storage(holt::Error::Corrupt {
         file: dir.to_path_buf(),
         offset: 0,
         reason: "the metadata holds no commit although the store already has objects \
@@ -212,7 +213,7 @@ impl MetaShard {
             .as_ref()
             .is_some_and(|p| p.logical_shard_id != shard)
         {
-            return Err(crate::Error::invalid(
+            return Err(crate::error::Error::invalid(
                 "the placement names another logical shard than the etcd keyspace",
             ));
         }
@@ -220,8 +221,8 @@ impl MetaShard {
         let store = crate::schema::prepare_etcd(store, opts.presentation_root.as_deref())?;
         let opened = Self::open_gated(store, &opts, Some(shard))?;
         if opened.logical_shard_id() != shard {
-            return Err(crate::Error::SchemaMismatch {
-                kind: crate::schema::SchemaMismatchKind::InconsistentPlacement,
+            return Err(crate::error::Error::SchemaMismatch {
+                kind: crate::error::SchemaMismatchKind::InconsistentPlacement,
                 reason: format!(
                     "the etcd keyspace of logical shard {shard} holds logical shard {}",
                     opened.logical_shard_id()
@@ -287,7 +288,7 @@ impl MetaShard {
         } else {
             gate.owner_epoch
                 .checked_add(1)
-                .ok_or_else(|| crate::Error::invalid("owner epoch exhausted"))?
+                .ok_or_else(|| crate::error::Error::invalid("owner epoch exhausted"))?
         };
         let fence = fence_of(&gate, owner_epoch);
         let version = store.version();
@@ -348,8 +349,8 @@ impl MetaShard {
     /// [`crate::Error::ReadOnly`]; a writer handle advances the owner epoch at its first write,
     /// and afterwards runs one RecoveryOutbox maintenance step whenever the commit version has
     /// advanced by [`RetentionPolicy::maintenance_interval`] since the last one. Both are
-    /// commits, made under the command sequencer (see [`crate::command::sequencer`]); inside a
-    /// sequenced section the operations call [`crate::command::Sequenced::prepare_write`]
+    /// commits, made under the command sequencer (see [`crate::shard::sequencer`]); inside a
+    /// sequenced section the operations call [`crate::shard::sequencer::Sequenced::prepare_write`]
     /// instead. A caller that plans raw commands for [`MetaShard::execute`] calls this first
     /// and plans at the version after it.
     ///
@@ -366,7 +367,7 @@ impl MetaShard {
     /// whose caller planned its command at a version a maintenance commit would make stale).
     pub(crate) fn owner_step(&self, maintain: bool) -> Result<()> {
         let Some(owner) = &self.inner.owner else {
-            return Err(crate::Error::ReadOnly);
+            return Err(crate::error::Error::ReadOnly);
         };
         let store = &self.inner.store;
         let mut st = owner.state();
@@ -379,13 +380,13 @@ impl MetaShard {
             st.last_step_version = store.version();
             match self.maintenance_step(&owner.retention) {
                 Ok(_) => {}
-                Err(e @ crate::Error::RecoveryOutboxCorrupt { .. }) => return Err(e),
+                Err(e @ crate::error::Error::RecoveryOutboxCorrupt { .. }) => return Err(e),
                 // A lost race or a transient failure leaves the step to the next interval.
                 Err(_) => {}
             }
             if let Some(policy) = &owner.history_policy {
                 // Best effort like the reaper's: a failure leaves the floor for the next step.
-                let _ = crate::ops::snapshot::maintain_history_floor(self, policy);
+                let _ = history_floor::maintain_history_floor(self, policy);
             }
             st.last_step_version = store.version();
         }
@@ -414,7 +415,7 @@ impl MetaShard {
                 Ok(_) => return Ok(report),
                 Err(WriteFailure::Other(e)) => return Err(e),
                 Err(_) => {
-                    last = Err(crate::Error::ReadVersionConflict { attempts: 3 });
+                    last = Err(crate::error::Error::ReadVersionConflict { attempts: 3 });
                 }
             }
         }
@@ -434,7 +435,7 @@ impl MetaShard {
     /// concurrent maintenance kept winning; codec and storage errors.
     pub fn maintain_recovery_outbox(&self) -> Result<MaintenanceReport> {
         let Some(owner) = &self.inner.owner else {
-            return Err(crate::Error::ReadOnly);
+            return Err(crate::error::Error::ReadOnly);
         };
         // Under the command sequencer, like every other commit of the handle.
         self.sequenced(|_| {
@@ -476,7 +477,7 @@ impl MetaShard {
         let snap = self.inner.store.snapshot();
         let bytes = snap
             .get(Family::System, KEY_RECOVERY_TAIL)?
-            .ok_or_else(|| crate::Error::Fenced {
+            .ok_or_else(|| crate::error::Error::Fenced {
                 reason: "no System recovery tail is recorded".into(),
             })?;
         RecoveryTail::decode(&bytes)
@@ -542,20 +543,10 @@ impl MetaShard {
         ))
     }
 
-    /// Creates a `Visible` workbench (see [`crate::ops::workspace::create_workspace`]).
-    pub fn create_workspace(&self, workbench_id: &str) -> Result<CreateWorkspaceOutcome> {
-        crate::ops::workspace::create_workspace(self, workbench_id)
-    }
-
-    /// Publishes one artifact body (see [`crate::ops::publish::publish`]).
-    pub fn publish(&self, req: PublishRequest) -> Result<PublishReceipt> {
-        crate::ops::publish::publish(self, req)
-    }
-
     /// Executes one raw [`crate::command::MetadataCommand`] under this handle's fence (see
     /// [`crate::command::executor`] for the validation order) through the command sequencer
     /// (its `read_version` must be the newest accepted version, see
-    /// [`crate::command::sequencer`]); returns once it is durable. The workspace operations above
+    /// [`crate::shard::sequencer`]); returns once it is durable. The workspace operations above
     /// are built on this; it is public for diagnostics and fault-injection tests.
     ///
     /// A writer handle that has not written yet advances its owner epoch first (a commit): plan
