@@ -165,7 +165,7 @@ pub enum Error {
     #[error("{reason}")]
     Placement {
         /// What was refused.
-        kind: crate::control::PlacementErrorKind,
+        kind: PlacementErrorKind,
         /// Human-readable reason.
         reason: String,
     },
@@ -326,4 +326,25 @@ fn object_error_message(err: &objstore::Error) -> String {
         }
         _ => "object store error".into(),
     }
+}
+
+/// Why the control plane refused a request ([`Error::Placement`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlacementErrorKind {
+    /// Another root already has this name.
+    NameTaken,
+    /// No root has this name or id.
+    UnknownRoot,
+    /// No shard record has this id.
+    UnknownShard,
+    /// The root is populated (Active or later): it never changes logical shard.
+    PopulatedRoot,
+    /// The logical shard already serves a root (one root per logical shard in this version).
+    ShardHasRoot,
+    /// Another owner holds the shard's lease.
+    OwnerHeld,
+    /// This owner's lease lapsed or was taken over: it must stop serving the shard.
+    LeaseLost,
+    /// A record changed concurrently; re-read and retry.
+    Conflict,
 }

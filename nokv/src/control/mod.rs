@@ -43,26 +43,7 @@ pub use owner::{OwnerRecord, ShardOwnership};
 pub use placement::RootRecord;
 pub use shard::{ShardEngine, ShardRecord};
 
-/// Why the control plane refused a request ([`Error::Placement`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PlacementErrorKind {
-    /// Another root already has this name.
-    NameTaken,
-    /// No root has this name or id.
-    UnknownRoot,
-    /// No shard record has this id.
-    UnknownShard,
-    /// The root is populated (Active or later): it never changes logical shard.
-    PopulatedRoot,
-    /// The logical shard already serves a root (one root per logical shard in this version).
-    ShardHasRoot,
-    /// Another owner holds the shard's lease.
-    OwnerHeld,
-    /// This owner's lease lapsed or was taken over: it must stop serving the shard.
-    LeaseLost,
-    /// A record changed concurrently; re-read and retry.
-    Conflict,
-}
+pub use crate::error::PlacementErrorKind;
 
 pub(crate) fn refused(kind: PlacementErrorKind, reason: impl Into<String>) -> Error {
     Error::Placement {

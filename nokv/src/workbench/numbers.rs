@@ -21,7 +21,7 @@
 
 use serde_json::Number;
 
-use crate::index_fields::IndexValue;
+use meta::index::IndexValue;
 
 /// A finite decimal `(-1)^negative × digits × 10^exponent`; `digits` has no leading or trailing
 /// zeros (empty for zero).
