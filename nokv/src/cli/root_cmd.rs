@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
 use super::{print_json, EXIT_OK, EXIT_TOOL_ERROR};
+use crate::control::shard::ShardStatus;
 use crate::control::{ControlPlane, RootRecord};
 use crate::error::{Error, Result};
 use crate::workbench::store_error;
@@ -121,7 +122,7 @@ fn run(cmd: RootCommand) -> Result<Value> {
                 .find(|s| s.record.logical_shard_id == r.placement.logical_shard_id.to_string());
             let mut v = root_json(&r);
             if let (Some(s), Value::Object(m)) = (shard, &mut v) {
-                m.insert("shard".into(), super::shard_cmd::shard_json(&s));
+                m.insert("shard".into(), shard_json(&s));
             }
             Ok(json!({ "root": v }))
         }
@@ -152,4 +153,21 @@ pub(super) fn envelope(result: Result<Value>, out: &mut dyn Write) -> u8 {
             EXIT_TOOL_ERROR
         }
     }
+}
+
+/// The JSON shape of a shard with its owner and roots.
+pub fn shard_json(s: &ShardStatus) -> Value {
+    json!({
+        "logical_shard_id": s.record.logical_shard_id,
+        "engine": s.record.engine,
+        "owner": s.owner.as_ref().map(|o| json!({
+            "owner_id": o.owner_id,
+            "address": o.address,
+            "epoch": o.epoch,
+            "lease_id": o.lease_id,
+            "ttl_seconds": o.ttl_seconds,
+        })),
+        "last_owner_epoch": s.last_epoch,
+        "roots": s.roots.iter().map(|r| Value::from(r.name.clone())).collect::<Vec<_>>(),
+    })
 }

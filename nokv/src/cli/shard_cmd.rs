@@ -6,8 +6,7 @@ use std::io::Write;
 use clap::Subcommand;
 use serde_json::{json, Value};
 
-use super::root_cmd::{envelope, ControlArgs};
-use crate::control::shard::ShardStatus;
+use super::root_cmd::{envelope, shard_json, ControlArgs};
 use crate::error::Result;
 
 /// `nokv shard` actions.
@@ -20,23 +19,6 @@ pub enum ShardCommand {
         #[command(flatten)]
         control: ControlArgs,
     },
-}
-
-/// The JSON shape of a shard with its owner and roots.
-pub fn shard_json(s: &ShardStatus) -> Value {
-    json!({
-        "logical_shard_id": s.record.logical_shard_id,
-        "engine": s.record.engine,
-        "owner": s.owner.as_ref().map(|o| json!({
-            "owner_id": o.owner_id,
-            "address": o.address,
-            "epoch": o.epoch,
-            "lease_id": o.lease_id,
-            "ttl_seconds": o.ttl_seconds,
-        })),
-        "last_owner_epoch": s.last_epoch,
-        "roots": s.roots.iter().map(|r| Value::from(r.name.clone())).collect::<Vec<_>>(),
-    })
 }
 
 fn run(cmd: ShardCommand) -> Result<Value> {
