@@ -8,7 +8,7 @@
 //!
 //! The server runs in this process on a loopback port (default durability: every metadata
 //! command waits for its WAL fdatasync, shared by group commit). Run:
-//! `cargo build --release -p nokv --bin nokv && NOKV_BENCH_BIN=target/release/nokv
+//! `cargo build --release -p nokv-cli --bin nokv && NOKV_BENCH_BIN=target/release/nokv
 //! cargo bench -p nokv-benches --bench server`. `NOKV_BENCH_CLIENTS=1,4,16,64`,
 //! `NOKV_BENCH_SECS=5` (per client count), `NOKV_BENCH_STATS=2000` (stat samples; process rows
 //! use a tenth).
@@ -17,10 +17,11 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use nokv::remote::RemoteClient;
-use nokv::server::{self, ServerOptions};
 use nokv::{Client, PutOptions};
 use nokv_benches::{env_list, env_u64};
+use nokv_remote::RemoteClient;
+use nokv_server as server;
+use nokv_server::ServerOptions;
 
 /// Runs `clients` writers for `secs` through `put`; returns (acknowledged, failed, seconds).
 fn throughput(

@@ -5,7 +5,7 @@
 # prints one TSV line per command and run plus the medians. Everything under $WORK is deleted at
 # the end (disk is limited).
 #
-# Usage: cargo build --release -p nokv && benches/scripts/collect_materialize_1gib.sh
+# Usage: cargo build --release -p nokv-cli && benches/scripts/collect_materialize_1gib.sh
 # Env: NOKV_BIN (default target/release/nokv), RUNS (3), SIZE_MIB (1024), WORK (mktemp -d /tmp/…)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -14,7 +14,7 @@ RUNS=${RUNS:-3}
 SIZE_MIB=${SIZE_MIB:-1024}
 WORK=${WORK:-$(mktemp -d /tmp/nokv-bench-1gib.XXXXXX)}
 trap 'rm -rf "$WORK"' EXIT
-[ -x "$NOKV_BIN" ] || { echo "build the release CLI first: cargo build --release -p nokv" >&2; exit 1; }
+[ -x "$NOKV_BIN" ] || { echo "build the release CLI first: cargo build --release -p nokv-cli" >&2; exit 1; }
 
 src="$WORK/src.bin"
 head -c "$((SIZE_MIB * 1024 * 1024))" /dev/urandom >"$src"

@@ -1,7 +1,7 @@
 //! `nokv._nokv.Core`: one store behind the Python classes `nokv.Store` and `nokv.Workbench` —
 //! an embedded one (the Rust SDK [`nokv::Client`] and the Workbench facade
 //! [`nokv::workbench::Workbench`], `nokv.open`) or a running `nokv serve` reached through the
-//! Rust remote client ([`nokv::remote::RemoteClient`], `nokv.connect`). [`Inner`] is the one
+//! Rust remote client ([`nokv_remote::RemoteClient`], `nokv.connect`). [`Inner`] is the one
 //! switch between the two: each method matches on it once, and an operation only an embedded
 //! store has raises `nokv.errors.Unsupported` on a connected one.
 //!
@@ -18,9 +18,9 @@ use std::time::Duration;
 use meta::ops::snapshot::SnapshotSelector;
 use meta::ops::tag::{TagCondition, TagInfo};
 use meta::{PathEntry, Reader};
-use nokv::remote::RemoteClient;
 use nokv::workbench::errors::ToolError;
 use nokv::{Client, ClientOptions, IndexFields, IndexValue, PutOptions, WriteCondition};
+use nokv_remote::RemoteClient;
 use parking_lot::{Mutex, RwLock};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString};
@@ -552,7 +552,7 @@ impl Core {
 
     /// Connects to a running `nokv serve` at `url` (`http://HOST:PORT`). See `nokv.connect`.
     #[staticmethod]
-    #[pyo3(signature = (url, *, token=None, retries=nokv::remote::DEFAULT_RETRIES))]
+    #[pyo3(signature = (url, *, token=None, retries=nokv_remote::DEFAULT_RETRIES))]
     fn connect(py: Python<'_>, url: &str, token: Option<String>, retries: u32) -> PyResult<Core> {
         if let Some(t) = &token {
             if t.is_empty() || !t.bytes().all(|b| b.is_ascii_graphic()) {
@@ -823,7 +823,7 @@ impl Core {
                     .detach(|| {
                         // A new file gets the SDK's create type (text or bytes), an existing one
                         // keeps its own, as embedded: the server decides in the append's read.
-                        let operation_id = nokv::remote::new_request_id()?;
+                        let operation_id = nokv_remote::new_request_id()?;
                         r.client.append_envelope(
                             workbench_id,
                             key,
@@ -1492,7 +1492,7 @@ impl Core {
         }
         let id = match request_id.as_deref() {
             None => None,
-            Some(hex) => Some(nokv::cli::parse_operation_id(hex).ok_or_else(|| {
+            Some(hex) => Some(nokv::publication::parse_operation_id(hex).ok_or_else(|| {
                 errors::invalid(py, "request_id must be exactly 32 hex characters")
             })?),
         };
@@ -1835,7 +1835,7 @@ fn remote_changes_page(
     workbench_id: Option<&str>,
     after: Option<&str>,
 ) -> Result<VecDeque<nokv::changes::ChangeItem>, Value> {
-    use nokv::remote::encode_component;
+    use nokv_remote::encode_component;
     use std::io::Read;
     let mut query = format!("limit={CHANGE_PAGE}");
     if let Some(wb) = workbench_id {

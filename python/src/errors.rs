@@ -136,7 +136,7 @@ pub fn unsupported(py: Python<'_>, operation: &str, why: &str) -> PyErr {
     )
 }
 
-/// Maps an error of the remote client ([`nokv::remote::RemoteClient`]): an operation error keeps
+/// Maps an error of the remote client ([`nokv_remote::RemoteClient`]): an operation error keeps
 /// its Workbench code; a connection failure is `Unavailable` (retryable, `details.url` and
 /// `details.reason`); a refusal of the server keeps the server's code and retryability
 /// (`Unauthorized`, `Timeout`, …; the server's `details` plus `details.http_status`); anything

@@ -54,7 +54,7 @@ def run(body):
 
 @pytest.fixture
 def store(tmp_path):
-    assert Path(NOKV).is_file(), f"nokv binary not found at {NOKV}; build it with cargo build -p nokv"
+    assert Path(NOKV).is_file(), f"nokv binary not found at {NOKV}; build it with cargo build -p nokv-cli"
     return tmp_path / "store"
 
 

@@ -86,7 +86,7 @@ fn the_same_operation_id_with_other_bytes_is_a_non_retryable_invalid_argument() 
     assert_eq!(body(&store, "logs/run.log"), b"a\n");
     // The SDK error is typed.
     let client = Client::open(&store).unwrap();
-    let id = nokv::cli::parse_operation_id(ID_A).unwrap();
+    let id = nokv::publication::parse_operation_id(ID_A).unwrap();
     let err = client
         .append_idempotent("wb", "logs/run.log", b"b\n", id, None, "t")
         .unwrap_err();

@@ -83,7 +83,7 @@ fn runs(client: &Client) {
 fn search_gt_4000_across_the_root_returns_exactly_the_gentoo_run_and_its_restored_copy() {
     let (_tmp, client) = fresh_store();
     let mut out = Vec::new();
-    let report = nokv::demo::run_demo(&client, &mut out).unwrap();
+    let report = nokv_commands::demo::run_demo(&client, &mut out).unwrap();
     // The demo restores run-gentoo into run-gentoo-restored before its query step; the restore
     // carries the summary's index fields along.
     assert_eq!(report.heavy_runs, ["run-gentoo", "run-gentoo-restored"]);

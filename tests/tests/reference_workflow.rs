@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use nokv::demo::{CommitOutcome, RestoreOutcome, TagOutcome};
 use nokv::snapshot::{ManualClock, DAY_MS};
 use nokv::workbench::Workbench;
+use nokv_commands::demo::{CommitOutcome, RestoreOutcome, TagOutcome};
 use nokv_tests::{fresh_store, ok};
 use serde_json::{json, Value};
 
@@ -20,7 +20,7 @@ fn expected() -> Vec<(&'static str, u64, f64, f64)> {
 fn demo_computes_the_published_penguin_summaries() {
     let (_tmp, client) = fresh_store();
     let mut out = Vec::new();
-    let report = nokv::demo::run_demo(&client, &mut out).expect("demo runs");
+    let report = nokv_commands::demo::run_demo(&client, &mut out).expect("demo runs");
     let printed = String::from_utf8(out).unwrap();
     for ((species, count, mass, flipper), run) in expected().into_iter().zip(&report.runs) {
         assert_eq!(run.species, species);
@@ -58,11 +58,11 @@ fn demo_computes_the_published_penguin_summaries() {
     let log = client.read_all("run-gentoo", "logs/run.log").unwrap();
     assert!(!log.is_empty());
     let input = client.read_all("run-adelie", "input/penguins.csv").unwrap();
-    assert_eq!(input, nokv::demo::PENGUINS_CSV);
+    assert_eq!(input, nokv_commands::demo::PENGUINS_CSV);
 }
 
 /// Ids of every commit of a report: the input commit first, then the runs in species order.
-fn commit_ids(report: &nokv::demo::DemoReport) -> Vec<String> {
+fn commit_ids(report: &nokv_commands::demo::DemoReport) -> Vec<String> {
     std::iter::once(&report.lifecycle.input_commit)
         .chain(&report.lifecycle.run_commits)
         .map(|c| c.commit_id.clone())
@@ -73,7 +73,7 @@ fn commit_ids(report: &nokv::demo::DemoReport) -> Vec<String> {
 fn demo_commits_input_and_runs_with_lineage_tags_snapshots_restores_and_finds() {
     let (_tmp, client) = fresh_store();
     let mut out = Vec::new();
-    let report = nokv::demo::run_demo(&client, &mut out).expect("demo runs");
+    let report = nokv_commands::demo::run_demo(&client, &mut out).expect("demo runs");
     let printed = String::from_utf8(out).unwrap();
     let life = &report.lifecycle;
 
@@ -90,7 +90,7 @@ fn demo_commits_input_and_runs_with_lineage_tags_snapshots_restores_and_finds() 
         input.commit_id
     );
     assert_eq!(life.run_commits.len(), 3);
-    for (commit, species) in life.run_commits.iter().zip(nokv::demo::SPECIES) {
+    for (commit, species) in life.run_commits.iter().zip(nokv_commands::demo::SPECIES) {
         assert_eq!(
             commit.workbench_id,
             format!("run-{}", species.to_ascii_lowercase())
@@ -199,13 +199,13 @@ fn demo_commits_input_and_runs_with_lineage_tags_snapshots_restores_and_finds() 
 fn demo_runs_again_on_the_same_store_and_reuses_its_workbenches() {
     let (tmp, client) = fresh_store();
     let mut first_out = Vec::new();
-    let first = nokv::demo::run_demo(&client, &mut first_out).unwrap();
+    let first = nokv_commands::demo::run_demo(&client, &mut first_out).unwrap();
     assert!(first.published > 0);
     let input_head = client.commit_head("penguins").unwrap().unwrap();
     drop(client);
     let client = nokv::Client::open(tmp.path().join("store")).unwrap();
     let mut out = Vec::new();
-    let second = nokv::demo::run_demo(&client, &mut out).unwrap();
+    let second = nokv_commands::demo::run_demo(&client, &mut out).unwrap();
     let printed = String::from_utf8(out).unwrap();
     assert_eq!(second.published, 0, "identical re-run republishes nothing");
     assert_eq!(
@@ -274,13 +274,13 @@ fn demo_after_the_snapshot_lease_ran_out_mints_a_new_snapshot_and_skips_the_rest
         .unwrap()
     };
     let client = open();
-    let first = nokv::demo::run_demo(&client, &mut Vec::new()).unwrap();
+    let first = nokv_commands::demo::run_demo(&client, &mut Vec::new()).unwrap();
     drop(client);
     // Past the 7-day lease and the reaper's skew grace: the snapshot is no longer alive.
     clock.advance(8 * DAY_MS);
     let client = open();
     let mut out = Vec::new();
-    let second = nokv::demo::run_demo(&client, &mut out).expect("a re-run never fails");
+    let second = nokv_commands::demo::run_demo(&client, &mut out).expect("a re-run never fails");
     let printed = String::from_utf8(out).unwrap();
     let (a, b) = (&first.lifecycle, &second.lifecycle);
     assert!(!b.snapshot_reused);
@@ -315,8 +315,8 @@ fn demo_leaves_a_destination_it_did_not_restore_alone_and_still_succeeds() {
     let (_tmp, client) = fresh_store();
     client.create_workbench("run-gentoo-restored").unwrap();
     let mut out = Vec::new();
-    let report =
-        nokv::demo::run_demo(&client, &mut out).expect("an occupied destination is no error");
+    let report = nokv_commands::demo::run_demo(&client, &mut out)
+        .expect("an occupied destination is no error");
     let printed = String::from_utf8(out).unwrap();
     match &report.lifecycle.restore {
         RestoreOutcome::Skipped { reason } => {
@@ -346,7 +346,7 @@ fn demo_removes_sandboxes_left_by_a_killed_run_and_leaves_none_of_its_own() {
     std::fs::create_dir_all(leftover.join("input")).unwrap();
     std::fs::write(leftover.join("input/penguins.csv"), b"partial").unwrap();
     let mut out = Vec::new();
-    nokv::demo::run_demo(&client, &mut out).expect("demo runs");
+    nokv_commands::demo::run_demo(&client, &mut out).expect("demo runs");
     let remaining: Vec<_> = std::fs::read_dir(dir.path().join("demo-sandboxes"))
         .unwrap()
         .map(|e| e.unwrap().file_name())

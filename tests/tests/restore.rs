@@ -506,7 +506,7 @@ fn cli_restore_run_status_and_abort() {
             store.display().to_string(),
         ];
         full.extend(args.iter().map(|a| a.to_string()));
-        nokv::cli::main_with_args(full.into_iter().map(std::ffi::OsString::from))
+        nokv_cli::main_with_args(full.into_iter().map(std::ffi::OsString::from))
     };
     let snap_arg = snap.to_string();
     assert_eq!(

@@ -215,7 +215,7 @@ fn cli_init_collect_materialize_round_trip_through_s3() {
     let run = |args: &[&str]| {
         let mut argv: Vec<OsString> = vec!["nokv".into(), "--store".into(), store.clone().into()];
         argv.extend(args.iter().map(OsString::from));
-        nokv::cli::main_with_args(argv)
+        nokv_cli::main_with_args(argv)
     };
     let url = c.url();
     let ep = c.endpoint.clone().expect("endpoint");

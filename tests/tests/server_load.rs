@@ -23,9 +23,10 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use commits_support::assert_reference_counts_match_rows;
-use nokv::remote::RemoteClient;
-use nokv::server::{self, ServerOptions};
 use nokv::{Client, PutOptions};
+use nokv_remote::RemoteClient;
+use nokv_server as server;
+use nokv_server::ServerOptions;
 use serde_json::{json, Value};
 
 /// The two load tests run one at a time (each wants the machine).

@@ -16,7 +16,7 @@
 //! metadata directory on disk (checkpoint image and WAL) per publication.
 //!
 //! ```text
-//! cargo build --release -p nokv -p nokv-benches
+//! cargo build --release -p nokv-cli -p nokv-benches
 //! target/release/cli_scale [--sizes 1000,50000] [--runs 5] [--work DIR] [--nokv PATH]
 //!                          [--fill-threads 4] [--keep]
 //! target/release/cli_scale --census STORE_DIR        # census of an existing store only
@@ -371,7 +371,7 @@ fn main() {
 fn run(args: &Args) -> Result<(), String> {
     if !args.nokv.is_file() {
         return Err(format!(
-            "no CLI at {} (cargo build --release -p nokv, or --nokv PATH)",
+            "no CLI at {} (cargo build --release -p nokv-cli, or --nokv PATH)",
             args.nokv.display()
         ));
     }

@@ -18,7 +18,7 @@
 //!    first through the etcd-backed shard, then through holt.
 //!
 //! ```text
-//! cargo build --release -p nokv -p nokv-benches --bin nokv --bin failover
+//! cargo build --release -p nokv-cli -p nokv-benches --bin nokv --bin failover
 //! target/release/failover [--trials 10] [--ttl 3] [--ops 300] [--secs 10] [--nokv PATH]
 //! ```
 //!
@@ -29,8 +29,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use nokv::remote::RemoteClient;
 use nokv::PutOptions;
+use nokv_remote::RemoteClient;
 
 const ACCESS_KEY: &str = "nokv-bench";
 const SECRET_KEY: &str = "nokv-bench-secret";

@@ -5,5 +5,5 @@
 //! `nokv::publication::fault_point` and `nokv::commit::fault_point`).
 
 fn main() -> std::process::ExitCode {
-    nokv::cli::main_with_args(std::env::args_os())
+    nokv_cli::main_with_args(std::env::args_os())
 }

@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nokv::control::ControlPlane;
-use nokv::remote::RemoteClient;
 use nokv::PutOptions;
+use nokv_remote::RemoteClient;
 use serde_json::Value;
 
 /// Lease TTL of the servers, seconds.

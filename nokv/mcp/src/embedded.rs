@@ -1,0 +1,131 @@
+//! The embedded backend: the Workbench facade over a store opened in this process.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{tool_hints, ToolBackend};
+use nokv::client::{Client, ClientOptions};
+use nokv::lifetime::MaintenanceHandle;
+use nokv::workbench::errors::ToolError;
+use nokv::workbench::{schema, store_error, Workbench};
+
+/// How often the background maintenance of an open store (snapshot reaper, then one GC pass)
+/// runs.
+const MAINTENANCE_EVERY: Duration = Duration::from_secs(60);
+
+/// [`ToolBackend`] over an embedded store directory.
+///
+/// Every call is checked in the order of `nokv workbench`: tool name (`UnknownTool`), then the
+/// tool's JSON schema (`InvalidArguments`) — neither touches the store — then the store is
+/// opened if it is not open yet. Only `workbench_create` may create a missing store; any other
+/// tool on a missing store is `NotFound` and creates nothing. Once open, the store, its
+/// single-writer lock and background maintenance (snapshot reaper + GC pass, every 60 s) stay
+/// with the process until [`ToolBackend::close`]. A store that cannot be opened (another process holds the lock for the
+/// whole 30 s wait → `Conflict` with `details.reason: "store_locked"`, a damaged or foreign store
+/// → `InvalidState`) fails that call only; the next call tries again.
+///
+/// Read tools run concurrently. Write tools of one process run one at a time, so that concurrent
+/// calls of one MCP client never fail against each other's read-version fence (pipelining many
+/// writers into group commit is the job of the shard owner, `nokv serve`).
+#[derive(Debug)]
+pub struct EmbeddedBackend {
+    dir: PathBuf,
+    options: ClientOptions,
+    open: Mutex<Option<OpenStore>>,
+    writes: Mutex<()>,
+}
+
+#[derive(Debug)]
+struct OpenStore {
+    workbench: Workbench,
+    /// Stops and joins the maintenance thread when dropped.
+    _maintenance: MaintenanceHandle,
+}
+
+impl EmbeddedBackend {
+    /// A backend over the store in `dir` with default [`ClientOptions`]. Opens nothing yet.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self::with_options(dir, ClientOptions::default())
+    }
+
+    /// A backend over the store in `dir` opened with `options` (its `create_if_missing` is
+    /// decided per call: true only for `workbench_create`). Opens nothing yet.
+    pub fn with_options(dir: impl Into<PathBuf>, options: ClientOptions) -> Self {
+        EmbeddedBackend {
+            dir: dir.into(),
+            options,
+            open: Mutex::new(None),
+            writes: Mutex::new(()),
+        }
+    }
+
+    /// The store directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Whether the store is open in this process (and so its lock held).
+    pub fn is_open(&self) -> bool {
+        lock(&self.open).is_some()
+    }
+
+    /// The facade over the open store, opening it first when needed.
+    fn workbench(&self, create_if_missing: bool) -> Result<Workbench, ToolError> {
+        let mut open = lock(&self.open);
+        if let Some(store) = open.as_ref() {
+            return Ok(store.workbench.clone());
+        }
+        let options = ClientOptions {
+            create_if_missing,
+            ..self.options.clone()
+        };
+        let client = Client::open_with(&self.dir, options).map_err(store_error)?;
+        let maintenance = client.start_background_maintenance(MAINTENANCE_EVERY);
+        let workbench = Workbench::new(client);
+        *open = Some(OpenStore {
+            workbench: workbench.clone(),
+            _maintenance: maintenance,
+        });
+        Ok(workbench)
+    }
+}
+
+impl ToolBackend for EmbeddedBackend {
+    fn call(&self, tool: &str, input: &Value) -> Value {
+        let Some(name) = schema::canonical_tool_name(tool) else {
+            return ToolError::unknown_tool(tool).envelope();
+        };
+        if let Err(err) = schema::validate(name, input) {
+            return err.envelope();
+        }
+        let workbench = match self.workbench(name == "workbench_create") {
+            Ok(w) => w,
+            Err(err) => return err.envelope(),
+        };
+        let read_only = tool_hints(name).is_some_and(|h| h.read_only);
+        let _serialized = (!read_only).then(|| lock(&self.writes));
+        workbench.call(name, input)
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "embedded store {} (this process is its single writer while it runs)",
+            self.dir.display()
+        )
+    }
+
+    fn close(&self) {
+        // Dropping the last handle stops the maintenance thread and closes the store, releasing its lock.
+        let store = lock(&self.open).take();
+        drop(store);
+    }
+}
+
+/// Locks a mutex; a poisoned one (a panicking call elsewhere) is still usable: the guarded
+/// state is replaced whole, never left half-updated.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}

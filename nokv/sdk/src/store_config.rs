@@ -1,0 +1,749 @@
+//! Store configuration persisted at store creation (`nokv init`), and the object-namespace
+//! marker that ties a store to its object namespace.
+//!
+//! # `<store>/nokv-store.json`
+//!
+//! Written once by [`init_store`] (temp file + `fsync` + rename + directory `fsync`), read by
+//! every [`crate::Client::open`]. A store directory without the file is an embedded store on
+//! the local directory `<store>/objects` (every store created before `nokv init` existed).
+//!
+//! ```json
+//! {
+//!   "format": "nokv-store-config",
+//!   "version": 1,
+//!   "store_uuid": "5f0c3e0d9a7b4c21b1e2d3f4a5b6c7d8",
+//!   "objects": {
+//!     "provider": "s3",
+//!     "bucket": "research",
+//!     "prefix": "team-a/nokv",
+//!     "endpoint": "http://127.0.0.1:9000",
+//!     "region": "us-east-1",
+//!     "path_style": true
+//!   },
+//!   "cache": { "dir": "cache", "max_bytes": 1073741824 }
+//! }
+//! ```
+//!
+//! A store whose metadata lives in etcd (`nokv init --metadata-etcd URLS`) also carries
+//!
+//! ```json
+//!   "metadata": {
+//!     "engine": "etcd",
+//!     "endpoints": ["http://127.0.0.1:2379"],
+//!     "namespace": "/nokv/",
+//!     "root": "team-a",
+//!     "root_id": "9f2c…"
+//!   }
+//! ```
+//!
+//! naming the control plane (see [`crate::control`]) that holds the root's RootPlacement and its
+//! logical shard's records; without it the metadata is the holt database in `<store>/meta`.
+//!
+//! `objects` is `{"provider": "local"}` for the local directory. `store_uuid` is 16 random
+//! bytes as 32 lowercase hex characters. `cache` (S3 only; `null` disables it) names the local
+//! block cache directory (relative paths are relative to the store directory) and its byte
+//! bound. Credentials are never written: they come from the standard AWS chain at open.
+//! Unknown `format`/`version` values and unknown fields are refused (fail closed).
+//!
+//! # Object-namespace marker
+//!
+//! [`MARKER_KEY`] (`nokv/namespace.json`, i.e. `<prefix>/nokv/namespace.json` in the bucket) is
+//! created with put-if-absent at init and holds `{"format": "nokv-object-namespace",
+//! "version": 1, "store_uuid": "…"}`. Every open of a configured store reads it and refuses the
+//! store ([`crate::Error::NamespaceMismatch`]) when it is missing or names another store, so
+//! a store pointed at the wrong bucket/prefix never publishes into, or trusts, a foreign
+//! namespace.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use objstore::{CacheOptions, CachedStore, LocalDir, ObjectStore, PutOutcome, S3Config, S3};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// File name of the store configuration inside the store directory.
+pub const CONFIG_FILE: &str = "nokv-store.json";
+/// `format` value of the configuration file.
+pub const CONFIG_FORMAT: &str = "nokv-store-config";
+/// Object key (below the provider's prefix) of the object-namespace marker.
+pub const MARKER_KEY: &str = "nokv/namespace.json";
+/// `format` value of the marker object.
+pub const MARKER_FORMAT: &str = "nokv-object-namespace";
+/// Default cache directory of S3 stores, relative to the store directory.
+pub const DEFAULT_CACHE_DIR: &str = "cache";
+/// Default byte bound of the block cache: 1 GiB.
+pub const DEFAULT_CACHE_BYTES: u64 = objstore::cache::DEFAULT_CACHE_BYTES;
+
+/// The persisted store configuration (see the module docs for the JSON form).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreConfig {
+    /// Always [`CONFIG_FORMAT`].
+    pub format: String,
+    /// Format version; `1`.
+    pub version: u32,
+    /// Random store identity (32 lowercase hex characters), also written into the marker.
+    pub store_uuid: String,
+    /// Where object bytes live.
+    pub objects: ObjectsConfig,
+    /// Local block cache in front of a remote provider (`None`: no cache).
+    #[serde(default)]
+    pub cache: Option<CacheConfig>,
+    /// Which TxnStore holds the metadata (absent: holt in `<store>/meta`).
+    #[serde(default, skip_serializing_if = "MetadataConfig::is_holt")]
+    pub metadata: MetadataConfig,
+}
+
+/// Where a store's metadata lives: which TxnStore backs its logical shard.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "engine", rename_all = "lowercase", deny_unknown_fields)]
+pub enum MetadataConfig {
+    /// The embedded holt database in `<store>/meta` (default).
+    #[default]
+    Holt,
+    /// The root's logical shard in an etcd cluster, placed by the control plane there.
+    Etcd {
+        /// etcd client URLs.
+        endpoints: Vec<String>,
+        /// Deployment namespace (e.g. `/nokv/`).
+        namespace: String,
+        /// The root's name in the control plane.
+        root: String,
+        /// The root id (32 lowercase hex characters).
+        root_id: String,
+    },
+}
+
+impl MetadataConfig {
+    /// True for the embedded holt default.
+    pub fn is_holt(&self) -> bool {
+        matches!(self, MetadataConfig::Holt)
+    }
+}
+
+/// The object provider of a store.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "provider", rename_all = "lowercase", deny_unknown_fields)]
+pub enum ObjectsConfig {
+    /// `LocalDir` at `<store>/objects`.
+    Local,
+    /// An S3-compatible bucket.
+    S3 {
+        /// Bucket name.
+        bucket: String,
+        /// Key prefix inside the bucket (`""` = bucket root).
+        #[serde(default)]
+        prefix: String,
+        /// Endpoint URL; `None` = AWS.
+        #[serde(default)]
+        endpoint: Option<String>,
+        /// Region; `None` = AWS environment/profile (else `us-east-1`).
+        #[serde(default)]
+        region: Option<String>,
+        /// Path-style addressing.
+        #[serde(default)]
+        path_style: bool,
+    },
+}
+
+/// The block cache of a store.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheConfig {
+    /// Cache directory; relative paths are relative to the store directory.
+    pub dir: PathBuf,
+    /// Byte bound of the cache.
+    pub max_bytes: u64,
+}
+
+/// What `nokv init` asks for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InitOptions {
+    /// `s3://bucket/prefix`; `None` = the local directory.
+    pub objects: Option<String>,
+    /// S3 endpoint URL.
+    pub endpoint: Option<String>,
+    /// S3 region.
+    pub region: Option<String>,
+    /// Force path-style addressing (also implied by an endpoint on an IP address or
+    /// `localhost`, where virtual-hosted addressing cannot work).
+    pub path_style: bool,
+    /// Cache directory (S3 only; default `cache` inside the store).
+    pub cache_dir: Option<PathBuf>,
+    /// Cache byte bound (S3 only; default 1 GiB; `0` disables the cache).
+    pub cache_bytes: Option<u64>,
+    /// Keep the metadata in etcd: the control URL (etcd client URLs, comma-separated). The root
+    /// is created in the control plane (RootPlacement before the first write) on a new
+    /// etcd-backed logical shard. `None`: holt in `<store>/meta`.
+    pub metadata_etcd: Option<String>,
+    /// Deployment namespace in etcd (default `/nokv/`; with `metadata_etcd` only).
+    pub etcd_namespace: Option<String>,
+    /// Root name in the control plane (default `store-<first 12 hex of the store uuid>`; with
+    /// `metadata_etcd` only).
+    pub root_name: Option<String>,
+}
+
+/// The marker object's JSON body.
+#[derive(Debug, Serialize, Deserialize)]
+struct Marker {
+    format: String,
+    version: u32,
+    store_uuid: String,
+}
+
+fn config_error(reason: impl Into<String>) -> Error {
+    Error::StoreConfig {
+        reason: reason.into(),
+    }
+}
+
+impl StoreConfig {
+    /// Builds a new configuration (fresh random `store_uuid`) from init options.
+    ///
+    /// Errors: [`Error::StoreConfig`] for an unusable `--objects`/`--endpoint`/`--region`, or
+    /// cache options without S3.
+    pub fn from_init(options: &InitOptions) -> Result<StoreConfig> {
+        let mut raw = [0u8; 16];
+        getrandom::fill(&mut raw).map_err(|e| config_error(format!("no randomness: {e}")))?;
+        let store_uuid = objstore::hex_lower(&raw);
+        let (objects, cache) = match &options.objects {
+            None => {
+                if options.endpoint.is_some()
+                    || options.region.is_some()
+                    || options.path_style
+                    || options.cache_dir.is_some()
+                    || options.cache_bytes.is_some()
+                {
+                    return Err(config_error(
+                        "--endpoint, --region, --path-style and --cache-* need --objects s3://bucket/prefix",
+                    ));
+                }
+                (ObjectsConfig::Local, None)
+            }
+            Some(url) => {
+                let mut s3 = S3Config::from_url(url).map_err(|e| config_error(e.to_string()))?;
+                s3.endpoint = options.endpoint.clone();
+                s3.region = options.region.clone();
+                s3.path_style = options.path_style
+                    || options
+                        .endpoint
+                        .as_deref()
+                        .is_some_and(endpoint_needs_path_style);
+                s3.validate().map_err(|e| config_error(e.to_string()))?;
+                let cache = match options.cache_bytes {
+                    Some(0) => None,
+                    bytes => Some(CacheConfig {
+                        dir: options
+                            .cache_dir
+                            .clone()
+                            .unwrap_or_else(|| PathBuf::from(DEFAULT_CACHE_DIR)),
+                        max_bytes: bytes.unwrap_or(DEFAULT_CACHE_BYTES),
+                    }),
+                };
+                (
+                    ObjectsConfig::S3 {
+                        bucket: s3.bucket,
+                        prefix: s3.prefix,
+                        endpoint: s3.endpoint,
+                        region: s3.region,
+                        path_style: s3.path_style,
+                    },
+                    cache,
+                )
+            }
+        };
+        if options.metadata_etcd.is_none()
+            && (options.etcd_namespace.is_some() || options.root_name.is_some())
+        {
+            return Err(config_error(
+                "--etcd-namespace and --root need --metadata-etcd",
+            ));
+        }
+        Ok(StoreConfig {
+            format: CONFIG_FORMAT.into(),
+            version: 1,
+            store_uuid,
+            objects,
+            cache,
+            metadata: MetadataConfig::Holt,
+        })
+    }
+
+    /// Reads `<dir>/nokv-store.json`; `Ok(None)` when the store has no configuration file.
+    ///
+    /// Errors: [`Error::StoreConfig`] when the file is unreadable, not valid JSON, or has an
+    /// unknown format/version/field or a malformed uuid.
+    pub fn load(dir: &Path) -> Result<Option<StoreConfig>> {
+        let path = dir.join(CONFIG_FILE);
+        let text = match fs::read(&path) {
+            Ok(t) => t,
+            // No store there (also when a path component is a regular file: the caller's
+            // create or open of the directory then reports that failure itself).
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) =>
+            {
+                return Ok(None)
+            }
+            Err(e) => return Err(config_error(format!("cannot read {CONFIG_FILE}: {e}"))),
+        };
+        let config: StoreConfig = serde_json::from_slice(&text).map_err(|e| {
+            config_error(format!(
+                "{CONFIG_FILE} is not a valid store configuration: {e}"
+            ))
+        })?;
+        if config.format != CONFIG_FORMAT || config.version != 1 {
+            return Err(config_error(format!(
+                "{CONFIG_FILE} has format {:?} version {}; this build reads {CONFIG_FORMAT:?} version 1",
+                config.format, config.version
+            )));
+        }
+        if config.store_uuid.len() != 32
+            || !config
+                .store_uuid
+                .bytes()
+                .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+        {
+            return Err(config_error(format!(
+                "{CONFIG_FILE} has a malformed store_uuid"
+            )));
+        }
+        Ok(Some(config))
+    }
+
+    /// Writes the configuration durably and exactly once: temp file, `fsync`, hard link to
+    /// the final name (fails if one exists), directory `fsync`.
+    ///
+    /// Errors: [`Error::StoreConfig`] when a configuration already exists;
+    /// [`Error::InvalidArgument`] when `dir` is, or lies under, a regular file;
+    /// [`Error::ReadOnlyStore`]; [`Error::LocalIo`].
+    pub fn write_new(&self, dir: &Path) -> Result<()> {
+        let io = |op: &'static str, path: &Path| {
+            let path = path.to_path_buf();
+            move |source| Error::LocalIo { op, path, source }
+        };
+        fs::create_dir_all(dir).map_err(|source| crate::client::store_dir_error(dir, source))?;
+        let target = dir.join(CONFIG_FILE);
+        let tmp = dir.join(format!(".{CONFIG_FILE}.tmp-{}", self.store_uuid));
+        let text = serde_json::to_vec_pretty(self)
+            .map_err(|e| config_error(format!("cannot encode the configuration: {e}")))?;
+        let written = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)
+            .and_then(|mut f| {
+                f.write_all(&text)?;
+                f.write_all(b"\n")?;
+                f.sync_all()
+            });
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(io("write", &tmp)(e));
+        }
+        let linked = fs::hard_link(&tmp, &target);
+        let _ = fs::remove_file(&tmp);
+        match linked {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(config_error("the store is already initialized"))
+            }
+            Err(e) => return Err(io("link", &target)(e)),
+        }
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io("sync", dir))
+    }
+
+    /// The same settings, ignoring the store uuid (re-running `init` with the same flags).
+    /// For etcd metadata the root id is drawn at init, so only endpoints, namespace and (when
+    /// `other` names one) the root name are compared.
+    fn same_settings(&self, other: &StoreConfig, root_name: Option<&str>) -> bool {
+        let metadata_matches = match (&self.metadata, &other.metadata) {
+            (
+                MetadataConfig::Etcd {
+                    endpoints,
+                    namespace,
+                    root,
+                    ..
+                },
+                MetadataConfig::Etcd {
+                    endpoints: e2,
+                    namespace: n2,
+                    ..
+                },
+            ) => endpoints == e2 && namespace == n2 && root_name.is_none_or(|r| r == root),
+            (a, b) => a == b,
+        };
+        self.objects == other.objects && self.cache == other.cache && metadata_matches
+    }
+
+    /// A one-line description of where objects live (`local` or `s3://bucket/prefix`).
+    pub fn describe_objects(&self) -> String {
+        match &self.objects {
+            ObjectsConfig::Local => "local directory objects/".into(),
+            ObjectsConfig::S3 {
+                bucket,
+                prefix,
+                endpoint,
+                ..
+            } => {
+                let url = S3Config::new(bucket.clone(), prefix.clone()).url();
+                match endpoint {
+                    Some(ep) => format!("{url} via {ep}"),
+                    None => url,
+                }
+            }
+        }
+    }
+}
+
+/// Is `endpoint`'s host an IP address or `localhost` (virtual-hosted addressing impossible)?
+fn endpoint_needs_path_style(endpoint: &str) -> bool {
+    let rest = endpoint.split_once("://").map_or(endpoint, |(_, r)| r);
+    let authority = rest.split('/').next().unwrap_or("");
+    let host = if let Some(v6) = authority.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        authority.rsplit_once(':').map_or(authority, |(h, _)| h)
+    };
+    host == "localhost" || host.parse::<std::net::IpAddr>().is_ok()
+}
+
+/// Builds the object provider of the store in `dir` (`config` as loaded by
+/// [`StoreConfig::load`]): `LocalDir` at `<dir>/objects` without a configuration; S3 (wrapped
+/// in the block cache when configured) otherwise. With a configuration, the namespace marker
+/// must exist and carry the configured `store_uuid`.
+///
+/// Errors: [`Error::NamespaceMismatch`]; [`Error::StoreConfig`] for an unusable provider or
+/// cache configuration; [`Error::ObjectUnavailable`] when the marker cannot be read.
+pub fn open_objects(dir: &Path, config: Option<&StoreConfig>) -> Result<Arc<dyn ObjectStore>> {
+    let Some(config) = config else {
+        return Ok(Arc::new(LocalDir::open(dir.join("objects"))?));
+    };
+    let store = build_provider(dir, config, true)?;
+    check_marker(store.as_ref(), config)?;
+    Ok(store)
+}
+
+/// [`open_objects`] for a read-only client: touches nothing on disk. A local provider is opened
+/// without creating or syncing its directory ([`LocalDir::open_existing`]); an S3 provider is
+/// used without the local block cache, whose directory a read-only store may not let it write.
+/// The namespace marker is checked like [`open_objects`] does.
+///
+/// Errors: [`Error::StoreConfig`] when the S3 client cannot be built;
+/// [`Error::NamespaceMismatch`] when the marker is missing or foreign.
+pub fn open_objects_read_only(
+    dir: &Path,
+    config: Option<&StoreConfig>,
+) -> Result<Arc<dyn ObjectStore>> {
+    let Some(config) = config else {
+        return Ok(Arc::new(LocalDir::open_existing(dir.join("objects"))));
+    };
+    let store = build_provider(dir, config, false)?;
+    check_marker(store.as_ref(), config)?;
+    Ok(store)
+}
+
+/// The configured provider; `writable` opens the local directory for writing (created and
+/// synced) and puts the block cache in front of S3, otherwise nothing local is touched.
+fn build_provider(
+    dir: &Path,
+    config: &StoreConfig,
+    writable: bool,
+) -> Result<Arc<dyn ObjectStore>> {
+    match &config.objects {
+        ObjectsConfig::Local if !writable => {
+            Ok(Arc::new(LocalDir::open_existing(dir.join("objects"))))
+        }
+        ObjectsConfig::Local => Ok(Arc::new(LocalDir::open(dir.join("objects"))?)),
+        ObjectsConfig::S3 {
+            bucket,
+            prefix,
+            endpoint,
+            region,
+            path_style,
+        } => {
+            let mut s3c = S3Config::new(bucket.clone(), prefix.clone());
+            s3c.endpoint = endpoint.clone();
+            s3c.region = region.clone();
+            s3c.path_style = *path_style;
+            let s3 = S3::open(s3c).map_err(|e| config_error(e.to_string()))?;
+            match &config.cache {
+                None => Ok(Arc::new(s3)),
+                Some(_) if !writable => Ok(Arc::new(s3)),
+                Some(cache) => {
+                    let cache_dir = if cache.dir.is_absolute() {
+                        cache.dir.clone()
+                    } else {
+                        dir.join(&cache.dir)
+                    };
+                    let cached =
+                        CachedStore::open(s3, CacheOptions::new(cache_dir, cache.max_bytes))
+                            .map_err(|e| config_error(e.to_string()))?;
+                    Ok(Arc::new(cached))
+                }
+            }
+        }
+    }
+}
+
+fn marker_bytes(config: &StoreConfig) -> Result<Vec<u8>> {
+    let marker = Marker {
+        format: MARKER_FORMAT.into(),
+        version: 1,
+        store_uuid: config.store_uuid.clone(),
+    };
+    let mut bytes = serde_json::to_vec_pretty(&marker)
+        .map_err(|e| config_error(format!("cannot encode the namespace marker: {e}")))?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+/// Reads the marker and compares its uuid with the configuration's.
+fn check_marker(store: &dyn ObjectStore, config: &StoreConfig) -> Result<()> {
+    let found = match store.get(MARKER_KEY) {
+        Ok(bytes) => bytes,
+        Err(objstore::Error::NotFound { .. }) => {
+            return Err(Error::NamespaceMismatch {
+                reason: format!(
+                    "the object namespace ({}) has no NoKV namespace marker; it is not this store's namespace (store {})",
+                    config.describe_objects(),
+                    config.store_uuid
+                ),
+            })
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let marker: Marker = serde_json::from_slice(&found).map_err(|_| Error::NamespaceMismatch {
+        reason: format!(
+            "the namespace marker in {} is not a NoKV marker",
+            config.describe_objects()
+        ),
+    })?;
+    if marker.format != MARKER_FORMAT || marker.store_uuid != config.store_uuid {
+        return Err(Error::NamespaceMismatch {
+            reason: format!(
+                "the object namespace {} belongs to store {}, not to this store ({})",
+                config.describe_objects(),
+                marker.store_uuid,
+                config.store_uuid
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Prepares the store directory of one root served by a `nokv serve --control` server
+/// (docs/design.md, "Distribution"): `<dir>/nokv-store.json` names the root's etcd-backed shard and
+/// the deployment's object namespace for the root; the namespace marker is written
+/// (put-if-absent) or checked. Idempotent: an existing configuration must equal `config`.
+///
+/// Errors: [`Error::StoreConfig`] when `dir` holds another configuration;
+/// [`Error::NamespaceMismatch`] when the object namespace belongs to another store;
+/// [`Error::ObjectUnavailable`] / [`Error::LocalIo`].
+pub fn prepare_served_root(dir: &Path, config: &StoreConfig) -> Result<()> {
+    match StoreConfig::load(dir)? {
+        Some(existing) if existing == *config => {}
+        Some(existing) => {
+            return Err(config_error(format!(
+                "{} already configures another store ({}, root {:?})",
+                dir.display(),
+                existing.describe_objects(),
+                match &existing.metadata {
+                    MetadataConfig::Etcd { root, .. } => root.as_str(),
+                    MetadataConfig::Holt => "(holt)",
+                }
+            )))
+        }
+        None => config.write_new(dir)?,
+    }
+    let store = build_provider(dir, config, true)?;
+    match store.put_if_absent(MARKER_KEY, &marker_bytes(config)?)? {
+        PutOutcome::Created => Ok(()),
+        PutOutcome::AlreadyExists => check_marker(store.as_ref(), config),
+    }
+}
+
+/// What [`init_store`] did.
+#[derive(Clone, Debug)]
+pub struct InitOutcome {
+    /// The configuration in force.
+    pub config: StoreConfig,
+    /// False when the store was already initialized with the same settings (idempotent rerun
+    /// that only completed a missing marker, if any).
+    pub created: bool,
+}
+
+/// `nokv init`: persists the configuration, writes the namespace marker (put-if-absent) and
+/// creates the metadata store.
+///
+/// Re-running with the same settings completes an interrupted init (idempotent). Refused:
+/// different settings on an initialized store, a store that already holds metadata but no
+/// configuration (it was created without `init` on the local directory), and an object
+/// namespace whose marker belongs to another store.
+///
+/// Errors: [`Error::StoreConfig`], [`Error::NamespaceMismatch`], [`Error::ObjectUnavailable`],
+/// [`Error::LocalIo`], plus those of [`crate::Client::open_with`].
+pub fn init_store(dir: &Path, options: &InitOptions) -> Result<InitOutcome> {
+    let mut wanted = StoreConfig::from_init(options)?;
+    if let Some(control) = &options.metadata_etcd {
+        let endpoints = crate::control::parse_control_url(control)?;
+        let namespace = options
+            .etcd_namespace
+            .clone()
+            .unwrap_or_else(|| meta::store::etcd::DEFAULT_NAMESPACE.to_owned());
+        meta::store::etcd::validate_namespace(&namespace)
+            .map_err(|e| config_error(e.to_string()))?;
+        let root = options
+            .root_name
+            .clone()
+            .unwrap_or_else(|| format!("store-{}", wanted.store_uuid.get(..12).unwrap_or("x")));
+        crate::control::placement::validate_root_name(&root)?;
+        wanted.metadata = MetadataConfig::Etcd {
+            endpoints,
+            namespace,
+            root,
+            root_id: String::new(),
+        };
+    }
+    let (config, created) = match StoreConfig::load(dir)? {
+        Some(existing) => {
+            if !existing.same_settings(&wanted, options.root_name.as_deref()) {
+                return Err(config_error(format!(
+                    "the store is already initialized with other settings ({})",
+                    existing.describe_objects()
+                )));
+            }
+            (existing, false)
+        }
+        None => {
+            if dir.join("meta").exists() {
+                return Err(config_error(
+                    "the directory already holds a store created without `nokv init` (local objects); init only creates new stores",
+                ));
+            }
+            if let MetadataConfig::Etcd {
+                endpoints,
+                namespace,
+                root,
+                root_id,
+            } = &mut wanted.metadata
+            {
+                // The RootPlacement exists before the root's first write (docs/metadata-format.md).
+                let control = crate::control::ControlPlane::connect(endpoints.clone(), namespace)?;
+                let record = control.create_root(root, None)?;
+                *root_id = record.placement.root_id.to_string();
+            }
+            wanted.write_new(dir)?;
+            (wanted, true)
+        }
+    };
+    let store = build_provider(dir, &config, true)?;
+    match store.put_if_absent(MARKER_KEY, &marker_bytes(&config)?)? {
+        PutOutcome::Created => {}
+        PutOutcome::AlreadyExists => check_marker(store.as_ref(), &config)?,
+    }
+    drop(store);
+    crate::Client::open_with(
+        dir,
+        crate::ClientOptions {
+            create_if_missing: true,
+            ..Default::default()
+        },
+    )?;
+    Ok(InitOutcome { config, created })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoint_on_ip_or_localhost_implies_path_style() {
+        assert!(endpoint_needs_path_style("http://127.0.0.1:9000"));
+        assert!(endpoint_needs_path_style("http://localhost:9000/"));
+        assert!(endpoint_needs_path_style("http://[::1]:9000"));
+        assert!(!endpoint_needs_path_style("https://s3.example.com"));
+    }
+
+    #[test]
+    fn local_init_has_no_cache_and_rejects_s3_flags() {
+        let c = StoreConfig::from_init(&InitOptions::default()).expect("local");
+        assert_eq!(c.objects, ObjectsConfig::Local);
+        assert!(c.cache.is_none());
+        assert_eq!(c.store_uuid.len(), 32);
+        let bad = InitOptions {
+            endpoint: Some("http://127.0.0.1:1".into()),
+            ..Default::default()
+        };
+        assert!(matches!(
+            StoreConfig::from_init(&bad),
+            Err(Error::StoreConfig { .. })
+        ));
+    }
+
+    #[test]
+    fn config_round_trips_and_is_written_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let c = StoreConfig::from_init(&InitOptions {
+            objects: Some("s3://bucket/team/x".into()),
+            endpoint: Some("http://127.0.0.1:9000".into()),
+            cache_bytes: Some(4096),
+            ..Default::default()
+        })
+        .expect("s3 config");
+        assert!(matches!(
+            c.objects,
+            ObjectsConfig::S3 {
+                path_style: true,
+                ..
+            }
+        ));
+        c.write_new(dir.path()).expect("first write");
+        assert_eq!(
+            StoreConfig::load(dir.path()).expect("load"),
+            Some(c.clone())
+        );
+        assert!(matches!(
+            c.write_new(dir.path()),
+            Err(Error::StoreConfig { .. })
+        ));
+    }
+
+    #[test]
+    fn unknown_config_version_fails_closed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let text = r#"{"format":"nokv-store-config","version":2,"store_uuid":"00000000000000000000000000000000","objects":{"provider":"local"}}"#;
+        fs::write(dir.path().join(CONFIG_FILE), text).expect("write");
+        assert!(matches!(
+            StoreConfig::load(dir.path()),
+            Err(Error::StoreConfig { .. })
+        ));
+        let text = r#"{"format":"nokv-store-config","version":1,"store_uuid":"00000000000000000000000000000000","objects":{"provider":"ftp"}}"#;
+        fs::write(dir.path().join(CONFIG_FILE), text).expect("write");
+        assert!(StoreConfig::load(dir.path()).is_err());
+    }
+
+    #[test]
+    fn local_store_with_foreign_marker_is_refused() {
+        let a = tempfile::tempdir().expect("tempdir");
+        let outcome = init_store(a.path(), &InitOptions::default()).expect("init");
+        assert!(outcome.created);
+        crate::Client::open(a.path()).expect("reopen own namespace");
+        // Another store's configuration pointed at the same objects directory.
+        let mut foreign = outcome.config.clone();
+        foreign.store_uuid = "ff".repeat(16);
+        fs::remove_file(a.path().join(CONFIG_FILE)).expect("rm");
+        foreign.write_new(a.path()).expect("write foreign");
+        assert!(matches!(
+            crate::Client::open(a.path()),
+            Err(Error::NamespaceMismatch { .. })
+        ));
+    }
+}

@@ -1,0 +1,953 @@
+//! The `/v1/` routes, the request guard (authentication, metrics) and the background passes.
+//!
+//! Every handler runs the store work on tokio's blocking pool (the SDK is synchronous and a
+//! durable write waits for its group commit's `fdatasync`); the connection tasks only move bytes.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::extract::{MatchedPath, Path, Query, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::body::{self, ChannelReader, ChannelWriter, PumpEnd};
+use super::error::ApiError;
+use super::journal::{self, Begin};
+use super::AppState;
+use nokv::client::{Client, PutOptions, WriteCondition};
+use nokv::workbench::errors::ToolError;
+use nokv::workbench::schema;
+
+pub(crate) type Shared = Arc<AppState>;
+
+use nokv_protocol::headers::{CONTENT_SHA256, IDEMPOTENCY_KEY, REPLAYED};
+
+/// The router of one server.
+pub(crate) fn router(state: Shared) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .route("/v1/schema", get(schema_doc))
+        .route("/v1/tools/{tool}", post(tool))
+        .route("/v1/workbenches/{id}", post(create_workbench))
+        .route(
+            "/v1/workbenches/{id}/files/{*path}",
+            get(download).put(upload),
+        )
+        .route("/v1/workbenches/{id}/stat/{*path}", get(stat))
+        .route("/v1/workbenches/{id}/entries", get(entries))
+        .route("/v1/workbenches/{id}/append/{*path}", post(append))
+        .route("/v1/commands/{command}", post(command))
+        .route("/v1/changes", get(super::feed::changes))
+        .merge(super::lifetime::routes())
+        .fallback(no_route)
+        .layer(middleware::from_fn_with_state(state.clone(), guard))
+        .with_state(state)
+}
+
+async fn no_route(req: Request) -> ApiError {
+    ApiError::no_route(req.uri().path())
+}
+
+/// Constant-time equality of two byte strings (the token check must not leak a prefix length
+/// through timing).
+pub(crate) fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Authentication and metrics around every request.
+async fn guard(State(state): State<Shared>, req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_string(), |m| m.as_str().to_string());
+    let _in_flight = state.metrics.enter();
+    let response = match &state.opts.token {
+        Some(token) => {
+            let presented = req
+                .headers()
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "));
+            match presented {
+                Some(p) if same_secret(p.trim().as_bytes(), token.trim().as_bytes()) => {
+                    next.run(req).await
+                }
+                _ => ApiError::unauthorized().into_response(),
+            }
+        }
+        None => next.run(req).await,
+    };
+    let response = envelope_rejection(response).await;
+    state
+        .metrics
+        .observe(&route, response.status().as_u16(), started.elapsed());
+    response
+}
+
+/// The request refusals the HTTP stack answers itself — a query string or path that does not
+/// deserialize (400), a method the route does not have (405, with an empty body), a wrong
+/// content type (415), a JSON body that does not match its DTO (422) — come as plain text.
+/// Every answer of this API is a JSON envelope, so they become `InvalidArguments` envelopes
+/// with the stack's message (status and an `Allow` header kept).
+async fn envelope_rejection(response: Response) -> Response {
+    let status = response.status();
+    let plain = !response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    let refusal = matches!(
+        status,
+        StatusCode::BAD_REQUEST
+            | StatusCode::METHOD_NOT_ALLOWED
+            | StatusCode::UNSUPPORTED_MEDIA_TYPE
+            | StatusCode::UNPROCESSABLE_ENTITY
+            | StatusCode::LENGTH_REQUIRED
+    );
+    if !(plain && refusal) {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 16 * 1024)
+        .await
+        .unwrap_or_default();
+    let text = String::from_utf8_lossy(&text).trim().to_string();
+    let message = if !text.is_empty() {
+        text
+    } else if status == StatusCode::METHOD_NOT_ALLOWED {
+        "this endpoint does not accept that HTTP method (see the Allow header)".to_string()
+    } else {
+        format!("the request was refused ({status})")
+    };
+    let mut out = ApiError::new(status, "InvalidArguments", message, false).into_response();
+    if let Some(allow) = parts.headers.get(header::ALLOW) {
+        out.headers_mut().insert(header::ALLOW, allow.clone());
+    }
+    out
+}
+
+async fn healthz(State(state): State<Shared>) -> Response {
+    // Null when an etcd-backed shard cannot be read right now (the process is still up); the
+    // read may be a network round trip, so it runs off the async workers.
+    let client = state.client.clone();
+    let version = tokio::task::spawn_blocking(move || client.meta().version().ok())
+        .await
+        .ok()
+        .flatten();
+    axum::Json(json!({
+        "status": "ok",
+        "commit_version": version,
+        // Other requests being handled now: the guard counted this health check too.
+        "in_flight": state.metrics.in_flight().saturating_sub(1),
+    }))
+    .into_response()
+}
+
+async fn metrics(State(state): State<Shared>) -> Response {
+    let s = state.clone();
+    let text = tokio::task::spawn_blocking(move || {
+        let open = meta::ops::publish_operation::list_pending(s.client.meta())
+            .ok()
+            .map(|v| v.len());
+        let stats = s.client.meta().holt_db().map(|db| db.stats());
+        s.metrics.render(stats.as_ref(), open)
+    })
+    .await
+    .unwrap_or_default();
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        )],
+        text,
+    )
+        .into_response()
+}
+
+async fn schema_doc() -> Response {
+    axum::Json(schema::describe_all()).into_response()
+}
+
+/// Runs `f` on the blocking pool. Errors: 500 when it panicked.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|_| ApiError::internal("the request handler failed; retry"))
+}
+
+/// The request id of a write, if the client sent one. Errors: 400 for a malformed key.
+pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    match headers.get(IDEMPOTENCY_KEY) {
+        None => Ok(None),
+        Some(v) => match v.to_str() {
+            Ok(k) if journal::valid_key(k) => Ok(Some(k.to_string())),
+            _ => Err(ApiError::bad_request(
+                "Idempotency-Key must be 1..=128 characters of [A-Za-z0-9._:-]",
+            )),
+        },
+    }
+}
+
+pub(crate) fn json_response(status: StatusCode, body: Vec<u8>, replayed: bool) -> Response {
+    let mut r = (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response();
+    if replayed {
+        r.headers_mut()
+            .insert(REPLAYED, HeaderValue::from_static("true"));
+    }
+    r
+}
+
+/// Executes `run` at most once per request id (see [`super::journal`]); returns its envelope
+/// (HTTP 200) or the stored response of the same request. Blocking: call on the blocking pool.
+pub(crate) fn journaled(
+    state: &AppState,
+    key: Option<&str>,
+    digest: [u8; 32],
+    run: impl FnOnce() -> Value,
+) -> Result<(StatusCode, Vec<u8>, bool), ApiError> {
+    let Some(key) = key else {
+        let body = serde_json::to_vec(&run()).unwrap_or_default();
+        return Ok((StatusCode::OK, body, false));
+    };
+    match state
+        .journal
+        .begin(key, digest)
+        .map_err(|e| ApiError::unavailable(format!("the request journal failed: {e}")))?
+    {
+        Begin::Fresh => {
+            let body = serde_json::to_vec(&run()).unwrap_or_default();
+            state.journal.finish(key, StatusCode::OK.as_u16(), &body);
+            Ok((StatusCode::OK, body, false))
+        }
+        Begin::Replay(status, body) => Ok((
+            StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
+            body,
+            true,
+        )),
+        other => Err(journal_refusal(other)),
+    }
+}
+
+pub(crate) async fn read_json(state: &AppState, body: Body) -> Result<(Vec<u8>, Value), ApiError> {
+    let bytes = body::read_all(
+        body,
+        state.opts.max_json_bytes,
+        state.opts.body_idle_timeout,
+    )
+    .await
+    .map_err(pump_error)?;
+    let text: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
+        b"{}"
+    } else {
+        &bytes
+    };
+    let value: Value = serde_json::from_slice(text)
+        .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))?;
+    Ok((bytes, value))
+}
+
+fn pump_error(end: PumpEnd) -> ApiError {
+    match end {
+        PumpEnd::TooLarge(limit) => ApiError::too_large(limit),
+        PumpEnd::Idle => ApiError::timeout("receiving the request body"),
+        PumpEnd::Broken | PumpEnd::ReaderGone | PumpEnd::Complete => {
+            ApiError::bad_request("the request body was cut off")
+        }
+    }
+}
+
+/// `POST /v1/tools/{tool}`: the tool's JSON input → the envelope `nokv workbench` prints.
+async fn tool(
+    State(state): State<Shared>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    req: Request,
+) -> Result<Response, ApiError> {
+    let key = idempotency_key(&headers)?;
+    let uri = req.uri().to_string();
+    let (raw, input) = read_json(&state, req.into_body()).await?;
+    let digest = journal::request_digest("POST", &uri, &raw);
+    let s = state.clone();
+    let (status, body, replayed) = blocking(move || {
+        journaled(&s, key.as_deref(), digest, || {
+            s.workbench.call(&name, &input)
+        })
+    })
+    .await??;
+    Ok(json_response(status, body, replayed))
+}
+
+/// `POST /v1/workbenches/{id}`: creates the workbench (or finds the visible one).
+async fn create_workbench(
+    State(state): State<Shared>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let key = idempotency_key(&headers)?;
+    let digest = journal::request_digest("POST", &format!("/v1/workbenches/{id}"), b"");
+    let s = state.clone();
+    let (status, body, replayed) = blocking(move || {
+        journaled(&s, key.as_deref(), digest, || {
+            match s.client.create_workbench(&id) {
+                Ok(info) => json!({
+                    "status": "success",
+                    "workbench_id": info.workbench_id,
+                    "path": info.path,
+                    "created": info.created,
+                }),
+                Err(e) => nokv::workbench::tool_error(&s.client, &id, e).envelope(),
+            }
+        })
+    })
+    .await??;
+    Ok(json_response(status, body, replayed))
+}
+
+/// Query of `PUT /v1/workbenches/{id}/files/{path}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UploadQuery {
+    /// Replace an existing artifact (generation CAS) instead of create-only.
+    #[serde(default)]
+    replace: bool,
+    /// Generation the caller last saw (only with `replace`).
+    expected_generation: Option<u64>,
+    /// Content type (default `application/octet-stream`).
+    content_type: Option<String>,
+    /// Producer (default `nokv serve`).
+    producer: Option<String>,
+    /// Caller manifest id.
+    manifest_id: Option<String>,
+    /// Also index the body's top-level JSON scalar members.
+    #[serde(default)]
+    index_json: bool,
+    /// Custom index fields, a JSON array of `name[:TYPE]=value` strings (the CLI's `--field`).
+    fields: Option<String>,
+}
+
+/// `PUT /v1/workbenches/{id}/files/{path}`: streams the body into one publication (memory
+/// bounded by one block plus the channel). Answers the receipt envelope.
+async fn upload(
+    State(state): State<Shared>,
+    Path((id, path)): Path<(String, String)>,
+    Query(q): Query<UploadQuery>,
+    headers: HeaderMap,
+    req: Request,
+) -> Result<Response, ApiError> {
+    let key = idempotency_key(&headers)?;
+    // Checked before a byte of the body is read: a malformed digest refuses the upload.
+    let declared = match headers.get(CONTENT_SHA256) {
+        None => None,
+        Some(v) => Some(
+            v.to_str()
+                .ok()
+                .and_then(body::parse_declared_digest)
+                .ok_or_else(|| {
+                    ApiError::bad_request(format!(
+                        "{CONTENT_SHA256} must be the body's SHA-256 as sha256:<64 lowercase hex \
+                         digits> (or the 64 hex digits alone)"
+                    ))
+                })?,
+        ),
+    };
+    let uri = req.uri().to_string();
+    let digest = journal::request_digest(
+        "PUT",
+        &uri,
+        declared.as_deref().unwrap_or_default().as_bytes(),
+    );
+    let mut options = PutOptions::create(
+        q.content_type
+            .as_deref()
+            .unwrap_or(nokv::client::OCTET_STREAM),
+        q.producer.as_deref().unwrap_or("nokv serve"),
+    );
+    options.manifest_id = q.manifest_id.clone();
+    options.index_json = q.index_json;
+    options.expected_digest_uri = declared.clone();
+    if q.replace {
+        options.condition = WriteCondition::Replace {
+            expected_generation: q.expected_generation,
+        };
+    } else if q.expected_generation.is_some() {
+        return Err(ApiError::bad_request(
+            "expected_generation is only allowed with replace=true",
+        ));
+    }
+    if let Some(fields) = &q.fields {
+        let specs: Vec<String> = serde_json::from_str(fields).map_err(|_| {
+            ApiError::bad_request("fields must be a JSON array of \"name[:TYPE]=value\" strings")
+        })?;
+        for spec in &specs {
+            match nokv::index_fields::parse_field_arg(spec) {
+                Ok((name, value)) => {
+                    options.index_fields.insert(name, value);
+                }
+                Err(e) => return Err(ApiError::bad_request(e.to_string())),
+            }
+        }
+    }
+    let (tx, rx) = mpsc::channel(8);
+    let limit = state.opts.max_upload_bytes;
+    let idle = state.opts.body_idle_timeout;
+    let pump = body::pump(req.into_body(), tx, limit, idle);
+    let s = state.clone();
+    let work_key = key.clone();
+    let work = blocking(move || {
+        let run = || {
+            let mut reader = ChannelReader::new(rx);
+            let result = s.client.put_reader(&id, &path, &mut reader, &options);
+            // Drain what the client still sends so the pump never blocks on a full channel.
+            let mut sink = [0u8; 8192];
+            while matches!(std::io::Read::read(&mut reader, &mut sink), Ok(n) if n > 0) {}
+            match result {
+                // The publication refused a body that differs from its declared digest.
+                Err(nokv::Error::DigestMismatch { actual, .. }) if declared.is_some() => json!({
+                    "status": "error",
+                    "code": "InvalidArguments",
+                    "message": "the body's SHA-256 differs from the declared x-nokv-content-sha256; nothing was published",
+                    "retryable": false,
+                    "details": {"field": CONTENT_SHA256, "declared": declared, "actual": actual},
+                }),
+                Ok(r) => {
+                    json!({
+                        "status": "success",
+                        "workbench_id": id,
+                        "relative_path": r.path.as_str(),
+                        "path": format!("{}/{}", s.client.workbench_path(&id), r.path.as_str()),
+                        "size_bytes": r.size_bytes,
+                        "generation": r.generation,
+                        "digest_uri": r.digest_uri,
+                        "content_type": r.content_type,
+                        "created": r.created,
+                        "replace": q.replace,
+                    })
+                }
+                Err(e) => nokv::workbench::tool_error(&s.client, &id, e).envelope(),
+            }
+        };
+        match &work_key {
+            None => Upload::Ran {
+                body: serde_json::to_vec(&run()).unwrap_or_default(),
+                journaled: false,
+            },
+            Some(k) => match s.journal.begin(k, digest) {
+                Ok(Begin::Fresh) => Upload::Ran {
+                    body: serde_json::to_vec(&run()).unwrap_or_default(),
+                    journaled: true,
+                },
+                Ok(Begin::Replay(_, body)) => Upload::Replay(body),
+                Ok(other) => Upload::Refused(other),
+                Err(e) => Upload::JournalFailed(e.to_string()),
+            },
+        }
+    });
+    let (pumped, outcome) = tokio::join!(pump, work);
+    let outcome = outcome?;
+    if matches!(
+        pumped,
+        PumpEnd::TooLarge(_) | PumpEnd::Idle | PumpEnd::Broken
+    ) {
+        // The transport failed, so the publication aborted and cleaned up: nothing was
+        // published, and a retry with the same key must execute again.
+        if let (
+            Some(k),
+            Upload::Ran {
+                journaled: true, ..
+            },
+        ) = (&key, &outcome)
+        {
+            state.journal.abandon(k);
+        }
+        return Err(pump_error(pumped));
+    }
+    match outcome {
+        Upload::Ran { body, journaled } => {
+            if let (true, Some(k)) = (journaled, &key) {
+                state.journal.finish(k, 200, &body);
+            }
+            Ok(json_response(StatusCode::OK, body, false))
+        }
+        Upload::Replay(body) => Ok(json_response(StatusCode::OK, body, true)),
+        Upload::Refused(begin) => Err(journal_refusal(begin)),
+        Upload::JournalFailed(e) => Err(ApiError::unavailable(format!(
+            "the request journal failed: {e}"
+        ))),
+    }
+}
+
+/// What the blocking half of an upload did.
+enum Upload {
+    /// The publication ran (`journaled`: under a fresh request id) and answered `body`.
+    Ran { body: Vec<u8>, journaled: bool },
+    /// The stored response of the same request.
+    Replay(Vec<u8>),
+    /// The journal refused the request id.
+    Refused(Begin),
+    /// The journal could not record the request.
+    JournalFailed(String),
+}
+
+fn journal_refusal(begin: Begin) -> ApiError {
+    match begin {
+        Begin::InFlight => ApiError::new(
+            StatusCode::CONFLICT,
+            "RequestInFlight",
+            "a request with this Idempotency-Key is still running; retry shortly",
+            true,
+        ),
+        Begin::Mismatch => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "RequestIdReused",
+            "this Idempotency-Key was used for a different request; use a new key per request",
+            false,
+        ),
+        _ => ApiError::new(
+            StatusCode::CONFLICT,
+            "OutcomeUnknown",
+            "a request with this Idempotency-Key began before the server restarted and its \
+             outcome is unknown; read the current state instead of repeating the write",
+            false,
+        ),
+    }
+}
+
+/// HTTP status of a tool error on the byte endpoints (which cannot carry an envelope on
+/// success, so their errors use the status line too; the body is the error envelope).
+fn error_status(err: &ToolError) -> StatusCode {
+    use nokv::workbench::errors::ErrorCode as C;
+    match err.code {
+        C::NotFound | C::SnapshotNotFound => StatusCode::NOT_FOUND,
+        C::InvalidArguments => StatusCode::BAD_REQUEST,
+        C::NotArtifact | C::NotDirectory => StatusCode::CONFLICT,
+        C::ObjectUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+        C::SnapshotExpired => StatusCode::GONE,
+        _ => StatusCode::CONFLICT,
+    }
+}
+
+fn tool_failure(err: ToolError) -> Response {
+    (error_status(&err), axum::Json(err.envelope())).into_response()
+}
+
+/// Query of the byte and stat endpoints.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ReadQuery {
+    /// Read at this commit version (a listing's `read_version`), else the live state.
+    version: Option<u64>,
+}
+
+/// Resolves `(reader, entry)` of `id`/`path` at `version` (live when `None`).
+fn lookup(
+    client: &Client,
+    id: &str,
+    path: &str,
+    version: Option<u64>,
+) -> Result<(meta::Reader, meta::PathEntry), ToolError> {
+    let fail = |e: nokv::Error| nokv::workbench::tool_error(client, id, e);
+    let norm = Client::normalize(path).map_err(fail)?;
+    let read = match version {
+        Some(v) => client.meta().read_at(v).map_err(|e| match e {
+            // A version the caller chose that the store cannot serve: a bad argument, not a
+            // failure of the store.
+            meta::Error::Storage(holt::Error::HistoryPruned { floor, .. }) => {
+                ToolError::invalid_arguments(format!(
+                    "version {v} is older than the oldest version this store still keeps ({floor})"
+                ))
+                .with_detail("field", "version")
+                .with_detail("reason", "history_pruned")
+                .with_detail("floor", floor)
+            }
+            meta::Error::Storage(holt::Error::InvalidArgument(_)) => {
+                let current = client.meta().version().unwrap_or_default();
+                ToolError::invalid_arguments(format!(
+                    "version {v} is newer than the store's current version {current}"
+                ))
+                .with_detail("field", "version")
+                .with_detail("reason", "version_in_future")
+                .with_detail("current", current)
+            }
+            other => fail(other.into()),
+        })?,
+        None => client.meta().read(),
+    };
+    let ws = read
+        .visible_workspace(id)
+        .map_err(|e| fail(nokv::client::map_workspace_error(e, id)))?;
+    let entry = read
+        .path_entry(&ws.incarnation, &norm)
+        .map_err(|e| fail(e.into()))?
+        .ok_or_else(|| {
+            fail(nokv::Error::NotFound {
+                path: norm.as_str().to_string(),
+            })
+        })?;
+    Ok((read, entry))
+}
+
+/// A parsed `Range: bytes=…` header: `(offset, len)` within `size`, or `Err(())` when
+/// unsatisfiable.
+fn parse_range(value: &str, size: u64) -> Option<Result<(u64, u64), ()>> {
+    let spec = value.trim().strip_prefix("bytes=")?;
+    if spec.contains(',') {
+        return Some(Err(()));
+    }
+    let (a, b) = spec.split_once('-')?;
+    let (a, b) = (a.trim(), b.trim());
+    let range = if a.is_empty() {
+        let n: u64 = b.parse().ok()?;
+        if n == 0 || size == 0 {
+            return Some(Err(()));
+        }
+        let n = n.min(size);
+        (size - n, n)
+    } else {
+        let start: u64 = a.parse().ok()?;
+        if start >= size {
+            return Some(Err(()));
+        }
+        let end = if b.is_empty() {
+            size - 1
+        } else {
+            let e: u64 = b.parse().ok()?;
+            if e < start {
+                return Some(Err(()));
+            }
+            e.min(size - 1)
+        };
+        (start, end - start + 1)
+    };
+    Some(Ok(range))
+}
+
+fn entry_headers(entry: &meta::PathEntry) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    if let Ok(v) = HeaderValue::from_str(&entry.content_type) {
+        h.insert(header::CONTENT_TYPE, v);
+    }
+    h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    if let Ok(v) = HeaderValue::from_str(&format!("\"g{}\"", entry.generation)) {
+        h.insert(header::ETAG, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&entry.generation.to_string()) {
+        h.insert("x-nokv-generation", v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&entry.body_digest_uri) {
+        h.insert("x-nokv-digest-uri", v);
+    }
+    h
+}
+
+/// `GET /v1/workbenches/{id}/files/{path}`: the verified body, streamed; `Range: bytes=a-b`
+/// answers 206 with that range (416 when unsatisfiable).
+async fn download(
+    State(state): State<Shared>,
+    Path((id, path)): Path<(String, String)>,
+    Query(q): Query<ReadQuery>,
+    headers: HeaderMap,
+    method: Method,
+) -> Result<Response, ApiError> {
+    let s = state.clone();
+    let wb = id.clone();
+    let found = blocking(move || lookup(&s.client, &id, &path, q.version)).await?;
+    let (read, entry) = match found {
+        Ok(x) => x,
+        Err(e) => return Ok(tool_failure(e)),
+    };
+    let size = entry.logical_size;
+    let mut h = entry_headers(&entry);
+    let range = headers
+        .get(header::RANGE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| parse_range(v, size));
+    if let Some(range) = range {
+        let Ok((offset, len)) = range else {
+            if let Ok(v) = HeaderValue::from_str(&format!("bytes */{size}")) {
+                h.insert(header::CONTENT_RANGE, v);
+            }
+            return Ok((StatusCode::RANGE_NOT_SATISFIABLE, h).into_response());
+        };
+        if let Ok(v) = HeaderValue::from_str(&format!("bytes {offset}-{}/{size}", offset + len - 1))
+        {
+            h.insert(header::CONTENT_RANGE, v);
+        }
+        if method == Method::HEAD {
+            return Ok((StatusCode::PARTIAL_CONTENT, h).into_response());
+        }
+        let s = state.clone();
+        let answer =
+            blocking(
+                move || match s.client.read_entry_range(&read, &entry, offset, len) {
+                    Ok(b) => Ok(b),
+                    // The same mapping as the read tool: a missing block is 503 ObjectUnavailable.
+                    Err(e) => Err(nokv::workbench::tool_error(&s.client, &wb, e)),
+                },
+            )
+            .await?;
+        return Ok(match answer {
+            Ok(b) => (StatusCode::PARTIAL_CONTENT, h, b).into_response(),
+            Err(e) => tool_failure(e),
+        });
+    }
+    if let Ok(v) = HeaderValue::from_str(&size.to_string()) {
+        h.insert(header::CONTENT_LENGTH, v);
+    }
+    if method == Method::HEAD {
+        return Ok((StatusCode::OK, h).into_response());
+    }
+    let (mut writer, body) = ChannelWriter::pair(4);
+    let s = state.clone();
+    tokio::task::spawn_blocking(move || {
+        match s
+            .client
+            .read_to_writer(&read, &entry, &mut writer, &mut |_| {})
+        {
+            Ok(_) => {}
+            Err(e) => {
+                // The status line (200) is gone: the client sees the connection cut, so say
+                // why here.
+                tracing::warn!(
+                    workbench = %wb,
+                    size,
+                    "a download was cut off: the body could not be read: {e}"
+                );
+                writer.fail(format!("the body could not be read: {e}"))
+            }
+        }
+    });
+    Ok((StatusCode::OK, h, Body::new(body)).into_response())
+}
+
+/// The JSON card of one path entry (the SDK's `PathEntry`; `index_projection` values base64).
+pub(crate) fn entry_json(entry: &meta::PathEntry) -> Value {
+    use base64::Engine as _;
+    json!({
+        "generation": entry.generation,
+        "artifact_revision_id": entry.artifact_revision_id.to_hex(),
+        "logical_size": entry.logical_size,
+        "body_digest_uri": entry.body_digest_uri,
+        "manifest_digest_uri": entry.manifest_digest_uri,
+        "dependency_count": entry.dependency_count,
+        "dependency_depth": entry.dependency_depth,
+        "content_type": entry.content_type,
+        "producer": entry.producer,
+        "manifest_id": entry.manifest_id,
+        "created_version": entry.created_version,
+        "modified_version": entry.modified_version,
+        "index_projection": entry.index_projection.iter().map(|(k, v)| {
+            json!([k, base64::engine::general_purpose::STANDARD.encode(v)])
+        }).collect::<Vec<_>>(),
+    })
+}
+
+/// `GET /v1/workbenches/{id}/stat/{path}`: `{"status":"success","entry":{…}}`.
+async fn stat(
+    State(state): State<Shared>,
+    Path((id, path)): Path<(String, String)>,
+    Query(q): Query<ReadQuery>,
+) -> Result<Response, ApiError> {
+    let s = state.clone();
+    let found = blocking(move || lookup(&s.client, &id, &path, q.version)).await?;
+    Ok(match found {
+        Ok((_, entry)) => {
+            axum::Json(json!({"status": "success", "entry": entry_json(&entry)})).into_response()
+        }
+        Err(e) => tool_failure(e),
+    })
+}
+
+/// Query of `GET /v1/workbenches/{id}/entries`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct EntriesQuery {
+    /// Only this workbench-relative prefix (or file).
+    prefix: Option<String>,
+}
+
+/// `GET /v1/workbenches/{id}/entries?prefix=P`: every artifact under `P` at one read version —
+/// `{"status":"success","read_version":V,"files":[{"path","entry"}…]}` — which `materialize`
+/// then downloads at `?version=V`.
+async fn entries(
+    State(state): State<Shared>,
+    Path(id): Path<String>,
+    Query(q): Query<EntriesQuery>,
+) -> Result<Response, ApiError> {
+    let s = state.clone();
+    let listed = blocking(move || {
+        nokv::materialize::list_files(&s.client, &id, q.prefix.as_deref())
+            .map_err(|e| nokv::workbench::tool_error(&s.client, &id, e))
+    })
+    .await?;
+    Ok(match listed {
+        Ok((version, files)) => axum::Json(json!({
+            "status": "success",
+            "read_version": version,
+            "files": files.iter().map(|(p, e)| json!({"path": p.as_str(), "entry": entry_json(e)})).collect::<Vec<_>>(),
+        }))
+        .into_response(),
+        Err(e) => tool_failure(e),
+    })
+}
+
+/// Query of `POST /v1/workbenches/{id}/append/{path}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AppendQuery {
+    /// 32 hex characters: the durable idempotency key of this append (`nokv append`).
+    operation_id: String,
+    /// Content type (default: keep the existing type).
+    content_type: Option<String>,
+    /// Content type of a file the append creates when `content_type` is absent (default
+    /// `text/plain; charset=utf-8`, as `nokv append`).
+    create_content_type: Option<String>,
+}
+
+/// `POST /v1/workbenches/{id}/append/{path}?operation_id=HEX32`: the bytes of the body appended
+/// as a durable idempotent operation → the envelope `nokv append` prints.
+async fn append(
+    State(state): State<Shared>,
+    Path((id, path)): Path<(String, String)>,
+    Query(q): Query<AppendQuery>,
+    headers: HeaderMap,
+    req: Request,
+) -> Result<Response, ApiError> {
+    let key = idempotency_key(&headers)?;
+    let uri = req.uri().to_string();
+    let bytes = body::read_all(
+        req.into_body(),
+        state.opts.max_append_bytes,
+        state.opts.body_idle_timeout,
+    )
+    .await
+    .map_err(pump_error)?;
+    let digest = journal::request_digest("POST", &uri, &bytes);
+    let s = state.clone();
+    let (status, body, replayed) = blocking(move || {
+        journaled(&s, key.as_deref(), digest, || {
+            nokv_commands::append_envelope(
+                &s.client,
+                &id,
+                &path,
+                &bytes,
+                &q.operation_id,
+                q.content_type.as_deref(),
+                q.create_content_type.as_deref(),
+            )
+            .0
+        })
+    })
+    .await??;
+    Ok(json_response(status, body, replayed))
+}
+
+/// `POST /v1/commands/{command}`: one of the CLI's envelope commands (commit, tag, snapshot,
+/// restore, find, operation) with its arguments as a JSON DTO → the envelope the CLI prints.
+async fn command(
+    State(state): State<Shared>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    req: Request,
+) -> Result<Response, ApiError> {
+    let key = idempotency_key(&headers)?;
+    let uri = req.uri().to_string();
+    let (raw, args) = read_json(&state, req.into_body()).await?;
+    let request = nokv_commands::request::CommandRequest::parse(&name, args)
+        .map_err(ApiError::bad_request)?;
+    let digest = journal::request_digest("POST", &uri, &raw);
+    let s = state.clone();
+    let (status, body, replayed) =
+        blocking(move || journaled(&s, key.as_deref(), digest, || request.run(&s.client)))
+            .await??;
+    Ok(json_response(status, body, replayed))
+}
+
+/// The background passes: maintenance (snapshot reaper + GC, on its own thread, see
+/// [`Client::start_background_maintenance`]) with the request-journal compaction on its
+/// interval, and publish-operation recovery on its interval. Each pass of this loop runs on the
+/// blocking pool; outcomes are counted in the metrics and the next pass retries.
+pub(crate) fn spawn_background(
+    state: Shared,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let maintenance = state.opts.maintenance_interval;
+        let recovery = state.opts.recovery_interval;
+        let tick = [maintenance, recovery]
+            .into_iter()
+            .filter(|d| !d.is_zero())
+            .min()
+            .unwrap_or(Duration::from_secs(3600))
+            .min(Duration::from_secs(1));
+        let handle = (!maintenance.is_zero())
+            .then(|| state.client.start_background_maintenance(maintenance));
+        let mut seen_passes = 0u64;
+        let mut last_compaction = Instant::now();
+        let mut last_recovery = Instant::now();
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(tick) => {}
+                _ = stop.changed() => break,
+            }
+            if *stop.borrow() {
+                break;
+            }
+            if let Some(h) = &handle {
+                let passes = h.passes();
+                if passes > seen_passes {
+                    seen_passes = passes;
+                    if let Some(r) = h.last() {
+                        let label = |ok: bool| if ok { "ok" } else { "error" };
+                        state.metrics.background("reaper", label(r.reap.is_ok()));
+                        state.metrics.background("gc", label(r.gc.is_ok()));
+                    }
+                }
+            }
+            if !maintenance.is_zero() && last_compaction.elapsed() >= maintenance {
+                last_compaction = Instant::now();
+                let s = state.clone();
+                let _ = blocking(move || s.journal.compact_if_needed()).await;
+            }
+            if !recovery.is_zero() && last_recovery.elapsed() >= recovery {
+                last_recovery = Instant::now();
+                let s = state.clone();
+                let ok = blocking(move || {
+                    s.client
+                        .recover_operations()
+                        .is_ok_and(|r| r.errors.is_empty())
+                })
+                .await
+                .unwrap_or(false);
+                state
+                    .metrics
+                    .background("recovery", if ok { "ok" } else { "error" });
+            }
+        }
+        // A maintenance pass in progress completes (it holds the store), then the thread stops.
+        if let Some(h) = handle {
+            let _ = blocking(move || h.stop()).await;
+        }
+    })
+}
