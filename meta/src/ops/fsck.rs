@@ -279,8 +279,8 @@ struct ManifestFacts {
 /// the open would already have refused).
 pub fn check(shard: &MetaShard) -> Result<FsckReport> {
     let mut scrubbed = FsckReport::default();
-    if let crate::store::ShardStore::Holt(holt) = &shard.inner.store {
-        let report = holt.db().scrub();
+    if let Some(db) = shard.inner.store.holt_db() {
+        let report = db.scrub();
         scrubbed.stats.metadata_blocks = report.blocks;
         scrubbed
             .findings

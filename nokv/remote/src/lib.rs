@@ -160,6 +160,7 @@ impl RemoteClient {
     ///
     /// Errors: [`Error::InvalidArgument`] for a bad URL, namespace or root name;
     /// [`Error::Meta`] when the control-plane client cannot be built.
+    #[cfg(feature = "control")]
     pub fn connect_routed(
         control: &str,
         namespace: &str,
@@ -178,6 +179,7 @@ impl RemoteClient {
     /// the default; token `NOKV_TOKEN`), or `None` unless both are set.
     ///
     /// Errors: as [`RemoteClient::connect_routed`].
+    #[cfg(feature = "control")]
     pub fn from_control_env() -> Result<Option<RemoteClient>> {
         let var = |n: &str| std::env::var(n).ok().filter(|v| !v.trim().is_empty());
         match (var("NOKV_CONTROL"), var("NOKV_ROOT")) {

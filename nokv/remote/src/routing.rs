@@ -10,6 +10,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
+#[cfg(feature = "control")]
 use nokv::control::ControlPlane;
 use nokv::error::{Error, Result};
 
@@ -23,7 +24,12 @@ pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The control plane, the root and the cached owner of a routed client.
 pub(crate) struct Routing {
+    #[cfg(feature = "control")]
     control: ControlPlane,
+    /// A build without the `control` feature never builds a routed client.
+    #[cfg(not(feature = "control"))]
+    control: std::convert::Infallible,
+    #[cfg_attr(not(feature = "control"), allow(dead_code))]
     root: String,
     owner: Mutex<Option<String>>,
     deadline: Duration,
@@ -31,6 +37,7 @@ pub(crate) struct Routing {
 
 impl Routing {
     /// Errors: [`Error::InvalidArgument`] for bad URLs, namespace or root name.
+    #[cfg(feature = "control")]
     pub(crate) fn new(control: &str, namespace: &str, root: &str) -> Result<Routing> {
         nokv::control::placement::validate_root_name(root)?;
         let endpoints = nokv::control::parse_control_url(control)?;
@@ -42,6 +49,12 @@ impl Routing {
         })
     }
 
+    #[cfg(not(feature = "control"))]
+    pub(crate) fn with_deadline(&self, _deadline: Duration) -> Routing {
+        match self.control {}
+    }
+
+    #[cfg(feature = "control")]
     pub(crate) fn with_deadline(&self, deadline: Duration) -> Routing {
         Routing {
             control: self.control.clone(),
@@ -56,7 +69,11 @@ impl Routing {
     }
 
     /// `root NAME via URLS` (error messages, `RemoteClient::url`).
+    #[cfg_attr(not(feature = "control"), allow(dead_code))]
     pub(crate) fn describe(&self) -> String {
+        #[cfg(not(feature = "control"))]
+        match self.control {}
+        #[cfg(feature = "control")]
         format!(
             "root {} via {}",
             self.root,
@@ -73,6 +90,22 @@ impl Routing {
         if let Some(b) = self.owner.lock().ok().and_then(|o| o.clone()) {
             return Ok(b);
         }
+        let base = self.resolve()?;
+        if let Ok(mut o) = self.owner.lock() {
+            *o = Some(base.clone());
+        }
+        Ok(base)
+    }
+
+    /// A build without the `control` feature never builds a routed client.
+    #[cfg(not(feature = "control"))]
+    fn resolve(&self) -> Result<String> {
+        match self.control {}
+    }
+
+    /// The owner's base URL from the control plane (uncached); errors as [`Routing::base`].
+    #[cfg(feature = "control")]
+    fn resolve(&self) -> Result<String> {
         let record = self.control.root_by_name(&self.root)?.ok_or_else(|| {
             nokv::control::refused(
                 nokv::control::PlacementErrorKind::UnknownRoot,
@@ -97,14 +130,10 @@ impl Routing {
                 })
             }
         };
-        let base = format!(
+        Ok(format!(
             "http://{address}/roots/{}",
             super::encode_component(&self.root)
-        );
-        if let Ok(mut o) = self.owner.lock() {
-            *o = Some(base.clone());
-        }
-        Ok(base)
+        ))
     }
 
     /// Drops the cached owner if it is still `base`.

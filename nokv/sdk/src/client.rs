@@ -243,8 +243,16 @@ struct Inner {
     snapshot_policy: meta::ops::snapshot::SnapshotPolicy,
     clock: Arc<dyn meta::ops::lease_clock::WallClock>,
     /// The shard-owner lease of an etcd-backed store (released when the last clone drops).
-    ownership: Option<crate::control::ShardOwnership>,
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    ownership: Option<Ownership>,
 }
+
+/// The lease type an etcd-backed store's client holds; a build without the `etcd` feature opens
+/// holt stores only, so it never holds one.
+#[cfg(feature = "etcd")]
+type Ownership = crate::control::ShardOwnership;
+#[cfg(not(feature = "etcd"))]
+type Ownership = std::convert::Infallible;
 
 impl Drop for Inner {
     /// The last clone closing the store warns about failed background checkpoints
@@ -321,6 +329,12 @@ impl Client {
         let deadline = std::time::Instant::now() + options.lock_wait;
         let mut backoff = std::time::Duration::from_millis(2);
         let (meta, ownership) = if let Some(metadata) = etcd_metadata {
+            #[cfg(not(feature = "etcd"))]
+            {
+                let _ = metadata;
+                return Err(crate::store_config::etcd_unsupported());
+            }
+            #[cfg(feature = "etcd")]
             let (meta, ownership) = crate::control::embedded::open_shard(
                 metadata,
                 meta::OpenOptions {
@@ -333,6 +347,7 @@ impl Client {
                 options.owner_lease_ttl,
                 &options.owner_address,
             )?;
+            #[cfg(feature = "etcd")]
             (meta, Some(ownership))
         } else {
             (
@@ -430,8 +445,13 @@ impl Client {
             ..Default::default()
         };
         let meta = match store_config.as_ref().map(|c| &c.metadata) {
+            #[cfg(feature = "etcd")]
             Some(metadata) if !metadata.is_holt() => {
                 crate::control::embedded::open_shard_read_only(metadata, open)?
+            }
+            #[cfg(not(feature = "etcd"))]
+            Some(metadata) if !metadata.is_holt() => {
+                return Err(crate::store_config::etcd_unsupported())
             }
             _ => {
                 if !dir.join("meta").is_dir() && !require_initialized {
@@ -489,6 +509,7 @@ impl Client {
 
     /// The shard-owner lease this client holds on an etcd-backed store's logical shard (`None`
     /// for an embedded holt store).
+    #[cfg(feature = "etcd")]
     pub fn ownership(&self) -> Option<&crate::control::ShardOwnership> {
         self.inner.ownership.as_ref()
     }

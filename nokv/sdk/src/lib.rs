@@ -48,6 +48,7 @@ pub mod address;
 pub mod changes;
 pub mod client;
 pub mod commit;
+#[cfg(feature = "etcd")]
 pub mod control;
 pub mod error;
 pub mod index_fields;

@@ -580,6 +580,44 @@ pub struct InitOutcome {
     pub created: bool,
 }
 
+/// What a build without the SDK's `etcd` feature answers for a store whose metadata lives on etcd.
+#[cfg(not(feature = "etcd"))]
+const ETCD_UNSUPPORTED: &str =
+    "this build of NoKV has no etcd support (the SDK's `etcd` feature is off; the Python \
+     SDK is built without it); open the store with the nokv CLI or through `nokv serve`";
+
+/// The error of opening an etcd-backed store in a build without the `etcd` feature.
+#[cfg(not(feature = "etcd"))]
+pub(crate) fn etcd_unsupported() -> Error {
+    config_error(format!(
+        "this store keeps its metadata on etcd: {ETCD_UNSUPPORTED}"
+    ))
+}
+
+/// `--metadata-etcd URLS` of `nokv init`: validates the namespace and root name and sets the
+/// metadata configuration (the RootPlacement is created when the configuration is first written).
+#[cfg(feature = "etcd")]
+fn etcd_metadata(wanted: &mut StoreConfig, control: &str, options: &InitOptions) -> Result<()> {
+    let endpoints = crate::control::parse_control_url(control)?;
+    let namespace = options
+        .etcd_namespace
+        .clone()
+        .unwrap_or_else(|| meta::store::etcd::DEFAULT_NAMESPACE.to_owned());
+    meta::store::etcd::validate_namespace(&namespace).map_err(|e| config_error(e.to_string()))?;
+    let root = options
+        .root_name
+        .clone()
+        .unwrap_or_else(|| format!("store-{}", wanted.store_uuid.get(..12).unwrap_or("x")));
+    crate::control::placement::validate_root_name(&root)?;
+    wanted.metadata = MetadataConfig::Etcd {
+        endpoints,
+        namespace,
+        root,
+        root_id: String::new(),
+    };
+    Ok(())
+}
+
 /// `nokv init`: persists the configuration, writes the namespace marker (put-if-absent) and
 /// creates the metadata store.
 ///
@@ -591,26 +629,15 @@ pub struct InitOutcome {
 /// Errors: [`Error::StoreConfig`], [`Error::NamespaceMismatch`], [`Error::ObjectUnavailable`],
 /// [`Error::LocalIo`], plus those of [`crate::Client::open_with`].
 pub fn init_store(dir: &Path, options: &InitOptions) -> Result<InitOutcome> {
+    #[cfg_attr(not(feature = "etcd"), allow(unused_mut))]
     let mut wanted = StoreConfig::from_init(options)?;
     if let Some(control) = &options.metadata_etcd {
-        let endpoints = crate::control::parse_control_url(control)?;
-        let namespace = options
-            .etcd_namespace
-            .clone()
-            .unwrap_or_else(|| meta::store::etcd::DEFAULT_NAMESPACE.to_owned());
-        meta::store::etcd::validate_namespace(&namespace)
-            .map_err(|e| config_error(e.to_string()))?;
-        let root = options
-            .root_name
-            .clone()
-            .unwrap_or_else(|| format!("store-{}", wanted.store_uuid.get(..12).unwrap_or("x")));
-        crate::control::placement::validate_root_name(&root)?;
-        wanted.metadata = MetadataConfig::Etcd {
-            endpoints,
-            namespace,
-            root,
-            root_id: String::new(),
-        };
+        #[cfg(not(feature = "etcd"))]
+        return Err(config_error(format!(
+            "--metadata-etcd {control}: {ETCD_UNSUPPORTED}"
+        )));
+        #[cfg(feature = "etcd")]
+        etcd_metadata(&mut wanted, control, options)?;
     }
     let (config, created) = match StoreConfig::load(dir)? {
         Some(existing) => {
@@ -628,6 +655,7 @@ pub fn init_store(dir: &Path, options: &InitOptions) -> Result<InitOutcome> {
                     "the directory already holds a store created without `nokv init` (local objects); init only creates new stores",
                 ));
             }
+            #[cfg(feature = "etcd")]
             if let MetadataConfig::Etcd {
                 endpoints,
                 namespace,

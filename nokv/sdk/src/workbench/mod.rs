@@ -224,7 +224,7 @@ pub fn store_error(err: crate::Error) -> ToolError {
     match err {
         E::Meta(inner) => meta_tool_error(&inner),
         E::Placement { kind, reason } => {
-            use crate::control::PlacementErrorKind as K;
+            use crate::error::PlacementErrorKind as K;
             let code = match kind {
                 K::NameTaken => ErrorCode::AlreadyExists,
                 K::UnknownRoot | K::UnknownShard => ErrorCode::NotFound,
