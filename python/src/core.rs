@@ -1524,7 +1524,7 @@ impl Core {
                 .map(|r| r.envelope(workbench_id, &client.workbench_path(workbench_id)))
         };
         let mut out = result.map_err(|e| {
-            errors::to_pyerr(py, &nokv::lifetime::removal_error(client, workbench_id, e))
+            errors::to_pyerr(py, &nokv::workbench::removal_error(client, workbench_id, e))
         })?;
         // The SDK returns the envelope's payload: the CLI's envelope without `status`.
         if let Some(map) = out.as_object_mut() {

@@ -11,9 +11,10 @@ use clap::Args;
 
 use crate::{print_json, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
 use nokv::client::Client;
-use nokv::lifetime::{removal_error, RemoveOptions};
+use nokv::lifetime::RemoveOptions;
 use nokv::publication::parse_operation_id;
 use nokv::workbench::errors::ToolError;
+use nokv::workbench::removal_error;
 use nokv::workbench::store_error;
 
 /// `nokv rm` arguments.

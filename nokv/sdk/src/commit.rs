@@ -4,7 +4,7 @@
 //! [`Client::commit`] is the one commit path used by the SDK, the `workbench_commit` tool and
 //! the CLI. It derives the canonical manifest bytes, `manifest_digest_uri`, the commit identity
 //! (which is also the root-global CommitId) and the projection-input digest with the facade's
-//! one canonical-JSON implementation ([`crate::workbench::canonical`]), then drives the durable
+//! one canonical-JSON implementation ([`crate::json::canonical`]), then drives the durable
 //! BuildCommit operation of [`meta::ops::commit`]:
 //!
 //! ```text
@@ -18,9 +18,7 @@
 //!                                                        -cleanup-batch / -cleaned
 //! ```
 //!
-//! With the cargo feature `fault-points`, setting `NOKV_FAULT_POINT` to one of those names
-//! aborts the process right after that boundary (crash tests); without the feature the checks
-//! compile to nothing. Re-running the same request after a crash resumes the same operation
+//! Those names are crash points of [`crate::fault`] (cargo feature `fault-points`). Re-running the same request after a crash resumes the same operation
 //! (its id is derived from the projection-input digest) and converges to one terminal result.
 //!
 //! The result is reconstructed from the build operation only — never from the current
@@ -36,7 +34,7 @@ use meta::ops::tag::{TagCondition, TagInfo};
 
 use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::workbench::canonical;
+use crate::json::canonical;
 
 /// Content type of `metadata/run_manifest.json`.
 pub const RUN_MANIFEST_CONTENT_TYPE: &str = "application/json";
@@ -130,23 +128,7 @@ pub fn parse_commit_id(hex: &str) -> Result<CommitId> {
     })
 }
 
-/// Kills the process with SIGKILL when the `fault-points` feature is on and `NOKV_FAULT_POINT`
-/// names this boundary (crash tests only): no destructor, flush or cleanup runs. Falls back to
-/// `abort` if the `kill` command cannot be run.
-#[allow(unused_variables)]
-pub fn fault_point(name: &str) {
-    #[cfg(feature = "fault-points")]
-    if std::env::var("NOKV_FAULT_POINT").is_ok_and(|v| v == name) {
-        eprintln!("nokv: fault point {name} reached; sending SIGKILL to self");
-        let pid = std::process::id().to_string();
-        let _ = std::process::Command::new("kill")
-            .args(["-KILL", &pid])
-            .status();
-        std::process::abort();
-    }
-}
-
-fn tool_err(e: crate::workbench::errors::ToolError) -> Error {
+fn tool_err(e: nokv_protocol::errors::ToolError) -> Error {
     Error::InvalidArgument(e.message)
 }
 
@@ -180,7 +162,7 @@ impl Client {
         let canonical_manifest = canonical::canonical_json(&req.manifest).map_err(tool_err)?;
         // The same bound as every tool payload, so every committed run manifest stays readable
         // by `workbench_find` (which reads at most this plus the envelope).
-        let max = crate::workbench::payload::MAX_PAYLOAD_BYTES;
+        let max = crate::json::payload::MAX_PAYLOAD_BYTES;
         if canonical_manifest.len() as u64 > max {
             return Err(Error::OperationFailed {
                 code: "PayloadTooLarge".into(),
@@ -261,7 +243,7 @@ impl Client {
         };
         let handle = build::begin(shard, &breq).map_err(map_meta)?;
         if handle.created {
-            fault_point("commit-after-building");
+            crate::fault::point("commit-after-building");
         }
         let op_id = handle.operation_id;
         let mut guard = 0u64;
@@ -272,7 +254,7 @@ impl Client {
             }
             match build::step(shard, &op_id).map_err(map_meta)? {
                 StepOutcome::Terminal => break,
-                StepOutcome::Advanced(name) => fault_point(&format!("commit-after-{name}")),
+                StepOutcome::Advanced(name) => crate::fault::point(&format!("commit-after-{name}")),
                 StepOutcome::NeedsManifest => {
                     let op = build::read_operation(shard, &op_id)?.ok_or(Error::Busy)?;
                     let envelope = canonical::run_manifest_envelope(
@@ -284,9 +266,9 @@ impl Client {
                     )
                     .map_err(tool_err)?;
                     let staged = self.upload_staged_manifest(&op_id, &envelope)?;
-                    fault_point("commit-after-upload");
+                    crate::fault::point("commit-after-upload");
                     build::stage_manifest(shard, &op_id, &staged).map_err(map_meta)?;
-                    fault_point("commit-after-stage");
+                    crate::fault::point("commit-after-stage");
                 }
             }
         }

@@ -348,3 +348,37 @@ pub enum PlacementErrorKind {
     /// A record changed concurrently; re-read and retry.
     Conflict,
 }
+
+/// The error of creating the store directory `dir`: a location that is (or lies under) a
+/// regular file is `InvalidArgument` (a wrong `--store`, not a failure of NoKV); no write
+/// permission or a read-only file system is `ReadOnlyStore`; anything else `LocalIo`.
+pub(crate) fn store_dir_error(dir: &std::path::Path, source: std::io::Error) -> Error {
+    use std::io::ErrorKind;
+    if let Some(reason) = not_writable(&source) {
+        return Error::ReadOnlyStore {
+            reason: reason.into(),
+        };
+    }
+    match source.kind() {
+        ErrorKind::AlreadyExists | ErrorKind::NotADirectory => Error::InvalidArgument(
+            "the store location is not a directory (it is, or lies under, a regular file); \
+             choose a directory"
+                .into(),
+        ),
+        _ => Error::LocalIo {
+            op: "create store directory",
+            path: dir.to_path_buf(),
+            source,
+        },
+    }
+}
+
+/// Why an I/O error means the store cannot be written by this process: `Some("read-only file
+/// system")` for `EROFS`, `Some("no write permission")` for `EACCES`/`EPERM`, `None` otherwise.
+pub(crate) fn not_writable(e: &std::io::Error) -> Option<&'static str> {
+    match e.kind() {
+        std::io::ErrorKind::ReadOnlyFilesystem => Some("read-only file system"),
+        std::io::ErrorKind::PermissionDenied => Some("no write permission"),
+        _ => None,
+    }
+}

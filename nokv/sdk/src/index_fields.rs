@@ -52,12 +52,12 @@ pub fn field_id(name: &str) -> Result<FieldId> {
 /// Numbers are taken exactly or not at all (docs/workbench.md, "Numbers"): an integer beyond 64 bits,
 /// a decimal that an `f64` would round (`0.1000000000000000000001`) or a value beyond the `f64`
 /// range is [`Error::InvalidArgument`] naming the number — an index never stores a rounded
-/// value (see [`crate::workbench::numbers::exact_index_number`]).
+/// value (see [`crate::json::numbers::exact_index_number`]).
 pub fn json_scalar_to_index_value(value: &Value) -> Result<Option<IndexValue>> {
     Ok(Some(match value {
         Value::Null => IndexValue::Null,
         Value::Bool(b) => IndexValue::Bool(*b),
-        Value::Number(n) => crate::workbench::numbers::exact_index_number(n).map_err(invalid)?,
+        Value::Number(n) => crate::json::numbers::exact_index_number(n).map_err(invalid)?,
         Value::String(s) => IndexValue::String(s.clone()),
         Value::Array(_) | Value::Object(_) => return Ok(None),
     }))
@@ -119,7 +119,7 @@ pub fn parse_field_arg(spec: &str) -> Result<(FieldId, IndexValue)> {
                 .unwrap_or(raw)
                 .parse::<Number>()
                 .map_err(|_| bad("a number"))?;
-            let f = crate::workbench::numbers::exact_f64(&n).ok_or_else(|| {
+            let f = crate::json::numbers::exact_f64(&n).ok_or_else(|| {
                 bad("a number that 64-bit floating point holds exactly (it would be rounded)")
             })?;
             IndexValue::float(f).map_err(|_| bad("a finite number"))?

@@ -27,7 +27,7 @@
 //!
 //! Fault points (phase boundaries, see [`FaultPoint`]): a test can stop the driver at one through
 //! [`RestoreOptions::interrupt_after`]; with the cargo feature `fault-points`, the environment
-//! variable `NOKV_FAULT_POINT=<name>` aborts the process there (crash tests).
+//! variable `NOKV_FAULT_POINT=<name>` kills the process there ([`crate::fault`]).
 
 use meta::codec::{
     ManifestRow, OperationResult, RestoreOperation, RestorePhase, RestoreSource, TerminalError,
@@ -51,8 +51,8 @@ pub const RESTORE_PRODUCER: &str = "workbench_restore";
 /// Domain separator of the restore manifest's deterministic revision id:
 /// `sha256(domain || root_id || operation_id)[..16]`.
 pub const RESTORE_MANIFEST_REVISION_DOMAIN: &[u8] = b"nokv.restore.manifest_revision.v1\0";
-/// Environment variable naming the fault point at which a `fault-points` build aborts.
-pub const FAULT_POINT_ENV: &str = "NOKV_FAULT_POINT";
+/// Environment variable naming the fault point at which a `fault-points` build is killed.
+pub use crate::fault::FAULT_POINT_ENV;
 
 /// Where a restore comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,9 +189,8 @@ pub struct AbortReceipt {
 }
 
 fn fault(point: FaultPoint, options: &RestoreOptions) -> Result<(), RestoreError> {
-    // Shared hook (`fault-points` feature): SIGKILLs the process when NOKV_FAULT_POINT names
-    // this boundary — process loss with no destructor, flush or cleanup.
-    crate::commit::fault_point(point.as_str());
+    // Process loss here when a `fault-points` build is told so (see crate::fault).
+    crate::fault::point(point.as_str());
     if options.interrupt_after == Some(point) {
         return Err(RestoreError::Interrupted(point));
     }
@@ -232,7 +231,7 @@ pub fn restore_manifest_bytes(
         "destination_workbench_id": destination_workbench_id,
         "destination_path": destination_path,
     });
-    crate::workbench::canonical::canonical_json(&value)
+    crate::json::canonical::canonical_json(&value)
         .map_err(|e| crate::Error::InvalidArgument(format!("restore manifest: {e:?}")))
 }
 

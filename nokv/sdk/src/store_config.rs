@@ -327,7 +327,7 @@ impl StoreConfig {
             let path = path.to_path_buf();
             move |source| Error::LocalIo { op, path, source }
         };
-        fs::create_dir_all(dir).map_err(|source| crate::client::store_dir_error(dir, source))?;
+        fs::create_dir_all(dir).map_err(|source| crate::error::store_dir_error(dir, source))?;
         let target = dir.join(CONFIG_FILE);
         let tmp = dir.join(format!(".{CONFIG_FILE}.tmp-{}", self.store_uuid));
         let text = serde_json::to_vec_pretty(self)

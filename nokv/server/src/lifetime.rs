@@ -29,7 +29,8 @@ use super::error::ApiError;
 use super::journal;
 use super::routes::{blocking, idempotency_key, journaled, json_response, read_json, Shared};
 use nokv::client::Client;
-use nokv::lifetime::{removal_error, FsckOutcome, RemoveOptions};
+use nokv::lifetime::{FsckOutcome, RemoveOptions};
+use nokv::workbench::removal_error;
 use nokv::workbench::{store_error, tool_error};
 
 /// The lifetime routes, merged into the server's router.

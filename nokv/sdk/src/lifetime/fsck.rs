@@ -194,3 +194,14 @@ impl Client {
 fn explain_hint(rev: &ArtifactRevisionId) -> String {
     format!("`nokv gc --explain {rev}` names the paths and commits that hold the revision")
 }
+
+impl Client {
+    /// Failed background checkpoints (flushes and merges) of the embedded metadata engine since
+    /// this handle opened the store (`holt::Stats::checkpoint_failures`); 0 for a store whose
+    /// metadata lives in etcd, and for a read-only handle. Each failure lost nothing; a store
+    /// whose count keeps rising has a damaged image or an I/O problem (`nokv fsck` scrubs every
+    /// image block).
+    pub fn checkpoint_failures(&self) -> u64 {
+        super::health::checkpoint_failures(self.meta())
+    }
+}

@@ -108,7 +108,7 @@ impl Client {
             root_id: *meta.root_id().as_bytes(),
         };
         let mut observe = |b: Boundary| {
-            crate::commit::fault_point(&format!("gc-after-{}", b.as_str()));
+            crate::fault::point(&format!("gc-after-{}", b.as_str()));
         };
         Ok(ops::run_pass(
             meta,

@@ -10,15 +10,15 @@
 //!
 //! | method | what |
 //! |--------|------|
-//! | [`Client::remove`] | remove one path (generation CAS optional, request-id idempotent) |
-//! | [`Client::remove_prefix`] | remove everything under a prefix in bounded batches |
-//! | [`Client::gc`] | one garbage-collection pass (dry run, budget) |
-//! | [`Client::gc_explain`] / [`Client::gc_explain_revision`] | why a revision is kept |
-//! | [`Client::fsck`] | typed findings from authoritative rows, plus unowned provider objects |
-//! | [`Client::repair_index`] | rebuild SecondaryIndex rows from PathCurrent |
-//! | [`Client::config_get`] / [`Client::config_set`] / [`Client::config_list`] | durable settings |
-//! | [`Client::start_background_maintenance`] | reaper + GC on a timer for long-running processes |
-//! | [`Client::checkpoint_failures`] | failed background checkpoints of the metadata engine (warned about, see `health`) |
+//! | [`Client::remove`](crate::Client::remove) | remove one path (generation CAS optional, request-id idempotent) |
+//! | [`Client::remove_prefix`](crate::Client::remove_prefix) | remove everything under a prefix in bounded batches |
+//! | [`Client::gc`](crate::Client::gc) | one garbage-collection pass (dry run, budget) |
+//! | [`Client::gc_explain`](crate::Client::gc_explain) / [`Client::gc_explain_revision`](crate::Client::gc_explain_revision) | why a revision is kept |
+//! | [`Client::fsck`](crate::Client::fsck) | typed findings from authoritative rows, plus unowned provider objects |
+//! | [`Client::repair_index`](crate::Client::repair_index) | rebuild SecondaryIndex rows from PathCurrent |
+//! | [`Client::config_get`](crate::Client::config_get) / [`Client::config_set`](crate::Client::config_set) / [`Client::config_list`](crate::Client::config_list) | durable settings |
+//! | [`Client::start_background_maintenance`](crate::Client::start_background_maintenance) | reaper + GC on a timer for long-running processes |
+//! | [`Client::checkpoint_failures`](crate::Client::checkpoint_failures) | failed background checkpoints of the metadata engine (warned about, see `health`) |
 //!
 //! Nothing here lists the bucket to decide what to delete: GC deletes exactly the objects the
 //! ArtifactManifest rows of a claimed revision name, and fsck's provider listing is information
@@ -32,7 +32,7 @@ mod settings;
 
 pub use fsck::FsckOutcome;
 pub use gc::{MaintenanceHandle, MaintenanceReport};
-pub use remove::{removal_error, PrefixRemoval, RemoveOptions, RemoveReceipt, RemovedPaths};
+pub use remove::{PrefixRemoval, RemoveOptions, RemoveReceipt, RemovedPaths};
 
 pub use meta::ops::fsck::{Finding, FindingKind, FsckReport, FsckStats, RepairReport};
 pub use meta::ops::gc::explain::{Explanation, Holder, Verdict};

@@ -7,7 +7,6 @@ use serde_json::{json, Value};
 
 use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::workbench::errors::ToolError;
 
 /// Options of [`Client::remove`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -90,29 +89,6 @@ impl PrefixRemoval {
             "kept_reserved": self.kept_reserved.iter().map(NormPath::as_str).collect::<Vec<_>>(),
             "batches": self.batches,
         })
-    }
-}
-
-/// The typed tool error of a failed removal, for every front door: a request id reused for a
-/// different command is `InvalidArguments` with `details.reason = "request_id_reused"`; a
-/// directory (`NotArtifact`) says that a recursive removal takes it; every other error maps like
-/// any tool error of `workbench_id` ([`crate::workbench::tool_error`]).
-pub fn removal_error(client: &Client, workbench_id: &str, err: Error) -> ToolError {
-    match err {
-        Error::Meta(meta::Error::RequestReplayMismatch) => ToolError::invalid_arguments(
-            "this request id was already used for a different command; pick a new id",
-        )
-        .with_detail("reason", Value::from("request_id_reused")),
-        Error::NotArtifact { .. } => {
-            let mut e = crate::workbench::tool_error(client, workbench_id, err);
-            e.message = format!(
-                "{} (a recursive removal removes everything under it: `nokv rm -r`, \
-                 `Client::remove_prefix`, `remove(..., recursive=True)` in Python)",
-                e.message
-            );
-            e
-        }
-        other => crate::workbench::tool_error(client, workbench_id, other),
     }
 }
 

@@ -6,27 +6,27 @@
 //! (a snapshot-fenced cursor), reads each published `metadata/run_manifest.json` and matches
 //! `manifest_pattern` as an ASCII case-insensitive literal substring of its canonical bytes.
 //! Each match carries `manifest_path`, `manifest_size_bytes`, `manifest_generation`, the
-//! envelope's digests and identity, `commit_identity_verified`, `manifest_summary` (see
-//! [`summary`]) and, with `include_manifest`, `manifest` = the whole run-manifest envelope
+//! envelope's digests and identity, `commit_identity_verified`, `manifest_summary` (see the
+//! `summary` function) and, with `include_manifest`, `manifest` = the whole run-manifest envelope
 //! (`null` otherwise).
 
 use serde_json::{Map, Value};
 
-use super::canonical;
 use super::cursor::{decode_cursor, encode_cursor, scope_digest, CursorState, Fence};
-use super::errors::{ErrorCode, ToolError, ToolResult};
 use super::scope::{opt_bool, opt_str, opt_u64, req_str};
 use super::{tool_error, Workbench};
 use crate::client::Client;
 use crate::commit::CommitRequest;
+use crate::json::canonical;
+use nokv_protocol::errors::{ErrorCode, ToolError, ToolResult};
 
 const FIND_TOOL: &str = "workbench_find";
 /// Workbenches one `workbench_find` call examines at most before returning a cursor.
 const FIND_SCAN_BUDGET: usize = 1000;
 /// Largest run manifest `workbench_find` reads (bytes): the commit-time bound on the canonical
-/// manifest ([`crate::workbench::payload::MAX_PAYLOAD_BYTES`]) plus 64 KiB for the envelope, so
+/// manifest ([`crate::json::payload::MAX_PAYLOAD_BYTES`]) plus 64 KiB for the envelope, so
 /// every committed manifest is read; larger files are reported unmatched.
-const MAX_FIND_MANIFEST_BYTES: u64 = crate::workbench::payload::MAX_PAYLOAD_BYTES + 64 * 1024;
+const MAX_FIND_MANIFEST_BYTES: u64 = crate::json::payload::MAX_PAYLOAD_BYTES + 64 * 1024;
 
 /// Maps commit- and tag-path errors to the contract's codes (`WorkbenchCommitConflict`,
 /// `WorkbenchCommitProtocolMismatch`, `NotFound`, `InvalidState`, `Conflict/CommitHead`, …);

@@ -13,8 +13,8 @@
 //! (live) or `1u8 ‖ read_version u64` (snapshot). Cursors are at most [`MAX_CURSOR_BYTES`]
 //! characters; an anchor of one path (≤4096 bytes) plus a small `extra` fits.
 
-use super::errors::{ToolError, ToolResult};
 use base64::Engine as _;
+use nokv_protocol::errors::{ToolError, ToolResult};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -291,7 +291,7 @@ pub fn decode_cursor(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workbench::errors::ErrorCode;
+    use nokv_protocol::errors::ErrorCode;
     use serde_json::json;
 
     fn hex(b: &[u8]) -> String {

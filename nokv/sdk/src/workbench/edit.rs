@@ -4,7 +4,7 @@
 //! line-ending tolerance. Matches are found left to right and never overlap. When nothing
 //! matches, the error carries near-miss hints so an agent can fix its `old_string`.
 
-use super::errors::{ErrorCode, ToolError, ToolResult};
+use nokv_protocol::errors::{ErrorCode, ToolError, ToolResult};
 use serde_json::{Map, Value};
 
 /// The result of a successful [`apply_edit`].

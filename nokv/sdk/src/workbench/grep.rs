@@ -3,8 +3,8 @@
 //! Grep is a case-insensitive literal substring search per line, never a regex. Lines are split
 //! like structured text reads ([`super::shape::split_lines`]): `\n` and `\r\n` end a line.
 
-use super::errors::{ToolError, ToolResult};
 use super::shape::split_lines;
+use nokv_protocol::errors::{ToolError, ToolResult};
 
 /// Maximum number of alternatives a `|`-separated `pattern` splits into, and maximum length of
 /// `patterns` (docs/workbench.md: `patterns` ≤16).
@@ -151,7 +151,7 @@ pub fn grep_lines(text: &str, patterns: &[String]) -> Vec<(u64, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workbench::errors::ErrorCode;
+    use nokv_protocol::errors::ErrorCode;
 
     fn strings(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()

@@ -16,13 +16,10 @@
 //! workbench). The fallback arm of the dispatch answers `InvalidState` only for a name that
 //! passed the schema lookup without a handler (not reachable with the current schema table).
 
-pub mod canonical;
 pub mod cursor;
 pub mod edit;
 pub use nokv_protocol::errors;
 pub mod grep;
-pub mod numbers;
-pub mod payload;
 pub mod schema;
 pub mod shape;
 
@@ -36,9 +33,14 @@ mod scope;
 pub mod snapshot_tools;
 mod write_tools;
 
+/// The JSON encodings the tools use, under their historical paths
+/// (`nokv::workbench::canonical`, `…::payload`, `…::numbers`).
+pub use crate::json::{canonical, numbers, payload};
+
 use serde_json::{Map, Value};
 
 use crate::client::Client;
+use crate::error::Error;
 use errors::{ErrorCode, ToolError, ToolResult};
 
 /// The facade over one [`Client`]. Cheap to clone.
@@ -214,6 +216,29 @@ pub fn tool_error(client: &Client, workbench_id: &str, err: crate::Error) -> Too
             ToolError::object_unavailable(format!("digest mismatch for `{path}`"))
         }
         other => store_error(other),
+    }
+}
+
+/// The typed tool error of a failed removal, for every front door: a request id reused for a
+/// different command is `InvalidArguments` with `details.reason = "request_id_reused"`; a
+/// directory (`NotArtifact`) says that a recursive removal takes it; every other error maps like
+/// any tool error of `workbench_id` ([`tool_error`]).
+pub fn removal_error(client: &Client, workbench_id: &str, err: Error) -> ToolError {
+    match err {
+        Error::Meta(meta::Error::RequestReplayMismatch) => ToolError::invalid_arguments(
+            "this request id was already used for a different command; pick a new id",
+        )
+        .with_detail("reason", Value::from("request_id_reused")),
+        Error::NotArtifact { .. } => {
+            let mut e = tool_error(client, workbench_id, err);
+            e.message = format!(
+                "{} (a recursive removal removes everything under it: `nokv rm -r`, \
+                 `Client::remove_prefix`, `remove(..., recursive=True)` in Python)",
+                e.message
+            );
+            e
+        }
+        other => tool_error(client, workbench_id, other),
     }
 }
 

@@ -5,10 +5,10 @@ use meta::{NormPath, PathEntry, Reader, WorkspaceCurrent};
 use serde_json::{Map, Value};
 
 use super::cursor::{self, CursorState, Fence};
-use super::errors::{ToolError, ToolResult};
 use super::scope::{opt_bool, opt_str, opt_u64, present, req_str, split_section, Scope};
 use super::{grep as grep_match, shape, tool_error, Workbench};
 use crate::client::{Client, SECTIONS};
+use nokv_protocol::errors::{ToolError, ToolResult};
 
 /// grep budget: files scanned per call.
 const GREP_MAX_FILES: u64 = 10_000;
@@ -40,7 +40,7 @@ fn view(
             let ws = visible(client, &read, id)?;
             if ws.incarnation != info.incarnation {
                 return Err(ToolError::new(
-                    super::errors::ErrorCode::SnapshotNotFound,
+                    nokv_protocol::errors::ErrorCode::SnapshotNotFound,
                     format!("no such snapshot in workbench `{id}`"),
                 ));
             }

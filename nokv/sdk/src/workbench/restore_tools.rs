@@ -22,12 +22,12 @@ use meta::ids::CommitId;
 use meta::ops::restore::RestoreError as OpError;
 use serde_json::{Map, Value};
 
-use super::errors::{ErrorCode, ToolError, ToolResult};
 use super::scope::req_str;
 use super::snapshot_tools::selector_of;
 use super::{meta_tool_error, tool_error, Workbench};
 use crate::client::Client;
 use crate::restore::{RestoreError, RestoreFrom, RestoreRequest};
+use nokv_protocol::errors::{ErrorCode, ToolError, ToolResult};
 
 /// Runs `workbench_restore`.
 pub(super) fn restore(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<String, Value>> {

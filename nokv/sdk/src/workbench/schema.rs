@@ -5,8 +5,8 @@
 //! Every tool call is validated here first — unknown fields, wrong types, out-of-range limits —
 //! before any cross-field check or storage access. Each tool's validator is compiled once, lazily.
 
-use super::errors::{ToolError, ToolResult};
 use jsonschema::error::ValidationErrorKind;
+use nokv_protocol::errors::{ToolError, ToolResult};
 use serde_json::{Map, Value};
 use std::sync::OnceLock;
 
@@ -297,7 +297,7 @@ pub fn validate(tool: &str, input: &Value) -> ToolResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workbench::errors::ErrorCode;
+    use nokv_protocol::errors::ErrorCode;
     use serde_json::json;
 
     #[test]

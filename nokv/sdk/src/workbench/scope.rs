@@ -7,8 +7,8 @@
 use meta::NormPath;
 use serde_json::{Map, Value};
 
-use super::errors::{ToolError, ToolResult};
 use crate::client::{Client, SECTIONS};
+use nokv_protocol::errors::{ToolError, ToolResult};
 
 /// A resolved tool scope.
 #[derive(Debug, Clone)]

@@ -10,7 +10,7 @@
 //!   document (mapping, scalar, empty document = `null`) one record.
 //! - `text_lines`: everything else; one JSON string record per line.
 
-use super::errors::{ToolError, ToolResult};
+use nokv_protocol::errors::{ToolError, ToolResult};
 use serde_json::{Map, Value};
 
 /// Largest body a structured read decodes: 16 MiB. Larger bodies → `ResourceExhausted`
@@ -341,7 +341,7 @@ pub fn byte_range(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workbench::errors::ErrorCode;
+    use nokv_protocol::errors::ErrorCode;
     use serde_json::json;
 
     #[test]

@@ -12,12 +12,12 @@ use meta::ops::snapshot::{SnapshotInfo, SnapshotSelector};
 use meta::Reader;
 use serde_json::{Map, Value};
 
-use super::canonical::canonical_json;
-use super::errors::{ErrorCode, ToolError, ToolResult};
 use super::scope::{opt_str, opt_u64, req_str};
 use super::{tool_error, Workbench};
 use crate::client::Client;
+use crate::json::canonical::canonical_json;
 use crate::snapshot::{SnapshotOptions, DAY_MS};
+use nokv_protocol::errors::{ErrorCode, ToolError, ToolResult};
 
 /// Default lease in days (docs/workbench.md).
 const DEFAULT_TTL_DAYS: u64 = 7;

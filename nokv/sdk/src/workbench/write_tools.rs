@@ -2,10 +2,11 @@
 
 use serde_json::{Map, Value};
 
-use super::errors::{ErrorCode, ToolError, ToolResult};
 use super::scope::{opt_bool, opt_str, opt_u64, req_str, Scope};
-use super::{edit as edit_match, payload, tool_error, Workbench};
+use super::{edit as edit_match, tool_error, Workbench};
 use crate::client::{PutOptions, WriteCondition, SECTIONS};
+use crate::json::payload;
+use nokv_protocol::errors::{ErrorCode, ToolError, ToolResult};
 
 /// Largest body `workbench_edit` loads (bytes); bigger bodies go through the SDK.
 const MAX_EDIT_BYTES: u64 = 16 * 1024 * 1024;

@@ -12,7 +12,7 @@
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::errors::{ErrorCode, ToolError, ToolResult};
+use nokv_protocol::errors::{ErrorCode, ToolError, ToolResult};
 
 /// Deepest nesting a canonical document may have (objects and arrays).
 pub const MAX_CANONICAL_DEPTH: usize = 64;

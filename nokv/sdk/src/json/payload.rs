@@ -3,8 +3,8 @@
 //! Exactly one of `text` (UTF-8, stored as its bytes) or `base64` (standard alphabet, canonical
 //! `=` padding, no whitespace) per call, at most [`MAX_PAYLOAD_BYTES`] decoded bytes.
 
-use super::errors::{ToolError, ToolResult};
 use base64::Engine as _;
+use nokv_protocol::errors::{ToolError, ToolResult};
 
 /// Maximum decoded payload per put_file/append call: 16 MiB (16,777,216 bytes). Larger bodies go
 /// through the SDK / `nokv collect`, which stream in blocks.
@@ -72,7 +72,7 @@ pub fn decode_payload(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workbench::errors::ErrorCode;
+    use nokv_protocol::errors::ErrorCode;
 
     #[test]
     fn text_payload_is_utf8_bytes_with_text_content_type() {

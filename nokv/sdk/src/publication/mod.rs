@@ -1,0 +1,66 @@
+//! Ledger-driven publication, recovery and durable idempotent append (docs/metadata-format.md, "Upload And
+//! Append"; docs/design.md, "Immutable Bodies And Publication", "Safe Object Lifetime").
+//!
+//! Every body the SDK publishes goes through one Publish operation of
+//! [`meta::ops::publish_operation`]:
+//!
+//! 1. **Begin** — the operation (phase Uploading, the complete frozen request) and the
+//!    StagedObject rows of the first block group are committed in one metadata command before
+//!    any byte is sent. A streamed body ([`crate::Client::put_reader`]) is read one block at a
+//!    time into memory, hashed, its row committed, then uploaded; a body held in memory stages up
+//!    to [`meta::ops::publish_operation::MAX_LEDGER_ROWS_PER_COMMAND`] rows per command.
+//! 2. **Upload** — each block is written with `put_if_absent` under its revision-owned key. The
+//!    next staging command marks the previous group Uploaded (or Ambiguous when the provider
+//!    could not tell, [`objstore::Error::Ambiguous`]).
+//! 3. **Finalize** — CAS Uploading -> Finalizing sealing length and digest, then the one
+//!    publication command moves Finalizing -> Published with the path, revision, manifest,
+//!    references, indexes, event and dedupe result.
+//! 4. **Failure** — a failed upload or a definite refusal of the final command aborts the
+//!    operation (CAS, with proof of no publication for Finalizing) and deletes exactly the
+//!    ledger-owned keys. If the provider is down the operation stays Cleaning and the next
+//!    recovery pass finishes it. An upload that completes after another party aborted the
+//!    operation joins cleanup: it deletes every key it sent, then runs the cleanup pass.
+//!
+//! **Recovery** ([`crate::Client::recover_operations`], run at every [`crate::Client::open`]) is
+//! driven by the ledger only, never by listing the bucket. It finds the non-terminal operations
+//! through the pending-operation registry ([`meta::ops::publish_operation::list_pending`]), so
+//! its cost grows with the operations still open, not with every publication ever made. The holt database is held by one
+//! process at a time, so at open every non-terminal operation is orphaned; later passes skip the
+//! operations this handle has in flight. Uploading / Aborting / Cleaning operations are aborted
+//! and cleaned; Finalizing operations whose own objects are all present and verified (length +
+//! SHA-256) are resumed to Published, otherwise taken over by abort (with proof) and cleaned;
+//! Quarantined operations from an earlier pass are reconciled (DELETE again, then HEAD must
+//! report the key absent).
+//!
+//! Multipart uploads: a block the provider uploads in parts (S3 above its multipart threshold)
+//! goes through [`objstore::ObjectStore::put_if_absent_observed`]; the provider reports the
+//! upload id before the first part and [`meta::ops::publish_operation::record_upload_id`]
+//! records it on the block's StagedObject row in one command, so the parts are ledger-owned
+//! before they are sent (if the id cannot be recorded the provider aborts the upload and sends
+//! nothing). A process killed mid-upload leaves an open upload that recovery finds in the ledger:
+//! cleanup aborts it ([`objstore::ObjectStore::abort_upload`]) before deleting the key, so no
+//! parts stay billed and invisible. Crash tests stop after `multipart-after-upload-id` and
+//! `multipart-after-first-part` (feature `fault-points`).
+//!
+//! Append cost: the whole-body digest of an append re-hashes the base body (O(body) per
+//! append). Persisting the resumable SHA-256 state would need a field the seed's ArtifactRevision
+//! record (value version 2) does not have, so it is left as is.
+//!
+//! **Durable idempotent append** ([`crate::Client::append_idempotent`]): the caller's 16-byte
+//! operation id is the Publish operation's id and its intent digest is
+//! `sha256("nokv.append.intent.v1\0" | u32 len | workbench_id | u32 len | path | u64 delta
+//! length | delta sha256)`. A replay of a published id returns the original receipt and appends
+//! nothing; another intent under the same id is refused with
+//! `Error::Meta(meta::Error::OperationIntentMismatch)`; an attempt that lost the path generation
+//! CAS ends Cleaned and is re-begun under the same id with a fresh revision.
+
+mod append;
+mod operation;
+pub(crate) mod plan;
+mod recovery;
+mod upload;
+
+pub use plan::{
+    append_intent_digest, parse_operation_id, OperationInfo, RecoverySummary, APPEND_INTENT_DOMAIN,
+    PUBLISH_INTENT_DOMAIN,
+};
