@@ -21,72 +21,16 @@ use meta::{PathEntry, Reader};
 use nokv::workbench::errors::ToolError;
 use nokv::{Client, ClientOptions, IndexFields, IndexValue, PutOptions, WriteCondition};
 use nokv_remote::RemoteClient;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString};
 use serde_json::{json, Map, Value};
 
+use crate::backend::{Embedded, Inner, Remote, Shared};
 use crate::convert::{from_py, to_py};
 use crate::errors;
 use crate::io::{PyReader, RangeReader};
 use crate::types::{split_key, AppendResult, Change, PutResult, Stat};
-
-/// The open store shared by a `Core` and every object derived from it (file readers, change
-/// iterators); `None` once closed.
-pub struct Shared {
-    inner: RwLock<Option<Arc<Inner>>>,
-}
-
-/// Where a `Core`'s calls go: the one switch between an embedded store (`nokv.open`) and a
-/// `nokv serve` server (`nokv.connect`). Every `Core` method matches on it once; the Python
-/// classes above it have one implementation of each operation.
-pub enum Inner {
-    /// The store opened in this process.
-    Embedded(Embedded),
-    /// A running `nokv serve`, reached through the Rust remote client.
-    Remote(Remote),
-}
-
-/// The embedded store: the SDK client and the facade over it.
-pub struct Embedded {
-    /// The Rust SDK.
-    pub client: Client,
-    /// The Workbench facade (the 18 tools).
-    pub facade: nokv::workbench::Workbench,
-}
-
-/// A connected store: the remote client and the server's presentation root.
-pub struct Remote {
-    /// The Rust SDK's remote client.
-    pub client: RemoteClient,
-    /// The server store's presentation root (e.g. `/agents/local/wb`), read at connect.
-    pub root: String,
-}
-
-impl Inner {
-    /// The presentation path of a workbench, `{root}/{workbench_id}`.
-    pub fn workbench_path(&self, workbench_id: &str) -> String {
-        match self {
-            Inner::Embedded(e) => e.client.workbench_path(workbench_id),
-            Inner::Remote(r) => format!("{}/{workbench_id}", r.root),
-        }
-    }
-
-    /// The embedded store, or `Unsupported` naming `operation` on a connected one.
-    pub fn embedded(&self, py: Python<'_>, operation: &str, why: &str) -> PyResult<&Embedded> {
-        match self {
-            Inner::Embedded(e) => Ok(e),
-            Inner::Remote(_) => Err(errors::unsupported(py, operation, why)),
-        }
-    }
-}
-
-impl Shared {
-    /// The open store, or `InvalidState` once closed.
-    pub fn get(&self, py: Python<'_>) -> PyResult<Arc<Inner>> {
-        self.inner.read().clone().ok_or_else(|| errors::closed(py))
-    }
-}
 
 /// One open store (see the module docs).
 #[pyclass(frozen, module = "nokv._nokv")]
@@ -236,9 +180,7 @@ enum Body<'a> {
 impl Core {
     fn new(inner: Inner, dir: Option<PathBuf>, url: Option<String>) -> Core {
         Core {
-            shared: Arc::new(Shared {
-                inner: RwLock::new(Some(Arc::new(inner))),
-            }),
+            shared: Arc::new(Shared::new(inner)),
             dir,
             url,
         }
@@ -597,7 +539,7 @@ impl Core {
     /// Closes the store: new calls fail with `InvalidState`; calls already running finish; the
     /// engine is dropped (its directory lock released) before this returns. Idempotent.
     fn close(&self, py: Python<'_>) {
-        let taken = self.shared.inner.write().take();
+        let taken = self.shared.take();
         if let Some(mut arc) = taken {
             py.detach(|| loop {
                 match Arc::try_unwrap(arc) {
@@ -617,7 +559,7 @@ impl Core {
     /// True once `close()` ran.
     #[getter]
     fn closed(&self) -> bool {
-        self.shared.inner.read().is_none()
+        self.shared.is_closed()
     }
 
     /// The store directory (`None` for a connected store).

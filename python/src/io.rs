@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::core::Shared;
+use crate::backend::{Embedded, Inner, Shared};
 use crate::errors;
 
 /// A verified block and the `[from, to)` byte range of it that a read needs.
@@ -191,7 +191,7 @@ impl RangeReader {
     /// The verified block `index` (from the one-block cache when it is there).
     fn block(
         &self,
-        inner: &crate::core::Embedded,
+        inner: &Embedded,
         rows: &[ManifestRow],
         index: usize,
     ) -> Result<Arc<Vec<u8>>, nokv::Error> {
@@ -216,7 +216,7 @@ impl RangeReader {
     /// The blocks covering `[offset, offset + len)` and the offset into the first one.
     fn blocks_for(
         &self,
-        inner: &crate::core::Embedded,
+        inner: &Embedded,
         rows: &[ManifestRow],
         offset: u64,
         len: u64,
@@ -254,9 +254,9 @@ impl RangeReader {
         let len = len.min(self.size - offset);
         let inner = self.shared.get(py)?;
         let (inner, rows) = match (&*inner, &self.source) {
-            (crate::core::Inner::Embedded(e), Source::Blocks(rows)) => (e, rows),
+            (Inner::Embedded(e), Source::Blocks(rows)) => (e, rows),
             (
-                crate::core::Inner::Remote(r),
+                Inner::Remote(r),
                 Source::Remote {
                     workbench_id,
                     key,

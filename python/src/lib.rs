@@ -5,6 +5,7 @@
 //! Workbench facade) in-process, with the GIL released around every storage and object I/O call.
 //! Built as an abi3 wheel for CPython ≥ 3.9 by maturin (`pip install ./python`).
 
+mod backend;
 mod convert;
 mod core;
 mod errors;

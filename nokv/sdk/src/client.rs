@@ -25,7 +25,6 @@ use objstore::ObjectStore;
 
 use crate::error::{Error, Result};
 use crate::index_fields::IndexFields;
-use crate::publication::plan::RecoverySummary;
 
 /// Default block size of new bodies: 4 MiB (docs/metadata-format.md, "Upload And Append").
 pub const DEFAULT_BLOCK_SIZE: usize = 4 * 1024 * 1024;
@@ -220,6 +219,25 @@ pub struct WorkbenchInfo {
     pub workspace: WorkspaceCurrent,
 }
 
+/// What one recovery pass did at open or through [`Client::recover_operations`] (see `crate::publication`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecoverySummary {
+    /// Finalizing operations resumed to Published.
+    pub resumed: u64,
+    /// Operations aborted (or already aborting) whose objects were all deleted: now Cleaned.
+    pub cleaned: u64,
+    /// Operations left Quarantined (ambiguous provider outcomes, evidence recorded).
+    pub quarantined: u64,
+    /// Quarantined operations of an earlier pass reconciled to Cleaned.
+    pub reconciled: u64,
+    /// Operations still Cleaning (a DELETE failed; the next pass resumes).
+    pub pending: u64,
+    /// Operations skipped because this handle is still running them.
+    pub in_flight: u64,
+    /// Per-operation failures (`operation_id: error`), for operations left as they were.
+    pub errors: Vec<String>,
+}
+
 /// The embedded NoKV client: metadata shard + object provider.
 #[derive(Debug, Clone)]
 pub struct Client {
@@ -252,9 +270,9 @@ pub(crate) type Ownership = std::convert::Infallible;
 
 impl Drop for Inner {
     /// The last clone closing the store warns about failed background checkpoints
-    /// (`crate::lifetime::health`).
+    /// (`crate::health`).
     fn drop(&mut self) {
-        crate::lifetime::health::warn_at_close(&self.meta);
+        crate::health::warn_at_close(&self.meta);
     }
 }
 

@@ -17,7 +17,7 @@
 //!   with strictly increasing owner epochs and the fail-stop rule.
 //! * [`client`] — the narrow core: [`Client`], its options and receipts, the accessors every
 //!   concept module uses. The concept modules each add one group of [`Client`] methods:
-//!   opening a store (`open`), the write path (`write`: put, put_reader, append), the read path
+//!   opening a store (`open`), the write path (`publication`: put, put_reader, append), the read path
 //!   (`read`: stat, range reads), [`publication`] (every body runs as a durable Publish
 //!   operation whose StagedObject ledger owns each block before its bytes are sent; recovery at
 //!   open; durable idempotent append), [`commit`] (durable commits, lineage, tags),
@@ -36,6 +36,7 @@ pub mod commit;
 pub mod control;
 pub mod error;
 pub mod fault;
+mod health;
 pub mod index_fields;
 pub mod json;
 pub mod lifetime;
@@ -48,7 +49,6 @@ pub mod restore;
 pub mod snapshot;
 pub mod store_config;
 pub mod workbench;
-mod write;
 
 pub use client::{
     AppendReceipt, Client, ClientOptions, PutOptions, PutReceipt, WorkbenchInfo, WriteCondition,

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::body::ChannelWriter;
-use super::AppState;
+use super::state::AppState;
 use nokv_commands::snapshot_cmd::ChangesArgs;
 
 /// Query of `GET /v1/changes` (the flags of `nokv changes`).

@@ -26,8 +26,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::error::ApiError;
+use super::handler::{blocking, idempotency_key, journaled, json_response, read_json, Shared};
 use super::journal;
-use super::routes::{blocking, idempotency_key, journaled, json_response, read_json, Shared};
 use nokv::client::Client;
 use nokv::lifetime::{FsckOutcome, RemoveOptions};
 use nokv::workbench::removal_error;

@@ -27,7 +27,6 @@
 //! Every record change is one etcd transaction with compares (name absent, record unchanged,
 //! epoch unchanged), so concurrent control-plane clients cannot interleave half-applied changes.
 
-pub(crate) mod embedded;
 pub mod owner;
 pub mod placement;
 pub mod shard;

@@ -202,6 +202,6 @@ impl Client {
     /// whose count keeps rising has a damaged image or an I/O problem (`nokv fsck` scrubs every
     /// image block).
     pub fn checkpoint_failures(&self) -> u64 {
-        super::health::checkpoint_failures(self.meta())
+        crate::health::checkpoint_failures(self.meta())
     }
 }

@@ -166,7 +166,7 @@ impl Client {
         let mut failures_reported = 0;
         let task = Periodic::spawn("nokv-maintenance", every, true, move || {
             failures_reported =
-                super::health::warn_if_checkpoint_failures_rose(client.meta(), failures_reported);
+                crate::health::warn_if_checkpoint_failures_rose(client.meta(), failures_reported);
             let reap = client.reap_snapshots().map_err(|e| e.to_string());
             let gc = client.gc(&GcOptions::default()).map_err(|e| e.to_string());
             *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(MaintenanceReport { reap, gc });

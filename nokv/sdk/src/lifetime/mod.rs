@@ -18,7 +18,7 @@
 //! | [`Client::repair_index`](crate::Client::repair_index) | rebuild SecondaryIndex rows from PathCurrent |
 //! | [`Client::config_get`](crate::Client::config_get) / [`Client::config_set`](crate::Client::config_set) / [`Client::config_list`](crate::Client::config_list) | durable settings |
 //! | [`Client::start_background_maintenance`](crate::Client::start_background_maintenance) | reaper + GC on a timer for long-running processes |
-//! | [`Client::checkpoint_failures`](crate::Client::checkpoint_failures) | failed background checkpoints of the metadata engine (warned about, see `health`) |
+//! | [`Client::checkpoint_failures`](crate::Client::checkpoint_failures) | failed background checkpoints of the metadata engine (warned about, see `crate::health`) |
 //!
 //! Nothing here lists the bucket to decide what to delete: GC deletes exactly the objects the
 //! ArtifactManifest rows of a claimed revision name, and fsck's provider listing is information
@@ -26,7 +26,6 @@
 
 mod fsck;
 mod gc;
-pub(crate) mod health;
 mod remove;
 mod settings;
 

@@ -57,10 +57,12 @@
 mod append;
 mod operation;
 pub(crate) mod plan;
+mod put;
 mod recovery;
 mod upload;
 
+pub use crate::client::RecoverySummary;
 pub use plan::{
-    append_intent_digest, parse_operation_id, OperationInfo, RecoverySummary, APPEND_INTENT_DOMAIN,
+    append_intent_digest, parse_operation_id, OperationInfo, APPEND_INTENT_DOMAIN,
     PUBLISH_INTENT_DOMAIN,
 };

@@ -15,25 +15,6 @@ pub const APPEND_INTENT_DOMAIN: &[u8] = b"nokv.append.intent.v1\0";
 /// Domain separator of the intent digest of ordinary (random-id) publications.
 pub const PUBLISH_INTENT_DOMAIN: &[u8] = b"nokv.publish.intent.v1\0";
 
-/// What one recovery pass did (see the module docs).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RecoverySummary {
-    /// Finalizing operations resumed to Published.
-    pub resumed: u64,
-    /// Operations aborted (or already aborting) whose objects were all deleted: now Cleaned.
-    pub cleaned: u64,
-    /// Operations left Quarantined (ambiguous provider outcomes, evidence recorded).
-    pub quarantined: u64,
-    /// Quarantined operations of an earlier pass reconciled to Cleaned.
-    pub reconciled: u64,
-    /// Operations still Cleaning (a DELETE failed; the next pass resumes).
-    pub pending: u64,
-    /// Operations skipped because this handle is still running them.
-    pub in_flight: u64,
-    /// Per-operation failures (`operation_id: error`), for operations left as they were.
-    pub errors: Vec<String>,
-}
-
 /// One Publish operation as [`Client::list_operations`](crate::Client::list_operations) reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OperationInfo {

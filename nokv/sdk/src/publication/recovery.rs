@@ -7,8 +7,8 @@ use meta::codec::{PublishOperation, PublishPhase, StagedCleanupState};
 use meta::ops::publish_operation::{self as ledger};
 use meta::OperationId;
 
-use super::plan::{is_definite_refusal, OperationInfo, RecoverySummary};
-use crate::client::Client;
+use super::plan::{is_definite_refusal, OperationInfo};
+use crate::client::{Client, RecoverySummary};
 use crate::error::{Error, Result};
 
 impl Client {

@@ -34,7 +34,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
 use super::error::ApiError;
-use super::{bind, ServerOptions, ServerThread};
+use super::runtime::{bind, ServerThread};
+use super::state::ServerOptions;
 use nokv::control::ControlPlane;
 use nokv::error::{Error, Result};
 use nokv::store_config::{InitOptions, StoreConfig};
@@ -251,7 +252,7 @@ fn authorized(d: &Dispatch, req: &Request) -> bool {
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|p| super::routes::same_secret(p.trim().as_bytes(), token.trim().as_bytes()))
+        .is_some_and(|p| super::handler::same_secret(p.trim().as_bytes(), token.trim().as_bytes()))
 }
 
 async fn dispatch_request(State(d): State<Arc<Dispatch>>, mut req: Request) -> Response {
@@ -300,7 +301,7 @@ async fn locate(d: &Arc<Dispatch>, root: &str) -> ApiError {
     }
     let control = d.control.clone();
     let name = root.to_owned();
-    let found = super::routes::blocking(move || -> Result<Option<_>> {
+    let found = super::handler::blocking(move || -> Result<Option<_>> {
         let Some(record) = control.root_by_name(&name)? else {
             return Ok(None);
         };

@@ -27,7 +27,8 @@ use std::time::Duration;
 
 use meta::LogicalShardId;
 
-use super::super::{journal, metrics, routes, AppState, ServerOptions};
+use super::super::state::{AppState, ServerOptions};
+use super::super::{journal, metrics, routes};
 use nokv::client::{Client, ClientOptions};
 use nokv::control::shard::ShardStatus;
 use nokv::control::{ControlPlane, ShardEngine};

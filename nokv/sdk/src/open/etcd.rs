@@ -1,13 +1,16 @@
-//! The embedded client's side of the control plane: a [`crate::Client`] whose store keeps its
-//! metadata in etcd owns the root's logical shard for as long as it is open, exactly as an
-//! embedded holt store is locked by one process at a time.
+//! Opening a store whose metadata lives on etcd — the embedded client's side of the control
+//! plane: a [`crate::Client`] whose store keeps its metadata in etcd owns the root's logical
+//! shard for as long as it is open, exactly as an embedded holt store is locked by one process
+//! at a time.
 
 use std::time::Duration;
 
 use meta::codec::RootPlacementLifecycle;
 use meta::{MetaShard, RootId};
 
-use super::{refused, ControlPlane, PlacementErrorKind, ShardEngine, ShardOwnership};
+use crate::control::{
+    refused, ControlPlane, PlacementErrorKind, RootRecord, ShardEngine, ShardOwnership,
+};
 use crate::error::{Error, Result};
 use crate::store_config::MetadataConfig;
 
@@ -93,7 +96,7 @@ pub(crate) fn open_shard_read_only(
 /// whose shard record names the etcd engine.
 fn resolve(
     metadata: &MetadataConfig,
-) -> Result<(ControlPlane, super::RootRecord, Vec<String>, String, String)> {
+) -> Result<(ControlPlane, RootRecord, Vec<String>, String, String)> {
     let MetadataConfig::Etcd {
         endpoints,
         namespace,

@@ -1,7 +1,6 @@
 //! The write path of the SDK: [`Client::put`], [`Client::put_reader`] (create-only or
-//! generation-CAS replace) and [`Client::append`] — each runs as one durable Publish operation of
-//! `crate::publication` (object-first, metadata-last; docs/design.md, "Immutable Bodies And
-//! Publication").
+//! generation-CAS replace) and [`Client::append`] — each runs as one durable Publish operation
+//! (object-first, metadata-last; docs/design.md, "Immutable Bodies And Publication").
 
 use std::collections::BTreeSet;
 use std::io::Read;
@@ -9,13 +8,13 @@ use std::path::PathBuf;
 
 use meta::{ArtifactRevisionId, NormPath, PathCondition};
 
+use super::plan::{BodyPlan, OpSpec, Source};
 use crate::client::{
     map_publish_error, map_workspace_error, validate_content_type, AppendReceipt, Client,
     PutOptions, PutReceipt, WriteCondition, MAX_DEPENDENCY_DEPTH, MAX_DEPENDENCY_OWNERS,
 };
 use crate::error::{Error, Result};
 use crate::index_fields::{json_object_fields, IndexFields, MAX_INDEX_JSON_BYTES};
-use crate::publication::plan::{BodyPlan, OpSpec, Source};
 
 impl Client {
     /// Publishes a whole body held in memory. See [`Client::put_reader`].

@@ -3,6 +3,9 @@
 //! (holt in `<store>/meta`, or an etcd TxnStore through `crate::control`), the object provider,
 //! then the recovery pass of `crate::publication` and the snapshot reaper.
 
+#[cfg(feature = "etcd")]
+mod etcd;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -85,7 +88,7 @@ impl Client {
                 return Err(crate::store_config::etcd_unsupported());
             }
             #[cfg(feature = "etcd")]
-            let (meta, ownership) = crate::control::embedded::open_shard(
+            let (meta, ownership) = etcd::open_shard(
                 metadata,
                 meta::OpenOptions {
                     presentation_root: options.presentation_root.clone(),
@@ -182,9 +185,7 @@ impl Client {
         };
         let meta = match store_config.as_ref().map(|c| &c.metadata) {
             #[cfg(feature = "etcd")]
-            Some(metadata) if !metadata.is_holt() => {
-                crate::control::embedded::open_shard_read_only(metadata, open)?
-            }
+            Some(metadata) if !metadata.is_holt() => etcd::open_shard_read_only(metadata, open)?,
             #[cfg(not(feature = "etcd"))]
             Some(metadata) if !metadata.is_holt() => {
                 return Err(crate::store_config::etcd_unsupported())
