@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use nokv::Client;
+use nokv::{Client, Store};
 use nokv_remote::RemoteClient;
 use parking_lot::RwLock;
 use pyo3::prelude::*;
@@ -44,6 +44,14 @@ pub struct Remote {
 }
 
 impl Inner {
+    /// The store behind either client, for the operations both have.
+    pub fn store(&self) -> &dyn Store {
+        match self {
+            Inner::Embedded(e) => &e.client,
+            Inner::Remote(r) => &r.client,
+        }
+    }
+
     /// The presentation path of a workbench, `{root}/{workbench_id}`.
     pub fn workbench_path(&self, workbench_id: &str) -> String {
         match self {

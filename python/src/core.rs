@@ -19,7 +19,7 @@ use meta::ops::snapshot::SnapshotSelector;
 use meta::ops::tag::{TagCondition, TagInfo};
 use meta::{PathEntry, Reader};
 use nokv::workbench::errors::ToolError;
-use nokv::{Client, ClientOptions, IndexFields, IndexValue, PutOptions, WriteCondition};
+use nokv::{Client, ClientOptions, IndexFields, IndexValue, PutOptions, Store, WriteCondition};
 use nokv_remote::RemoteClient;
 use parking_lot::Mutex;
 use pyo3::prelude::*;
@@ -593,12 +593,7 @@ impl Core {
     ) -> PyResult<Bound<'py, PyAny>> {
         let inner = self.inner(py)?;
         let envelope = match from_py(args) {
-            Ok(input) => match &*inner {
-                Inner::Embedded(e) => py.detach(|| e.facade.call(name, &input)),
-                Inner::Remote(r) => py
-                    .detach(|| r.client.call_tool(name, &input))
-                    .unwrap_or_else(errors::remote_envelope),
-            },
+            Ok(input) => py.detach(|| inner.store().call_tool(name, &input)),
             Err(msg) => ToolError::invalid_arguments(format!("the tool input is not JSON: {msg}"))
                 .envelope(),
         };
@@ -696,10 +691,7 @@ impl Core {
             expected_digest_uri: None,
         };
         let receipt = py
-            .detach(|| match &*inner {
-                Inner::Embedded(e) => put_body(&e.client, workbench_id, key, body, &options),
-                Inner::Remote(r) => put_body(&r.client, workbench_id, key, body, &options),
-            })
+            .detach(|| put_body(inner.store(), workbench_id, key, body, &options))
             .map_err(|e| local_or(py, &inner, workbench_id, e))?;
         let key = receipt.path.as_str().to_string();
         let (section, relative_path) = split_key(&key);
@@ -1498,81 +1490,6 @@ fn local_or(py: Python<'_>, inner: &Inner, workbench_id: &str, e: nokv::Error) -
     }
 }
 
-/// The put half both clients share: [`Client`] and [`RemoteClient`] publish a whole body
-/// (`put`) or a stream (`put_reader`) with the same names, options and receipt.
-trait PutTarget {
-    fn put_all(
-        &self,
-        wb: &str,
-        key: &str,
-        body: &[u8],
-        o: &PutOptions,
-    ) -> nokv::Result<nokv::PutReceipt>;
-    fn put_stream(
-        &self,
-        wb: &str,
-        key: &str,
-        body: &mut dyn std::io::Read,
-        o: &PutOptions,
-    ) -> nokv::Result<nokv::PutReceipt>;
-}
-
-impl PutTarget for Client {
-    fn put_all(
-        &self,
-        wb: &str,
-        key: &str,
-        body: &[u8],
-        o: &PutOptions,
-    ) -> nokv::Result<nokv::PutReceipt> {
-        self.put(wb, key, body, o)
-    }
-    fn put_stream(
-        &self,
-        wb: &str,
-        key: &str,
-        body: &mut dyn std::io::Read,
-        o: &PutOptions,
-    ) -> nokv::Result<nokv::PutReceipt> {
-        self.put_reader(wb, key, body, o)
-    }
-}
-
-impl PutTarget for RemoteClient {
-    fn put_all(
-        &self,
-        wb: &str,
-        key: &str,
-        body: &[u8],
-        o: &PutOptions,
-    ) -> nokv::Result<nokv::PutReceipt> {
-        self.put(wb, key, body, o)
-    }
-    fn put_stream(
-        &self,
-        wb: &str,
-        key: &str,
-        body: &mut dyn std::io::Read,
-        o: &PutOptions,
-    ) -> nokv::Result<nokv::PutReceipt> {
-        // A failing local stream breaks the upload (the server publishes nothing); report the
-        // caller's read error rather than the broken connection it caused.
-        let mut recorded = RecordingReader {
-            inner: body,
-            failure: None,
-        };
-        let result = self.put_reader(wb, key, &mut recorded, o);
-        match (result, recorded.failure) {
-            (Err(_), Some((kind, message))) => Err(nokv::Error::LocalIo {
-                op: "read",
-                path: PathBuf::from("<file object>"),
-                source: std::io::Error::new(kind, message),
-            }),
-            (result, _) => result,
-        }
-    }
-}
-
 /// A reader that remembers its first error (kind and text).
 struct RecordingReader<'a> {
     inner: &'a mut dyn std::io::Read,
@@ -1589,17 +1506,34 @@ impl std::io::Read for RecordingReader<'_> {
     }
 }
 
-/// Publishes one Python body through either client.
+/// Publishes one Python body through either client. A failing local stream breaks the upload
+/// (nothing is published); the caller's read error is reported rather than what it caused (a
+/// broken connection, remote).
 fn put_body(
-    target: &dyn PutTarget,
+    store: &dyn Store,
     workbench_id: &str,
     key: &str,
     body: Body<'_>,
     options: &PutOptions,
 ) -> nokv::Result<nokv::PutReceipt> {
+    let stream = |reader: &mut dyn std::io::Read| {
+        let mut recorded = RecordingReader {
+            inner: reader,
+            failure: None,
+        };
+        let result = store.put_reader(workbench_id, key, &mut recorded, options);
+        match (result, recorded.failure) {
+            (Err(_), Some((kind, message))) => Err(nokv::Error::LocalIo {
+                op: "read",
+                path: PathBuf::from("<file object>"),
+                source: std::io::Error::new(kind, message),
+            }),
+            (result, _) => result,
+        }
+    };
     match body {
-        Body::Slice(bytes) => target.put_all(workbench_id, key, bytes, options),
-        Body::Owned(bytes) => target.put_all(workbench_id, key, &bytes, options),
+        Body::Slice(bytes) => store.put(workbench_id, key, bytes, options),
+        Body::Owned(bytes) => store.put(workbench_id, key, &bytes, options),
         Body::File(path) => {
             let file = std::fs::File::open(&path).map_err(|source| nokv::Error::LocalIo {
                 op: "open",
@@ -1607,9 +1541,9 @@ fn put_body(
                 source,
             })?;
             let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
-            target.put_stream(workbench_id, key, &mut reader, options)
+            stream(&mut reader)
         }
-        Body::Stream(mut reader) => target.put_stream(workbench_id, key, &mut reader, options),
+        Body::Stream(mut reader) => stream(&mut reader),
     }
 }
 

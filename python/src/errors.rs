@@ -146,49 +146,7 @@ pub fn remote(py: Python<'_>, err: nokv::Error) -> PyErr {
 }
 
 /// The error envelope of a remote client error (see [`remote`]): what `store.tool(…)` returns
-/// when the call did not reach a tool.
+/// when the call did not reach a tool ([`nokv_remote::error_envelope`]).
 pub fn remote_envelope(err: nokv::Error) -> Value {
-    match err {
-        nokv::Error::OperationFailed { code, message } => serde_json::json!({
-            "status": "error", "code": code, "message": message, "details": {},
-        }),
-        nokv::Error::Connection {
-            ref url,
-            ref reason,
-        } => serde_json::json!({
-            "status": "error",
-            "code": "Unavailable",
-            "message": err.to_string(),
-            "retryable": true,
-            "details": {"url": url, "reason": reason},
-        }),
-        nokv::Error::Server {
-            status,
-            code,
-            message,
-            retryable,
-            details,
-        } => {
-            let mut details = *details;
-            details.insert("http_status".into(), serde_json::Value::from(status));
-            serde_json::json!({
-                "status": "error",
-                "code": code,
-                "message": message,
-                "retryable": retryable,
-                "details": details,
-            })
-        }
-        // A pinned file object whose path now holds another revision.
-        nokv::Error::GenerationConflict {
-            path,
-            expected,
-            actual,
-        } => ToolError::conflict("PathGeneration")
-            .with_detail("relative_path", Value::from(path))
-            .with_detail("expected_generation", Value::from(expected))
-            .with_detail("actual_generation", Value::from(actual))
-            .envelope(),
-        other => nokv::workbench::store_error(other).envelope(),
-    }
+    nokv_remote::error_envelope(err)
 }

@@ -21,7 +21,8 @@ mod verify_cmd;
 use nokv::client::Client;
 use nokv::publication::parse_operation_id;
 use nokv::workbench::errors::ToolError;
-use nokv::workbench::{schema, store_error, Workbench};
+use nokv::workbench::{schema, store_error};
+use nokv::Store;
 use nokv_commands::{
     append_envelope, commit_cmd, config_cmd, envelope_exit_code, fsck_cmd, gc_cmd, print_json,
     read_only, restore_cmd, rm_cmd, run_operation_with, snapshot_cmd, OperationAction, EXIT_OK,
@@ -775,7 +776,13 @@ fn run_workbench(dir: &Path, tool: &str, input: Option<&str>, out: &mut dyn Writ
             return EXIT_TOOL_ERROR;
         }
     };
-    let result = Workbench::new(client).call(name, &input);
+    run_tool(&client, name, &input, out)
+}
+
+/// Runs one checked tool call on `store` (embedded or remote), prints its envelope and returns
+/// the exit code of the envelope: the one `nokv workbench` path of both front doors.
+pub(crate) fn run_tool(store: &dyn Store, name: &str, input: &Value, out: &mut dyn Write) -> u8 {
+    let result = store.call_tool(name, input);
     print_json(out, &result);
     envelope_exit_code(&result)
 }

@@ -23,41 +23,13 @@
 
 use std::io::{Read, Write};
 
-use serde_json::{json, Value};
-
 use super::{print_json, Bar, Command, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
 use nokv::workbench::errors::{ErrorCode, ToolError};
 use nokv_commands::request::CommandRequest;
 use nokv_remote::RemoteClient;
 
-/// The envelope printed when the server cannot be reached or refuses the request itself.
-fn transport_envelope(e: &nokv::Error) -> Value {
-    match e {
-        nokv::Error::Server {
-            code,
-            message,
-            retryable,
-            details,
-            ..
-        } => json!({
-            "status": "error",
-            "code": code,
-            "message": message,
-            "retryable": retryable,
-            "details": details,
-        }),
-        other => json!({
-            "status": "error",
-            "code": "Unavailable",
-            "message": other.to_string(),
-            "retryable": true,
-            "details": {},
-        }),
-    }
-}
-
-fn json_failure(out: &mut dyn Write, e: &nokv::Error) -> u8 {
-    print_json(out, &transport_envelope(e));
+fn json_failure(out: &mut dyn Write, e: nokv::Error) -> u8 {
+    print_json(out, &nokv_remote::error_envelope(e));
     EXIT_TOOL_ERROR
 }
 
@@ -117,13 +89,7 @@ pub(crate) fn run_with(
                     return code;
                 }
             };
-            match remote.call_tool(name, &input) {
-                Ok(env) => {
-                    print_json(out, &env);
-                    super::envelope_exit_code(&env)
-                }
-                Err(e) => json_failure(out, &e),
-            }
+            super::run_tool(&remote, name, &input, out)
         }
         Command::Schema => {
             print_json(out, &nokv::workbench::schema::describe_all());
@@ -172,7 +138,7 @@ pub(crate) fn run_with(
                     print_json(out, &env);
                     super::envelope_exit_code(&env)
                 }
-                Err(e) => json_failure(out, &e),
+                Err(e) => json_failure(out, e),
             }
         }
         Command::Changes {
@@ -198,7 +164,7 @@ pub(crate) fn run_with(
             q.push(format!("poll_ms={poll_ms}"));
             match remote.changes_stream(&q.join("&")) {
                 Ok(mut reader) => copy_feed(&mut reader, out),
-                Err(e) => json_failure(out, &e),
+                Err(e) => json_failure(out, e),
             }
         }
         Command::Materialize {
@@ -286,7 +252,7 @@ fn command_call(remote: &RemoteClient, request: CommandRequest, out: &mut dyn Wr
             o.exit_code
         }
         Err(e) => match request_is_json(&name) {
-            true => json_failure(out, &e),
+            true => json_failure(out, e),
             false => text_failure(&e),
         },
     }

@@ -6,7 +6,8 @@
 
 use serde_json::{json, Value};
 
-use super::{encode_component, envelope_result, new_request_id, Payload, RemoteClient};
+use crate::client::{Payload, RemoteClient};
+use crate::wire::{encode_component, envelope_result, new_request_id, server_error};
 use nokv::client::Client;
 use nokv::error::{Error, Result};
 use nokv::lifetime::{
@@ -63,7 +64,7 @@ impl RemoteClient {
             if status == 200 {
                 Ok(text)
             } else {
-                Err(super::server_error(
+                Err(server_error(
                     status,
                     &serde_json::from_str(&text).unwrap_or(Value::Null),
                 ))

@@ -1,6 +1,6 @@
 //! Root routing of the remote client through the control plane (docs/design.md, "Distribution").
 //!
-//! A routed [`super::RemoteClient`] names a root, not a server. Before a call it resolves
+//! A routed [`crate::client::RemoteClient`] names a root, not a server. Before a call it resolves
 //! root → logical shard (the RootPlacement) → owner (the lease-bound shard-owner record) in the
 //! control plane and sends the call to `http://<owner address>/roots/<root>/…` of that
 //! `nokv serve --control` server. The owner is cached until a call to it fails with a
@@ -132,7 +132,7 @@ impl Routing {
         };
         Ok(format!(
             "http://{address}/roots/{}",
-            super::encode_component(&self.root)
+            crate::wire::encode_component(&self.root)
         ))
     }
 

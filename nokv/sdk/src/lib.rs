@@ -47,6 +47,7 @@ pub mod publication;
 mod read;
 pub mod restore;
 pub mod snapshot;
+pub mod store;
 pub mod store_config;
 pub mod workbench;
 
@@ -56,3 +57,4 @@ pub use client::{
 pub use error::{Error, Result};
 pub use index_fields::{FieldId, IndexFields, IndexValue, Timestamp};
 pub use publication::{OperationInfo, RecoverySummary};
+pub use store::Store;
