@@ -70,7 +70,7 @@ pub(super) fn finish(
             Mutation::put(
                 Family::Operation,
                 okey.clone(),
-                Operation::Gc(next_op).encode(),
+                Operation::Gc(checked_gc(&op, next_op)).encode(),
             ),
             Mutation::put(Family::ArtifactRevision, rkey.clone(), next_rev.encode()),
             Mutation::Delete {

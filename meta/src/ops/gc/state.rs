@@ -269,3 +269,42 @@ impl GcReport {
 
 // ---------------------------------------------------------------------------------------------
 // Rows
+
+/// Debug-checks one Gc operation step and returns `to` (docs/metadata-format.md, "Garbage
+/// Collection State Machine"): the phase moves only along Claimed -> Deleting -> Deleted, with
+/// Deleting -> Quarantined and a reconciled Quarantined -> Deleting | Deleted; a Deleted
+/// operation is never rewritten; the revision and reference epoch never change; the deleted
+/// count never decreases; the object cursor moves back only when a quarantined revision is
+/// reopened; Deleted carries its result.
+pub(super) fn checked_gc(from: &GcOperation, to: GcOperation) -> GcOperation {
+    use GcPhase::{Claimed, Deleted, Deleting, Quarantined};
+    debug_assert!(
+        matches!(
+            (from.phase, to.phase),
+            (Claimed, Deleting)
+                | (Deleting, Deleting | Quarantined | Deleted)
+                | (Quarantined, Deleting | Deleted)
+        ),
+        "Gc {:?} -> {:?} is not a documented transition",
+        from.phase,
+        to.phase
+    );
+    debug_assert!(
+        from.artifact_revision_id == to.artifact_revision_id
+            && from.reference_epoch == to.reference_epoch,
+        "a Gc step changed its revision or reference epoch"
+    );
+    debug_assert!(
+        to.deleted_object_count >= from.deleted_object_count,
+        "a Gc step decreased its deleted-object count"
+    );
+    debug_assert!(
+        to.next_object_index >= from.next_object_index || from.phase == Quarantined,
+        "a Gc step moved its object cursor back outside reconciliation"
+    );
+    debug_assert!(
+        to.phase != Deleted || matches!(to.result, OperationResult::Succeeded(_)),
+        "Gc reached Deleted without its result"
+    );
+    to
+}

@@ -82,7 +82,7 @@ pub(super) fn transition(
         cmd.mutations.push(Mutation::put(
             Family::Operation,
             okey.clone(),
-            Operation::Gc(next_op).encode(),
+            Operation::Gc(checked_gc(&op, next_op)).encode(),
         ));
         if next_rev != rows.rev {
             cmd.predicates.push(Predicate::equals(

@@ -368,7 +368,7 @@ pub(crate) fn plan_with<S: Snapshot>(
         mutations.push(Mutation::put(
             Family::Operation,
             b.key.clone(),
-            crate::codec::Operation::Publish(published).encode(),
+            crate::codec::Operation::Publish(checked_publish(&b.op, published)).encode(),
         ));
     }
 

@@ -50,9 +50,11 @@ use crate::shard::MetaShard;
 use crate::store::Snapshot;
 
 mod command;
+mod invariants;
 mod request;
 
 pub use command::*;
+pub(crate) use invariants::*;
 pub use request::*;
 
 pub mod operation;

@@ -25,13 +25,22 @@ pub fn abort(shard: &MetaShard, op_id: &OperationId, error: TerminalError) -> Re
                 p => return Ok(p),
             }
             let (_, marker) = staging_marker(&snap, &root, &op)?;
+            let from = RestoreMark::of(&op);
             let next = RestoreOperation {
                 phase: RestorePhase::Aborting,
                 cleanup_next_sequence: 0,
                 result: OperationResult::Failed(error.clone()),
                 ..op
             };
-            commit_op(shard, seq, &snap, bytes, next, &marker, b"abort")
+            commit_op(
+                shard,
+                seq,
+                &snap,
+                bytes,
+                checked_restore(from, next),
+                &marker,
+                b"abort",
+            )
         })
     })
 }

@@ -90,6 +90,7 @@ pub(super) fn cleanup_batch<S: Snapshot>(
     mut op: RestoreOperation,
 ) -> Result<RestorePhase> {
     let root = shard.root_id();
+    let from = RestoreMark::of(&op);
     let (marker_bytes, marker) = staging_marker(snap, &root, &op)?;
     let read_version = snap.version();
     let cv = read_version + 1;
@@ -193,7 +194,7 @@ pub(super) fn cleanup_batch<S: Snapshot>(
     mutations.push(Mutation::put(
         Family::Operation,
         key,
-        Operation::Restore(Box::new(op)).encode(),
+        Operation::Restore(Box::new(checked_restore(from, op))).encode(),
     ));
     run(seq, cmd, predicates, mutations, Vec::new())?;
     Ok(phase)

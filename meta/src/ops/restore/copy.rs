@@ -168,6 +168,7 @@ pub(super) fn copy_batch<S: Snapshot>(
     mut op: RestoreOperation,
 ) -> Result<RestorePhase> {
     let root = shard.root_id();
+    let from = RestoreMark::of(&op);
     let (_, marker) = staging_marker(snap, &root, &op)?;
     let cv = snap.version() + 1;
     let dest = op.destination_incarnation;
@@ -281,7 +282,7 @@ pub(super) fn copy_batch<S: Snapshot>(
     mutations.push(Mutation::put(
         Family::Operation,
         key,
-        Operation::Restore(Box::new(op)).encode(),
+        Operation::Restore(Box::new(checked_restore(from, op))).encode(),
     ));
     run(seq, cmd, predicates, mutations, Vec::new())?;
     Ok(RestorePhase::Copying)

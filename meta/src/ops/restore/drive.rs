@@ -81,6 +81,7 @@ pub(super) fn advance_once(
     let root = shard.root_id();
     let snap = seq.snapshot();
     let (bytes, op) = read_op(&snap, &root, op_id)?.ok_or(RestoreError::OperationNotFound)?;
+    let from = RestoreMark::of(&op);
     match op.phase {
         RestorePhase::Preparing | RestorePhase::Copying if !op.cursor.source_eof => {
             copy_batch(shard, seq, &snap, bytes, op)
@@ -91,7 +92,15 @@ pub(super) fn advance_once(
                 phase: RestorePhase::SourceSealed,
                 ..op
             };
-            commit_op(shard, seq, &snap, bytes, next, &marker, b"seal")
+            commit_op(
+                shard,
+                seq,
+                &snap,
+                bytes,
+                checked_restore(from, next),
+                &marker,
+                b"seal",
+            )
         }
         RestorePhase::SourceSealed => {
             verify(shard, &snap, &op)?;
@@ -100,7 +109,15 @@ pub(super) fn advance_once(
                 phase: RestorePhase::Ready,
                 ..op
             };
-            commit_op(shard, seq, &snap, bytes, next, &marker, b"ready")
+            commit_op(
+                shard,
+                seq,
+                &snap,
+                bytes,
+                checked_restore(from, next),
+                &marker,
+                b"ready",
+            )
         }
         RestorePhase::Ready => publish(shard, seq, &snap, bytes, op),
         RestorePhase::Aborting | RestorePhase::Cleaning => {

@@ -162,3 +162,75 @@ pub struct RestoreManifestDescriptor {
     /// Manifest rows (object_index 0.., contiguous, owned by `revision_id`).
     pub manifest: Vec<ManifestRow>,
 }
+
+/// What the restore invariants compare across one step: the phase and progress counters of the
+/// operation before the step.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RestoreMark {
+    phase: RestorePhase,
+    identity_digest: [u8; 32],
+    member_count: u64,
+    next_member_sequence: u64,
+    source_eof: bool,
+    cleanup_next_sequence: u64,
+}
+
+impl RestoreMark {
+    /// The mark of `op` before a step.
+    pub(super) fn of(op: &RestoreOperation) -> Self {
+        RestoreMark {
+            phase: op.phase,
+            identity_digest: op.identity_digest,
+            member_count: op.member_count,
+            next_member_sequence: op.cursor.next_member_sequence,
+            source_eof: op.cursor.source_eof,
+            cleanup_next_sequence: op.cleanup_next_sequence,
+        }
+    }
+}
+
+/// Debug-checks one restore step and returns `to` (docs/metadata-format.md, "Restore Closure"):
+/// the phase moves only along Preparing -> Copying -> SourceSealed -> Ready -> Complete or
+/// Preparing..Ready -> Aborting -> Cleaning -> Cleaned, a terminal operation is never rewritten,
+/// the identity never changes, the copy counters never decrease before the abort, the member
+/// seal never changes once sealed, EOF is never withdrawn, and the cleanup cursor only advances.
+pub(super) fn checked_restore(from: RestoreMark, to: RestoreOperation) -> RestoreOperation {
+    use RestorePhase::{
+        Aborting, Cleaned, Cleaning, Complete, Copying, Preparing, Ready, SourceSealed,
+    };
+    debug_assert!(
+        matches!(
+            (from.phase, to.phase),
+            (Preparing, Copying | Aborting)
+                | (Copying, Copying | SourceSealed | Aborting)
+                | (SourceSealed, Ready | Aborting)
+                | (Ready, Complete | Aborting)
+                | (Aborting, Cleaning | Cleaned)
+                | (Cleaning, Cleaning | Cleaned)
+        ),
+        "Restore {:?} -> {:?} is not a documented transition",
+        from.phase,
+        to.phase
+    );
+    debug_assert!(
+        from.identity_digest == to.identity_digest,
+        "a restore step changed its identity"
+    );
+    debug_assert!(
+        matches!(to.phase, Aborting | Cleaning | Cleaned)
+            || (to.member_count >= from.member_count
+                && to.cursor.next_member_sequence >= from.next_member_sequence
+                && (!from.source_eof || to.cursor.source_eof)),
+        "a restore step moved its copy progress back"
+    );
+    debug_assert!(
+        !matches!(from.phase, SourceSealed | Ready) || to.member_count == from.member_count,
+        "a restore step changed its sealed member count"
+    );
+    debug_assert!(
+        !matches!(from.phase, Aborting | Cleaning)
+            || to.cleanup_next_sequence >= from.cleanup_next_sequence,
+        "a restore cleanup step moved its cursor back"
+    );
+    to
+}

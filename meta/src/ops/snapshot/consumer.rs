@@ -40,11 +40,14 @@ pub fn attach_consumer_parts<S: Snapshot>(
         .version()
         .checked_add(1)
         .ok_or_else(|| Error::invalid("commit version exhausted"))?;
-    let record = SnapshotRef {
-        consumer_count: r.record.consumer_count.saturating_add(1),
-        consumer_epoch: r.record.consumer_epoch.saturating_add(1),
-        ..r.record.clone()
-    };
+    let record = checked_snapshot(
+        &r.record,
+        SnapshotRef {
+            consumer_count: r.record.consumer_count.saturating_add(1),
+            consumer_epoch: r.record.consumer_epoch.saturating_add(1),
+            ..r.record.clone()
+        },
+    );
     Ok(ConsumerParts {
         predicates: vec![
             Predicate::equals(Family::SnapshotRef, r.key.clone(), r.bytes.clone()),
@@ -98,11 +101,14 @@ pub fn release_consumer_parts<S: Snapshot>(
             reason: "the operation's hold does not consume this snapshot".into(),
         });
     }
-    let record = SnapshotRef {
-        consumer_count: r.record.consumer_count - 1,
-        consumer_epoch: r.record.consumer_epoch.saturating_add(1),
-        ..r.record.clone()
-    };
+    let record = checked_snapshot(
+        &r.record,
+        SnapshotRef {
+            consumer_count: r.record.consumer_count - 1,
+            consumer_epoch: r.record.consumer_epoch.saturating_add(1),
+            ..r.record.clone()
+        },
+    );
     Ok(ConsumerParts {
         predicates: vec![
             Predicate::equals(Family::SnapshotRef, r.key.clone(), r.bytes.clone()),

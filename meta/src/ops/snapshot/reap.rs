@@ -106,10 +106,13 @@ pub(super) fn claim(
         }
         let workbench_id = workbench_of(&snap, &root, &k.incarnation)?;
         let r = resolved_by_id(&snap, &root, k, &key, &bytes, &record)?;
-        let next = SnapshotRef {
-            state: SnapshotState::ReapClaimed,
-            ..record
-        };
+        let next = checked_snapshot(
+            &r.record,
+            SnapshotRef {
+                state: SnapshotState::ReapClaimed,
+                ..record
+            },
+        );
         let (mut predicates, mut mutations) = alias_rows(&r, Some(SnapshotState::ReapClaimed));
         let hkey = hold_key(&root, HoldId::Snapshot(k.snapshot_id));
         match snap.get(Family::HistoryHold, &hkey)? {
@@ -168,10 +171,13 @@ pub(super) fn finalize(shard: &MetaShard, k: &SnapshotRefKey) -> Result<bool> {
             return Ok(false);
         }
         let r = resolved_by_id(&snap, &root, k, &key, &bytes, &record)?;
-        let next = SnapshotRef {
-            state: SnapshotState::Reaped,
-            ..record
-        };
+        let next = checked_snapshot(
+            &r.record,
+            SnapshotRef {
+                state: SnapshotState::Reaped,
+                ..record
+            },
+        );
         let (mut predicates, mut mutations) = alias_rows(&r, Some(SnapshotState::Reaped));
         predicates.push(Predicate::equals(Family::SnapshotRef, key.clone(), bytes));
         mutations.push(Mutation::put(Family::SnapshotRef, key, next.encode()));

@@ -56,10 +56,13 @@ pub fn renew(
                     .into(),
             });
         }
-        let record = SnapshotRef {
-            lease_deadline_unix_ms: deadline,
-            ..r.record.clone()
-        };
+        let record = checked_snapshot(
+            &r.record,
+            SnapshotRef {
+                lease_deadline_unix_ms: deadline,
+                ..r.record.clone()
+            },
+        );
         let (mut predicates, _) = alias_rows(&r, None);
         predicates.push(Predicate::equals(
             Family::SnapshotRef,

@@ -73,11 +73,14 @@ pub fn retire(
                 consumer_count: r.record.consumer_count,
             });
         }
-        let record = SnapshotRef {
-            state: SnapshotState::Retired,
-            retire_annotation: req.annotation.clone(),
-            ..r.record.clone()
-        };
+        let record = checked_snapshot(
+            &r.record,
+            SnapshotRef {
+                state: SnapshotState::Retired,
+                retire_annotation: req.annotation.clone(),
+                ..r.record.clone()
+            },
+        );
         let (mut predicates, mut mutations) = alias_rows(&r, Some(SnapshotState::Retired));
         let hkey = hold_key(&root, HoldId::Snapshot(r.id));
         let hold = snap

@@ -185,3 +185,37 @@ pub(super) struct Resolved {
     /// True when the selector was a name (its alias row is then always predicated).
     pub(super) by_name: bool,
 }
+
+/// Debug-checks one SnapshotRef rewrite and returns `to` (docs/metadata-format.md, "Snapshot
+/// Lifecycle And History Holds"): the state moves only along Active -> Retired or Active ->
+/// ReapClaimed -> Reaped (Active -> Active for renewals and consumers), a Retired or Reaped
+/// snapshot is never rewritten, the read version never changes, a lease is only extended, the
+/// consumer epoch never decreases, and the consumer count moves by at most one, bumping the epoch.
+pub(super) fn checked_snapshot(from: &SnapshotRef, to: SnapshotRef) -> SnapshotRef {
+    use SnapshotState::{Active, ReapClaimed, Reaped, Retired};
+    debug_assert!(
+        matches!(
+            (from.state, to.state),
+            (Active, Active | Retired | ReapClaimed) | (ReapClaimed, Reaped)
+        ),
+        "SnapshotRef {:?} -> {:?} is not a documented transition",
+        from.state,
+        to.state
+    );
+    debug_assert!(
+        from.read_version == to.read_version,
+        "a SnapshotRef rewrite changed its read version"
+    );
+    debug_assert!(
+        to.lease_deadline_unix_ms >= from.lease_deadline_unix_ms,
+        "a SnapshotRef lease was shortened"
+    );
+    debug_assert!(
+        to.consumer_epoch >= from.consumer_epoch
+            && to.consumer_count.abs_diff(from.consumer_count) <= 1
+            && (to.consumer_count == from.consumer_count
+                || to.consumer_epoch > from.consumer_epoch),
+        "a SnapshotRef consumer change skipped a count or kept its epoch"
+    );
+    to
+}

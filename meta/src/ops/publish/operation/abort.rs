@@ -98,7 +98,7 @@ pub(super) fn claim(
         cmd.mutations.push(Mutation::put(
             Family::Operation,
             key.clone(),
-            Operation::Publish(next.clone()).encode(),
+            Operation::Publish(checked_publish(&op, next.clone())).encode(),
         ));
         Ok(Step::Command(Box::new(cmd), next))
     })

@@ -35,7 +35,7 @@ pub(super) fn cleanup_step(
         cmd.mutations.push(Mutation::put(
             Family::Operation,
             key.clone(),
-            Operation::Publish(next.clone()).encode(),
+            Operation::Publish(checked_publish(&op, next.clone())).encode(),
         ));
         if is_terminal(next.phase) {
             // Cleaned: the registry row goes in the same command.

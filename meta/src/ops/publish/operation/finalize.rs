@@ -42,7 +42,7 @@ pub fn finalize(
         cmd.mutations.push(Mutation::put(
             Family::Operation,
             key.clone(),
-            Operation::Publish(next.clone()).encode(),
+            Operation::Publish(checked_publish(&op, next.clone())).encode(),
         ));
         push_marks(shard, snap, id, &op, marks, &mut cmd)?;
         Ok(Step::Command(Box::new(cmd), next))

@@ -84,8 +84,8 @@ use crate::error::{Error, Result};
 use crate::family::Family;
 use crate::ids::{ArtifactRevisionId, OperationId, RequestId};
 use crate::ops::publish::{
-    self, plan_with, validate_digest_uri, OperationBinding, PathCondition, Planned, PublishReceipt,
-    PublishRequest,
+    self, checked_publish, plan_with, validate_digest_uri, OperationBinding, PathCondition,
+    Planned, PublishReceipt, PublishRequest,
 };
 use crate::path::NormPath;
 use crate::shard::MetaShard;

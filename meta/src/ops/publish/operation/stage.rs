@@ -76,7 +76,7 @@ pub fn stage(
         cmd.mutations.push(Mutation::put(
             Family::Operation,
             key.clone(),
-            Operation::Publish(next).encode(),
+            Operation::Publish(checked_publish(&op, next)).encode(),
         ));
         for (i, b) in blocks.iter().enumerate() {
             cmd.mutations.push(Mutation::put(
