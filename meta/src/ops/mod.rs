@@ -16,7 +16,11 @@ pub mod fsck;
 pub mod gc;
 pub mod lease_clock;
 pub mod publish;
-pub mod publish_operation;
+/// The Publish operation and its StagedObject ledger, kept at its historical path (it lives in
+/// [`publish::operation`]).
+pub mod publish_operation {
+    pub use super::publish::operation::*;
+}
 pub mod remove;
 pub mod restore;
 pub mod settings;
@@ -94,7 +98,3 @@ pub(crate) fn sequenced_retrying<T>(
 
 #[cfg(test)]
 mod bounded_tests;
-#[cfg(test)]
-mod publish_namespace_tests;
-#[cfg(test)]
-mod publish_operation_tests;

@@ -42,7 +42,15 @@ pub(super) fn abort(shard: &MetaShard, op_id: &OperationId, a: Abort) -> Result<
             code: a.code.to_owned(),
             message: a.message.clone(),
         });
-        let mut cmd = advance_build(shard, snap, &key, bytes, op_id, b"abort", &next)?;
+        let mut cmd = advance_build(
+            shard,
+            snap,
+            &key,
+            bytes,
+            op_id,
+            b"abort",
+            checked_build(&op, &next),
+        )?;
         // Sealing -> Aborting only with fenced proof that no Commit exists.
         cmd.predicates.push(Predicate::absent(
             Family::Commit,
@@ -84,7 +92,15 @@ pub(super) fn to_cleaning(shard: &MetaShard, op_id: &OperationId) -> Result<()> 
         }
         let mut next = op.clone();
         next.phase = BuildCommitPhase::Cleaning;
-        let cmd = advance_build(shard, snap, &key, bytes, op_id, b"cleaning", &next)?;
+        let cmd = advance_build(
+            shard,
+            snap,
+            &key,
+            bytes,
+            op_id,
+            b"cleaning",
+            checked_build(&op, &next),
+        )?;
         Ok(Built::Command(Box::new(cmd), ()))
     })
 }
@@ -267,7 +283,7 @@ pub(super) fn cleanup_batch(shard: &MetaShard, op_id: &OperationId) -> Result<&'
         cmd.mutations.push(Mutation::put(
             Family::Operation,
             key.clone(),
-            encode_build(&next),
+            encode_build(checked_build(&op, &next)),
         ));
         Ok(Built::Command(Box::new(cmd), name))
     })

@@ -181,7 +181,7 @@ pub(super) fn member_batch(shard: &MetaShard, op_id: &OperationId) -> Result<()>
         mutations.push(Mutation::put(
             Family::Operation,
             key.clone(),
-            encode_build(&next),
+            encode_build(checked_build(&op, &next)),
         ));
         let mut cmd = header(
             shard,

@@ -84,7 +84,7 @@ pub(super) fn parent_batch(shard: &MetaShard, op_id: &OperationId) -> Result<()>
         cmd.mutations.push(Mutation::put(
             Family::Operation,
             key.clone(),
-            encode_build(&next),
+            encode_build(checked_build(&op, &next)),
         ));
         Ok(Built::Command(Box::new(cmd), ()))
     })

@@ -262,7 +262,7 @@ pub(super) fn publish_commit(shard: &MetaShard, op_id: &OperationId) -> Result<&
         mutations.push(Mutation::put(
             Family::Operation,
             key.clone(),
-            encode_build(&next),
+            encode_build(checked_build(&op, &next)),
         ));
         mutations.push(Mutation::Delete {
             family: Family::HistoryHold,

@@ -155,7 +155,7 @@ pub fn retire(shard: &MetaShard, commit_id: &CommitId) -> Result<RetireReceipt> 
             cmd.mutations.push(Mutation::put(
                 Family::Operation,
                 okey.clone(),
-                Operation::CommitRetire(next_op).encode(),
+                Operation::CommitRetire(checked_retire(&op, next_op)).encode(),
             ));
             cmd.mutations
                 .push(Mutation::put(Family::Commit, ckey.clone(), next_c.encode()));

@@ -55,7 +55,15 @@ pub(super) fn seal(shard: &MetaShard, op_id: &OperationId) -> Result<()> {
             after: seals.referenced_revisions.last().copied(),
             complete: true,
         };
-        let cmd = advance_build(shard, snap, &key, bytes, op_id, b"seal", &next)?;
+        let cmd = advance_build(
+            shard,
+            snap,
+            &key,
+            bytes,
+            op_id,
+            b"seal",
+            checked_build(&op, &next),
+        )?;
         Ok(Built::Command(Box::new(cmd), ()))
     })
 }

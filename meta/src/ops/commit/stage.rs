@@ -111,7 +111,11 @@ pub fn stage_manifest(
                 }
                 .encode(),
             ),
-            Mutation::put(Family::Operation, key.clone(), encode_build(&next)),
+            Mutation::put(
+                Family::Operation,
+                key.clone(),
+                encode_build(checked_build(&op, &next)),
+            ),
         ];
         for row in &staged.manifest {
             cmd.mutations.push(Mutation::put(

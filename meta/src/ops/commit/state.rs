@@ -147,3 +147,67 @@ pub fn read_head(shard: &MetaShard, workbench_id: &str) -> Result<Option<Workben
     .map(|b| WorkbenchCommitHead::decode(&b))
     .transpose()
 }
+
+/// Debug-checks one BuildCommit step and returns `to` (docs/metadata-format.md, "Commit Closure"):
+/// the phase moves only along Building -> Sealing -> Complete or Building|Sealing -> Aborting ->
+/// Cleaning -> Cleaned, a terminal operation is never rewritten, the frozen request never changes,
+/// the member and parent counts never decrease while building, and Complete carries its result.
+pub(super) fn checked_build<'a>(
+    from: &BuildCommitOperation,
+    to: &'a BuildCommitOperation,
+) -> &'a BuildCommitOperation {
+    use BuildCommitPhase::{Aborting, Building, Cleaned, Cleaning, Complete, Sealing};
+    debug_assert!(
+        matches!(
+            (from.phase, to.phase),
+            (Building, Building | Sealing | Aborting)
+                | (Sealing, Complete | Aborting)
+                | (Aborting, Cleaning)
+                | (Cleaning, Cleaning | Cleaned)
+        ),
+        "BuildCommit {:?} -> {:?} is not a documented transition",
+        from.phase,
+        to.phase
+    );
+    debug_assert!(
+        from.commit_id == to.commit_id
+            && from.initialization_digest == to.initialization_digest
+            && from.source_read_version == to.source_read_version
+            && from.workbench_id == to.workbench_id,
+        "a BuildCommit step changed its frozen request"
+    );
+    debug_assert!(
+        to.phase != Building
+            || (to.member_count >= from.member_count && to.parent_count >= from.parent_count),
+        "BuildCommit member/parent counts decreased while building"
+    );
+    debug_assert!(
+        to.phase != Complete || matches!(to.result, OperationResult::Succeeded(_)),
+        "BuildCommit reached Complete without its result"
+    );
+    to
+}
+
+/// Debug-checks one CommitRetire step and returns `to` (docs/metadata-format.md, "Commit
+/// Closure"): Releasing -> Releasing | Complete only, for the same commit and consumer epoch.
+pub(super) fn checked_retire(
+    from: &CommitRetireOperation,
+    to: CommitRetireOperation,
+) -> CommitRetireOperation {
+    debug_assert!(
+        from.phase == CommitRetirePhase::Releasing
+            && matches!(
+                to.phase,
+                CommitRetirePhase::Releasing | CommitRetirePhase::Complete
+            ),
+        "CommitRetire {:?} -> {:?} is not a documented transition",
+        from.phase,
+        to.phase
+    );
+    debug_assert!(
+        from.commit_id == to.commit_id
+            && from.expected_consumer_epoch == to.expected_consumer_epoch,
+        "a CommitRetire step changed its commit"
+    );
+    to
+}

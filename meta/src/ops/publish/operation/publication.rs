@@ -1,0 +1,169 @@
+//! `Finalizing -> Published`: the publication command rebuilt from the frozen request and the ledger.
+
+#[allow(unused_imports)]
+use super::*;
+
+/// Every ArtifactManifest row of `rev` at `snap`, in object-index order.
+pub(super) fn manifest_at<S: Snapshot>(
+    snap: &S,
+    shard: &MetaShard,
+    rev: &ArtifactRevisionId,
+) -> Result<Vec<crate::codec::ManifestRow>> {
+    let prefix = crate::codec::artifact_manifest::prefix(&shard.root_id(), rev);
+    let mut out = Vec::new();
+    snap.for_each_row(
+        Family::ArtifactManifest,
+        &prefix,
+        "artifact_manifest",
+        |key, value| {
+            let idx = crate::codec::artifact_manifest::decode_key_index(key)?;
+            out.push(crate::codec::ManifestRow::decode_value(idx, value)?);
+            Ok(())
+        },
+    )?;
+    Ok(out)
+}
+
+/// Rebuilds the publication request a Finalizing operation froze: the base's first
+/// `row_count` ArtifactManifest rows, then one row per own staged object (physical object index
+/// `base_row_count + i`, contiguous logical offsets).
+pub(super) fn frozen_request<S: Snapshot>(
+    shard: &MetaShard,
+    snap: &S,
+    id: &OperationId,
+    op: &PublishOperation,
+) -> Result<PublishRequest> {
+    let mut manifest = Vec::new();
+    let mut offset = 0u64;
+    if let Some(base) = &op.base {
+        let rows = manifest_at(snap, shard, &base.revision)?;
+        let take = usize::try_from(base.row_count)
+            .map_err(|_| Error::codec("operation", "base row count overflows"))?;
+        if rows.len() < take {
+            return Err(Error::RevisionUnavailable {
+                revision: base.revision.to_hex(),
+                reason: "the base manifest is shorter than recorded".into(),
+            });
+        }
+        manifest.extend(rows.into_iter().take(take));
+        offset = manifest.last().map_or(0, |r: &crate::codec::ManifestRow| {
+            r.logical_offset.saturating_add(r.length)
+        });
+        if offset != base.logical_size {
+            return Err(Error::codec(
+                "operation",
+                "base rows do not cover the base size",
+            ));
+        }
+    }
+    let ledger = ledger_at(shard, snap, id)?;
+    for (i, (_, row)) in own_rows(op, &ledger).into_iter().enumerate() {
+        let index = op.base.map_or(0, |b| b.row_count).saturating_add(i as u64);
+        manifest.push(crate::codec::ManifestRow {
+            object_index: index,
+            physical_owner_revision: op.artifact_revision_id,
+            physical_object_index: index,
+            object_key: row.object_key,
+            logical_offset: offset,
+            object_offset: 0,
+            length: row.expected_length,
+            digest_uri: row.expected_digest_uri,
+            append_segment: None,
+        });
+        offset = offset
+            .checked_add(row.expected_length)
+            .ok_or_else(|| Error::codec("staged_object", "lengths overflow"))?;
+    }
+    let Some(digest) = op.expected_digest_uri.clone() else {
+        return Err(Error::codec(
+            "operation",
+            "Finalizing without a sealed digest",
+        ));
+    };
+    Ok(PublishRequest {
+        request_id: final_request_id(id),
+        workbench_id: op.workbench_id.clone(),
+        path: op.path.clone(),
+        condition: path_condition(op.condition),
+        revision_id: op.artifact_revision_id,
+        logical_size: op.expected_length,
+        body_digest_uri: digest,
+        content_type: op.content_type.clone(),
+        producer: op.producer.clone(),
+        manifest_id: op.manifest_id.clone(),
+        manifest,
+        dependency_depth: op.dependency_depth,
+        index_fields: index_projection::decode_projection(&op.index_projection)?,
+    })
+}
+
+/// The objects a Finalizing (or any) operation's final publication would reference as its own:
+/// `(object_key, length, digest_uri)` of the current attempt, in object-index order. Recovery
+/// verifies these before resuming a Finalizing operation.
+///
+/// Errors: [`Error::Codec`]; storage errors.
+pub fn own_objects(shard: &MetaShard, id: &OperationId) -> Result<Vec<(String, u64, String)>> {
+    let Some(op) = get(shard, id)? else {
+        return Ok(Vec::new());
+    };
+    Ok(own_rows(&op, &ledger(shard, id)?)
+        .into_iter()
+        .map(|(_, r)| (r.object_key, r.expected_length, r.expected_digest_uri))
+        .collect())
+}
+
+/// The final publication: the publication command of [`crate::ops::publish`] built from the
+/// frozen request, extended so the same single command moves Finalizing -> Published and stores
+/// the result on the operation. A Published operation returns its stored receipt
+/// (`idempotent_replay = true`).
+///
+/// Errors: [`Error::OperationState`] when the operation is neither Finalizing nor Published;
+/// the publication errors of [`crate::ops::publish::publish`] ([`Error::PathAlreadyExists`],
+/// [`Error::GenerationConflict`], [`Error::WorkspaceNotFound`], [`Error::RevisionUnavailable`],
+/// …) — the operation then stays Finalizing and the caller takes it over with [`abort`].
+pub fn publish_operation(shard: &MetaShard, id: &OperationId) -> Result<PublishReceipt> {
+    let key = op_key(shard, id);
+    crate::ops::sequenced_retrying(shard, |seq| {
+        seq.prepare_write()?;
+        let snap = seq.snapshot();
+        check_handle_fences(&snap, &shard.inner.fence)?;
+        let Some((bytes, op)) = read_op(&snap, &key)? else {
+            return Err(state_error(
+                id,
+                None,
+                "publication needs a Finalizing operation",
+            ));
+        };
+        if op.phase == PublishPhase::Published {
+            return published_receipt_at(shard, &snap, id)?.ok_or_else(|| {
+                Error::codec("operation", "Published operation without its receipt")
+            });
+        }
+        if op.phase != PublishPhase::Finalizing {
+            return Err(state_error(
+                id,
+                Some(op.phase),
+                "publication needs a Finalizing operation",
+            ));
+        }
+        let req = frozen_request(shard, &snap, id, &op)?;
+        publish::validate_request(&req)?;
+        let digest = publish::command_digest(&req);
+        let binding = OperationBinding {
+            key: key.clone(),
+            bytes,
+            op,
+        };
+        let planned = plan_with(shard, &snap, &req, digest, Some(&binding))?;
+        drop(snap);
+        let out = match planned {
+            Planned::Replay(out) => *out,
+            Planned::Command(mut cmd) => {
+                // Published is terminal: the registry row goes in the publication command.
+                cmd.mutations.push(unregister(id));
+                seq.execute(*cmd)?
+            }
+        };
+        publish::receipt(out)
+    })
+}
