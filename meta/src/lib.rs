@@ -51,7 +51,7 @@
 //! - [`index`] is the typed secondary index: the value codec, the projection every publication
 //!   writes, and the search / aggregate / catalog executors.
 //!
-//! - [`ops::publish_operation`] is the Publish operation and its StagedObject ledger: Begin,
+//! - [`ops::publish::operation`] is the Publish operation and its StagedObject ledger: Begin,
 //!   staging rows before their bytes are sent, the Uploading -> Finalizing CAS, the publication
 //!   command that moves Finalizing -> Published, abort / fenced takeover, ledger-driven cleanup
 //!   and quarantine reconciliation.
@@ -100,8 +100,8 @@ pub use ids::{
     validate_workbench_id, ArtifactRevisionId, LogicalShardId, OperationId, RequestId, RootId,
     WorkspaceIncarnationId,
 };
+pub use ops::publish::operation::{BeginOutcome, DeleteOutcome, PublishIntent, StagedBlock};
 pub use ops::publish::{PathCondition, PublishReceipt, PublishRequest};
-pub use ops::publish_operation::{BeginOutcome, DeleteOutcome, PublishIntent, StagedBlock};
 pub use ops::workspace::CreateWorkspaceOutcome;
 pub use path::{normalize, NormPath, PathError};
 pub use read::{Child, ChildPage, Reader};

@@ -47,8 +47,9 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::SystemTime;
 
 use crate::digest::{decode_lower_hex, hex_lower, parse_sha256_uri, Sha256Stream};
+use crate::error::Error;
 use crate::keys::{validate_key, TEMP_PREFIX};
-use crate::{verify_bytes, Error, ObjectMeta, ObjectStore, PutOutcome};
+use crate::store::{verify_bytes, ObjectMeta, ObjectStore, OpenUpload, PutOutcome, UploadObserver};
 
 /// Default byte bound of a block cache: 1 GiB.
 pub const DEFAULT_CACHE_BYTES: u64 = 1024 * 1024 * 1024;
@@ -577,7 +578,7 @@ impl<S: ObjectStore> ObjectStore for CachedStore<S> {
         &self,
         key: &str,
         bytes: &[u8],
-        observer: &mut dyn crate::UploadObserver,
+        observer: &mut dyn UploadObserver,
     ) -> Result<PutOutcome, Error> {
         let outcome = self.remote.put_if_absent_observed(key, bytes, observer)?;
         if outcome == PutOutcome::Created && self.populate_on_write {
@@ -592,7 +593,7 @@ impl<S: ObjectStore> ObjectStore for CachedStore<S> {
         self.remote.abort_upload(key, upload_id)
     }
 
-    fn list_uploads(&self, prefix: &str) -> Result<Vec<crate::OpenUpload>, Error> {
+    fn list_uploads(&self, prefix: &str) -> Result<Vec<OpenUpload>, Error> {
         self.remote.list_uploads(prefix)
     }
 }

@@ -7,7 +7,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::Error;
+use crate::error::Error;
 
 /// The scheme prefix of every digest URI.
 pub const SHA256_PREFIX: &str = "sha256:";

@@ -12,7 +12,7 @@
 //! punctuation, variable-width numeric field, or process address is permitted").
 
 use crate::digest::{decode_lower_hex, hex_lower};
-use crate::Error;
+use crate::error::Error;
 
 /// Maximum object-key length in bytes accepted by [`validate_key`] (matches the S3 limit).
 pub const MAX_KEY_LEN: usize = 1024;

@@ -40,8 +40,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::digest::hex_lower;
+use crate::error::Error;
 use crate::keys::{list_dir_part, validate_key, TEMP_PREFIX};
-use crate::{Error, ObjectMeta, ObjectStore, PutOutcome};
+use crate::store::{ObjectMeta, ObjectStore, PutOutcome};
 
 /// Upper bound on remembered durable directories; the set is simply cleared when full, which
 /// only costs a few extra directory fsyncs.

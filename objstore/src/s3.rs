@@ -62,9 +62,10 @@ use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 
+use crate::error::Error;
 use crate::keys::{list_dir_part, validate_key, MAX_KEY_LEN};
 use crate::retry::RetryPolicy;
-use crate::{Error, ObjectMeta, ObjectStore, OpenUpload, PutOutcome, Resolution, UploadObserver};
+use crate::store::{ObjectMeta, ObjectStore, OpenUpload, PutOutcome, Resolution, UploadObserver};
 
 /// Default size above which a body is uploaded with multipart upload: 8 MiB.
 pub const DEFAULT_MULTIPART_THRESHOLD: u64 = 8 * 1024 * 1024;
@@ -429,7 +430,7 @@ impl S3 {
         expected_len: u64,
         expected_digest_uri: &str,
     ) -> Result<Resolution, Error> {
-        crate::resolve_ambiguous(self, key, expected_len, expected_digest_uri)
+        crate::store::resolve_ambiguous(self, key, expected_len, expected_digest_uri)
     }
 
     fn conditional_lock(&self) -> std::sync::MutexGuard<'_, Option<bool>> {

@@ -7,7 +7,8 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::{Error, ObjectMeta, ObjectStore, PutOutcome};
+use crate::error::Error;
+use crate::store::{ObjectMeta, ObjectStore, OpenUpload, PutOutcome, UploadObserver};
 
 const NO_LIMIT: u64 = u64::MAX;
 
@@ -187,7 +188,7 @@ impl<S: ObjectStore> ObjectStore for FaultyStore<S> {
         &self,
         key: &str,
         bytes: &[u8],
-        observer: &mut dyn crate::UploadObserver,
+        observer: &mut dyn UploadObserver,
     ) -> Result<PutOutcome, Error> {
         self.faulted_put(key, |s| s.put_if_absent_observed(key, bytes, observer))
     }
@@ -196,7 +197,7 @@ impl<S: ObjectStore> ObjectStore for FaultyStore<S> {
         self.inner.abort_upload(key, upload_id)
     }
 
-    fn list_uploads(&self, prefix: &str) -> Result<Vec<crate::OpenUpload>, Error> {
+    fn list_uploads(&self, prefix: &str) -> Result<Vec<OpenUpload>, Error> {
         self.inner.list_uploads(prefix)
     }
 }

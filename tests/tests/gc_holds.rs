@@ -269,7 +269,7 @@ fn gc_keeps_what_a_restore_in_progress_copies() {
 
 #[test]
 fn gc_never_touches_the_objects_of_an_in_flight_upload_nor_the_base_it_names() {
-    use meta::ops::publish_operation as ledger;
+    use meta::ops::publish::operation as ledger;
     let (_tmp, client) = store();
     let base = body(6, 2000);
     client.put("wb", "logs/run.log", &base, &create()).unwrap();

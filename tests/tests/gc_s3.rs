@@ -254,10 +254,10 @@ fn a_process_killed_during_a_multipart_collect_leaves_no_upload_open_after_recov
             },
         )
         .unwrap();
-        let ops = meta::ops::publish_operation::list_pending(client.meta()).unwrap();
+        let ops = meta::ops::publish::operation::list_pending(client.meta()).unwrap();
         assert_eq!(ops.len(), 1);
         let rows: Vec<(u64, StagedObject)> =
-            meta::ops::publish_operation::ledger(client.meta(), &ops[0].operation_id).unwrap();
+            meta::ops::publish::operation::ledger(client.meta(), &ops[0].operation_id).unwrap();
         rows[0]
             .1
             .upload_id

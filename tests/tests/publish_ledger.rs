@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
 use meta::codec::{PublishPhase, StagedCleanupState, StagedProviderState};
-use meta::ops::publish_operation as ledger;
+use meta::ops::publish::operation as ledger;
 use nokv::{Client, ClientOptions, PutOptions};
 use objstore::{Error as ObjError, LocalDir, ObjectMeta, ObjectStore, PutOutcome};
 

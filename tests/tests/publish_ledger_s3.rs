@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use meta::codec::{PublishPhase, StagedProviderState};
-use meta::ops::publish_operation as ledger;
+use meta::ops::publish::operation as ledger;
 use nokv::{Client, ClientOptions, PutOptions};
 use objstore::{
     ConditionalPut, Error as ObjError, ObjectMeta, ObjectStore, PutOutcome, RetryPolicy, S3Config,

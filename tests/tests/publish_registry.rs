@@ -5,7 +5,7 @@
 //! after reopen.
 
 use meta::codec::PublishPhase;
-use meta::ops::publish_operation::{self as ledger, BeginOutcome, PublishIntent, StagedBlock};
+use meta::ops::publish::operation::{self as ledger, BeginOutcome, PublishIntent, StagedBlock};
 use meta::{ArtifactRevisionId, OperationId, PathCondition};
 use nokv::{Client, ClientOptions, PutOptions};
 

@@ -27,7 +27,7 @@ impl GcBarrierKey {
     /// Decodes a key. Errors: [`crate::Error::Codec`] for any length other than 16.
     pub fn decode(key: &[u8]) -> Result<Self> {
         Ok(GcBarrierKey {
-            root: super::decode_root_key(FAMILY, key)?,
+            root: super::wire::decode_root_key(FAMILY, key)?,
         })
     }
 }

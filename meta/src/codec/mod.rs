@@ -85,20 +85,7 @@ pub use snapshot_ref::{SnapshotRef, SnapshotRefKey, SnapshotState};
 pub use staged_object::{StagedCleanupState, StagedObject, StagedObjectKey, StagedProviderState};
 pub use system::{RootPlacement, RootPlacementLifecycle, SchemaMarker};
 pub use tag::{Tag, TagKey};
+pub use wire::decode_root_key;
 pub use workbench_commit_head::{WorkbenchCommitHead, WorkbenchCommitHeadKey};
 pub use workspace_current::{WorkspaceCurrent, WorkspaceCurrentKey, WorkspaceState};
 pub use workspace_incarnation_claim::{WorkspaceIncarnationClaim, WorkspaceIncarnationClaimKey};
-
-use crate::error::Result;
-use crate::ids::RootId;
-
-/// Decodes a key that is exactly one root id (RootFence, GcBarrier), attributing failures to
-/// `family`.
-///
-/// Errors: [`crate::Error::Codec`] for any length other than 16.
-pub fn decode_root_key(family: &'static str, key: &[u8]) -> Result<RootId> {
-    let mut d = wire::Dec::new(family, key);
-    let root = RootId(d.b16()?);
-    d.finish()?;
-    Ok(root)
-}

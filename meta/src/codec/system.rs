@@ -26,7 +26,7 @@
 //! a command may write (see [`is_pending_operation_key`]) — and always in the same command as
 //! the Operation row change they mirror: inserted by the command that begins (or re-begins) an
 //! operation, deleted by the command that makes it terminal. For Publish
-//! ([`crate::ops::publish_operation`]): present while Uploading, Finalizing, Aborting, Cleaning
+//! ([`crate::ops::publish::operation`]): present while Uploading, Finalizing, Aborting, Cleaning
 //! and Quarantined; absent once Published or Cleaned. Other kinds do not register yet.
 //! The embedded store keeps the control-plane RootPlacement record here because there is no
 //! separate control plane yet (docs/metadata-format.md, "Placement Authority").

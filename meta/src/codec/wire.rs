@@ -8,6 +8,7 @@
 //! non-canonical booleans and unknown tags with [`Error::Codec`].
 
 use crate::error::{Error, Result};
+use crate::ids::RootId;
 
 /// Appends encoded fields to a buffer.
 #[derive(Default)]
@@ -342,3 +343,14 @@ macro_rules! durable_enum {
     };
 }
 pub(crate) use durable_enum;
+
+/// Decodes a key that is exactly one root id (RootFence, GcBarrier), attributing failures to
+/// `family`.
+///
+/// Errors: [`crate::Error::Codec`] for any length other than 16.
+pub fn decode_root_key(family: &'static str, key: &[u8]) -> Result<RootId> {
+    let mut d = Dec::new(family, key);
+    let root = RootId(d.b16()?);
+    d.finish()?;
+    Ok(root)
+}

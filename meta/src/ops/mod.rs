@@ -16,11 +16,6 @@ pub mod fsck;
 pub mod gc;
 pub mod lease_clock;
 pub mod publish;
-/// The Publish operation and its StagedObject ledger, kept at its historical path (it lives in
-/// [`publish::operation`]).
-pub mod publish_operation {
-    pub use super::publish::operation::*;
-}
 pub mod remove;
 pub mod restore;
 pub mod settings;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use nokv_mcp::{EmbeddedBackend, McpOptions, RemoteBackend, ToolBackend};
 
-use super::{EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
+use nokv_commands::{EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
 
 /// Arguments of `nokv mcp`.
 #[derive(Debug, clap::Args)]
@@ -21,7 +21,7 @@ pub struct McpArgs {
 ///
 /// `store` is the store directory (`--store`, $NOKV_STORE or ./.nokv); `server` is the
 /// `nokv serve` URL every call goes to instead of opening the store in this
-/// process (bearer token from $NOKV_TOKEN), as [`super::server_url`] resolves it for every
+/// process (bearer token from $NOKV_TOKEN), as [`crate::server_url`] resolves it for every
 /// command: `--server`, else $NOKV_SERVER when `--store` is not given.
 pub fn run_mcp(store: &Path, server: Option<&str>, args: &McpArgs) -> u8 {
     let backend: Arc<dyn ToolBackend> = match server {

@@ -23,9 +23,14 @@
 
 use std::io::{Read, Write};
 
-use super::{print_json, Bar, Command, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
+use crate::args::Command;
+use crate::tool_io::{
+    append_input, collect_precheck, print_collected, print_materialized, run_tool, workbench_input,
+    Bar,
+};
 use nokv::workbench::errors::{ErrorCode, ToolError};
 use nokv_commands::request::CommandRequest;
+use nokv_commands::{print_json, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
 use nokv_remote::RemoteClient;
 
 fn json_failure(out: &mut dyn Write, e: nokv::Error) -> u8 {
@@ -82,14 +87,14 @@ pub(crate) fn run_with(
 ) -> u8 {
     match command {
         Command::Workbench { tool, input } => {
-            let (name, input) = match super::workbench_input(&tool, input.as_deref()) {
+            let (name, input) = match workbench_input(&tool, input.as_deref()) {
                 Ok(x) => x,
                 Err((env, code)) => {
                     print_json(out, &env);
                     return code;
                 }
             };
-            super::run_tool(&remote, name, &input, out)
+            run_tool(&remote, name, &input, out)
         }
         Command::Schema => {
             print_json(out, &nokv::workbench::schema::describe_all());
@@ -118,8 +123,7 @@ pub(crate) fn run_with(
             operation_id,
             content_type,
         } => {
-            let bytes = match super::append_input(file.as_deref(), stdin.as_deref(), &operation_id)
-            {
+            let bytes = match append_input(file.as_deref(), stdin.as_deref(), &operation_id) {
                 Ok(b) => b,
                 Err((err, code)) => {
                     print_json(out, &err.envelope());
@@ -136,7 +140,7 @@ pub(crate) fn run_with(
             ) {
                 Ok(env) => {
                     print_json(out, &env);
-                    super::envelope_exit_code(&env)
+                    nokv_commands::envelope_exit_code(&env)
                 }
                 Err(e) => json_failure(out, e),
             }
@@ -187,7 +191,7 @@ pub(crate) fn run_with(
             bar.finish();
             match result {
                 Ok(files) => {
-                    super::print_materialized(out, &files, &dest);
+                    print_materialized(out, &files, &dest);
                     EXIT_OK
                 }
                 Err(e) => text_failure(&e),
@@ -204,7 +208,7 @@ pub(crate) fn run_with(
         } => {
             let mut bar = Bar::new(quiet);
             let result = (|| -> nokv::Result<nokv::materialize::CollectedFile> {
-                let index = super::collect_precheck(&file, &path, &fields, index_json)?;
+                let index = collect_precheck(&file, &path, &fields, index_json)?;
                 remote.create_workbench(&workbench)?;
                 let ct = content_type
                     .unwrap_or_else(|| nokv::materialize::guess_content_type(&path).to_string());
@@ -221,15 +225,15 @@ pub(crate) fn run_with(
             bar.finish();
             match result {
                 Ok(c) => {
-                    super::print_collected(out, &c);
+                    print_collected(out, &c);
                     EXIT_OK
                 }
                 Err(e) => text_failure(&e),
             }
         }
         // The control plane is reached directly (etcd), not through the server.
-        Command::Root { action } => super::root_cmd::run_root(action, out),
-        Command::Shard { action } => super::shard_cmd::run_shard(action, out),
+        Command::Root { action } => crate::root_cmd::run_root(action, out),
+        Command::Shard { action } => crate::shard_cmd::run_shard(action, out),
         // `nokv mcp` picks its remote backend itself (see `main_with_args`).
         // `verify` opens the store read-only, so it runs next to the server's writer.
         Command::Mcp(_) | Command::Init { .. } | Command::Serve(_) | Command::Verify(_) => {

@@ -6,11 +6,11 @@ use std::io::Write;
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
-use super::{print_json, EXIT_OK, EXIT_TOOL_ERROR};
 use nokv::control::shard::ShardStatus;
 use nokv::control::{ControlPlane, RootRecord};
 use nokv::error::{Error, Result};
 use nokv::workbench::store_error;
+use nokv_commands::{print_json, EXIT_OK, EXIT_TOOL_ERROR};
 
 /// Where the control plane is.
 #[derive(Debug, Clone, Args)]

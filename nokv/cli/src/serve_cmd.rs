@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
+use nokv_commands::{EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
 use nokv_server::ServerOptions;
 
 /// Arguments of `nokv serve` (the store is the global `--store`).

@@ -6,7 +6,7 @@ use std::io::Write;
 use clap::Subcommand;
 use serde_json::{json, Value};
 
-use super::root_cmd::{envelope, shard_json, ControlArgs};
+use crate::root_cmd::{envelope, shard_json, ControlArgs};
 use nokv::error::Result;
 
 /// `nokv shard` actions.

@@ -24,9 +24,9 @@ use std::path::Path;
 use clap::Args;
 use serde_json::{json, Value};
 
-use super::{print_json, EXIT_OK, EXIT_TOOL_ERROR};
 use nokv::workbench::errors::{ErrorCode, ToolError};
 use nokv::workbench::store_error;
+use nokv_commands::{print_json, EXIT_OK, EXIT_TOOL_ERROR};
 
 /// Arguments of `nokv verify`.
 #[derive(Debug, Clone, Args)]

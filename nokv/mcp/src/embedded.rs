@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{tool_hints, ToolBackend};
+use crate::backend::{tool_hints, ToolBackend};
 use nokv::client::{Client, ClientOptions};
 use nokv::lifetime::MaintenanceHandle;
 use nokv::workbench::errors::ToolError;

@@ -545,9 +545,10 @@ where
                     }
                     let id = request.id.clone();
                     let call = match &request.request {
-                        ClientRequest::CallToolRequest(call) => {
-                            Some(crate::tool_hints(&call.params.name).is_some_and(|h| !h.read_only))
-                        }
+                        ClientRequest::CallToolRequest(call) => Some(
+                            crate::backend::tool_hints(&call.params.name)
+                                .is_some_and(|h| !h.read_only),
+                        ),
                         _ => None,
                     };
                     self.ledger.send_modify(|l| {

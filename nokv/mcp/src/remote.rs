@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{tool_hints, ToolBackend};
+use crate::backend::{tool_hints, ToolBackend};
 use nokv::workbench::errors::{ErrorCode, ToolError};
 use nokv::workbench::schema;
 

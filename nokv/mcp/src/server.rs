@@ -18,8 +18,8 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::framing::{self, AnsweringTransport, CheckedReader};
-use super::{envelope_is_success, tool_hints, ToolBackend};
+use crate::backend::{envelope_is_success, tool_hints, ToolBackend};
+use crate::framing::{self, AnsweringTransport, CheckedReader};
 use nokv::workbench::errors::{ErrorCode, ToolError};
 use nokv::workbench::schema;
 

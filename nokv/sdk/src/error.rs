@@ -1,4 +1,4 @@
-//! The SDK error type of [`crate::Client`].
+//! The SDK error type of [`crate::client::Client`].
 //!
 //! Every variant is typed so that the Workbench facade (and any other front door) can map it to a
 //! stable error code without parsing messages. Messages never contain storage keys, object keys,
@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-/// Errors returned by [`crate::Client`] and the adapters built on it.
+/// Errors returned by [`crate::client::Client`] and the adapters built on it.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The workbench does not exist or is not visible (staging or retired incarnations are
@@ -113,7 +113,7 @@ pub enum Error {
     #[error("the store was busy with concurrent writers; retry")]
     Busy,
     /// The store cannot be written through this handle: the client was opened read-only
-    /// ([`crate::ClientOptions::read_only`]), or the store's files are on a read-only file system
+    /// ([`crate::client::ClientOptions::read_only`]), or the store's files are on a read-only file system
     /// or belong to another user without write permission. Nothing was written; retrying the
     /// same write does not help. `reason` says which (no host paths).
     #[error("the store is read-only ({reason}); nothing was written")]

@@ -6,11 +6,11 @@
 //! small images pile up. The engine only counts it (`holt::Stats::checkpoint_failures`). The
 //! store's owners make it visible here, in one place shared by every front door:
 //!
-//! * a long-running owner ([`crate::Client::start_background_maintenance`], run by `nokv serve` and the
+//! * a long-running owner ([`crate::client::Client::start_background_maintenance`], run by `nokv serve` and the
 //!   embedded `nokv mcp`) checks on every maintenance pass and logs one warning each time the
 //!   count has risen;
 //! * every process logs one warning when it closes a store whose count is not zero (the last
-//!   [`crate::Client`] clone dropping, after the engine's due background work has finished).
+//!   [`crate::client::Client`] clone dropping, after the engine's due background work has finished).
 //!
 //! The warnings are `tracing::warn!` events (the `nokv` binary writes them to stderr); they name
 //! no local path and say to run `nokv fsck`, which scrubs every image block. `nokv serve` also
@@ -37,7 +37,7 @@ pub(crate) fn warn_if_checkpoint_failures_rose(meta: &MetaShard, reported: u64) 
     failures.max(reported)
 }
 
-/// The close-time check, run when the last [`crate::Client`] clone drops: waits for the engine's due
+/// The close-time check, run when the last [`crate::client::Client`] clone drops: waits for the engine's due
 /// or running background checkpoint (the same wait the engine's own close does), then logs one
 /// warning when any background checkpoint of this open failed.
 pub(crate) fn warn_at_close(meta: &MetaShard) {

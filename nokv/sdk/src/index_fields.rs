@@ -7,9 +7,9 @@
 //! built-in fields (`body_digest_uri`, `content_type`, `generation`, `logical_size`,
 //! `manifest_id`, `path`, `producer`, `workbench_id`). Three ways to produce custom fields:
 //!
-//! - the SDK: [`crate::PutOptions::index_fields`], a typed map;
+//! - the SDK: [`crate::client::PutOptions::index_fields`], a typed map;
 //! - the CLI: `nokv collect … --field name=value`, parsed by [`parse_field_arg`];
-//! - JSON artifacts: [`crate::PutOptions::index_json`] projects the body's top-level scalar
+//! - JSON artifacts: [`crate::client::PutOptions::index_json`] projects the body's top-level scalar
 //!   members ([`json_object_fields`]).
 //!
 //! JSON presentation ([`index_value_to_json`]): numbers as JSON numbers, timestamps as RFC 3339
@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 pub use meta::index::projection::{IndexFields, BUILTIN_FIELDS, MAX_CUSTOM_FIELDS};
 pub use meta::index::{FieldId, IndexValue, Timestamp};
 
-/// Largest body [`crate::PutOptions::index_json`] parses (16 MiB); larger bodies are refused
+/// Largest body [`crate::client::PutOptions::index_json`] parses (16 MiB); larger bodies are refused
 /// with [`Error::InvalidArgument`] before anything is uploaded.
 pub const MAX_INDEX_JSON_BYTES: usize = 16 * 1024 * 1024;
 

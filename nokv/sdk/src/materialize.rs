@@ -488,7 +488,8 @@ pub fn collect_indexed(
 
 /// Publishes one body read from a local file: `put(reader, options)` (the embedded or the
 /// remote client's `put_reader` into the target workbench and path).
-pub type PutBody<'a> = dyn FnMut(&mut dyn Read, &PutOptions) -> Result<crate::PutReceipt> + 'a;
+pub type PutBody<'a> =
+    dyn FnMut(&mut dyn Read, &PutOptions) -> Result<crate::client::PutReceipt> + 'a;
 
 /// The lifecycle of [`collect_indexed`] over any `put` (shared by the embedded store and the
 /// remote client): hash the local file, stream it through `put`, and require the stored digest to

@@ -162,7 +162,7 @@ pub struct RestoreReceipt {
 pub enum RestoreError {
     /// An SDK error (invalid argument, object store, local I/O, …).
     #[error(transparent)]
-    Sdk(#[from] crate::Error),
+    Sdk(#[from] crate::error::Error),
     /// A typed failure of the durable operation.
     #[error(transparent)]
     Operation(#[from] ops::RestoreError),
@@ -203,7 +203,7 @@ fn fault(point: FaultPoint, options: &RestoreOptions) -> Result<(), RestoreError
 /// `{"kind":"snapshot","snapshot_id":N}` or `{"kind":"commit","commit_id":HEX64}`; canonical
 /// JSON (compact, keys sorted by bytes).
 ///
-/// Errors: [`crate::Error::InvalidArgument`] if the value cannot be canonicalized (not
+/// Errors: [`crate::error::Error::InvalidArgument`] if the value cannot be canonicalized (not
 /// reachable for these shapes).
 pub fn restore_manifest_bytes(
     presentation_root: &str,
@@ -211,7 +211,7 @@ pub fn restore_manifest_bytes(
     source_workbench_id: &str,
     source: &RestoreSource,
     destination_workbench_id: &str,
-) -> crate::Result<Vec<u8>> {
+) -> crate::error::Result<Vec<u8>> {
     let source_path = format!("{presentation_root}/{source_workbench_id}");
     let destination_path = format!("{presentation_root}/{destination_workbench_id}");
     let source_json = match source {
@@ -232,7 +232,7 @@ pub fn restore_manifest_bytes(
         "destination_path": destination_path,
     });
     crate::json::canonical::canonical_json(&value)
-        .map_err(|e| crate::Error::InvalidArgument(format!("restore manifest: {e:?}")))
+        .map_err(|e| crate::error::Error::InvalidArgument(format!("restore manifest: {e:?}")))
 }
 
 /// The deterministic revision id of an operation's restore manifest.
@@ -358,7 +358,7 @@ impl Client {
         let digest_uri = objstore::sha256_uri(&body);
         self.objects()
             .put_if_absent(&key, &body)
-            .map_err(crate::Error::from)?;
+            .map_err(crate::error::Error::from)?;
         Ok(RestoreManifestDescriptor {
             revision_id,
             logical_size: body.len() as u64,

@@ -4,13 +4,13 @@
 //! SnapshotRef, the optional alias and the HistoryHold in one metadata command; frozen reads go
 //! through [`Client::snapshot_reader`] (holt `view_at` at the snapshot's read version). Leases
 //! run on the shard's persisted lease clock, fed by the client's injectable wall clock
-//! ([`crate::ClientOptions::clock`]).
+//! ([`crate::client::ClientOptions::clock`]).
 //!
 //! The reaper claims expired snapshots after the skew grace and lets the history floor advance.
 //! It runs at every [`Client::open_with`] (best effort), on a timer in long-running processes
 //! ([`Client::start_reaper`]), and on demand ([`Client::reap_snapshots`], `nokv snapshot reap`).
 //!
-//! Errors are the metadata layer's, wrapped in [`crate::Error::Meta`]:
+//! Errors are the metadata layer's, wrapped in [`crate::error::Error::Meta`]:
 //! `SnapshotNotFound`, `SnapshotExpired` (expired, retired or reaped), `SnapshotLifecycle`
 //! (extend-only renewal, renewing a retired snapshot, no commit head), `ForkRetentionActive`.
 

@@ -4,7 +4,7 @@
 //! # `<store>/nokv-store.json`
 //!
 //! Written once by [`init_store`] (temp file + `fsync` + rename + directory `fsync`), read by
-//! every [`crate::Client::open`]. A store directory without the file is an embedded store on
+//! every [`crate::client::Client::open`]. A store directory without the file is an embedded store on
 //! the local directory `<store>/objects` (every store created before `nokv init` existed).
 //!
 //! ```json
@@ -50,7 +50,7 @@
 //! [`MARKER_KEY`] (`nokv/namespace.json`, i.e. `<prefix>/nokv/namespace.json` in the bucket) is
 //! created with put-if-absent at init and holds `{"format": "nokv-object-namespace",
 //! "version": 1, "store_uuid": "…"}`. Every open of a configured store reads it and refuses the
-//! store ([`crate::Error::NamespaceMismatch`]) when it is missing or names another store, so
+//! store ([`crate::error::Error::NamespaceMismatch`]) when it is missing or names another store, so
 //! a store pointed at the wrong bucket/prefix never publishes into, or trusts, a foreign
 //! namespace.
 
@@ -627,7 +627,7 @@ fn etcd_metadata(wanted: &mut StoreConfig, control: &str, options: &InitOptions)
 /// namespace whose marker belongs to another store.
 ///
 /// Errors: [`Error::StoreConfig`], [`Error::NamespaceMismatch`], [`Error::ObjectUnavailable`],
-/// [`Error::LocalIo`], plus those of [`crate::Client::open_with`].
+/// [`Error::LocalIo`], plus those of [`crate::client::Client::open_with`].
 pub fn init_store(dir: &Path, options: &InitOptions) -> Result<InitOutcome> {
     #[cfg_attr(not(feature = "etcd"), allow(unused_mut))]
     let mut wanted = StoreConfig::from_init(options)?;
@@ -678,9 +678,9 @@ pub fn init_store(dir: &Path, options: &InitOptions) -> Result<InitOutcome> {
         PutOutcome::AlreadyExists => check_marker(store.as_ref(), &config)?,
     }
     drop(store);
-    crate::Client::open_with(
+    crate::client::Client::open_with(
         dir,
-        crate::ClientOptions {
+        crate::client::ClientOptions {
             create_if_missing: true,
             ..Default::default()
         },
@@ -763,14 +763,14 @@ mod tests {
         let a = tempfile::tempdir().expect("tempdir");
         let outcome = init_store(a.path(), &InitOptions::default()).expect("init");
         assert!(outcome.created);
-        crate::Client::open(a.path()).expect("reopen own namespace");
+        crate::client::Client::open(a.path()).expect("reopen own namespace");
         // Another store's configuration pointed at the same objects directory.
         let mut foreign = outcome.config.clone();
         foreign.store_uuid = "ff".repeat(16);
         fs::remove_file(a.path().join(CONFIG_FILE)).expect("rm");
         foreign.write_new(a.path()).expect("write foreign");
         assert!(matches!(
-            crate::Client::open(a.path()),
+            crate::client::Client::open(a.path()),
             Err(Error::NamespaceMismatch { .. })
         ));
     }

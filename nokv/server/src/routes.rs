@@ -149,7 +149,7 @@ async fn healthz(State(state): State<Shared>) -> Response {
 async fn metrics(State(state): State<Shared>) -> Response {
     let s = state.clone();
     let text = tokio::task::spawn_blocking(move || {
-        let open = meta::ops::publish_operation::list_pending(s.client.meta())
+        let open = meta::ops::publish::operation::list_pending(s.client.meta())
             .ok()
             .map(|v| v.len());
         let stats = s.client.meta().holt_db().map(|db| db.stats());

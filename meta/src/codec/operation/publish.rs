@@ -145,7 +145,7 @@ pub struct PublishOperation {
     /// Encoded custom index fields (the PathEntry `index_projection` form).
     pub index_projection: Vec<(String, Vec<u8>)>,
     /// Number of StagedObject rows written so far (sequences `0..count` relative to the first
-    /// own object index; see [`crate::ops::publish_operation`]).
+    /// own object index; see [`crate::ops::publish::operation`]).
     pub staged_object_count: u64,
     /// Expected body length in bytes (sealed by the Finalizing CAS; `0` before).
     pub expected_length: u64,

@@ -266,7 +266,7 @@ pub fn explain_revision(
         });
     }
     if let Some(op) = in_flight.get(rev) {
-        if let Some(p) = crate::ops::publish_operation::get(shard, op)? {
+        if let Some(p) = crate::ops::publish::operation::get(shard, op)? {
             holders.push(Holder::InFlightPublish {
                 operation_id: *op,
                 phase: p.phase,

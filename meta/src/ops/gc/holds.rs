@@ -108,9 +108,9 @@ pub fn in_flight_publications(
     shard: &MetaShard,
 ) -> Result<BTreeMap<ArtifactRevisionId, OperationId>> {
     let mut out = BTreeMap::new();
-    for listed in crate::ops::publish_operation::list_pending(shard)? {
+    for listed in crate::ops::publish::operation::list_pending(shard)? {
         let op = &listed.operation;
-        if crate::ops::publish_operation::is_terminal(op.phase) {
+        if crate::ops::publish::operation::is_terminal(op.phase) {
             continue;
         }
         out.insert(op.artifact_revision_id, listed.operation_id);

@@ -107,7 +107,7 @@ use super::{run_step, Step};
 
 pub mod explain;
 
-pub use super::publish_operation::DeleteOutcome;
+pub use super::publish::operation::DeleteOutcome;
 
 mod barrier;
 mod claim;

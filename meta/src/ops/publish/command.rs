@@ -71,7 +71,7 @@ pub(crate) fn plan<S: Snapshot>(
 }
 
 /// The publish operation a ledger-driven publication moves Finalizing -> Published in the same
-/// command (see [`crate::ops::publish_operation`]).
+/// command (see [`crate::ops::publish::operation`]).
 pub(crate) struct OperationBinding {
     /// Operation key.
     pub(crate) key: Vec<u8>,

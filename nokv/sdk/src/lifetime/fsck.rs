@@ -86,7 +86,7 @@ impl Client {
                     None,
                 )
             }
-            Err(e) => (Vec::new(), Some(crate::Error::from(e).to_string())),
+            Err(e) => (Vec::new(), Some(crate::error::Error::from(e).to_string())),
         };
         Ok(FsckOutcome {
             report,

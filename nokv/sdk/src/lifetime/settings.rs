@@ -15,7 +15,7 @@ impl Client {
     }
 
     /// The durable setting `name` (today: `history_retention_versions`): its stored value and
-    /// the value in effect (the client's [`crate::ClientOptions::snapshot_policy`] default while
+    /// the value in effect (the client's [`crate::client::ClientOptions::snapshot_policy`] default while
     /// never set).
     ///
     /// Errors: [`Error::InvalidArgument`] for an unknown name.

@@ -1,5 +1,5 @@
 //! Opening a store whose metadata lives on etcd — the embedded client's side of the control
-//! plane: a [`crate::Client`] whose store keeps its metadata in etcd owns the root's logical
+//! plane: a [`crate::client::Client`] whose store keeps its metadata in etcd owns the root's logical
 //! shard for as long as it is open, exactly as an embedded holt store is locked by one process
 //! at a time.
 

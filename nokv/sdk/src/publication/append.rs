@@ -2,7 +2,7 @@
 //! one Publish operation, so a retry after any failure converges to one append.
 
 use meta::codec::PublishPhase;
-use meta::ops::publish_operation::{self as ledger};
+use meta::ops::publish::operation::{self as ledger};
 use meta::OperationId;
 
 use super::plan::{append_intent_digest, OpSpec};

@@ -2,13 +2,13 @@
 //! Append"; docs/design.md, "Immutable Bodies And Publication", "Safe Object Lifetime").
 //!
 //! Every body the SDK publishes goes through one Publish operation of
-//! [`meta::ops::publish_operation`]:
+//! [`meta::ops::publish::operation`]:
 //!
 //! 1. **Begin** — the operation (phase Uploading, the complete frozen request) and the
 //!    StagedObject rows of the first block group are committed in one metadata command before
-//!    any byte is sent. A streamed body ([`crate::Client::put_reader`]) is read one block at a
+//!    any byte is sent. A streamed body ([`crate::client::Client::put_reader`]) is read one block at a
 //!    time into memory, hashed, its row committed, then uploaded; a body held in memory stages up
-//!    to [`meta::ops::publish_operation::MAX_LEDGER_ROWS_PER_COMMAND`] rows per command.
+//!    to [`meta::ops::publish::operation::MAX_LEDGER_ROWS_PER_COMMAND`] rows per command.
 //! 2. **Upload** — each block is written with `put_if_absent` under its revision-owned key. The
 //!    next staging command marks the previous group Uploaded (or Ambiguous when the provider
 //!    could not tell, [`objstore::Error::Ambiguous`]).
@@ -21,9 +21,9 @@
 //!    recovery pass finishes it. An upload that completes after another party aborted the
 //!    operation joins cleanup: it deletes every key it sent, then runs the cleanup pass.
 //!
-//! **Recovery** ([`crate::Client::recover_operations`], run at every [`crate::Client::open`]) is
+//! **Recovery** ([`crate::client::Client::recover_operations`], run at every [`crate::client::Client::open`]) is
 //! driven by the ledger only, never by listing the bucket. It finds the non-terminal operations
-//! through the pending-operation registry ([`meta::ops::publish_operation::list_pending`]), so
+//! through the pending-operation registry ([`meta::ops::publish::operation::list_pending`]), so
 //! its cost grows with the operations still open, not with every publication ever made. The holt database is held by one
 //! process at a time, so at open every non-terminal operation is orphaned; later passes skip the
 //! operations this handle has in flight. Uploading / Aborting / Cleaning operations are aborted
@@ -34,7 +34,7 @@
 //!
 //! Multipart uploads: a block the provider uploads in parts (S3 above its multipart threshold)
 //! goes through [`objstore::ObjectStore::put_if_absent_observed`]; the provider reports the
-//! upload id before the first part and [`meta::ops::publish_operation::record_upload_id`]
+//! upload id before the first part and [`meta::ops::publish::operation::record_upload_id`]
 //! records it on the block's StagedObject row in one command, so the parts are ledger-owned
 //! before they are sent (if the id cannot be recorded the provider aborts the upload and sends
 //! nothing). A process killed mid-upload leaves an open upload that recovery finds in the ledger:
@@ -46,7 +46,7 @@
 //! append). Persisting the resumable SHA-256 state would need a field the seed's ArtifactRevision
 //! record (value version 2) does not have, so it is left as is.
 //!
-//! **Durable idempotent append** ([`crate::Client::append_idempotent`]): the caller's 16-byte
+//! **Durable idempotent append** ([`crate::client::Client::append_idempotent`]): the caller's 16-byte
 //! operation id is the Publish operation's id and its intent digest is
 //! `sha256("nokv.append.intent.v1\0" | u32 len | workbench_id | u32 len | path | u64 delta
 //! length | delta sha256)`. A replay of a published id returns the original receipt and appends

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use meta::codec::{PublishOperation, PublishPhase, StagedProviderState};
-use meta::ops::publish_operation::{
+use meta::ops::publish::operation::{
     self as ledger, BeginOutcome, PublishIntent, StagedBlock, MAX_LEDGER_ROWS_PER_COMMAND,
 };
 use meta::OperationId;

@@ -15,7 +15,7 @@ pub const APPEND_INTENT_DOMAIN: &[u8] = b"nokv.append.intent.v1\0";
 /// Domain separator of the intent digest of ordinary (random-id) publications.
 pub const PUBLISH_INTENT_DOMAIN: &[u8] = b"nokv.publish.intent.v1\0";
 
-/// One Publish operation as [`Client::list_operations`](crate::Client::list_operations) reports it.
+/// One Publish operation as [`Client::list_operations`](crate::client::Client::list_operations) reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OperationInfo {
     /// Operation id, 32 lowercase hex characters.
@@ -91,7 +91,7 @@ pub fn append_intent_digest(workbench_id: &str, path: &NormPath, delta: &[u8]) -
     h.finalize().into()
 }
 
-/// Everything [`Client::publish_body`](crate::Client::publish_body) needs besides the bytes.
+/// Everything [`Client::publish_body`](crate::client::Client::publish_body) needs besides the bytes.
 pub(crate) struct BodyPlan {
     pub(crate) op: OpSpec,
     pub(crate) workbench_id: String,
@@ -106,7 +106,7 @@ pub(crate) struct BodyPlan {
     pub(crate) index_fields: IndexFields,
     /// Hasher already fed with the reused base bytes (appends), else empty.
     pub(crate) hasher: objstore::Sha256Stream,
-    /// The caller's declared digest of the whole body ([`crate::PutOptions::expected_digest_uri`]).
+    /// The caller's declared digest of the whole body ([`crate::client::PutOptions::expected_digest_uri`]).
     pub(crate) expected_digest_uri: Option<String>,
 }
 

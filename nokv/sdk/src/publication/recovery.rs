@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use meta::codec::{PublishOperation, PublishPhase, StagedCleanupState};
-use meta::ops::publish_operation::{self as ledger};
+use meta::ops::publish::operation::{self as ledger};
 use meta::OperationId;
 
 use super::plan::{is_definite_refusal, OperationInfo};
@@ -20,7 +20,7 @@ impl Client {
     /// collected in [`RecoverySummary::errors`] and leave that operation for the next pass.
     ///
     /// The operations are found through the pending-operation registry
-    /// ([`meta::ops::publish_operation::list_pending`]): cost O(non-terminal operations), not
+    /// ([`meta::ops::publish::operation::list_pending`]): cost O(non-terminal operations), not
     /// O(publications ever made).
     ///
     /// Errors: [`Error::Meta`] when the operation list cannot be read.

@@ -6,7 +6,7 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use meta::codec::{StagedCleanupState, StagedObject, StagedProviderState};
-use meta::ops::publish_operation::{self as ledger, DeleteOutcome};
+use meta::ops::publish::operation::{self as ledger, DeleteOutcome};
 use meta::OperationId;
 use objstore::{ObjectStore, PutOutcome, Resolution};
 

@@ -31,7 +31,7 @@ const MAX_FIND_MANIFEST_BYTES: u64 = crate::json::payload::MAX_PAYLOAD_BYTES + 6
 /// Maps commit- and tag-path errors to the contract's codes (`WorkbenchCommitConflict`,
 /// `WorkbenchCommitProtocolMismatch`, `NotFound`, `InvalidState`, `Conflict/CommitHead`, …);
 /// everything else goes through [`tool_error`].
-pub fn commit_error(client: &Client, workbench_id: &str, err: crate::Error) -> ToolError {
+pub fn commit_error(client: &Client, workbench_id: &str, err: crate::error::Error) -> ToolError {
     commit_error_naming(client, workbench_id, err, "replace=true")
 }
 
@@ -40,10 +40,10 @@ pub fn commit_error(client: &Client, workbench_id: &str, err: crate::Error) -> T
 pub fn commit_error_naming(
     client: &Client,
     workbench_id: &str,
-    err: crate::Error,
+    err: crate::error::Error,
     replace: &str,
 ) -> ToolError {
-    use crate::Error as E;
+    use crate::error::Error as E;
     let wb_path = client.workbench_path(workbench_id);
     match err {
         E::Meta(meta::Error::WorkbenchCommitConflict { head }) => ToolError::new(

@@ -1,7 +1,7 @@
 //! The Workbench facade: the agent tools of `docs/workbench.md`, transport-free (JSON in, JSON out).
 //!
 //! Every call is validated against the tool's JSON schema first (see [`schema`]), then against the
-//! facade's cross-field rules, then executed through the [`crate::Client`] SDK. Results are one JSON
+//! facade's cross-field rules, then executed through the [`crate::client::Client`] SDK. Results are one JSON
 //! object: `{"status":"success", …}` or the error envelope of [`errors::ToolError`]. Result
 //! shaping (text decoding, base64, edit matching, grep, section projection, friendly errors) lives
 //! here, never in `meta`.
@@ -124,8 +124,8 @@ impl Workbench {
 
 /// Maps an SDK error concerning `workbench_id` to the facade's typed error (the one mapping every
 /// front door uses: tools, CLI, Python SDK). Messages never carry storage identities.
-pub fn tool_error(client: &Client, workbench_id: &str, err: crate::Error) -> ToolError {
-    use crate::Error as E;
+pub fn tool_error(client: &Client, workbench_id: &str, err: crate::error::Error) -> ToolError {
+    use crate::error::Error as E;
     let wb_path = client.workbench_path(workbench_id);
     let presented = |rel: &str| format!("{wb_path}/{rel}");
     match err {
@@ -244,8 +244,8 @@ pub fn removal_error(client: &Client, workbench_id: &str, err: Error) -> ToolErr
 
 /// Maps errors that concern the store as a whole (opening it, its files) to tool errors without
 /// host paths, keys or ids.
-pub fn store_error(err: crate::Error) -> ToolError {
-    use crate::Error as E;
+pub fn store_error(err: crate::error::Error) -> ToolError {
+    use crate::error::Error as E;
     match err {
         E::Meta(inner) => meta_tool_error(&inner),
         E::Placement { kind, reason } => {
@@ -292,10 +292,10 @@ pub fn store_error(err: crate::Error) -> ToolError {
 /// own message and `details.reason` `local_name_too_long` (`name_bytes`, `limit_bytes`) or
 /// `local_path_too_long` (`path_bytes`, `limit_bytes`), and `details.path` (the store path as
 /// given, never the local one). Nothing was written.
-fn local_limit(err: crate::Error) -> ToolError {
+fn local_limit(err: crate::error::Error) -> ToolError {
     let base = ToolError::invalid_arguments(err.to_string());
     match err {
-        crate::Error::LocalNameTooLong {
+        crate::error::Error::LocalNameTooLong {
             path,
             name_bytes,
             limit_bytes,
@@ -304,7 +304,7 @@ fn local_limit(err: crate::Error) -> ToolError {
             .with_detail("path", Value::from(path))
             .with_detail("name_bytes", Value::from(name_bytes))
             .with_detail("limit_bytes", Value::from(limit_bytes)),
-        crate::Error::LocalPathTooLong {
+        crate::error::Error::LocalPathTooLong {
             path,
             path_bytes,
             limit_bytes,

@@ -96,7 +96,7 @@ fn operands(value: &Value, op: Op, field_name: &str) -> ToolResult<Vec<IndexValu
     let typed = json_scalar_to_index_value(value)
         .map_err(|e| {
             let reason = match e {
-                crate::Error::InvalidArgument(msg) => msg,
+                crate::error::Error::InvalidArgument(msg) => msg,
                 other => other.to_string(),
             };
             ToolError::invalid_arguments(format!("predicate on `{field_name}`: {reason}"))

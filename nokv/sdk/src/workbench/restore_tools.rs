@@ -2,7 +2,7 @@
 //!
 //! Inputs: `id` (source), `destination_id` (≠ `id`, must be absent), exactly one of
 //! `at_snapshot` (snapshot id ≥ 0 or name) / `at_commit` (64 lowercase hex). The restore runs to
-//! completion through [`crate::Client::restore`]: the staging destination is invisible to every
+//! completion through [`crate::client::Client::restore`]: the staging destination is invisible to every
 //! read/list/query surface until the one final marker transition; an exact retry returns the
 //! same operation's result with `idempotent_replay: true`.
 //!

@@ -37,15 +37,15 @@ fn depth(v: &Value) -> usize {
 /// Maps SDK errors of snapshot operations and snapshot reads to tool errors (snapshot codes
 /// first — `SnapshotNotFound`, `SnapshotExpired`, `ForkRetentionActive`, … — then the shared
 /// mapping of [`super::tool_error`]). Messages carry no storage identities.
-pub fn snapshot_error(client: &Client, workbench_id: &str, err: crate::Error) -> ToolError {
+pub fn snapshot_error(client: &Client, workbench_id: &str, err: crate::error::Error) -> ToolError {
     match err {
-        crate::Error::Meta(meta::Error::SnapshotNotFound) => ToolError::new(
+        crate::error::Error::Meta(meta::Error::SnapshotNotFound) => ToolError::new(
             ErrorCode::SnapshotNotFound,
             format!(
                 "no such snapshot in workbench `{workbench_id}`; list them with workbench_snapshot_list"
             ),
         ),
-        crate::Error::Meta(meta::Error::SnapshotExpired {
+        crate::error::Error::Meta(meta::Error::SnapshotExpired {
             snapshot_id,
             status,
         }) => ToolError::new(
@@ -56,7 +56,7 @@ pub fn snapshot_error(client: &Client, workbench_id: &str, err: crate::Error) ->
         )
         .with_detail("snapshot_id", Value::from(snapshot_id))
         .with_detail("state", Value::from(status)),
-        crate::Error::Meta(meta::Error::ForkRetentionActive {
+        crate::error::Error::Meta(meta::Error::ForkRetentionActive {
             snapshot_id,
             consumer_count,
         }) => ToolError::new(
@@ -67,7 +67,7 @@ pub fn snapshot_error(client: &Client, workbench_id: &str, err: crate::Error) ->
         )
         .with_detail("snapshot_id", Value::from(snapshot_id))
         .with_detail("consumer_count", Value::from(consumer_count)),
-        crate::Error::Meta(meta::Error::SnapshotLifecycle { reason }) => {
+        crate::error::Error::Meta(meta::Error::SnapshotLifecycle { reason }) => {
             ToolError::new(ErrorCode::InvalidState, reason)
                 .with_detail("conflict", Value::from("SnapshotLifecycle"))
         }

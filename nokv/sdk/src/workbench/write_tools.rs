@@ -206,8 +206,10 @@ pub(super) fn edit(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<
                 out.insert("no_change".into(), Value::from(false));
                 return Ok(out);
             }
-            Err(crate::Error::GenerationConflict { .. }) if attempt < EDIT_ATTEMPTS => continue,
-            Err(crate::Error::GenerationConflict { .. }) => {
+            Err(crate::error::Error::GenerationConflict { .. }) if attempt < EDIT_ATTEMPTS => {
+                continue
+            }
+            Err(crate::error::Error::GenerationConflict { .. }) => {
                 return Err(ToolError::conflict("PathGeneration")
                     .with_detail("path", Value::from(presented.clone()))
                     .with_detail("attempts", Value::from(EDIT_ATTEMPTS)));

@@ -8,10 +8,10 @@ use crate::codec::{
 };
 use crate::error::Error;
 use crate::ids::{ArtifactRevisionId, OperationId};
-use crate::ops::publish::PathCondition;
-use crate::ops::publish_operation::{
+use crate::ops::publish::operation::{
     self as ledger, BeginOutcome, DeleteOutcome, PublishIntent, StagedBlock,
 };
+use crate::ops::publish::PathCondition;
 use crate::path::normalize;
 use crate::shard::MetaShard;
 
