@@ -12,6 +12,12 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 __version__: str
 
+#: Every Workbench error code (docs/workbench.md, "Error codes") in the order of the docs: the
+#: Rust list ``ErrorCode::ALL``. ``nokv.errors`` maps each to its exception class.
+ERROR_CODES: Tuple[str, ...]
+#: The codes of ``ERROR_CODES`` whose calls may be retried unchanged.
+RETRYABLE_ERROR_CODES: Tuple[str, ...]
+
 _Selector = Union[int, str]
 
 class Stat:

@@ -22,11 +22,17 @@ broke; retryable), :class:`Unauthorized` (a :class:`PermissionError`: the bearer
 refused) and :class:`Unsupported` (a :class:`NotImplementedError`: an embedded-only operation).
 Other refusals of a server (``Timeout``, ``RequestInFlight``, …) raise :class:`NoKVError` with
 that code.
+
+The list of Workbench codes is not restated here: it comes from the Rust definition
+(``ErrorCode::ALL``) through the native module, and the code-to-class mapping is built from it.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, Type
+from typing import Any, Dict, Mapping, Optional, Tuple, Type
+
+from ._nokv import ERROR_CODES as _WORKBENCH_CODES
+from ._nokv import RETRYABLE_ERROR_CODES as _WORKBENCH_RETRYABLE
 
 __all__ = [
     "NoKVError",
@@ -61,7 +67,8 @@ __all__ = [
     "from_envelope",
 ]
 
-_RETRYABLE = frozenset({"Conflict", "ReadFenceChanged", "ObjectUnavailable", "Unavailable"})
+# Retryable by default: the Workbench codes the Rust side marks retryable, and Unavailable.
+_RETRYABLE = frozenset(_WORKBENCH_RETRYABLE) | {"Unavailable"}
 
 
 class NoKVError(Exception):
@@ -224,38 +231,25 @@ class Unsupported(NoKVError, NotImplementedError):
     connected store (``details["backend"] == "remote"``, ``details["operation"]`` names it)."""
 
 
-_BY_CODE: Dict[str, Type[NoKVError]] = {
-    cls.__name__: cls
-    for cls in (
-        InvalidArguments,
-        UnknownTool,
-        PayloadTooLarge,
-        NotFound,
-        NotArtifact,
-        NotDirectory,
-        InvalidUtf8,
-        NoMatch,
-        AmbiguousEdit,
-        StructuredDecodeFailed,
-        AlreadyExists,
-        Conflict,
-        ReadFenceChanged,
-        ResourceExhausted,
-        SnapshotNotFound,
-        SnapshotExpired,
-        ForkRetentionActive,
-        InvalidState,
-        WorkbenchCommitConflict,
-        WorkbenchCommitProtocolMismatch,
-        RestoreProtocolMismatch,
-        CanonicalEncodingFailed,
-        ObjectUnavailable,
-        Internal,
-        Unavailable,
-        Unauthorized,
-        Unsupported,
-    )
-}
+# The classes of connected stores (nokv.connect); their codes are not Workbench tool codes.
+_CONNECTION_CLASSES: Tuple[Type[NoKVError], ...] = (Unavailable, Unauthorized, Unsupported)
+
+
+def _classes_by_code() -> Dict[str, Type[NoKVError]]:
+    """Maps every Workbench code of the native module to the class of that name, then adds the
+    connection classes. A code without a class here maps to :class:`NoKVError`, like an unknown
+    code (``tests/test_error_codes.py`` fails for it)."""
+    by_code: Dict[str, Type[NoKVError]] = {}
+    for code in _WORKBENCH_CODES:
+        cls = globals().get(code)
+        if isinstance(cls, type) and issubclass(cls, NoKVError) and cls is not NoKVError:
+            by_code[code] = cls
+    for cls in _CONNECTION_CLASSES:
+        by_code[cls.__name__] = cls
+    return by_code
+
+
+_BY_CODE: Dict[str, Type[NoKVError]] = _classes_by_code()
 
 
 def error_class(code: str) -> Type[NoKVError]:

@@ -10,8 +10,24 @@
 use nokv::workbench::errors::{ErrorCode, ToolError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyModule};
+use pyo3::types::{PyDict, PyModule, PyTuple};
 use serde_json::Value;
+
+/// Adds the Workbench error codes to the native module, so `nokv.errors` derives its mapping
+/// from the Rust list instead of restating it: `ERROR_CODES`, the string of every code of
+/// [`ErrorCode::ALL`] in its order, and `RETRYABLE_ERROR_CODES`, those of them a caller may retry
+/// unchanged ([`ErrorCode::retryable`]).
+pub fn add_codes(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let codes = ErrorCode::ALL.map(ErrorCode::as_str);
+    m.add("ERROR_CODES", PyTuple::new(m.py(), codes)?)?;
+    let retryable: Vec<&str> = ErrorCode::ALL
+        .into_iter()
+        .filter(|code| code.retryable())
+        .map(ErrorCode::as_str)
+        .collect();
+    m.add("RETRYABLE_ERROR_CODES", PyTuple::new(m.py(), retryable)?)?;
+    Ok(())
+}
 
 static ERRORS_MODULE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 

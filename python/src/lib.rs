@@ -25,5 +25,6 @@ fn _nokv(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<types::AppendResult>()?;
     m.add_class::<types::Change>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    errors::add_codes(m)?;
     Ok(())
 }

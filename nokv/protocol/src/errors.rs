@@ -75,7 +75,10 @@ pub const CONFLICT_KINDS: [&str; 7] = [
 ];
 
 impl ErrorCode {
-    /// All 24 codes, in the order of docs/workbench.md.
+    /// All 24 codes, in the order of docs/workbench.md (which is also the declaration order).
+    /// This is the one list of codes: [`ErrorCode::parse`] searches it, and the Python SDK
+    /// exposes its string forms as `nokv._nokv.ERROR_CODES`, from which `nokv.errors` maps codes
+    /// to exception classes.
     pub const ALL: [ErrorCode; 24] = [
         ErrorCode::InvalidArguments,
         ErrorCode::UnknownTool,
@@ -365,12 +368,66 @@ mod tests {
         }
     }
 
+    /// Lists every variant once: the `match` has no wildcard arm, so a new variant does not
+    /// compile until it is named here, and the test then fails until it is in `ALL` too.
+    macro_rules! assert_all_lists_every_variant {
+        ($($variant:ident),* $(,)?) => {{
+            fn exhaustive(code: ErrorCode) {
+                match code {
+                    $(ErrorCode::$variant => {})*
+                }
+            }
+            let variants = [$(ErrorCode::$variant),*];
+            variants.iter().copied().for_each(exhaustive);
+            assert_eq!(ErrorCode::ALL.as_slice(), variants.as_slice());
+        }};
+    }
+
+    #[test]
+    fn all_lists_every_variant_once_in_declaration_order() {
+        assert_all_lists_every_variant!(
+            InvalidArguments,
+            UnknownTool,
+            PayloadTooLarge,
+            NotFound,
+            NotArtifact,
+            NotDirectory,
+            InvalidUtf8,
+            NoMatch,
+            AmbiguousEdit,
+            StructuredDecodeFailed,
+            AlreadyExists,
+            Conflict,
+            ReadFenceChanged,
+            ResourceExhausted,
+            SnapshotNotFound,
+            SnapshotExpired,
+            ForkRetentionActive,
+            InvalidState,
+            WorkbenchCommitConflict,
+            WorkbenchCommitProtocolMismatch,
+            RestoreProtocolMismatch,
+            CanonicalEncodingFailed,
+            ObjectUnavailable,
+            Internal,
+        );
+        for (index, code) in ErrorCode::ALL.iter().enumerate() {
+            assert_eq!(*code as usize, index, "{code} is out of declaration order");
+        }
+    }
+
     #[test]
     fn code_strings_round_trip_and_are_unique() {
         let mut seen = std::collections::HashSet::new();
         for code in ErrorCode::ALL {
             assert!(seen.insert(code.as_str()));
             assert_eq!(ErrorCode::parse(code.as_str()), Some(code));
+            assert_eq!(code.to_string(), code.as_str());
+            assert_eq!(
+                format!("{code:?}"),
+                code.as_str(),
+                "the string form is the variant name"
+            );
         }
         assert_eq!(seen.len(), 24);
         assert_eq!(ErrorCode::parse("Nope"), None);

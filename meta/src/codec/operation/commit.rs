@@ -1,7 +1,11 @@
 //! Operation payloads of the commit closure: BuildCommit (value version 5) and CommitRetire
 //! (value version 1).
 
-use super::*;
+use super::kind::put_cursor;
+use crate::codec::cursor::{ClosureCursor, OperationResult};
+use crate::codec::wire::{durable_enum, Dec, Enc};
+use crate::error::Result;
+use crate::ids::{ArtifactRevisionId, CommitId, OperationId, WorkspaceIncarnationId};
 
 durable_enum!(
     /// Commit build phase (discriminants of docs/metadata-format.md).

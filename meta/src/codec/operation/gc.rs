@@ -1,6 +1,9 @@
 //! Operation payload of the GC machine (value version 1).
 
-use super::*;
+use crate::codec::cursor::OperationResult;
+use crate::codec::wire::{durable_enum, Dec, Enc};
+use crate::error::Result;
+use crate::ids::ArtifactRevisionId;
 
 durable_enum!(
     /// GC phase (discriminants of docs/metadata-format.md).

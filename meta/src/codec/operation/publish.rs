@@ -1,7 +1,11 @@
 //! Operation payload of the Publish machine (value version 1): phase, frozen request, ledger
 //! counters and result.
 
-use super::*;
+use crate::codec::cursor::OperationResult;
+use crate::codec::wire::{durable_enum, Dec, Enc};
+use crate::error::Result;
+use crate::ids::ArtifactRevisionId;
+use crate::path::NormPath;
 
 durable_enum!(
     /// Publication phase (discriminants of docs/metadata-format.md).

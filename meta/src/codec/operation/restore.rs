@@ -1,7 +1,12 @@
 //! Operation payload of the Restore machine (value version 4): phase, source identity, copy
 //! cursor, member seal and result; the restore identity digest.
 
-use super::*;
+use crate::codec::cursor::OperationResult;
+use crate::codec::wire::{durable_enum, Dec, Enc};
+use crate::error::Result;
+use crate::ids::{CommitId, OperationId, RootId, SnapshotId, WorkspaceIncarnationId};
+use crate::path::NormPath;
+use sha2::{Digest, Sha256};
 
 /// Domain separator of the restore identity digest (docs/metadata-format.md, "Restore Closure").
 pub const RESTORE_IDENTITY_DOMAIN: &[u8] = b"nokv.restore.operation.v2\0";

@@ -1,7 +1,25 @@
 //! The query engine: picks index sources, probes them and streams candidate rows.
 
-#[allow(unused_imports)]
-use super::*;
+use super::ranges::{join, normalize_ranges, prefix_range, range_of, KeyRange};
+use super::row::{ResolvedScope, Row};
+use super::types::{
+    Op, Predicate, QueryLimits, QueryScope, QueryStats, MAX_PROBED_SOURCES, PROBE_ROWS,
+};
+use crate::codec::secondary_index::{index_prefix, SecondaryIndexEntry, SecondaryIndexKey};
+use crate::codec::{
+    change_event, path_current, workspace_current, workspace_incarnation_claim,
+    WorkspaceCurrentKey, WorkspaceIncarnationClaim,
+};
+use crate::codec::{PathEntry, WorkspaceCurrent, WorkspaceState};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ids::{RootId, WorkspaceIncarnationId};
+use crate::index::value_codec::string_prefix_bound;
+use crate::index::{FieldId, IndexValue};
+use crate::path::{ordered_components, NormPath};
+use crate::store::{ScanItem, ScanSpec, Snapshot, MAX_SCAN_ITEMS};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// A candidate source of rows.
 #[derive(Debug, Clone)]

@@ -57,28 +57,6 @@
 //! version, so pages never duplicate or skip a row. (Frozen continuation at an older version
 //! needs a snapshot's history hold; [`search_at`] runs a query at an explicit retained version.)
 
-use std::cmp::Ordering;
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
-
-use sha2::{Digest, Sha256};
-
-use crate::codec::secondary_index::{index_prefix, SecondaryIndexEntry, SecondaryIndexKey};
-use crate::codec::{
-    change_event, path_current, workspace_current, workspace_incarnation_claim,
-    WorkspaceCurrentKey, WorkspaceIncarnationClaim,
-};
-use crate::codec::{PathEntry, WorkspaceCurrent, WorkspaceState};
-use crate::command::projection::{builtin_value, entry_fields, is_builtin};
-use crate::error::{Error, Result};
-use crate::family::Family;
-use crate::ids::{validate_workbench_id, RootId, WorkspaceIncarnationId};
-use crate::index::value_codec::{domain_key_bounds, string_prefix_bound};
-use crate::index::{FieldId, IndexValue};
-use crate::path::{ordered_components, NormPath};
-use crate::shard::MetaShard;
-use crate::store::{ScanItem, ScanSpec, Snapshot, TxnStore, MAX_SCAN_ITEMS};
-
 mod engine;
 mod ranges;
 mod row;
@@ -87,7 +65,6 @@ mod types;
 mod validate;
 
 pub(crate) use engine::*;
-use ranges::*;
 pub(crate) use row::*;
 pub use search::*;
 pub use types::*;

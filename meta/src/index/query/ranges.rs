@@ -1,7 +1,9 @@
 //! Index key ranges: prefixes, successors, normalization and the range of one predicate.
 
-#[allow(unused_imports)]
-use super::*;
+use super::types::Op;
+use crate::error::Result;
+use crate::index::value_codec::domain_key_bounds;
+use crate::index::IndexValue;
 
 /// `[lower, upper)` over full SecondaryIndex keys. `lower` is never a complete key (it is a
 /// value-level prefix), so a scan "strictly after `lower`" returns exactly the keys `>= lower`.

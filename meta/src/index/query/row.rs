@@ -1,7 +1,15 @@
 //! Rows under evaluation: typed sort values, facet counters and the resolved scope.
 
-#[allow(unused_imports)]
-use super::*;
+use super::types::{Direction, Facet, Predicate};
+use crate::codec::{PathEntry, WorkspaceCurrent};
+use crate::command::projection::{builtin_value, is_builtin};
+use crate::error::Result;
+use crate::ids::WorkspaceIncarnationId;
+use crate::index::{FieldId, IndexValue};
+use crate::path::NormPath;
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// A value ordered by [`IndexValue::value_cmp`] (numbers equal by value are one key).
 #[derive(Debug, Clone)]

@@ -1,7 +1,19 @@
 //! The search entry points: one page at one read version.
 
-#[allow(unused_imports)]
-use super::*;
+use super::engine::Engine;
+use super::row::{cmp_sort_value, FacetCounter, Row};
+use super::types::{
+    QueryLimits, Resume, SearchMatch, SearchPage, SearchRequest, MAX_FACET_BUCKETS,
+};
+use crate::command::projection::entry_fields;
+use crate::error::{Error, Result};
+use crate::ids::{RootId, WorkspaceIncarnationId};
+use crate::index::IndexValue;
+use crate::path::NormPath;
+use crate::shard::MetaShard;
+use crate::store::{Snapshot, TxnStore};
+use std::cmp::Ordering;
+use std::sync::Arc;
 
 /// Runs a search at the live read version with the given budgets.
 ///

@@ -1,6 +1,14 @@
 //! Unit tests of the query planner and executor.
 
 use super::*;
+use crate::index::query::ranges::join;
+use crate::index::query::ranges::normalize_ranges;
+use crate::index::query::ranges::prefix_successor;
+use crate::index::query::ranges::range_of;
+use crate::index::query::ranges::KeyRange;
+use crate::index::FieldId;
+use crate::index::IndexValue;
+use crate::Error;
 
 fn s(v: &str) -> IndexValue {
     IndexValue::String(v.into())

@@ -1,7 +1,9 @@
 //! The search vocabulary: bounds, predicates, scope, sort keys, requests, pages and statistics.
 
-#[allow(unused_imports)]
-use super::*;
+use crate::error::{Error, Result};
+use crate::index::{FieldId, IndexValue};
+use crate::path::NormPath;
+use std::cmp::Ordering;
 
 /// Most predicates per query (docs/workbench.md caps).
 pub const MAX_PREDICATES: usize = 64;

@@ -1,7 +1,13 @@
 //! Request validation and the canonical request digests (resume tokens bind them).
 
-#[allow(unused_imports)]
-use super::*;
+use super::types::{
+    Direction, Predicate, QueryScope, SearchRequest, MAX_FACETS, MAX_FIELDS, MAX_PAGE,
+    MAX_PREDICATES, MAX_SORT_KEYS,
+};
+use crate::error::{Error, Result};
+use crate::ids::validate_workbench_id;
+use crate::index::FieldId;
+use sha2::{Digest, Sha256};
 
 pub(super) fn put_bytes(h: &mut Sha256, b: &[u8]) {
     h.update((b.len() as u64).to_be_bytes());

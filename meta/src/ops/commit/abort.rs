@@ -1,7 +1,25 @@
 //! Abort, `Cleaning` and the cleanup batches (`Cleaned` | `Quarantined`).
 
-#[allow(unused_imports)]
-use super::*;
+use super::keys::{
+    commit_key, commit_ref_prefix, consumer_key, encode_build, hold_key, op_key, ref_target,
+};
+use super::model::{PARENT_BATCH, RELEASE_BATCH};
+use super::refs::{adjust_revision, release_consumer};
+use super::state::{
+    advance_build, advanced, checked_build, commit_version, header, read_build, read_commit,
+    step_digest,
+};
+use crate::codec::{
+    artifact_revision, commit_member, ArtifactRevision, BuildCommitPhase, ClosureCursor,
+    CommitMemberKey, ConsumerOwner, OperationKind, OperationResult, TerminalError,
+};
+use crate::command::{Mutation, Predicate};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ids::{CommitId, OperationId, RootId};
+use crate::ops::{run_step as run, Step as Built};
+use crate::shard::MetaShard;
+use crate::store::{ScanItem, ScanSpec, Snapshot};
 
 /// A permanent failure that aborts the build with a terminal error.
 pub(super) struct Abort {

@@ -1,7 +1,25 @@
 //! BuildCommit `begin`: fresh construction in `Building` (or the exact retry).
 
-#[allow(unused_imports)]
-use super::*;
+use super::keys::{
+    build_operation_id, canonical_parents, commit_key, encode_build, head_key, hold_key,
+    initialization_digest, op_key, run_manifest_path,
+};
+use super::model::{BuildCommitRequest, BuildHandle};
+use super::request::{authenticate, validate};
+use super::state::{
+    advanced, commit_version, header, read_build, read_commit, read_ws, step_digest,
+};
+use crate::codec::{
+    path_current, BuildCommitOperation, BuildCommitPhase, ClosureCursor, CommitState, HeadRef,
+    HistoryHold, HistoryHoldState, OperationKind, OperationResult, PathEntry, WorkbenchCommitHead,
+    WorkspaceState,
+};
+use crate::command::{Mutation, Predicate};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ops::{run_step as run, Step as Built};
+use crate::shard::MetaShard;
+use crate::store::Snapshot;
 
 /// Step 1: finds (and authenticates) or creates the build operation of `req`.
 ///

@@ -1,7 +1,17 @@
 //! The step driver: one durable step of a BuildCommit per call.
 
-#[allow(unused_imports)]
-use super::*;
+use super::abort::{abort, abort_for, cleanup_batch, to_cleaning};
+use super::members::member_batch;
+use super::model::StepOutcome;
+use super::parents::parent_batch;
+use super::publish::publish_commit;
+use super::seal::seal;
+use super::state::read_build;
+use crate::codec::BuildCommitPhase;
+use crate::error::{Error, Result};
+use crate::ids::OperationId;
+use crate::shard::MetaShard;
+use crate::store::TxnStore;
 
 /// Drives the build operation by exactly one command (or reports that it needs the staged
 /// manifest, or is terminal). Call repeatedly until [`StepOutcome::Terminal`].

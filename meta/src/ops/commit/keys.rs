@@ -1,7 +1,18 @@
 //! Deterministic operation ids, digests and row keys of the commit operations.
 
-#[allow(unused_imports)]
-use super::*;
+use super::model::{
+    INITIALIZATION_DOMAIN, OPERATION_DOMAIN, RETIRE_DOMAIN, RUN_MANIFEST_PATH,
+    STAGED_REVISION_DOMAIN,
+};
+use crate::codec::{
+    revision_ref, BuildCommitOperation, CommitConsumerKey, ConsumerOwner, HistoryHoldKey, HoldId,
+    Operation, OperationKey, OperationKind, RefOwner, WorkbenchCommitHeadKey,
+};
+use crate::error::{Error, Result};
+use crate::ids::{ArtifactRevisionId, CommitId, OperationId, RootId, WorkspaceIncarnationId};
+use crate::path::{normalize, NormPath};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
 
 pub(super) fn sha(parts: &[&[u8]]) -> [u8; 32] {
     let mut h = Sha256::new();

@@ -1,7 +1,22 @@
 //! CommitMember batches of `Building`.
 
-#[allow(unused_imports)]
-use super::*;
+use super::keys::{chain, encode_build, op_key, run_manifest_path};
+use super::model::{MEMBER_BATCH, MEMBER_DOMAIN};
+use super::state::{advanced, checked_build, commit_version, header, read_build, step_digest};
+use crate::codec::{
+    artifact_revision, revision_ref, ArtifactRevision, BuildCommitOperation, BuildCommitPhase,
+    CommitMember, CommitMemberKey, OperationKind, PathEntry, RefOwner, RevisionRef, RevisionState,
+    SetCursor, StagedManifestBinding,
+};
+use crate::command::{Mutation, Predicate};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ids::{ArtifactRevisionId, OperationId};
+use crate::ops::{run_step as run, Step as Built};
+use crate::path::{ordered_key, NormPath};
+use crate::shard::MetaShard;
+use crate::store::Snapshot;
+use std::collections::BTreeSet;
 
 pub(super) fn member_from_entry(entry: &PathEntry) -> CommitMember {
     CommitMember {

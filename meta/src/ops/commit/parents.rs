@@ -1,7 +1,19 @@
 //! Lineage parent batches of `Building`.
 
-#[allow(unused_imports)]
-use super::*;
+use super::keys::{chain, commit_key, consumer_key, encode_build, op_key};
+use super::model::{PARENT_BATCH, PARENT_DOMAIN};
+use super::state::{
+    advanced, checked_build, commit_version, header, read_build, read_commit, step_digest,
+};
+use crate::codec::{
+    BuildCommitPhase, CommitConsumer, CommitState, ConsumerOwner, OperationKind, SetCursor,
+};
+use crate::command::{Mutation, Predicate};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ids::{CommitId, OperationId};
+use crate::ops::{run_step as run, Step as Built};
+use crate::shard::MetaShard;
 
 pub(super) fn parent_batch(shard: &MetaShard, op_id: &OperationId) -> Result<()> {
     let root = shard.root_id();

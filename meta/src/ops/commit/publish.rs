@@ -1,7 +1,27 @@
 //! `Sealing -> Complete`: the publication command of a commit.
 
-#[allow(unused_imports)]
-use super::*;
+use super::abort::{abort, Abort};
+use super::keys::{
+    commit_key, consumer_key, encode_build, head_key, hold_key, op_key, run_manifest_path,
+};
+use super::refs::{adjust_revision, release_consumer};
+use super::state::{
+    advanced, checked_build, commit_version, header, read_build, read_commit, read_ws, step_digest,
+};
+use crate::codec::{
+    artifact_revision, path_current, revision_ref, ArtifactRevision, BuildCommitPhase,
+    BuildCommitResult, ChangeEvent, ChangeKind, Commit, CommitConsumer, CommitState, ConsumerOwner,
+    HeadRef, OperationKind, OperationResult, PathEntry, RefOwner, RevisionRef, RevisionState,
+    WorkbenchCommitHead, WorkspaceCurrent, WorkspaceState,
+};
+use crate::command::projection as index_projection;
+use crate::command::{Mutation, Predicate};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ids::OperationId;
+use crate::ops::{run_step as run, Step as Built};
+use crate::shard::MetaShard;
+use crate::store::Snapshot;
 
 /// Step 9: the single publishing command. Returns the boundary name (`"complete"`, or
 /// `"aborting"` when a live precondition no longer holds).

@@ -1,8 +1,11 @@
 //! Reference-count adjustments of ArtifactRevision and Commit rows shared by publication and
 //! cleanup.
 
-#[allow(unused_imports)]
-use super::*;
+use crate::codec::{gc_candidate, ArtifactRevision, Commit, GcCandidate, GcClaimState};
+use crate::command::Mutation;
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ids::{ArtifactRevisionId, RootId};
 
 /// Adjusts a revision row's reference count by `delta` (±1) and bumps its epoch; at zero it
 /// records `last_zero_ref_version` and returns the GcCandidate mutation too.

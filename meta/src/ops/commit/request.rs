@@ -1,7 +1,10 @@
 //! Validation and authentication of a BuildCommit request against its frozen form.
 
-#[allow(unused_imports)]
-use super::*;
+use super::keys::canonical_parents;
+use super::model::{BuildCommitRequest, MAX_LINEAGE_BYTES, MAX_PARENTS, MAX_PRODUCER_BYTES};
+use crate::codec::BuildCommitOperation;
+use crate::error::{Error, Result};
+use crate::ids::validate_workbench_id;
 
 pub(super) fn validate(req: &BuildCommitRequest) -> Result<()> {
     validate_workbench_id(&req.workbench_id)?;

@@ -1,7 +1,20 @@
 //! CommitRetire: explicit retirement of a commit.
 
-#[allow(unused_imports)]
-use super::*;
+use super::abort::release_batch;
+use super::keys::{commit_key, op_key, retire_operation_id, sha};
+use super::model::RETIRE_DOMAIN;
+use super::state::{advanced, checked_retire, commit_version, header, read_commit};
+use crate::codec::{
+    ClosureCursor, CommitRetireOperation, CommitRetirePhase, CommitState, Operation, OperationKind,
+    OperationResult,
+};
+use crate::command::{Mutation, Predicate};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ids::{CommitId, OperationId, RootId};
+use crate::ops::{run_step as run, Step as Built};
+use crate::shard::MetaShard;
+use crate::store::Snapshot;
 
 /// Outcome of [`retire`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

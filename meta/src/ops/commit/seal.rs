@@ -1,7 +1,17 @@
 //! `Building -> Sealing`: the seal step.
 
-#[allow(unused_imports)]
-use super::*;
+use super::keys::{chain, consumer_key, op_key};
+use super::model::PARENT_DOMAIN;
+use super::seals::recompute_seals;
+use super::state::{advance_build, checked_build, read_build};
+use crate::codec::{BuildCommitPhase, ConsumerOwner, OperationKind, SetCursor};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ids::{ArtifactRevisionId, OperationId};
+use crate::ops::{run_step as run, Step as Built};
+use crate::shard::MetaShard;
+use crate::store::Snapshot;
+use std::collections::BTreeSet;
 
 pub(super) fn seal(shard: &MetaShard, op_id: &OperationId) -> Result<()> {
     let root = shard.root_id();

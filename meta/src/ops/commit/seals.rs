@@ -1,7 +1,15 @@
 //! Closure seals: the digests recomputed over CommitMember and RevisionRef rows.
 
-#[allow(unused_imports)]
-use super::*;
+use super::keys::{chain, commit_ref_prefix, ref_target};
+use super::model::{MEMBER_DOMAIN, PARENT_DOMAIN, REVISIONS_DOMAIN};
+use crate::codec::{commit_member, CommitMember};
+use crate::error::Result;
+use crate::family::Family;
+use crate::ids::{ArtifactRevisionId, CommitId, RootId};
+use crate::shard::MetaShard;
+use crate::store::{Snapshot, TxnStore};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
 
 /// All rows of one scan prefix ([`Snapshot::rows`]).
 pub(super) fn scan_all(

@@ -1,7 +1,19 @@
 //! Staging the run manifest of a build.
 
-#[allow(unused_imports)]
-use super::*;
+use super::keys::{encode_build, first16, op_key, sha, staged_manifest_revision};
+use super::model::{StagedManifest, STAGED_PUBLISH_DOMAIN};
+use super::state::{advanced, checked_build, commit_version, header, read_build, step_digest};
+use crate::codec::{
+    artifact_manifest, artifact_revision, manifest_digest_uri, revision_ref, ArtifactRevision,
+    BuildCommitOperation, BuildCommitPhase, OperationKind, RefOwner, RevisionRef, RevisionState,
+    StagedManifestBinding,
+};
+use crate::command::{Mutation, Predicate};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ids::OperationId;
+use crate::ops::{run_step as run, Step as Built};
+use crate::shard::MetaShard;
 
 /// Step 2: records the uploaded staged run manifest (see the module docs). Idempotent: when the
 /// operation already carries the same binding nothing is written.

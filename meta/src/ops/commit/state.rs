@@ -1,7 +1,18 @@
 //! Reading and CAS-advancing the BuildCommit Operation row; commit, head and workspace reads.
 
-#[allow(unused_imports)]
-use super::*;
+use super::keys::{commit_key, decode_build, encode_build, head_key, op_key, sha};
+use super::model::STEP_DOMAIN;
+use crate::codec::{
+    workspace_current, BuildCommitOperation, BuildCommitPhase, CommandResult, Commit,
+    CommitRetireOperation, CommitRetirePhase, OperationKind, OperationResult, WorkbenchCommitHead,
+    WorkspaceCurrent, WorkspaceState,
+};
+use crate::command::{Mutation, Predicate};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ids::{CommitId, OperationId, RequestId, RootId};
+use crate::shard::MetaShard;
+use crate::store::{Snapshot, TxnStore};
 
 pub(super) fn step_digest(op_id: &OperationId, step: &[u8], before: &[u8]) -> [u8; 32] {
     let before_digest = sha(&[before]);

@@ -1,7 +1,22 @@
 //! The read-only check: typed findings recomputed from the authoritative rows.
 
-#[allow(unused_imports)]
-use super::*;
+use super::findings::{Finding, FindingKind, FsckReport, FsckStats};
+use crate::codec::{
+    commit_consumer, path_current, revision_ref, ArtifactRevision, ArtifactRevisionKey,
+    BuildCommitPhase, Commit, CommitConsumerKey, CommitKey, CommitState, ConsumerOwner,
+    GcCandidate, GcCandidateKey, GcClaimState, GcPhase, ManifestRow, Operation, OperationKey,
+    PathCurrentKey, PathEntry, PublishPhase, RefOwner, RestoreMember, RestoreMemberKey,
+    RestorePhase, RevisionRef, RevisionRefKey, RevisionState, SecondaryIndexKey,
+    WorkspaceIncarnationClaim, WorkspaceIncarnationClaimKey,
+};
+use crate::command::projection::index_rows;
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ids::{ArtifactRevisionId, CommitId, RootId, WorkspaceIncarnationId};
+use crate::path::NormPath;
+use crate::shard::MetaShard;
+use crate::store::{ShardSnapshot, Snapshot, TxnStore};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 pub(super) struct Checker<'a> {
     pub(super) snap: &'a ShardSnapshot,

@@ -1,8 +1,5 @@
 //! fsck's vocabulary: finding kinds, findings, statistics and the report.
 
-#[allow(unused_imports)]
-use super::*;
-
 /// A typed fsck finding kind (see the module docs for what each checks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FindingKind {

@@ -36,28 +36,6 @@
 //! commands: missing or differing rows are put and stale rows deleted, each command predicating
 //! the PathCurrent rows it derived from (so a concurrent publication makes it re-plan).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-
-use crate::codec::{
-    commit_consumer, path_current, revision_ref, ArtifactRevision, ArtifactRevisionKey,
-    BuildCommitPhase, Commit, CommitConsumerKey, CommitKey, CommitState, ConsumerOwner,
-    GcCandidate, GcCandidateKey, GcClaimState, GcPhase, ManifestRow, Operation, OperationKey,
-    OperationKind, PathCurrentKey, PathEntry, PublishPhase, RefOwner, RestoreMember,
-    RestoreMemberKey, RestorePhase, RevisionRef, RevisionRefKey, RevisionState, SecondaryIndexKey,
-    StagedCleanupState, StagedObject, StagedObjectKey, WorkspaceIncarnationClaim,
-    WorkspaceIncarnationClaimKey,
-};
-use crate::command::projection::{index_rows, MAX_INDEX_MUTATIONS};
-use crate::command::{Mutation, Predicate};
-use crate::error::{Error, Result};
-use crate::family::Family;
-use crate::ids::{ArtifactRevisionId, CommitId, RequestId, RootId, WorkspaceIncarnationId};
-use crate::path::NormPath;
-use crate::shard::MetaShard;
-use crate::store::{ScanItem, ScanSpec, ShardSnapshot, Snapshot, TxnStore};
-
-use super::{run_step, Step};
-
 mod check;
 mod findings;
 mod objects;

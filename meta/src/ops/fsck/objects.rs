@@ -1,7 +1,15 @@
 //! The object keys the metadata requires and the revisions that own them.
 
-#[allow(unused_imports)]
-use super::*;
+use crate::codec::{
+    ArtifactRevision, ArtifactRevisionKey, ManifestRow, Operation, OperationKey, OperationKind,
+    PublishPhase, RevisionState, StagedCleanupState, StagedObject, StagedObjectKey,
+};
+use crate::error::Result;
+use crate::family::Family;
+use crate::ids::ArtifactRevisionId;
+use crate::shard::MetaShard;
+use crate::store::{Snapshot, TxnStore};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The object keys the rows of one root speak for, read at one version (see [`object_keys`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -1,7 +1,17 @@
 //! SecondaryIndex repair: rebuild index rows from PathCurrent in bounded commands.
 
-#[allow(unused_imports)]
-use super::*;
+use crate::codec::{
+    path_current, PathCurrentKey, PathEntry, SecondaryIndexKey, WorkspaceIncarnationClaim,
+};
+use crate::command::projection::{index_rows, MAX_INDEX_MUTATIONS};
+use crate::command::{Mutation, Predicate};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ids::{RequestId, RootId};
+use crate::ops::{run_step, Step};
+use crate::shard::MetaShard;
+use crate::store::{ScanItem, ScanSpec, Snapshot, TxnStore};
+use std::collections::BTreeSet;
 
 /// What [`repair_index`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -1,7 +1,14 @@
 //! The GcBarrier: the prospective history floor and its advance.
 
-#[allow(unused_imports)]
-use super::*;
+use super::rows::step_digest;
+use crate::codec::{CommandResult, GcBarrier, GcBarrierKey};
+use crate::command::{Mutation, Predicate};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ids::{OperationId, RequestId};
+use crate::ops::{run_step, Step};
+use crate::shard::MetaShard;
+use crate::store::{Snapshot, TxnStore};
 
 /// The floor [`crate::ops::snapshot::maintain_history_floor`] would set now, without setting it.
 pub(super) fn prospective_floor(shard: &MetaShard, retention: u64) -> Result<u64> {

@@ -1,7 +1,18 @@
 //! `Available -> Deleting` claim: the command that creates the Gc operation.
 
-#[allow(unused_imports)]
-use super::*;
+use super::holds::in_flight_publications;
+use super::rows::{op_key, read_rows, recorded, step_digest};
+use crate::codec::{
+    artifact_revision, GcCandidate, GcCandidateKey, GcClaimState, GcOperation, GcPhase, Operation,
+    OperationResult, RevisionState,
+};
+use crate::command::{Mutation, Predicate};
+use crate::error::Result;
+use crate::family::Family;
+use crate::ids::{OperationId, RequestId};
+use crate::ops::{run_step, Step};
+use crate::shard::MetaShard;
+use crate::store::{Snapshot, TxnStore};
 
 /// The claim command (see the module docs). Returns false when the candidate is no longer
 /// claimable at a fresh snapshot (a reference was added, another collector claimed it, the floor

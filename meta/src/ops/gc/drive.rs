@@ -1,7 +1,18 @@
 //! Driving one revision's Gc operation from its claim to a terminal phase.
 
-#[allow(unused_imports)]
-use super::*;
+use super::claim::claim;
+use super::finish::finish;
+use super::rows::{manifest_rows, read_rows};
+use super::state::{
+    operation_id, Boundary, CollectedRevision, InterruptedRevision, ObjectRemover, OwnedObject,
+    ProbeOutcome, QuarantinedRevision, DELETE_BATCH,
+};
+use super::transition::{transition, Transition};
+use crate::codec::{GcCandidateKey, GcPhase, RevisionState};
+use crate::error::Result;
+use crate::ops::publish::operation::DeleteOutcome;
+use crate::shard::MetaShard;
+use crate::store::TxnStore;
 
 /// Outcome of driving one candidate.
 pub(super) enum Driven {

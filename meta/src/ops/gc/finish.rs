@@ -1,7 +1,19 @@
 //! `Deleting -> Deleted`: the final command releasing the revision's dependencies.
 
-#[allow(unused_imports)]
-use super::*;
+use super::rows::{manifest_rows, op_key, owned, read_revision, read_rows, recorded, step_digest};
+use super::state::{checked_gc, CollectedRevision};
+use crate::codec::{
+    artifact_manifest, artifact_revision, revision_ref, GcCandidateKey, GcPhase, Operation,
+    OperationResult, RefOwner, RevisionState,
+};
+use crate::command::{Mutation, Predicate};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ids::{ArtifactRevisionId, OperationId, RequestId};
+use crate::ops::{run_step, Step};
+use crate::shard::MetaShard;
+use crate::store::Snapshot;
+use std::collections::BTreeSet;
 
 /// The final command: Deleted, dependency set released, manifest and candidate pruned.
 pub(super) fn finish(

@@ -1,7 +1,13 @@
 //! What holds the history floor back and why a candidate waits: HistoryHolds, in-flight publications, wait reasons.
 
-#[allow(unused_imports)]
-use super::*;
+use super::state::{HoldHolder, HoldInfo, WaitReason};
+use crate::codec::{HistoryHold, HistoryHoldKey, HoldId, SnapshotRef, SnapshotRefKey};
+use crate::error::Result;
+use crate::family::Family;
+use crate::ids::{ArtifactRevisionId, OperationId, RootId};
+use crate::shard::MetaShard;
+use crate::store::{ShardSnapshot, Snapshot, TxnStore};
+use std::collections::BTreeMap;
 
 /// Every HistoryHold of the root with its holder named (snapshot workbench and alias, restore
 /// destination, build workbench). Cost: the HistoryHold rows, the SnapshotRef rows when a

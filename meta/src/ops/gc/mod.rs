@@ -85,26 +85,6 @@
 //! candidate is held by. Provider calls are one DELETE per own object (plus one HEAD per own
 //! object when reconciling a quarantined revision).
 
-use std::collections::{BTreeMap, BTreeSet};
-
-use sha2::{Digest, Sha256};
-
-use crate::codec::{
-    artifact_manifest, artifact_revision, gc_candidate, revision_ref, ArtifactRevision,
-    CommandResult, GcBarrier, GcBarrierKey, GcCandidate, GcCandidateKey, GcClaimState, GcOperation,
-    GcPhase, HistoryHold, HistoryHoldKey, HoldId, ManifestRow, Operation, OperationKey,
-    OperationKind, OperationResult, RefOwner, RevisionState, SnapshotRef, SnapshotRefKey,
-};
-use crate::command::{Mutation, Predicate};
-use crate::error::{Error, Result};
-use crate::family::Family;
-use crate::ids::{ArtifactRevisionId, OperationId, RequestId, RootId, SnapshotId};
-use crate::shard::MetaShard;
-use crate::store::{ScanItem, ScanSpec, ShardSnapshot, Snapshot, TxnStore};
-
-use super::snapshot::SnapshotPolicy;
-use super::{run_step, Step};
-
 pub mod explain;
 
 pub use super::publish::operation::DeleteOutcome;
@@ -120,11 +100,7 @@ mod state;
 mod transition;
 
 pub use barrier::*;
-use claim::*;
-use drive::*;
-use finish::*;
 pub use holds::*;
 pub use pass::*;
 pub use rows::*;
 pub use state::*;
-use transition::*;

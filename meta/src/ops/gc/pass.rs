@@ -1,7 +1,23 @@
 //! One GC pass: classify the candidates, prune the stale ones, collect the eligible ones.
 
-#[allow(unused_imports)]
-use super::*;
+use super::barrier::{advance_barrier, prospective_floor};
+use super::drive::{drive, Driven};
+use super::holds::{holds, in_flight_publications, wait_reasons};
+use super::rows::{candidates, manifest_rows, owned, read_revision, step_digest};
+use super::state::{
+    Boundary, CollectedRevision, GcOptions, GcReport, ObjectRemover, WaitingRevision, MAX_ROUNDS,
+    PRUNE_BATCH,
+};
+use crate::codec::{CommandResult, GcCandidate, GcCandidateKey, GcClaimState, RevisionState};
+use crate::command::{Mutation, Predicate};
+use crate::error::Result;
+use crate::family::Family;
+use crate::ids::{ArtifactRevisionId, OperationId, RequestId};
+use crate::ops::snapshot::SnapshotPolicy;
+use crate::ops::{run_step, Step};
+use crate::shard::MetaShard;
+use crate::store::{Snapshot, TxnStore};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// How one candidate row stands at a snapshot.
 pub(super) enum Class {

@@ -1,7 +1,17 @@
 //! Reading GC's rows: the Gc operation, ArtifactRevision, GcCandidate and manifest rows; keys and step digests.
 
-#[allow(unused_imports)]
-use super::*;
+use super::state::OwnedObject;
+use crate::codec::{
+    artifact_manifest, artifact_revision, gc_candidate, ArtifactRevision, CommandResult,
+    GcCandidate, GcCandidateKey, GcOperation, GcPhase, ManifestRow, Operation, OperationKey,
+    OperationKind,
+};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ids::{ArtifactRevisionId, OperationId, RootId};
+use crate::shard::MetaShard;
+use crate::store::{ScanItem, ScanSpec, ShardSnapshot, Snapshot, TxnStore};
+use sha2::{Digest, Sha256};
 
 pub(super) fn op_key(root: &RootId, id: &OperationId) -> Vec<u8> {
     OperationKey {

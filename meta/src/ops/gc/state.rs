@@ -1,7 +1,9 @@
 //! GC's shared vocabulary: digest domain, bounds, the object-remover contract and the report types.
 
-#[allow(unused_imports)]
-use super::*;
+use crate::codec::{GcOperation, GcPhase, HoldId, OperationResult};
+use crate::ids::{ArtifactRevisionId, OperationId, RootId, SnapshotId};
+use crate::ops::publish::operation::DeleteOutcome;
+use sha2::{Digest, Sha256};
 
 /// Domain separator of [`operation_id`].
 pub const OPERATION_DOMAIN: &[u8] = b"nokv.gc.operation.v1\0";

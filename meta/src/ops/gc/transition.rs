@@ -1,7 +1,17 @@
 //! `Claimed|Deleting -> Deleting|Quarantined`: one phase transition of the Gc operation.
 
-#[allow(unused_imports)]
-use super::*;
+use super::rows::{op_key, read_rows, recorded, step_digest};
+use super::state::checked_gc;
+use crate::codec::{
+    artifact_revision, GcCandidateKey, GcClaimState, GcPhase, Operation, RevisionState,
+};
+use crate::command::{Mutation, Predicate};
+use crate::error::Result;
+use crate::family::Family;
+use crate::ids::{OperationId, RequestId};
+use crate::ops::{run_step, Step};
+use crate::shard::MetaShard;
+use crate::store::Snapshot;
 
 /// A single-row-set transition of a claimed revision.
 pub(super) enum Transition {

@@ -1,7 +1,27 @@
 //! The publication command: planned at one snapshot (fences, replay, generation CAS, append base, dependencies, namespace) and executed once.
 
-#[allow(unused_imports)]
-use super::*;
+use super::invariants::checked_publish;
+use super::request::{
+    command_digest, dependency_digest, dependency_owners, receipt, validate_request, PathCondition,
+    PublishReceipt, PublishRequest,
+};
+use crate::codec::{
+    artifact_manifest, artifact_revision, gc_candidate, manifest_digest_uri, path_current,
+    revision_ref, workspace_current, ArtifactRevision, ChangeEvent, ChangeKind, CommandResult,
+    GcCandidate, GcClaimState, PathEntry, RefOwner, RevisionRef, RevisionState, WorkspaceCurrent,
+    WorkspaceState,
+};
+use crate::command::executor::{check_handle_fences, replay_lookup};
+use crate::command::projection::{self as index_projection};
+use crate::command::{CommandOutcome, MetadataCommand, Mutation, Predicate};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ids::ArtifactRevisionId;
+use crate::read::namespace_check;
+use crate::shard::sequencer::Sequenced;
+use crate::shard::MetaShard;
+use crate::store::Snapshot;
+use std::collections::BTreeMap;
 
 /// Publishes one body (see the module docs). Validation happens before any read or write; an
 /// exact request-id replay returns the stored receipt even after later commits.

@@ -28,27 +28,6 @@
 //!   file's position was checked when it was created. This is the one bounded prefix probe of an
 //!   ordinary publication (docs/metadata-format.md otherwise asks for point reads only).
 
-use std::collections::{BTreeMap, BTreeSet};
-
-use sha2::{Digest, Sha256};
-
-use crate::codec::{
-    artifact_manifest, artifact_revision, gc_candidate, manifest_digest_uri, path_current,
-    revision_ref, workspace_current, ArtifactRevision, ChangeEvent, ChangeKind, CommandResult,
-    GcCandidate, GcClaimState, ManifestRow, PathEntry, RefOwner, RevisionRef, RevisionState,
-    WorkspaceCurrent, WorkspaceState,
-};
-use crate::command::executor::{check_handle_fences, replay_lookup};
-use crate::command::projection::{self as index_projection, IndexFields};
-use crate::command::{CommandOutcome, MetadataCommand, Mutation, Predicate};
-use crate::error::{Error, Result};
-use crate::family::Family;
-use crate::ids::{validate_workbench_id, ArtifactRevisionId, RequestId};
-use crate::path::NormPath;
-use crate::shard::sequencer::Sequenced;
-use crate::shard::MetaShard;
-use crate::store::Snapshot;
-
 mod command;
 mod invariants;
 mod request;

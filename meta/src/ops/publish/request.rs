@@ -1,7 +1,13 @@
 //! The publication request: bounds, conditions, validation, the command digest and the receipt.
 
-#[allow(unused_imports)]
-use super::*;
+use crate::codec::{CommandResult, ManifestRow, PathEntry};
+use crate::command::projection::{self as index_projection, IndexFields};
+use crate::command::CommandOutcome;
+use crate::error::{Error, Result};
+use crate::ids::{validate_workbench_id, ArtifactRevisionId, RequestId};
+use crate::path::NormPath;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
 
 /// Paths owned by commit/restore; generic publication refuses them (docs/metadata-format.md, "Commit Closure").
 pub const RESERVED_PATHS: [&str; 2] = [

@@ -1,7 +1,12 @@
 //! Claiming cleanup: `Preparing..Ready -> Aborting`.
 
-#[allow(unused_imports)]
-use super::*;
+use super::copy::staging_marker;
+use super::row::read_op;
+use super::row::{commit_op, retrying};
+use super::state::{checked_restore, RestoreError, RestoreMark, Result};
+use crate::codec::{OperationResult, RestoreOperation, RestorePhase, TerminalError};
+use crate::ids::OperationId;
+use crate::shard::MetaShard;
 
 /// Claims cleanup: CASes the exact observed nonterminal phase (`Preparing`, `Copying`,
 /// `SourceSealed`, `Ready`) to `Aborting` and records `error` as the terminal result. Returns the

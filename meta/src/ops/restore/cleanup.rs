@@ -1,7 +1,27 @@
 //! `Aborting|Cleaning -> Cleaning -> Cleaned`: cleanup driven by the RestoreMember rows.
 
-#[allow(unused_imports)]
-use super::*;
+use super::copy::{flush_touched, staging_marker, touch, Touched};
+use super::identity::manifest_path;
+use super::publish::release_source;
+use super::row::op_key;
+use super::row::{command, run};
+use super::state::{checked_restore, RestoreMark, Result, MAX_BATCH_MEMBERS};
+use crate::codec::{
+    path_current, revision_ref, workspace_current, Operation, OperationResult, PathEntry, RefOwner,
+    RestoreMember, RestoreMemberKey, RestoreOperation, RestorePhase, TerminalError,
+    WorkspaceCurrent, WorkspaceState,
+};
+use crate::command::projection as index_projection;
+use crate::command::{
+    Mutation, Predicate, MAX_COMMAND_MUTATIONS, MAX_COMMAND_PREDICATES, MAX_INDEX_MUTATIONS,
+};
+use crate::error::Error;
+use crate::family::Family;
+use crate::ids::RootId;
+use crate::path::NormPath;
+use crate::shard::sequencer::Sequenced;
+use crate::shard::MetaShard;
+use crate::store::Snapshot;
 
 /// Number of SecondaryIndex rows the staged entry at `path` owns (0 when absent).
 pub(super) fn staged_index_rows<S: Snapshot>(

@@ -1,7 +1,27 @@
 //! `Preparing|Copying -> Copying`: source pages and the copy batch.
 
-#[allow(unused_imports)]
-use super::*;
+use super::identity::{chain_member_digest, manifest_path, member_row_digest};
+use super::row::op_key;
+use super::row::{command, run};
+use super::state::{checked_restore, RestoreError, RestoreMark, Result, MAX_BATCH_MEMBERS};
+use crate::codec::{
+    artifact_revision, commit_member, gc_candidate, path_current, revision_ref, workspace_current,
+    ArtifactRevision, CommitMember, GcCandidate, GcClaimState, Operation, PathEntry, RefOwner,
+    RestoreMember, RestoreMemberKey, RestoreOperation, RestorePhase, RestoreSource, RevisionRef,
+    RevisionState, WorkspaceCurrent, WorkspaceState,
+};
+use crate::command::projection as index_projection;
+use crate::command::{
+    Mutation, Predicate, MAX_COMMAND_MUTATIONS, MAX_COMMAND_PREDICATES, MAX_INDEX_MUTATIONS,
+};
+use crate::error::Error;
+use crate::family::Family;
+use crate::ids::{ArtifactRevisionId, RootId};
+use crate::path::{ordered_key, NormPath};
+use crate::shard::sequencer::Sequenced;
+use crate::shard::MetaShard;
+use crate::store::{ScanItem, ScanSpec, Snapshot, TxnStore, MAX_SCAN_ITEMS};
+use std::collections::BTreeMap;
 
 /// One page of source entries strictly after `after`, in canonical path order, at most `limit`,
 /// and whether more follow. A snapshot source reads PathCurrent of the source incarnation at the

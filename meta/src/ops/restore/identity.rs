@@ -1,7 +1,14 @@
 //! The deterministic restore identity: destination incarnation, operation id, initialization and member digests, the restore-manifest entry.
 
-#[allow(unused_imports)]
-use super::*;
+use super::state::{
+    RestoreError, RestoreManifestDescriptor, Result, RESTORE_INITIALIZATION_DOMAIN,
+    RESTORE_MANIFEST_PATH, RESTORE_MEMBER_CHAIN_DOMAIN, RESTORE_MEMBER_ROW_DOMAIN,
+};
+use crate::codec::{manifest_digest_uri, PathEntry, RestoreSource};
+use crate::error::Error;
+use crate::ids::{OperationId, RootId, WorkspaceIncarnationId};
+use crate::path::{normalize_stored, NormPath};
+use sha2::{Digest, Sha256};
 
 /// Domain separator of [`destination_incarnation_for`] (decision recorded here).
 pub const RESTORE_DESTINATION_INCARNATION_DOMAIN: &[u8] =

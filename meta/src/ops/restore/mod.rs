@@ -69,43 +69,6 @@
 //! [`RestoreError::SourceNamespaceClash`] and is aborted and cleaned up, so no destination
 //! becomes visible that listings and materialization could not walk.
 
-use std::collections::BTreeMap;
-
-use sha2::{Digest, Sha256};
-
-use crate::codec::operation::restore_identity_digest;
-use crate::codec::{
-    artifact_manifest, artifact_revision, commit_member, gc_candidate, manifest_digest_uri,
-    path_current, revision_ref, workspace_current, workspace_incarnation_claim, ArtifactRevision,
-    ChangeEvent, ChangeKind, CommandResult, Commit, CommitConsumer, CommitConsumerKey, CommitKey,
-    CommitMember, CommitState, ConsumerOwner, GcCandidate, GcClaimState, HistoryHoldKey, HoldId,
-    ManifestRow, Operation, OperationKey, OperationKind, OperationResult, PathEntry, RefOwner,
-    RestoreCursor, RestoreMember, RestoreMemberKey, RestoreOperation, RestorePhase, RestoreResult,
-    RestoreSource, RevisionRef, RevisionState, TerminalError, WorkspaceCurrent,
-    WorkspaceIncarnationClaim, WorkspaceState,
-};
-use crate::command::projection as index_projection;
-use crate::command::{
-    MetadataCommand, Mutation, Predicate, MAX_COMMAND_MUTATIONS, MAX_COMMAND_PREDICATES,
-    MAX_INDEX_MUTATIONS,
-};
-use crate::error::Error;
-use crate::family::Family;
-use crate::ids::{
-    validate_workbench_id, ArtifactRevisionId, OperationId, RequestId, RootId,
-    WorkspaceIncarnationId,
-};
-use crate::path::{normalize_stored, ordered_key, NormPath};
-use crate::shard::sequencer::Sequenced;
-use crate::shard::MetaShard;
-use crate::store::{ScanItem, ScanSpec, Snapshot, TxnStore, MAX_SCAN_ITEMS};
-
-use super::lease_clock;
-use super::snapshot::{
-    attach_consumer_parts, release_consumer_parts, SnapshotPolicy, SnapshotSelector, SnapshotStatus,
-};
-use super::MAX_ATTEMPTS;
-
 mod abort;
 mod cleanup;
 mod copy;
@@ -119,16 +82,12 @@ mod state;
 mod verify;
 
 pub use abort::*;
-use cleanup::*;
-use copy::*;
 pub use drive::*;
 pub use identity::*;
 pub use plan::*;
 pub use prepare::*;
-use publish::*;
 pub use row::*;
 pub use state::*;
-use verify::*;
 
 #[cfg(test)]
 mod tests;

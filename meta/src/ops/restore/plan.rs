@@ -1,7 +1,19 @@
 //! Resolving a request to its deterministic identity (read-only).
 
-#[allow(unused_imports)]
-use super::*;
+use super::identity::{destination_incarnation_for, operation_id_of};
+use super::row::{read_op, same_request};
+use super::state::{RestoreError, RestorePlan, RestoreTarget, Result};
+use crate::codec::operation::restore_identity_digest;
+use crate::codec::{
+    workspace_current, workspace_incarnation_claim, Commit, CommitKey, CommitState, RestorePhase,
+    RestoreSource, WorkspaceCurrent, WorkspaceState,
+};
+use crate::error::Error;
+use crate::family::Family;
+use crate::ids::{validate_workbench_id, RootId};
+use crate::ops::snapshot::{SnapshotSelector, SnapshotStatus};
+use crate::shard::MetaShard;
+use crate::store::{Snapshot, TxnStore};
 
 /// Resolves a request to its deterministic identity (read-only).
 ///

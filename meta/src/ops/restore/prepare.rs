@@ -1,7 +1,28 @@
 //! `(none) -> Preparing`: the prepare command.
 
-#[allow(unused_imports)]
-use super::*;
+use super::identity::{initialization_digest, manifest_path, restore_manifest_entry};
+use super::plan::{read_commit, snapshot_error};
+use super::row::{command, retrying, run};
+use super::row::{op_key, read_op};
+use super::state::{
+    RestoreError, RestoreManifestDescriptor, RestorePlan, Result, EMPTY_MEMBER_DIGEST,
+};
+use crate::codec::{
+    artifact_manifest, artifact_revision, path_current, revision_ref, workspace_current,
+    workspace_incarnation_claim, ArtifactRevision, CommitConsumer, CommitConsumerKey, CommitKey,
+    CommitState, ConsumerOwner, Operation, OperationResult, RefOwner, RestoreCursor,
+    RestoreOperation, RestorePhase, RestoreSource, RevisionRef, RevisionState, WorkspaceCurrent,
+    WorkspaceIncarnationClaim, WorkspaceState,
+};
+use crate::command::projection as index_projection;
+use crate::command::{Mutation, Predicate};
+use crate::error::Error;
+use crate::family::Family;
+use crate::ops::lease_clock;
+use crate::ops::snapshot::attach_consumer_parts;
+use crate::shard::MetaShard;
+use crate::store::Snapshot;
+use sha2::{Digest, Sha256};
 
 /// Creates the operation (phase `Preparing`) with its staging marker, manifest path and source
 /// attachment in one command — or, when this exact request was prepared before, authenticates

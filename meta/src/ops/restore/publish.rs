@@ -1,7 +1,23 @@
 //! `Ready -> Complete`: the final marker command and the source release.
 
-#[allow(unused_imports)]
-use super::*;
+use super::copy::staging_marker;
+use super::plan::read_commit;
+use super::row::{command, run};
+use super::row::{op_key, present};
+use super::state::{checked_restore, RestoreMark, Result};
+use crate::codec::{
+    workspace_current, ChangeEvent, ChangeKind, CommitConsumerKey, CommitKey, ConsumerOwner,
+    HistoryHoldKey, HoldId, Operation, OperationResult, PathEntry, RestoreOperation, RestorePhase,
+    RestoreResult, RestoreSource, WorkspaceCurrent, WorkspaceState,
+};
+use crate::command::{Mutation, Predicate};
+use crate::error::Error;
+use crate::family::Family;
+use crate::ids::RootId;
+use crate::ops::snapshot::release_consumer_parts;
+use crate::shard::sequencer::Sequenced;
+use crate::shard::MetaShard;
+use crate::store::Snapshot;
 
 /// Mutations and predicates that release the source attachment (hold + snapshot consumer, or
 /// commit lease consumer) exactly once.

@@ -1,7 +1,11 @@
 //! Restore's shared vocabulary: reserved path, digest domains, batch bound, the typed error and the request/plan types.
 
-#[allow(unused_imports)]
-use super::*;
+use crate::codec::{
+    CommitState, ManifestRow, RestoreOperation, RestorePhase, RestoreSource, TerminalError,
+};
+use crate::error::Error;
+use crate::ids::{ArtifactRevisionId, OperationId, WorkspaceIncarnationId};
+use crate::ops::snapshot::SnapshotPolicy;
 
 /// The reserved destination path of the restore manifest (docs/metadata-format.md: RestoreStaging is authorized
 /// only for this path).

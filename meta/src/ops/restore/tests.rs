@@ -1,7 +1,14 @@
 //! Unit tests of the restore digests and identities.
 
 use super::*;
+use crate::codec::operation::restore_identity_digest;
+use crate::codec::RestoreSource;
 use crate::ids::{CommitId, SnapshotId};
+use crate::path::normalize_stored;
+use crate::ArtifactRevisionId;
+use crate::RootId;
+use crate::WorkspaceIncarnationId;
+use sha2::{Digest, Sha256};
 
 #[test]
 fn initialization_digest_follows_the_seed_byte_layout() {

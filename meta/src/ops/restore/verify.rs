@@ -1,7 +1,17 @@
 //! `SourceSealed -> Ready`: the source-closure verification.
 
-#[allow(unused_imports)]
-use super::*;
+use super::copy::source_page;
+use super::identity::{chain_member_digest, manifest_path, member_row_digest};
+use super::plan::read_commit;
+use super::state::{RestoreError, Result, EMPTY_MEMBER_DIGEST};
+use crate::codec::{
+    path_current, RestoreMember, RestoreMemberKey, RestoreOperation, RestoreSource,
+};
+use crate::error::Error;
+use crate::family::Family;
+use crate::path::NormPath;
+use crate::shard::MetaShard;
+use crate::store::{ScanItem, ScanSpec, Snapshot, MAX_SCAN_ITEMS};
 
 /// Step 4 of the seed: re-reads the ordered RestoreMember index (dense sequences, each row digest
 /// recomputed from the staged PathCurrent) and rescans the source from its start; both must

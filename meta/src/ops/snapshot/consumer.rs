@@ -1,7 +1,19 @@
 //! Consumer attachment: restore's lease on a snapshot (count/epoch and HistoryHold).
 
-#[allow(unused_imports)]
-use super::*;
+use super::rows::{digest, hold_key, receipt, resolve, visible_marker};
+use super::state::{
+    checked_snapshot, ConsumerParts, SnapshotReceipt, SnapshotSelector, SnapshotStatus,
+};
+use crate::codec::{CommandResult, HistoryHold, HistoryHoldState, HoldId, SnapshotRef};
+use crate::command::executor::check_handle_fences;
+use crate::command::{Mutation, Predicate};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ids::{OperationId, RequestId, SnapshotId, WorkspaceIncarnationId};
+use crate::ops::lease_clock::{self, LeaseReading};
+use crate::shard::history_floor::SnapshotPolicy;
+use crate::shard::MetaShard;
+use crate::store::Snapshot;
 
 /// Builds the parts that attach restore/fork operation `operation_id` as a consumer of snapshot
 /// `snapshot_id` of incarnation `inc`, at `snap` (whose version must be the read version of the

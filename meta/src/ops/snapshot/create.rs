@@ -1,7 +1,23 @@
 //! Create: SnapshotRef + SnapshotAlias + HistoryHold minted at one read version.
 
-#[allow(unused_imports)]
-use super::*;
+use super::rows::{
+    alias_key, digest, hold_key, read_alias, receipt, ref_key, snapshot_event, validate_ttl,
+    visible_marker,
+};
+use super::state::{CreateSnapshotRequest, SnapshotReceipt, MAX_ANNOTATION_BYTES};
+use crate::codec::{
+    workbench_commit_head, workspace_current, ChangeKind, CommandResult, HistoryHold,
+    HistoryHoldState, HoldId, SnapshotAlias, SnapshotRef, SnapshotState,
+};
+use crate::command::executor::{check_handle_fences, replay_lookup};
+use crate::command::{Mutation, Predicate};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ids::{validate_workbench_id, SnapshotId};
+use crate::ops::lease_clock;
+use crate::shard::history_floor::SnapshotPolicy;
+use crate::shard::MetaShard;
+use crate::store::Snapshot;
 
 /// Mints a leased snapshot of `req.workbench_id` at the current read version (see the module
 /// docs). The lease clock is observed at `wall_unix_ms` first.

@@ -1,7 +1,14 @@
 //! The snapshot invariants fsck and the tests check.
 
-#[allow(unused_imports)]
-use super::*;
+use super::read::scan_all;
+use crate::codec::{
+    snapshot_alias::SnapshotAliasKey, snapshot_ref::SnapshotRefKey, HistoryHold, HistoryHoldKey,
+    HistoryHoldState, HoldId, SnapshotAlias, SnapshotRef, SnapshotState,
+};
+use crate::error::Result;
+use crate::family::Family;
+use crate::shard::MetaShard;
+use crate::store::TxnStore;
 
 /// Recomputes the snapshot/hold invariants of the root from the rows at one version and returns
 /// every violation (empty when consistent). A diagnostic for tests and fsck-style checks:

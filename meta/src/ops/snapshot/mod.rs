@@ -39,28 +39,6 @@ pub use crate::shard::history_floor::{
     maintain_history_floor, min_hold_version, SnapshotPolicy, DEFAULT_HISTORY_RETENTION_VERSIONS,
 };
 
-use sha2::{Digest, Sha256};
-
-use crate::codec::{
-    snapshot_alias::SnapshotAliasKey, snapshot_ref::SnapshotRefKey, workbench_commit_head,
-    workspace_current, workspace_incarnation_claim, ChangeEvent, ChangeKind, CommandResult,
-    HistoryHold, HistoryHoldKey, HistoryHoldState, HoldId, SnapshotAlias, SnapshotRef,
-    SnapshotState, WorkspaceCurrent, WorkspaceIncarnationClaim, WorkspaceState,
-};
-use crate::command::executor::{check_handle_fences, replay_lookup};
-use crate::command::{CommandOutcome, Mutation, Predicate};
-use crate::error::{Error, Result};
-use crate::family::Family;
-use crate::ids::{
-    validate_workbench_id, AliasName, OperationId, RequestId, RootId, SnapshotId,
-    WorkspaceIncarnationId,
-};
-use crate::read::Reader;
-use crate::shard::MetaShard;
-use crate::store::{Snapshot, TxnStore};
-
-use super::lease_clock::{self, LeaseReading};
-
 mod consumer;
 mod create;
 mod invariants;
@@ -78,5 +56,4 @@ pub use read::*;
 pub use reap::*;
 pub use renew::*;
 pub use retire::*;
-use rows::*;
 pub use state::*;

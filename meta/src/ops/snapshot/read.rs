@@ -1,7 +1,15 @@
 //! Reads: one snapshot, the list of a workbench's snapshots, a reader at a snapshot's read version.
 
-#[allow(unused_imports)]
-use super::*;
+use super::rows::{alias_key, info, read_alias, resolve, visible_marker};
+use super::state::{Resolved, SnapshotInfo, SnapshotSelector, SnapshotStatus};
+use crate::codec::{snapshot_ref::SnapshotRefKey, SnapshotRef};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ops::lease_clock;
+use crate::read::Reader;
+use crate::shard::history_floor::SnapshotPolicy;
+use crate::shard::MetaShard;
+use crate::store::{Snapshot, TxnStore};
 
 /// The selected snapshot of a visible workbench with its derived status (read-only; the lease
 /// clock is peeked, not written).

@@ -1,7 +1,21 @@
 //! The reaper: expired leases claimed and finalized in bounded commands.
 
-#[allow(unused_imports)]
-use super::*;
+use super::read::scan_all;
+use super::rows::{alias_rows, digest, hold_key, resolved_by_id, snapshot_event};
+use super::state::{checked_snapshot, ReapReport};
+use crate::codec::{
+    snapshot_ref::SnapshotRefKey, workspace_incarnation_claim, ChangeKind, CommandResult, HoldId,
+    SnapshotRef, SnapshotState, WorkspaceIncarnationClaim,
+};
+use crate::command::executor::check_handle_fences;
+use crate::command::{Mutation, Predicate};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ids::{RequestId, RootId, WorkspaceIncarnationId};
+use crate::ops::lease_clock::{self, LeaseReading};
+use crate::shard::history_floor::{maintain_history_floor, SnapshotPolicy};
+use crate::shard::MetaShard;
+use crate::store::{Snapshot, TxnStore};
 
 /// One reaper pass at wall clock `wall_unix_ms`: observes the lease clock, claims every
 /// reapable snapshot of the root (`Active -> ReapClaimed`, hold released, `SnapshotReaped`

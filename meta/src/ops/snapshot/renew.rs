@@ -1,7 +1,19 @@
 //! `Active -> Active`: extend-only lease renewal.
 
-#[allow(unused_imports)]
-use super::*;
+use super::rows::{
+    alias_rows, digest, hold_key, receipt, resolve, selector_bytes, snapshot_event, validate_ttl,
+    visible_marker,
+};
+use super::state::{checked_snapshot, RenewSnapshotRequest, SnapshotReceipt};
+use crate::codec::{ChangeKind, CommandResult, HoldId, SnapshotRef, SnapshotState};
+use crate::command::executor::{check_handle_fences, replay_lookup};
+use crate::command::{Mutation, Predicate};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ops::lease_clock;
+use crate::shard::history_floor::SnapshotPolicy;
+use crate::shard::MetaShard;
+use crate::store::Snapshot;
 
 /// Extends the lease of the selected snapshot to `lease clock now + ttl_ms` (extend-only; may
 /// revive an expired but unclaimed snapshot).

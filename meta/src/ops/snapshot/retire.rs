@@ -1,7 +1,19 @@
 //! `Active -> Retiring -> Retired`: explicit retirement.
 
-#[allow(unused_imports)]
-use super::*;
+use super::rows::{
+    alias_rows, digest, hold_key, receipt, resolve, selector_bytes, snapshot_event, visible_marker,
+};
+use super::state::{
+    checked_snapshot, RetireSnapshotRequest, SnapshotReceipt, MAX_ANNOTATION_BYTES,
+};
+use crate::codec::{ChangeKind, CommandResult, HoldId, SnapshotRef, SnapshotState};
+use crate::command::executor::{check_handle_fences, replay_lookup};
+use crate::command::{Mutation, Predicate};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::shard::history_floor::SnapshotPolicy;
+use crate::shard::MetaShard;
+use crate::store::Snapshot;
 
 /// Retires the selected snapshot (retirement does not depend on the lease clock; `wall_unix_ms`
 /// and `policy` keep the lifecycle calls uniform): `Active -> Retired` with zero consumers at the

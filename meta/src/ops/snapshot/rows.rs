@@ -1,7 +1,20 @@
 //! Resolving a selector to its SnapshotRef / SnapshotAlias rows; keys, events, digests and receipts shared by the steps.
 
-#[allow(unused_imports)]
-use super::*;
+use super::state::{
+    AliasRow, Resolved, SnapshotInfo, SnapshotReceipt, SnapshotSelector, SnapshotStatus, MAX_TTL_MS,
+};
+use crate::codec::{
+    snapshot_alias::SnapshotAliasKey, snapshot_ref::SnapshotRefKey, workspace_current, ChangeEvent,
+    ChangeKind, CommandResult, HistoryHoldKey, HoldId, SnapshotAlias, SnapshotRef, SnapshotState,
+    WorkspaceCurrent, WorkspaceState,
+};
+use crate::command::{CommandOutcome, Mutation, Predicate};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ids::{validate_workbench_id, AliasName, RootId, SnapshotId, WorkspaceIncarnationId};
+use crate::ops::lease_clock::LeaseReading;
+use crate::store::Snapshot;
+use sha2::{Digest, Sha256};
 
 pub(super) fn visible_marker<S: Snapshot>(
     snap: &S,

@@ -1,7 +1,9 @@
 //! The snapshot lifecycle's shared vocabulary: bounds, selectors, statuses, requests, receipts and resolved rows.
 
-#[allow(unused_imports)]
-use super::*;
+use crate::codec::{SnapshotAlias, SnapshotRef, SnapshotState};
+use crate::command::{Mutation, Predicate};
+use crate::ids::{AliasName, RequestId, SnapshotId, WorkspaceIncarnationId};
+use crate::ops::lease_clock::LeaseReading;
 
 /// Milliseconds in one day (the facade's `ttl_days` unit).
 pub const DAY_MS: u64 = 86_400_000;

@@ -1,7 +1,19 @@
 //! Abort and fenced takeover: `Uploading|Finalizing -> Aborting`.
 
-#[allow(unused_imports)]
-use super::*;
+use super::ledger::{command, ledger_digest, op_key, read_op, run, state_error};
+use super::state::{final_request_id, ABORTED_CODE};
+use crate::codec::{
+    artifact_revision, command_dedupe, Operation, OperationResult, PublishOperation, PublishPhase,
+    TerminalError,
+};
+use crate::command::{Mutation, Predicate};
+use crate::error::Result;
+use crate::family::Family;
+use crate::ids::OperationId;
+use crate::ops::publish::checked_publish;
+use crate::ops::Step;
+use crate::shard::MetaShard;
+use crate::store::Snapshot;
 
 /// Abort claim: CAS Uploading -> Aborting (the cleanup side of the race with [`finalize`]'s
 /// Uploading -> Finalizing CAS; exactly one wins). The record stores a failed result

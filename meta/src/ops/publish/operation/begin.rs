@@ -1,7 +1,21 @@
 //! Begin (`(none) -> Uploading`) and restart: the operation and its first ledger rows before any byte is sent.
 
-#[allow(unused_imports)]
-use super::*;
+use super::ledger::{
+    command, ledger_digest, op_key, read_op, register, run, staged_key, state_error,
+};
+use super::state::{BeginOutcome, PublishIntent, StagedBlock, MAX_LEDGER_ROWS_PER_COMMAND};
+use crate::codec::{
+    Operation, OperationResult, PublishCondition, PublishOperation, PublishPhase,
+    StagedCleanupState, StagedObject, StagedProviderState,
+};
+use crate::command::projection::{self as index_projection};
+use crate::command::{Mutation, Predicate};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ids::ArtifactRevisionId;
+use crate::ops::publish::{self, validate_digest_uri, PathCondition};
+use crate::ops::Step;
+use crate::shard::MetaShard;
 
 pub(super) fn validate_block(b: &StagedBlock) -> Result<()> {
     if b.object_key.is_empty() || b.object_key.len() > publish::MAX_OBJECT_KEY_BYTES {

@@ -1,7 +1,21 @@
 //! `Aborting -> Cleaning -> Cleaned` and Quarantined reconciliation, driven by the ledger.
 
-#[allow(unused_imports)]
-use super::*;
+use super::ledger::{
+    command, get, ledger, ledger_digest, op_key, read_op, run, staged_key, state_error, unregister,
+};
+use super::state::{is_terminal, DeleteOutcome, MAX_LEDGER_ROWS_PER_COMMAND};
+use crate::codec::{
+    Operation, PublishOperation, PublishPhase, StagedCleanupState, StagedObject,
+    StagedProviderState,
+};
+use crate::command::{Mutation, Predicate};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ids::OperationId;
+use crate::ops::publish::checked_publish;
+use crate::ops::Step;
+use crate::shard::MetaShard;
+use crate::store::Snapshot;
 
 /// One cleanup command: predicate the row, apply `edit` to the selected ledger rows and the
 /// operation, and write them.

@@ -1,7 +1,16 @@
 //! `Uploading -> Finalizing`: the CAS that seals the expected length and digest.
 
-#[allow(unused_imports)]
-use super::*;
+use super::ledger::{command, ledger_digest, op_key, read_uploading, run};
+use super::stage::push_marks;
+use super::state::MAX_LEDGER_ROWS_PER_COMMAND;
+use crate::codec::{Operation, PublishOperation, PublishPhase, StagedObject, StagedProviderState};
+use crate::command::{Mutation, Predicate};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ids::OperationId;
+use crate::ops::publish::{checked_publish, validate_digest_uri};
+use crate::ops::Step;
+use crate::shard::MetaShard;
 
 /// Finalize CAS: Uploading -> Finalizing in one command that seals the body length (bytes) and
 /// `sha256:` digest and records the provider states `marks` (at most

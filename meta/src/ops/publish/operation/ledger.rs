@@ -1,7 +1,23 @@
 //! The StagedObject ledger and the pending-operation registry: keys, reads, listings and the ledger command header.
 
-#[allow(unused_imports)]
-use super::*;
+use super::state::{final_request_id, ListedOperation, LEDGER_DIGEST_DOMAIN};
+use crate::codec::system::{
+    decode_pending_operation_key, pending_operation_key, pending_operation_prefix,
+    PENDING_OPERATION_VALUE,
+};
+use crate::codec::{
+    command_dedupe, CommandResult, Operation, OperationKey, OperationKind, PublishOperation,
+    PublishPhase, StagedObject, StagedObjectKey,
+};
+use crate::command::{MetadataCommand, Mutation};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ids::{OperationId, RequestId};
+use crate::ops::publish::{self, PublishReceipt};
+use crate::ops::Step;
+use crate::shard::MetaShard;
+use crate::store::{Snapshot, TxnStore};
+use sha2::{Digest, Sha256};
 
 pub(super) fn op_key(shard: &MetaShard, id: &OperationId) -> Vec<u8> {
     OperationKey {

@@ -66,33 +66,6 @@
 //! read per row). Operations begun by a build without the registry are not in it; [`list`]
 //! (`nokv operation list --all`) still scans every operation.
 
-use sha2::{Digest, Sha256};
-
-use crate::codec::system::{
-    decode_pending_operation_key, pending_operation_key, pending_operation_prefix,
-    PENDING_OPERATION_VALUE,
-};
-use crate::codec::{
-    artifact_revision, command_dedupe, CommandResult, Operation, OperationKey, OperationKind,
-    OperationResult, PublishBase, PublishCondition, PublishOperation, PublishPhase,
-    StagedCleanupState, StagedObject, StagedObjectKey, StagedProviderState, TerminalError,
-};
-use crate::command::executor::check_handle_fences;
-use crate::command::projection::{self as index_projection, IndexFields};
-use crate::command::{MetadataCommand, Mutation, Predicate};
-use crate::error::{Error, Result};
-use crate::family::Family;
-use crate::ids::{ArtifactRevisionId, OperationId, RequestId};
-use crate::ops::publish::{
-    self, checked_publish, plan_with, validate_digest_uri, OperationBinding, PathCondition,
-    Planned, PublishReceipt, PublishRequest,
-};
-use crate::path::NormPath;
-use crate::shard::MetaShard;
-use crate::store::{Snapshot, TxnStore};
-
-use crate::ops::Step;
-
 mod abort;
 mod begin;
 mod clean;

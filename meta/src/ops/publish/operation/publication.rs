@@ -1,7 +1,22 @@
 //! `Finalizing -> Published`: the publication command rebuilt from the frozen request and the ledger.
 
-#[allow(unused_imports)]
-use super::*;
+use super::begin::path_condition;
+use super::finalize::own_rows;
+use super::ledger::{
+    get, ledger, ledger_at, op_key, published_receipt_at, read_op, state_error, unregister,
+};
+use super::state::final_request_id;
+use crate::codec::{PublishOperation, PublishPhase};
+use crate::command::executor::check_handle_fences;
+use crate::command::projection::{self as index_projection};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ids::{ArtifactRevisionId, OperationId};
+use crate::ops::publish::{
+    self, plan_with, OperationBinding, Planned, PublishReceipt, PublishRequest,
+};
+use crate::shard::MetaShard;
+use crate::store::Snapshot;
 
 /// Every ArtifactManifest row of `rev` at `snap`, in object-index order.
 pub(super) fn manifest_at<S: Snapshot>(

@@ -1,7 +1,17 @@
 //! `Uploading`: staging more ledger rows and recording multipart upload ids.
 
-#[allow(unused_imports)]
-use super::*;
+use super::begin::{staged_row, validate_block};
+use super::ledger::{command, ledger_digest, op_key, read_uploading, run, staged_key};
+use super::state::{StagedBlock, MAX_LEDGER_ROWS_PER_COMMAND};
+use crate::codec::{Operation, PublishOperation, PublishPhase, StagedObject, StagedProviderState};
+use crate::command::{MetadataCommand, Mutation, Predicate};
+use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::ids::OperationId;
+use crate::ops::publish::{self, checked_publish};
+use crate::ops::Step;
+use crate::shard::MetaShard;
+use crate::store::Snapshot;
 
 /// Adds the provider-state `marks` (`(sequence, state)`) of the current attempt's rows to `cmd`
 /// (reads each row at `snap`).

@@ -1,7 +1,11 @@
 //! The Publish operation's shared vocabulary: ledger bounds, digest domains, the intent, blocks and outcomes.
 
-#[allow(unused_imports)]
-use super::*;
+use crate::codec::{PublishBase, PublishOperation, PublishPhase};
+use crate::command::projection::IndexFields;
+use crate::ids::{ArtifactRevisionId, OperationId, RequestId};
+use crate::ops::publish::PathCondition;
+use crate::path::NormPath;
+use sha2::{Digest, Sha256};
 
 /// Most StagedObject rows one command stages, marks or settles (keeps every ledger command
 /// within [`crate::command::MAX_COMMAND_MUTATIONS`] and [`crate::command::MAX_COMMAND_PREDICATES`]).
