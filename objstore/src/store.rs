@@ -3,6 +3,8 @@
 //! providers: [`crate::LocalDir`], [`crate::S3`], [`crate::CachedStore`] and the testing wrapper
 //! implement the trait; this file imports none of them.
 
+use std::sync::Arc;
+
 use crate::digest::{self, parse_sha256_uri, Sha256Stream};
 use crate::error::Error;
 use crate::keys::validate_key;
@@ -263,90 +265,60 @@ pub fn resolve_ambiguous(
     }
 }
 
-impl<T: ObjectStore + ?Sized> ObjectStore for Box<T> {
-    fn put(&self, key: &str, bytes: &[u8]) -> Result<(), Error> {
-        (**self).put(key, bytes)
-    }
-    fn put_if_absent(&self, key: &str, bytes: &[u8]) -> Result<PutOutcome, Error> {
-        (**self).put_if_absent(key, bytes)
-    }
-    fn get(&self, key: &str) -> Result<Vec<u8>, Error> {
-        (**self).get(key)
-    }
-    fn get_range(&self, key: &str, offset: u64, len: u64) -> Result<Vec<u8>, Error> {
-        (**self).get_range(key, offset, len)
-    }
-    fn head(&self, key: &str) -> Result<Option<ObjectMeta>, Error> {
-        (**self).head(key)
-    }
-    fn delete(&self, key: &str) -> Result<(), Error> {
-        (**self).delete(key)
-    }
-    fn list(&self, prefix: &str) -> Result<Vec<String>, Error> {
-        (**self).list(prefix)
-    }
-    fn get_verified(&self, key: &str, len: u64, digest_uri: &str) -> Result<Vec<u8>, Error> {
-        (**self).get_verified(key, len, digest_uri)
-    }
-    fn provider_name(&self) -> &'static str {
-        (**self).provider_name()
-    }
-    fn put_if_absent_observed(
-        &self,
-        key: &str,
-        bytes: &[u8],
-        observer: &mut dyn UploadObserver,
-    ) -> Result<PutOutcome, Error> {
-        (**self).put_if_absent_observed(key, bytes, observer)
-    }
-    fn abort_upload(&self, key: &str, upload_id: &str) -> Result<(), Error> {
-        (**self).abort_upload(key, upload_id)
-    }
-    fn list_uploads(&self, prefix: &str) -> Result<Vec<OpenUpload>, Error> {
-        (**self).list_uploads(prefix)
-    }
+/// Implements [`ObjectStore`] for a smart pointer by forwarding every method to the pointee, so
+/// a `Box<dyn ObjectStore>` or an `Arc<S>` is a provider wherever one is expected.
+macro_rules! forward_object_store {
+    ($pointer:ident) => {
+        impl<T: ObjectStore + ?Sized> ObjectStore for $pointer<T> {
+            fn put(&self, key: &str, bytes: &[u8]) -> Result<(), Error> {
+                (**self).put(key, bytes)
+            }
+            fn put_if_absent(&self, key: &str, bytes: &[u8]) -> Result<PutOutcome, Error> {
+                (**self).put_if_absent(key, bytes)
+            }
+            fn get(&self, key: &str) -> Result<Vec<u8>, Error> {
+                (**self).get(key)
+            }
+            fn get_range(&self, key: &str, offset: u64, len: u64) -> Result<Vec<u8>, Error> {
+                (**self).get_range(key, offset, len)
+            }
+            fn head(&self, key: &str) -> Result<Option<ObjectMeta>, Error> {
+                (**self).head(key)
+            }
+            fn delete(&self, key: &str) -> Result<(), Error> {
+                (**self).delete(key)
+            }
+            fn list(&self, prefix: &str) -> Result<Vec<String>, Error> {
+                (**self).list(prefix)
+            }
+            fn get_verified(
+                &self,
+                key: &str,
+                len: u64,
+                digest_uri: &str,
+            ) -> Result<Vec<u8>, Error> {
+                (**self).get_verified(key, len, digest_uri)
+            }
+            fn provider_name(&self) -> &'static str {
+                (**self).provider_name()
+            }
+            fn put_if_absent_observed(
+                &self,
+                key: &str,
+                bytes: &[u8],
+                observer: &mut dyn UploadObserver,
+            ) -> Result<PutOutcome, Error> {
+                (**self).put_if_absent_observed(key, bytes, observer)
+            }
+            fn abort_upload(&self, key: &str, upload_id: &str) -> Result<(), Error> {
+                (**self).abort_upload(key, upload_id)
+            }
+            fn list_uploads(&self, prefix: &str) -> Result<Vec<OpenUpload>, Error> {
+                (**self).list_uploads(prefix)
+            }
+        }
+    };
 }
 
-impl<T: ObjectStore + ?Sized> ObjectStore for std::sync::Arc<T> {
-    fn put(&self, key: &str, bytes: &[u8]) -> Result<(), Error> {
-        (**self).put(key, bytes)
-    }
-    fn put_if_absent(&self, key: &str, bytes: &[u8]) -> Result<PutOutcome, Error> {
-        (**self).put_if_absent(key, bytes)
-    }
-    fn get(&self, key: &str) -> Result<Vec<u8>, Error> {
-        (**self).get(key)
-    }
-    fn get_range(&self, key: &str, offset: u64, len: u64) -> Result<Vec<u8>, Error> {
-        (**self).get_range(key, offset, len)
-    }
-    fn head(&self, key: &str) -> Result<Option<ObjectMeta>, Error> {
-        (**self).head(key)
-    }
-    fn delete(&self, key: &str) -> Result<(), Error> {
-        (**self).delete(key)
-    }
-    fn list(&self, prefix: &str) -> Result<Vec<String>, Error> {
-        (**self).list(prefix)
-    }
-    fn get_verified(&self, key: &str, len: u64, digest_uri: &str) -> Result<Vec<u8>, Error> {
-        (**self).get_verified(key, len, digest_uri)
-    }
-    fn provider_name(&self) -> &'static str {
-        (**self).provider_name()
-    }
-    fn put_if_absent_observed(
-        &self,
-        key: &str,
-        bytes: &[u8],
-        observer: &mut dyn UploadObserver,
-    ) -> Result<PutOutcome, Error> {
-        (**self).put_if_absent_observed(key, bytes, observer)
-    }
-    fn abort_upload(&self, key: &str, upload_id: &str) -> Result<(), Error> {
-        (**self).abort_upload(key, upload_id)
-    }
-    fn list_uploads(&self, prefix: &str) -> Result<Vec<OpenUpload>, Error> {
-        (**self).list_uploads(prefix)
-    }
-}
+forward_object_store!(Box);
+forward_object_store!(Arc);

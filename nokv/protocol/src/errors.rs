@@ -8,10 +8,36 @@
 use serde_json::{Map, Value};
 use std::fmt;
 
-/// Every error code of the Workbench contract (docs/workbench.md, "Error codes"). The string form
-/// ([`ErrorCode::as_str`]) is the `code` field of the error envelope and is a compatibility surface.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ErrorCode {
+/// Declares [`ErrorCode`] from one list: the enum, [`ErrorCode::ALL`] in declaration order and
+/// [`ErrorCode::as_str`] (the variant's name), so the three can never disagree.
+macro_rules! error_codes {
+    ($($(#[$doc:meta])* $code:ident,)*) => {
+        /// Every error code of the Workbench contract (docs/workbench.md, "Error codes"). The string
+        /// form ([`ErrorCode::as_str`]) is the `code` field of the error envelope and is a
+        /// compatibility surface.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum ErrorCode {
+            $($(#[$doc])* $code,)*
+        }
+
+        impl ErrorCode {
+            /// All codes, in the order of docs/workbench.md (which is also the declaration
+            /// order). This is the one list of codes: [`ErrorCode::parse`] searches it, and the
+            /// Python SDK exposes its string forms as `nokv._nokv.ERROR_CODES`, from which
+            /// `nokv.errors` maps codes to exception classes.
+            pub const ALL: [ErrorCode; [$(stringify!($code)),*].len()] = [$(ErrorCode::$code),*];
+
+            /// The envelope's `code` string, e.g. `"InvalidArguments"` (the variant's name).
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$code => stringify!($code),)*
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
     /// The arguments failed the tool's JSON schema or a cross-field rule; touches no storage.
     InvalidArguments,
     /// The tool name is not one of the 18 tools; `details.tool`.
@@ -75,67 +101,6 @@ pub const CONFLICT_KINDS: [&str; 7] = [
 ];
 
 impl ErrorCode {
-    /// All 24 codes, in the order of docs/workbench.md (which is also the declaration order).
-    /// This is the one list of codes: [`ErrorCode::parse`] searches it, and the Python SDK
-    /// exposes its string forms as `nokv._nokv.ERROR_CODES`, from which `nokv.errors` maps codes
-    /// to exception classes.
-    pub const ALL: [ErrorCode; 24] = [
-        ErrorCode::InvalidArguments,
-        ErrorCode::UnknownTool,
-        ErrorCode::PayloadTooLarge,
-        ErrorCode::NotFound,
-        ErrorCode::NotArtifact,
-        ErrorCode::NotDirectory,
-        ErrorCode::InvalidUtf8,
-        ErrorCode::NoMatch,
-        ErrorCode::AmbiguousEdit,
-        ErrorCode::StructuredDecodeFailed,
-        ErrorCode::AlreadyExists,
-        ErrorCode::Conflict,
-        ErrorCode::ReadFenceChanged,
-        ErrorCode::ResourceExhausted,
-        ErrorCode::SnapshotNotFound,
-        ErrorCode::SnapshotExpired,
-        ErrorCode::ForkRetentionActive,
-        ErrorCode::InvalidState,
-        ErrorCode::WorkbenchCommitConflict,
-        ErrorCode::WorkbenchCommitProtocolMismatch,
-        ErrorCode::RestoreProtocolMismatch,
-        ErrorCode::CanonicalEncodingFailed,
-        ErrorCode::ObjectUnavailable,
-        ErrorCode::Internal,
-    ];
-
-    /// The envelope's `code` string, e.g. `"InvalidArguments"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::InvalidArguments => "InvalidArguments",
-            ErrorCode::UnknownTool => "UnknownTool",
-            ErrorCode::PayloadTooLarge => "PayloadTooLarge",
-            ErrorCode::NotFound => "NotFound",
-            ErrorCode::NotArtifact => "NotArtifact",
-            ErrorCode::NotDirectory => "NotDirectory",
-            ErrorCode::InvalidUtf8 => "InvalidUtf8",
-            ErrorCode::NoMatch => "NoMatch",
-            ErrorCode::AmbiguousEdit => "AmbiguousEdit",
-            ErrorCode::StructuredDecodeFailed => "StructuredDecodeFailed",
-            ErrorCode::AlreadyExists => "AlreadyExists",
-            ErrorCode::Conflict => "Conflict",
-            ErrorCode::ReadFenceChanged => "ReadFenceChanged",
-            ErrorCode::ResourceExhausted => "ResourceExhausted",
-            ErrorCode::SnapshotNotFound => "SnapshotNotFound",
-            ErrorCode::SnapshotExpired => "SnapshotExpired",
-            ErrorCode::ForkRetentionActive => "ForkRetentionActive",
-            ErrorCode::InvalidState => "InvalidState",
-            ErrorCode::WorkbenchCommitConflict => "WorkbenchCommitConflict",
-            ErrorCode::WorkbenchCommitProtocolMismatch => "WorkbenchCommitProtocolMismatch",
-            ErrorCode::RestoreProtocolMismatch => "RestoreProtocolMismatch",
-            ErrorCode::CanonicalEncodingFailed => "CanonicalEncodingFailed",
-            ErrorCode::ObjectUnavailable => "ObjectUnavailable",
-            ErrorCode::Internal => "Internal",
-        }
-    }
-
     /// Parses an envelope `code` string back into a code; `None` for an unknown string.
     pub fn parse(code: &str) -> Option<ErrorCode> {
         ErrorCode::ALL.iter().copied().find(|c| c.as_str() == code)
@@ -365,54 +330,6 @@ mod tests {
                 ErrorCode::Conflict | ErrorCode::ReadFenceChanged | ErrorCode::ObjectUnavailable
             );
             assert_eq!(code.retryable(), expected, "{code}");
-        }
-    }
-
-    /// Lists every variant once: the `match` has no wildcard arm, so a new variant does not
-    /// compile until it is named here, and the test then fails until it is in `ALL` too.
-    macro_rules! assert_all_lists_every_variant {
-        ($($variant:ident),* $(,)?) => {{
-            fn exhaustive(code: ErrorCode) {
-                match code {
-                    $(ErrorCode::$variant => {})*
-                }
-            }
-            let variants = [$(ErrorCode::$variant),*];
-            variants.iter().copied().for_each(exhaustive);
-            assert_eq!(ErrorCode::ALL.as_slice(), variants.as_slice());
-        }};
-    }
-
-    #[test]
-    fn all_lists_every_variant_once_in_declaration_order() {
-        assert_all_lists_every_variant!(
-            InvalidArguments,
-            UnknownTool,
-            PayloadTooLarge,
-            NotFound,
-            NotArtifact,
-            NotDirectory,
-            InvalidUtf8,
-            NoMatch,
-            AmbiguousEdit,
-            StructuredDecodeFailed,
-            AlreadyExists,
-            Conflict,
-            ReadFenceChanged,
-            ResourceExhausted,
-            SnapshotNotFound,
-            SnapshotExpired,
-            ForkRetentionActive,
-            InvalidState,
-            WorkbenchCommitConflict,
-            WorkbenchCommitProtocolMismatch,
-            RestoreProtocolMismatch,
-            CanonicalEncodingFailed,
-            ObjectUnavailable,
-            Internal,
-        );
-        for (index, code) in ErrorCode::ALL.iter().enumerate() {
-            assert_eq!(*code as usize, index, "{code} is out of declaration order");
         }
     }
 
