@@ -168,12 +168,22 @@ fn malformed_operation_ids_are_usage_errors() {
     }
 }
 
-/// A process killed after its publication's Finalizing CAS (the response is lost with it):
-/// recovery at the next open finishes the publication, and the replay returns its receipt.
+/// A process killed after a durable step of its publication (the response is lost with it):
+/// recovery at the next open finishes or cleans what it left, and the caller's retry with the
+/// same operation id appends exactly once. An append's delta (held in memory, staged by its begin
+/// command) is sealed and published by one command: killed after it (`after-publish`), the
+/// publication is durable and the retry replays it; killed before it (`after-upload`), recovery
+/// cleans the objects and the retry appends. (A separate Finalizing CAS, resumed by recovery,
+/// exists only for bodies staged over several ledger commands: tests/tests/publish_ledger.rs.)
 #[test]
 fn a_response_lost_to_a_crash_is_replayed_without_a_second_append() {
-    for (point, published_by_recovery) in [("after-finalizing-cas", true), ("after-upload", false)]
-    {
+    // (fault point, delta, what recovery at the next open does: resumed / cleaned, and whether
+    // the delta is in the body once it ran)
+    let cases: [(&str, &[u8], (u64, u64), bool); 2] = [
+        ("after-publish", b"delta\n", (0, 0), true),
+        ("after-upload", b"delta\n", (0, 1), false),
+    ];
+    for (point, delta, (resumed, cleaned), published_before_retry) in cases {
         let dir = tempfile::tempdir().unwrap();
         let store = store_with_wb(dir.path());
         assert_eq!(append(&store, "logs/run.log", b"base\n", ID_B).0, 0);
@@ -187,7 +197,7 @@ fn a_response_lost_to_a_crash_is_replayed_without_a_second_append() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        child.stdin.take().unwrap().write_all(b"delta\n").unwrap();
+        child.stdin.take().unwrap().write_all(delta).unwrap();
         let stderr = child.stderr.take().unwrap();
         let reached = BufReader::new(stderr)
             .lines()
@@ -197,28 +207,30 @@ fn a_response_lost_to_a_crash_is_replayed_without_a_second_append() {
         child.kill().unwrap();
         child.wait().unwrap();
 
+        let mut expected = b"base\n".to_vec();
+        expected.extend_from_slice(delta);
         let client = Client::open(&store).unwrap();
         let summary = client.open_recovery().unwrap().as_ref().unwrap().clone();
-        let expected_after_recovery: &[u8] = if published_by_recovery {
-            assert_eq!(summary.resumed, 1, "{summary:?}");
-            b"base\ndelta\n"
-        } else {
-            assert_eq!(summary.cleaned, 1, "{summary:?}");
-            b"base\n"
-        };
         assert_eq!(
-            client.read_all("wb", "logs/run.log").unwrap(),
-            expected_after_recovery
+            (summary.resumed, summary.cleaned),
+            (resumed, cleaned),
+            "{point}: {summary:?}"
         );
+        let after_recovery = client.read_all("wb", "logs/run.log").unwrap();
+        if published_before_retry {
+            assert_eq!(after_recovery, expected, "{point}");
+        } else {
+            assert_eq!(after_recovery, b"base\n", "{point}");
+        }
         drop(client);
         // The caller never saw a response and retries with the same id.
-        let (code, env) = append(&store, "logs/run.log", b"delta\n", ID_A);
+        let (code, env) = append(&store, "logs/run.log", delta, ID_A);
         assert_eq!(code, 0, "{env:#}");
-        assert_eq!(env["idempotent_replay"], published_by_recovery);
-        assert_eq!(body(&store, "logs/run.log"), b"base\ndelta\n", "{point}");
-        let (_, again) = append(&store, "logs/run.log", b"delta\n", ID_A);
+        assert_eq!(env["idempotent_replay"], published_before_retry);
+        assert_eq!(body(&store, "logs/run.log"), expected, "{point}");
+        let (_, again) = append(&store, "logs/run.log", delta, ID_A);
         assert_eq!(again["idempotent_replay"], true);
-        assert_eq!(body(&store, "logs/run.log"), b"base\ndelta\n");
+        assert_eq!(body(&store, "logs/run.log"), expected);
     }
 }
 

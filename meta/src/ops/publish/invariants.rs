@@ -5,7 +5,8 @@ use crate::codec::{OperationResult, PublishOperation, PublishPhase};
 /// Debug-checks one Publish operation step and returns `to` (docs/metadata-format.md, "Upload And
 /// Append"): the phase moves only along Uploading -> Finalizing -> Published or
 /// Uploading|Finalizing -> Aborting -> Cleaning -> Cleaned|Quarantined (Quarantined -> Cleaned by
-/// reconciliation), a Published or Cleaned operation is never rewritten, the frozen revision,
+/// reconciliation) — a sealed publication, durable as Uploading -> Published, is checked as its
+/// two steps —, a Published or Cleaned operation is never rewritten, the frozen revision,
 /// intent and target never change, the ledger counters never decrease, the length and digest
 /// sealed by Finalizing stay sealed, and Published carries its result.
 pub(crate) fn checked_publish(from: &PublishOperation, to: PublishOperation) -> PublishOperation {

@@ -12,11 +12,19 @@
 //! 2. **Upload** — each block is written with `put_if_absent` under its revision-owned key. The
 //!    next staging command marks the previous group Uploaded (or Ambiguous when the provider
 //!    could not tell, [`objstore::Error::Ambiguous`]).
-//! 3. **Finalize** — CAS Uploading -> Finalizing sealing length and digest, then the one
-//!    publication command moves Finalizing -> Published with the path, revision, manifest,
-//!    references, indexes, event and dedupe result.
+//! 3. **Finalize and publish** — a body whose rows were all staged by its begin command (every
+//!    body held in memory up to 100 blocks, and a streamed body of one block: every small put)
+//!    is sealed and published by ONE command,
+//!    [`meta::ops::publish::operation::finalize_and_publish`]: Uploading -> Published with the
+//!    sealed length and digest, the last provider states, the path, revision, manifest,
+//!    references, indexes, event and dedupe result. A small put therefore waits for two
+//!    metadata commits (begin, publish) around its object flush. A body staged over several
+//!    commands first CASes Uploading -> Finalizing (sealing length and digest), then the
+//!    publication command moves Finalizing -> Published, so recovery can finish a large body
+//!    whose process died after sealing it.
 //! 4. **Failure** — a failed upload or a definite refusal of the final command aborts the
-//!    operation (CAS, with proof of no publication for Finalizing) and deletes exactly the
+//!    operation (CAS; a refused one-command publication left it Uploading; a Finalizing one
+//!    needs the proof of no publication) and deletes exactly the
 //!    ledger-owned keys. If the provider is down the operation stays Cleaning and the next
 //!    recovery pass finishes it. An upload that completes after another party aborted the
 //!    operation joins cleanup: it deletes every key it sent, then runs the cleanup pass.

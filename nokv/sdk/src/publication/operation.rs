@@ -59,6 +59,8 @@ impl Client {
         let mut uploaded = 0u64;
         let mut pending_marks: Vec<(u64, StagedProviderState)> = Vec::new();
         let mut sent_keys: Vec<String> = Vec::new();
+        // Ledger commands run so far (begin, then one stage per further group).
+        let mut ledger_commands = 0u32;
         loop {
             // Next group of blocks: up to 100 from memory, one from a stream.
             let group: Vec<Cow<'_, [u8]>> = match &mut source {
@@ -139,6 +141,7 @@ impl Client {
                 }
             };
             pending_marks.clear();
+            ledger_commands = ledger_commands.saturating_add(1);
             if group.is_empty() {
                 break; // empty body: Begin only
             }
@@ -198,6 +201,38 @@ impl Client {
             };
             return Err(self.fail_upload(&id, &pending_marks, &sent_keys, err));
         }
+        if ledger_commands <= 1 {
+            // The whole body was staged by its begin command: seal and publish in one command
+            // (Uploading -> Published), so the put waits for two metadata commits, not three.
+            return match ledger::finalize_and_publish(&meta, &id, size, &digest, &pending_marks) {
+                Ok(receipt) => {
+                    crate::fault::point("after-publish");
+                    Ok(Published { receipt })
+                }
+                Err(e @ meta::Error::OperationState { .. }) => {
+                    // Cleanup won the CAS: this late completion joins cleanup.
+                    Err(self.join_cleanup(&id, &sent_keys, e.into()))
+                }
+                Err(e) => {
+                    if is_definite_refusal(&e) {
+                        // Nothing was written: the operation is still Uploading (or, past the
+                        // command bounds, Finalizing): abort it and delete its objects.
+                        let refused = format!("publication refused: {e}");
+                        if ledger::abort(&meta, &id, &refused).is_ok()
+                            || ledger::take_over(&meta, &id, &refused).is_ok()
+                        {
+                            let _ = self.clean_operation(&id);
+                        }
+                    }
+                    Err(crate::client::map_publish_error(
+                        e,
+                        &plan.path,
+                        &plan.workbench_id,
+                        plan.condition,
+                    ))
+                }
+            };
+        }
         match ledger::finalize(&meta, &id, size, &digest, &pending_marks) {
             Ok(_) => {}
             Err(e @ meta::Error::OperationState { .. }) => {
@@ -208,7 +243,10 @@ impl Client {
         }
         crate::fault::point("after-finalizing-cas");
         match ledger::publish_operation(&meta, &id) {
-            Ok(receipt) => Ok(Published { receipt }),
+            Ok(receipt) => {
+                crate::fault::point("after-publish");
+                Ok(Published { receipt })
+            }
             Err(e) => {
                 if is_definite_refusal(&e) {
                     // Take the Finalizing operation over (with proof) and delete its objects.

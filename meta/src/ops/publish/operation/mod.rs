@@ -20,6 +20,9 @@
 //! publish       -> the publication command of [`crate::ops::publish`], extended: the same
 //!                  single command moves Finalizing -> Published and stores the result
 //!                  (commit version = path generation) on the operation       [publish_operation]
+//! seal+publish  -> Uploading -> Published in ONE command: finalize's seal and marks folded
+//!                  into the publication command, for an operation whose rows were all staged
+//!                  at Begin; a refusal commits nothing (still Uploading)  [finalize_and_publish]
 //! abort         -> CAS Uploading -> Aborting                                    [abort]
 //! take over     -> Finalizing -> Aborting only with fenced proof that no publication exists
 //!                  (the final request's CommandDedupe row and the new ArtifactRevision are both

@@ -1,19 +1,23 @@
 //! `Finalizing -> Published`: the publication command rebuilt from the frozen request and the ledger.
 
 use super::begin::path_condition;
-use super::finalize::own_rows;
+use super::finalize::{finalize, own_rows};
+
 use super::ledger::{
     get, ledger, ledger_at, op_key, published_receipt_at, read_op, state_error, unregister,
 };
-use super::state::final_request_id;
-use crate::codec::{PublishOperation, PublishPhase};
+use super::stage::push_marks;
+use super::state::{final_request_id, MAX_LEDGER_ROWS_PER_COMMAND};
+use crate::codec::{PublishOperation, PublishPhase, StagedProviderState};
 use crate::command::executor::check_handle_fences;
 use crate::command::projection::{self as index_projection};
+use crate::command::{MAX_COMMAND_MUTATIONS, MAX_COMMAND_PREDICATES};
 use crate::error::{Error, Result};
 use crate::family::Family;
 use crate::ids::{ArtifactRevisionId, OperationId};
 use crate::ops::publish::{
-    self, plan_with, OperationBinding, Planned, PublishReceipt, PublishRequest,
+    self, checked_publish, plan_with, validate_digest_uri, OperationBinding, Planned,
+    PublishReceipt, PublishRequest,
 };
 use crate::shard::MetaShard;
 use crate::store::Snapshot;
@@ -181,4 +185,108 @@ pub fn publish_operation(shard: &MetaShard, id: &OperationId) -> Result<PublishR
         };
         publish::receipt(out)
     })
+}
+
+/// Finalize and publish in ONE command: `Uploading -> Published`, the Finalizing step folded into
+/// the publication command (docs/metadata-format.md, "Upload And Append": "Sealed publication").
+/// The command predicates the exact Uploading row, seals `expected_length` (bytes) and
+/// `expected_digest_uri` on it, records the provider states `marks` (at most
+/// [`MAX_LEDGER_ROWS_PER_COMMAND`]) and carries everything [`publish_operation`] writes. A small
+/// put therefore waits for two metadata commits (begin, this) instead of three.
+///
+/// Outcomes: the receipt; or, when the publication is refused (the same errors as
+/// [`publish_operation`]), nothing was written and the operation is still **Uploading**, so the
+/// caller aborts and cleans it (no take-over proof is needed: it never was Finalizing). When the
+/// combined command would exceed the command bounds, it runs [`finalize`] then
+/// [`publish_operation`] instead (a refusal then leaves the operation Finalizing, as there). An
+/// operation found already Finalizing is published as by [`publish_operation`], and a Published
+/// one returns its stored receipt (`idempotent_replay = true`).
+///
+/// Errors: [`Error::OperationState`] when the operation is Aborting or later (cleanup won; the
+/// caller joins it); [`Error::InvalidArgument`]; the publication errors; codec and storage
+/// errors.
+pub fn finalize_and_publish(
+    shard: &MetaShard,
+    id: &OperationId,
+    expected_length: u64,
+    expected_digest_uri: &str,
+    marks: &[(u64, StagedProviderState)],
+) -> Result<PublishReceipt> {
+    validate_digest_uri("body digest", expected_digest_uri)?;
+    if marks.len() > MAX_LEDGER_ROWS_PER_COMMAND {
+        return Err(Error::invalid("too many staged rows for one command"));
+    }
+    let key = op_key(shard, id);
+    let combined = crate::ops::sequenced_retrying(shard, |seq| {
+        seq.prepare_write()?;
+        let snap = seq.snapshot();
+        check_handle_fences(&snap, &shard.inner.fence)?;
+        let Some((bytes, op)) = read_op(&snap, &key)? else {
+            return Err(state_error(
+                id,
+                None,
+                "finalization needs an Uploading operation",
+            ));
+        };
+        match op.phase {
+            PublishPhase::Uploading => {}
+            PublishPhase::Published => {
+                return published_receipt_at(shard, &snap, id)?
+                    .map(Some)
+                    .ok_or_else(|| {
+                        Error::codec("operation", "Published operation without its receipt")
+                    })
+            }
+            // Sealed by an earlier finalize: publish it as publish_operation does.
+            PublishPhase::Finalizing => return Ok(None),
+            other => {
+                return Err(state_error(
+                    id,
+                    Some(other),
+                    "finalization needs an Uploading operation",
+                ))
+            }
+        }
+        // The Finalizing record this command seals, never written on its own.
+        let mut sealed = op.clone();
+        sealed.phase = PublishPhase::Finalizing;
+        sealed.expected_length = expected_length;
+        sealed.expected_digest_uri = Some(expected_digest_uri.to_owned());
+        let sealed = checked_publish(&op, sealed);
+        let req = frozen_request(shard, &snap, id, &sealed)?;
+        publish::validate_request(&req)?;
+        let digest = publish::command_digest(&req);
+        let binding = OperationBinding {
+            key: key.clone(),
+            bytes,
+            op: sealed.clone(),
+        };
+        let planned = plan_with(shard, &snap, &req, digest, Some(&binding))?;
+        let out = match planned {
+            // The final request id was already applied: another party published this
+            // operation under the same id (the row would say Published; be exact anyway).
+            Planned::Replay(out) => *out,
+            Planned::Command(mut cmd) => {
+                push_marks(shard, &snap, id, &sealed, marks, &mut cmd)?;
+                cmd.mutations.push(unregister(id));
+                if cmd.bounded_mutations() > MAX_COMMAND_MUTATIONS
+                    || cmd.predicates.len() > MAX_COMMAND_PREDICATES
+                {
+                    return Ok(None); // too large for one command: two steps below
+                }
+                drop(snap);
+                seq.execute(*cmd)?
+            }
+        };
+        publish::receipt(out).map(Some)
+    })?;
+    match combined {
+        Some(receipt) => Ok(receipt),
+        None => {
+            if get(shard, id)?.is_some_and(|op| op.phase == PublishPhase::Uploading) {
+                finalize(shard, id, expected_length, expected_digest_uri, marks)?;
+            }
+            publish_operation(shard, id)
+        }
+    }
 }

@@ -643,3 +643,138 @@ fn commands_may_write_registry_rows_but_no_other_system_key() {
         assert!(matches!(s.execute(cmd), Err(Error::InvalidArgument(_))));
     }
 }
+
+#[test]
+fn sealed_publication_moves_uploading_to_published_in_one_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shard(dir.path());
+    let id = OperationId::random().unwrap();
+    let it = intent(&s, id, "outputs/sealed.txt", PathCondition::Create);
+    let b = block(&s, &it.revision_id, 0, b"hello");
+    ledger::begin(&s, &it, &[b]).unwrap();
+    let before = s.version().unwrap();
+    let receipt = ledger::finalize_and_publish(
+        &s,
+        &id,
+        5,
+        &digest(b"hello"),
+        &[(0, StagedProviderState::Uploaded)],
+    )
+    .unwrap();
+    // One command: the commit version is the next one, and it is the path's generation.
+    assert_eq!(s.version().unwrap(), before + 1);
+    assert_eq!(receipt.commit_version, before + 1);
+    assert_eq!(receipt.generation, before + 1);
+    assert!(!receipt.idempotent_replay);
+    let op = ledger::get(&s, &id).unwrap().unwrap();
+    assert_eq!(op.phase, PublishPhase::Published);
+    assert_eq!(op.expected_length, 5);
+    assert_eq!(
+        op.expected_digest_uri.as_deref(),
+        Some(digest(b"hello").as_str())
+    );
+    // The same command recorded the row's provider state and left the pending registry.
+    let rows = ledger::ledger(&s, &id).unwrap();
+    assert_eq!(rows[0].1.provider_state, StagedProviderState::Uploaded);
+    assert!(ledger::list_pending(&s)
+        .unwrap()
+        .iter()
+        .all(|o| o.operation_id != id));
+    let read = s.read();
+    let ws = read.visible_workspace("w").unwrap();
+    let entry = read
+        .path_entry(&ws.incarnation, &normalize("outputs/sealed.txt").unwrap())
+        .unwrap()
+        .unwrap();
+    assert_eq!(entry.artifact_revision_id, it.revision_id);
+    assert_eq!(entry.logical_size, 5);
+    // A retry (lost response) returns the stored receipt and writes nothing.
+    let again = ledger::finalize_and_publish(&s, &id, 5, &digest(b"hello"), &[]).unwrap();
+    assert!(again.idempotent_replay);
+    assert_eq!(again.generation, receipt.generation);
+    assert_eq!(s.version().unwrap(), before + 1);
+}
+
+#[test]
+fn a_refused_sealed_publication_writes_nothing_and_leaves_the_operation_uploading() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shard(dir.path());
+    // The path is taken first.
+    let (first, _) = finalizing(&s, "outputs/taken.txt");
+    ledger::publish_operation(&s, &first).unwrap();
+    let id = OperationId::random().unwrap();
+    let it = intent(&s, id, "outputs/taken.txt", PathCondition::Create);
+    let b = block(&s, &it.revision_id, 0, b"other");
+    ledger::begin(&s, &it, &[b]).unwrap();
+    let before = s.version().unwrap();
+    let err = ledger::finalize_and_publish(
+        &s,
+        &id,
+        5,
+        &digest(b"other"),
+        &[(0, StagedProviderState::Uploaded)],
+    )
+    .unwrap_err();
+    assert!(matches!(err, Error::PathAlreadyExists), "{err:?}");
+    assert_eq!(s.version().unwrap(), before, "nothing was committed");
+    let op = ledger::get(&s, &id).unwrap().unwrap();
+    assert_eq!(op.phase, PublishPhase::Uploading);
+    assert_eq!(op.expected_digest_uri, None);
+    // The caller aborts it like any failed upload; the ledger still owns the object.
+    let aborted = ledger::abort(&s, &id, "refused").unwrap();
+    assert_eq!(aborted.phase, PublishPhase::Aborting);
+}
+
+#[test]
+fn sealed_publication_and_abort_race_has_exactly_one_winner() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shard(dir.path());
+    for round in 0..8 {
+        let id = OperationId::random().unwrap();
+        let it = intent(&s, id, &format!("outputs/s{round}"), PathCondition::Create);
+        let b = block(&s, &it.revision_id, 0, b"x");
+        ledger::begin(&s, &it, &[b]).unwrap();
+        let barrier = Arc::new(Barrier::new(2));
+        let (s1, b1) = (s.clone(), barrier.clone());
+        let publish = std::thread::spawn(move || {
+            b1.wait();
+            ledger::finalize_and_publish(&s1, &id, 1, &digest(b"x"), &[]).is_ok()
+        });
+        let (s2, b2) = (s.clone(), barrier);
+        let abort = std::thread::spawn(move || {
+            b2.wait();
+            ledger::abort(&s2, &id, "race").is_ok()
+        });
+        let (p, a) = (publish.join().unwrap(), abort.join().unwrap());
+        assert!(p ^ a, "round {round}: publish {p}, abort {a}");
+        let phase = ledger::get(&s, &id).unwrap().unwrap().phase;
+        assert_eq!(
+            phase,
+            if p {
+                PublishPhase::Published
+            } else {
+                PublishPhase::Aborting
+            }
+        );
+    }
+}
+
+#[test]
+fn sealed_publication_of_a_finalizing_operation_publishes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shard(dir.path());
+    let (id, it) = finalizing(&s, "outputs/f.txt");
+    let receipt = ledger::finalize_and_publish(&s, &id, 5, &digest(b"hello"), &[]).unwrap();
+    assert!(!receipt.idempotent_replay);
+    assert_eq!(
+        ledger::get(&s, &id).unwrap().unwrap().phase,
+        PublishPhase::Published
+    );
+    let read = s.read();
+    let ws = read.visible_workspace("w").unwrap();
+    let entry = read
+        .path_entry(&ws.incarnation, &normalize("outputs/f.txt").unwrap())
+        .unwrap()
+        .unwrap();
+    assert_eq!(entry.artifact_revision_id, it.revision_id);
+}
