@@ -179,7 +179,9 @@ fn malformed_operation_ids_are_usage_errors() {
 fn a_response_lost_to_a_crash_is_replayed_without_a_second_append() {
     // (fault point, delta, what recovery at the next open does: resumed / cleaned, and whether
     // the delta is in the body once it ran)
-    let cases: [(&str, &[u8], (u64, u64), bool); 2] = [
+    // (fault point, delta, (resumed, cleaned) by recovery, published before the retry)
+    type Case<'a> = (&'a str, &'a [u8], (u64, u64), bool);
+    let cases: [Case; 2] = [
         ("after-publish", b"delta\n", (0, 0), true),
         ("after-upload", b"delta\n", (0, 1), false),
     ];

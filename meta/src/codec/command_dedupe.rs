@@ -19,7 +19,8 @@
 //!   snapshot command (create, renew, retire, reap, consumer attach/release) wrote.
 
 use super::operation::{
-    BuildCommitPhase, CommitRetirePhase, GcPhase, OperationKind, PublishPhase, RestorePhase,
+    BuildCommitPhase, CommitRetirePhase, GcPhase, OperationKind, PublishPhase, ReservePhase,
+    RestorePhase,
 };
 use super::path_current::PathEntry;
 use super::snapshot_ref::SnapshotRef;
@@ -91,6 +92,7 @@ fn check_phase(kind: OperationKind, phase: u8) -> Result<()> {
         OperationKind::Restore => RestorePhase::from_u8(phase).map(|_| ()),
         OperationKind::CommitRetire => CommitRetirePhase::from_u8(phase).map(|_| ()),
         OperationKind::Gc => GcPhase::from_u8(phase).map(|_| ()),
+        OperationKind::Reserve => ReservePhase::from_u8(phase).map(|_| ()),
     }
 }
 

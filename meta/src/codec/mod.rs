@@ -71,8 +71,9 @@ pub use operation::{
     BuildCommitOperation, BuildCommitPhase, BuildCommitResult, CommitRetireOperation,
     CommitRetirePhase, GcOperation, GcPhase, HeadRef, Operation, OperationKey, OperationKind,
     PublishBase, PublishCondition, PublishConditionKind, PublishOperation, PublishPhase,
-    PublishResult, RestoreCursor, RestoreOperation, RestorePhase, RestoreResult, RestoreSource,
-    RestoreSourceKind, StagedManifestBinding,
+    PublishResult, ReserveOperation, ReservePhase, ReservedRevision, RestoreCursor,
+    RestoreOperation, RestorePhase, RestoreResult, RestoreSource, RestoreSourceKind,
+    StagedManifestBinding, MAX_RESERVED_REVISIONS,
 };
 pub use path_current::{PathCurrentKey, PathEntry};
 pub use recovery_outbox::RecoveryOutboxKey;

@@ -25,6 +25,7 @@ use objstore::ObjectStore;
 
 use crate::error::{Error, Result};
 use crate::index_fields::IndexFields;
+use crate::reservations::ReservationPool;
 
 /// Default block size of new bodies: 4 MiB (docs/metadata-format.md, "Upload And Append").
 pub const DEFAULT_BLOCK_SIZE: usize = 4 * 1024 * 1024;
@@ -234,6 +235,9 @@ pub struct RecoverySummary {
     pub pending: u64,
     /// Operations skipped because this handle is still running them.
     pub in_flight: u64,
+    /// Revision reservations of an earlier process swept: the objects of their unpublished
+    /// revisions deleted, the reservation retired.
+    pub swept_reservations: u64,
     /// Per-operation failures (`operation_id: error`), for operations left as they were.
     pub errors: Vec<String>,
 }
@@ -252,6 +256,8 @@ struct Inner {
     block_size: usize,
     /// Publish operations this handle is running (recovery skips them).
     in_flight: Mutex<HashSet<OperationId>>,
+    /// Reserved revisions for small puts (`crate::publication::pool`).
+    reservations: ReservationPool,
     /// Outcome of the recovery pass run at open (`None`: disabled).
     open_recovery: Option<std::result::Result<RecoverySummary, String>>,
     snapshot_policy: meta::ops::snapshot::SnapshotPolicy,
@@ -272,6 +278,14 @@ impl Drop for Inner {
     /// The last clone closing the store warns about failed background checkpoints
     /// (`crate::health`).
     fn drop(&mut self) {
+        // Reservations no put is using are retired now (best effort: the sweep at the next
+        // open deletes whatever is left, docs/metadata-format.md "Revision reservations").
+        if !self.meta.is_read_only() {
+            let ids = self.reservations.retirable_at_close();
+            for chunk in ids.chunks(8) {
+                let _ = meta::ops::publish::operation::retire(&self.meta, chunk);
+            }
+        }
         crate::health::warn_at_close(&self.meta);
     }
 }
@@ -293,6 +307,7 @@ impl Client {
                 objects,
                 block_size: options.block_size,
                 in_flight: Mutex::new(HashSet::new()),
+                reservations: ReservationPool::default(),
                 open_recovery: None,
                 snapshot_policy: options.snapshot_policy,
                 clock: options.clock.clone(),
@@ -327,6 +342,11 @@ impl Client {
     /// Publish operations this handle is running.
     pub(crate) fn in_flight(&self) -> &Mutex<HashSet<OperationId>> {
         &self.inner.in_flight
+    }
+
+    /// The handle's reserved revisions.
+    pub(crate) fn reservations(&self) -> &ReservationPool {
+        &self.inner.reservations
     }
 
     /// The snapshot lease/retention policy this client was opened with.

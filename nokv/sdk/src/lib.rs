@@ -45,6 +45,7 @@ mod open;
 mod periodic;
 pub mod publication;
 mod read;
+mod reservations;
 pub mod restore;
 pub mod snapshot;
 pub mod store;

@@ -18,6 +18,8 @@ pub const RESTORE_VALUE_VERSION: u16 = 4;
 pub const COMMIT_RETIRE_VALUE_VERSION: u16 = 1;
 /// Value format version of [`GcOperation`].
 pub const GC_VALUE_VERSION: u16 = 1;
+/// Value format version of [`ReserveOperation`](super::ReserveOperation).
+pub const RESERVE_VALUE_VERSION: u16 = 1;
 
 durable_enum!(
     /// Kind of durable operation (discriminants of docs/metadata-format.md).
@@ -32,6 +34,8 @@ durable_enum!(
         CommitRetire = 4,
         /// Garbage collection of one revision.
         Gc = 5,
+        /// Revision reservation: block keys owned before a put chooses one.
+        Reserve = 6,
     }
 );
 
@@ -44,6 +48,7 @@ impl OperationKind {
             OperationKind::Restore => RESTORE_VALUE_VERSION,
             OperationKind::CommitRetire => COMMIT_RETIRE_VALUE_VERSION,
             OperationKind::Gc => GC_VALUE_VERSION,
+            OperationKind::Reserve => RESERVE_VALUE_VERSION,
         }
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! Value: `u16 value_format_version | u8 OperationKind | payload`. The version is per kind
 //! (docs/metadata-format.md, "Durable Format Registry"): Publish 1, BuildCommit **5**, Restore **4**,
-//! CommitRetire 1, Gc 1. The kind byte repeats the key's kind so a value is self-describing;
+//! CommitRetire 1, Gc 1, Reserve 1. The kind byte repeats the key's kind so a value is self-describing;
 //! [`Operation::decode_for_kind`] also requires it to equal the key's. An unknown kind, a version
 //! other than the kind's, or an unknown phase/state fails closed with [`crate::Error::Codec`].
 //!
@@ -55,6 +55,8 @@
 //! Gc v1:            u8 GcPhase | artifact_revision_id 16 | u64 reference_epoch |
 //!                   u64 next_object_index | u64 deleted_object_count |
 //!                   option(str quarantine_evidence) | result(u64 commit_version)
+//!
+//! Reserve v1:       u32 n (1..=32) | n × (artifact_revision_id 16 | str object_key)
 //! ```
 //!
 //! A Publish record freezes the complete publication request at Begin (docs/metadata-format.md, "Upload And
@@ -76,12 +78,14 @@ mod commit;
 mod gc;
 mod kind;
 mod publish;
+mod reserve;
 mod restore;
 
 pub use commit::*;
 pub use gc::*;
 pub use kind::*;
 pub use publish::*;
+pub use reserve::*;
 pub use restore::*;
 
 /// One operation record, by kind.
@@ -97,6 +101,8 @@ pub enum Operation {
     CommitRetire(CommitRetireOperation),
     /// Gc (value version 1).
     Gc(GcOperation),
+    /// Reserve (value version 1).
+    Reserve(ReserveOperation),
 }
 
 impl Operation {
@@ -108,6 +114,7 @@ impl Operation {
             Operation::Restore(_) => OperationKind::Restore,
             Operation::CommitRetire(_) => OperationKind::CommitRetire,
             Operation::Gc(_) => OperationKind::Gc,
+            Operation::Reserve(_) => OperationKind::Reserve,
         }
     }
 
@@ -122,6 +129,7 @@ impl Operation {
             Operation::Restore(r) => put_restore(r, &mut e),
             Operation::CommitRetire(c) => put_retire(c, &mut e),
             Operation::Gc(g) => put_gc(g, &mut e),
+            Operation::Reserve(r) => put_reserve(r, &mut e),
         }
         e.finish()
     }
@@ -146,6 +154,7 @@ impl Operation {
             OperationKind::Restore => Operation::Restore(Box::new(decode_restore(&mut d)?)),
             OperationKind::CommitRetire => Operation::CommitRetire(decode_retire(&mut d)?),
             OperationKind::Gc => Operation::Gc(decode_gc(&mut d)?),
+            OperationKind::Reserve => Operation::Reserve(decode_reserve(&mut d)?),
         };
         d.finish()?;
         Ok(op)

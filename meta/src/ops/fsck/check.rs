@@ -240,7 +240,7 @@ pub fn check(shard: &MetaShard) -> Result<FsckReport> {
                     live_staged_ops.insert(key.operation_id);
                 }
             }
-            Ok(Operation::CommitRetire(_)) => {}
+            Ok(Operation::CommitRetire(_)) | Ok(Operation::Reserve(_)) => {}
             Err(e) => c.unreadable("operation", &k, &e),
         }
     }

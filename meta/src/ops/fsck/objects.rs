@@ -15,8 +15,9 @@ use std::collections::{BTreeMap, BTreeSet};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ObjectKeys {
     /// Every object key an authoritative row owns: the ArtifactManifest rows of every revision
-    /// not yet Deleted (pruned at Deleted) and the StagedObject rows of Publish operations that
-    /// are not Published whose cleanup is not confirmed. Anything else under the root's artifact
+    /// not yet Deleted (pruned at Deleted), the StagedObject rows of Publish operations that
+    /// are not Published whose cleanup is not confirmed, and the keys of live revision
+    /// reservations. Anything else under the root's artifact
     /// prefix is unowned (`nokv fsck` lists it as information).
     pub owned: BTreeSet<String>,
     /// The block objects that must exist: every key named by a manifest row of an **Available**
@@ -43,7 +44,8 @@ pub struct RequiredObject {
 
 /// The owned and the required object keys of the shard's root ([`ObjectKeys`]), from one
 /// snapshot: one pass over the ArtifactRevision rows (their states), one over the
-/// ArtifactManifest rows (both sets), and the Publish operations and StagedObject rows.
+/// ArtifactManifest rows (both sets), the Publish operations and StagedObject rows, and the
+/// revision reservations.
 ///
 /// Errors: [`Error::Codec`] for a manifest, operation or staged-object row that does not decode
 /// (revision rows that do not decode are left out of `required`; [`check`] reports them);
@@ -120,6 +122,16 @@ pub fn object_keys(shard: &MetaShard) -> Result<ObjectKeys> {
             Ok(())
         },
     )?;
+    // Revision reservations own the block key of each revision they hold.
+    let mut prefix = root.as_bytes().to_vec();
+    prefix.push(OperationKind::Reserve.to_u8());
+    snap.for_each_row(Family::Operation, &prefix, "operation", |_, v| {
+        if let Operation::Reserve(r) = Operation::decode_for_kind(OperationKind::Reserve, v)? {
+            out.owned
+                .extend(r.revisions.into_iter().map(|rev| rev.object_key));
+        }
+        Ok(())
+    })?;
     Ok(out)
 }
 

@@ -95,8 +95,9 @@ pub(crate) fn plan<S: Snapshot>(
 pub(crate) struct OperationBinding {
     /// Operation key.
     pub(crate) key: Vec<u8>,
-    /// Exact Finalizing value read (the command predicates it unchanged).
-    pub(crate) bytes: Vec<u8>,
+    /// Exact value read, which the command predicates unchanged (`None`: the row must be
+    /// absent — a reserved publication creates the operation in its final command).
+    pub(crate) bytes: Option<Vec<u8>>,
     /// The decoded operation.
     pub(crate) op: crate::codec::PublishOperation,
 }
@@ -374,11 +375,10 @@ pub(crate) fn plan_with<S: Snapshot>(
     }
 
     if let Some(b) = binding {
-        predicates.push(Predicate::equals(
-            Family::Operation,
-            b.key.clone(),
-            b.bytes.clone(),
-        ));
+        predicates.push(match &b.bytes {
+            Some(bytes) => Predicate::equals(Family::Operation, b.key.clone(), bytes.clone()),
+            None => Predicate::absent(Family::Operation, b.key.clone()),
+        });
         let mut published = b.op.clone();
         published.phase = crate::codec::PublishPhase::Published;
         published.result = crate::codec::OperationResult::Succeeded(crate::codec::PublishResult {

@@ -132,6 +132,7 @@ impl Client {
                 id,
                 intent_digest,
                 restart,
+                reservable: false,
             };
             match self.append_once(
                 workbench_id,

@@ -67,6 +67,7 @@ mod operation;
 pub(crate) mod plan;
 mod put;
 mod recovery;
+mod reserved;
 mod upload;
 
 pub use crate::client::RecoverySummary;

@@ -113,6 +113,29 @@ impl Client {
                     digest_uri: objstore::sha256_uri(b),
                 })
                 .collect();
+            // A small body of a fresh operation: publish it under a reserved revision (its key is
+            // already owned), with no ledger command of its own.
+            if !begun
+                && plan.op.reservable
+                && !plan.op.restart
+                && plan.base.is_none()
+                && group.len() == 1
+                && group[0].len() <= super::reserved::MAX_RESERVED_BODY
+                && match &source {
+                    Source::Slice(bytes) => slice_pos == bytes.len(),
+                    Source::Reader(_) => group[0].len() < block_size,
+                }
+            {
+                if let Some((reservation, reserved)) = self.reservations().take() {
+                    return self.publish_reserved_body(
+                        &intent,
+                        plan.expected_digest_uri.as_ref(),
+                        reservation,
+                        reserved,
+                        &group[0],
+                    );
+                }
+            }
             // The rows are durable before any of their bytes is sent.
             let first_seq = if !begun {
                 begun = true;
@@ -204,8 +227,19 @@ impl Client {
         if ledger_commands <= 1 {
             // The whole body was staged by its begin command: seal and publish in one command
             // (Uploading -> Published), so the put waits for two metadata commits, not three.
-            return match ledger::finalize_and_publish(&meta, &id, size, &digest, &pending_marks) {
+            let refill = self.begin_refill();
+            let change = refill
+                .as_ref()
+                .map(|r| r.change.clone())
+                .unwrap_or_default();
+            let outcome =
+                ledger::finalize_and_publish(&meta, &id, size, &digest, &pending_marks, &change);
+            if let Some(refill) = refill {
+                self.reservations().end_refill(refill, outcome.is_ok());
+            }
+            return match outcome {
                 Ok(receipt) => {
+                    self.reservations().completed_one();
                     crate::fault::point("after-publish");
                     Ok(Published { receipt })
                 }
@@ -244,6 +278,7 @@ impl Client {
         crate::fault::point("after-finalizing-cas");
         match ledger::publish_operation(&meta, &id) {
             Ok(receipt) => {
+                self.reservations().completed_one();
                 crate::fault::point("after-publish");
                 Ok(Published { receipt })
             }

@@ -58,6 +58,9 @@ pub(crate) struct OpSpec {
     pub(crate) intent_digest: [u8; 32],
     /// Re-begin a Cleaned attempt (idempotent append) instead of Begin.
     pub(crate) restart: bool,
+    /// A fresh operation id of this handle's own (not a caller's idempotency key): a small body
+    /// may publish under a reserved revision (see `publication::pool`).
+    pub(crate) reservable: bool,
 }
 
 impl OpSpec {
@@ -71,6 +74,7 @@ impl OpSpec {
             id: OperationId::random()?,
             intent_digest: h.finalize().into(),
             restart: false,
+            reservable: true,
         })
     }
 }

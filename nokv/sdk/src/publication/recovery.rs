@@ -57,7 +57,34 @@ impl Client {
                 Err(e) => summary.errors.push(format!("{}: {e}", id.to_hex())),
             }
         }
+        // Revision reservations of other handles (at open: of the dead process): delete the
+        // object of every reserved revision that was never published, then retire the row
+        // (docs/metadata-format.md, "Revision reservations").
+        for reservation in ledger::list_reservations(self.meta())? {
+            if self.reservations().holds(&reservation.id) {
+                continue;
+            }
+            match self.sweep_reservation(&reservation) {
+                Ok(()) => summary.swept_reservations += 1,
+                Err(e) => summary
+                    .errors
+                    .push(format!("reservation {}: {e}", reservation.id.to_hex())),
+            }
+        }
         Ok(summary)
+    }
+
+    /// Deletes the objects of the unpublished revisions of a reservation no live handle uses,
+    /// then retires it. A failed DELETE leaves the reservation for the next pass.
+    fn sweep_reservation(&self, reservation: &ledger::Reservation) -> Result<()> {
+        for reserved in &reservation.revisions {
+            if ledger::revision_exists(self.meta(), &reserved.revision)? {
+                continue;
+            }
+            self.objects().delete(&reserved.object_key)?;
+        }
+        ledger::retire(self.meta(), &[reservation.id])?;
+        Ok(())
     }
 
     /// Recovers one orphaned operation; returns its record afterwards.
@@ -171,7 +198,8 @@ impl Client {
     }
 
     /// The object keys the StagedObject ledger still owns: rows of every operation that is not
-    /// Published whose cleanup is not confirmed (Deleted). With the ArtifactManifest rows of
+    /// Published whose cleanup is not confirmed (Deleted), and the keys of live revision
+    /// reservations. With the ArtifactManifest rows of
     /// visible revisions this is the complete set of objects the store may hold (crash tests
     /// compare it with a listing).
     ///
@@ -187,6 +215,9 @@ impl Client {
                     keys.push(row.object_key);
                 }
             }
+        }
+        for reservation in ledger::list_reservations(self.meta())? {
+            keys.extend(reservation.revisions.into_iter().map(|r| r.object_key));
         }
         keys.sort();
         keys.dedup();

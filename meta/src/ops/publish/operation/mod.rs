@@ -75,6 +75,7 @@ mod clean;
 mod finalize;
 mod ledger;
 mod publication;
+mod reserve;
 mod stage;
 mod state;
 
@@ -84,6 +85,7 @@ pub use clean::*;
 pub use finalize::*;
 pub use ledger::*;
 pub use publication::*;
+pub use reserve::*;
 pub use stage::*;
 pub use state::*;
 

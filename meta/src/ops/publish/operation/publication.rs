@@ -6,6 +6,7 @@ use super::finalize::{finalize, own_rows};
 use super::ledger::{
     get, ledger, ledger_at, op_key, published_receipt_at, read_op, state_error, unregister,
 };
+use super::reserve::{apply_change, push_change, validate_change, ReservationChange};
 use super::stage::push_marks;
 use super::state::{final_request_id, MAX_LEDGER_ROWS_PER_COMMAND};
 use crate::codec::{PublishOperation, PublishPhase, StagedProviderState};
@@ -170,7 +171,7 @@ pub fn publish_operation(shard: &MetaShard, id: &OperationId) -> Result<PublishR
         let digest = publish::command_digest(&req);
         let binding = OperationBinding {
             key: key.clone(),
-            bytes,
+            bytes: Some(bytes),
             op,
         };
         let planned = plan_with(shard, &snap, &req, digest, Some(&binding))?;
@@ -192,7 +193,9 @@ pub fn publish_operation(shard: &MetaShard, id: &OperationId) -> Result<PublishR
 /// The command predicates the exact Uploading row, seals `expected_length` (bytes) and
 /// `expected_digest_uri` on it, records the provider states `marks` (at most
 /// [`MAX_LEDGER_ROWS_PER_COMMAND`]) and carries everything [`publish_operation`] writes. A small
-/// put therefore waits for two metadata commits (begin, this) instead of three.
+/// put therefore waits for two metadata commits (begin, this) instead of three. The same command
+/// applies `change` (a reservation refill for the caller's later puts, retirements; dropped
+/// with the two-step fallback).
 ///
 /// Outcomes: the receipt; or, when the publication is refused (the same errors as
 /// [`publish_operation`]), nothing was written and the operation is still **Uploading**, so the
@@ -211,8 +214,10 @@ pub fn finalize_and_publish(
     expected_length: u64,
     expected_digest_uri: &str,
     marks: &[(u64, StagedProviderState)],
+    change: &ReservationChange,
 ) -> Result<PublishReceipt> {
     validate_digest_uri("body digest", expected_digest_uri)?;
+    validate_change(change)?;
     if marks.len() > MAX_LEDGER_ROWS_PER_COMMAND {
         return Err(Error::invalid("too many staged rows for one command"));
     }
@@ -258,7 +263,7 @@ pub fn finalize_and_publish(
         let digest = publish::command_digest(&req);
         let binding = OperationBinding {
             key: key.clone(),
-            bytes,
+            bytes: Some(bytes),
             op: sealed.clone(),
         };
         let planned = plan_with(shard, &snap, &req, digest, Some(&binding))?;
@@ -269,6 +274,7 @@ pub fn finalize_and_publish(
             Planned::Command(mut cmd) => {
                 push_marks(shard, &snap, id, &sealed, marks, &mut cmd)?;
                 cmd.mutations.push(unregister(id));
+                push_change(shard, change, &mut cmd);
                 if cmd.bounded_mutations() > MAX_COMMAND_MUTATIONS
                     || cmd.predicates.len() > MAX_COMMAND_PREDICATES
                 {
@@ -280,13 +286,19 @@ pub fn finalize_and_publish(
         };
         publish::receipt(out).map(Some)
     })?;
-    match combined {
-        Some(receipt) => Ok(receipt),
+    let receipt = match combined {
+        Some(receipt) => receipt,
         None => {
             if get(shard, id)?.is_some_and(|op| op.phase == PublishPhase::Uploading) {
                 finalize(shard, id, expected_length, expected_digest_uri, marks)?;
             }
-            publish_operation(shard, id)
+            let receipt = publish_operation(shard, id)?;
+            apply_change(shard, change)?;
+            return Ok(receipt);
         }
+    };
+    if receipt.idempotent_replay {
+        apply_change(shard, change)?;
     }
+    Ok(receipt)
 }

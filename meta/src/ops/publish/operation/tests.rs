@@ -659,6 +659,7 @@ fn sealed_publication_moves_uploading_to_published_in_one_command() {
         5,
         &digest(b"hello"),
         &[(0, StagedProviderState::Uploaded)],
+        &Default::default(),
     )
     .unwrap();
     // One command: the commit version is the next one, and it is the path's generation.
@@ -689,7 +690,9 @@ fn sealed_publication_moves_uploading_to_published_in_one_command() {
     assert_eq!(entry.artifact_revision_id, it.revision_id);
     assert_eq!(entry.logical_size, 5);
     // A retry (lost response) returns the stored receipt and writes nothing.
-    let again = ledger::finalize_and_publish(&s, &id, 5, &digest(b"hello"), &[]).unwrap();
+    let again =
+        ledger::finalize_and_publish(&s, &id, 5, &digest(b"hello"), &[], &Default::default())
+            .unwrap();
     assert!(again.idempotent_replay);
     assert_eq!(again.generation, receipt.generation);
     assert_eq!(s.version().unwrap(), before + 1);
@@ -713,6 +716,7 @@ fn a_refused_sealed_publication_writes_nothing_and_leaves_the_operation_uploadin
         5,
         &digest(b"other"),
         &[(0, StagedProviderState::Uploaded)],
+        &Default::default(),
     )
     .unwrap_err();
     assert!(matches!(err, Error::PathAlreadyExists), "{err:?}");
@@ -738,7 +742,8 @@ fn sealed_publication_and_abort_race_has_exactly_one_winner() {
         let (s1, b1) = (s.clone(), barrier.clone());
         let publish = std::thread::spawn(move || {
             b1.wait();
-            ledger::finalize_and_publish(&s1, &id, 1, &digest(b"x"), &[]).is_ok()
+            ledger::finalize_and_publish(&s1, &id, 1, &digest(b"x"), &[], &Default::default())
+                .is_ok()
         });
         let (s2, b2) = (s.clone(), barrier);
         let abort = std::thread::spawn(move || {
@@ -764,7 +769,9 @@ fn sealed_publication_of_a_finalizing_operation_publishes_it() {
     let dir = tempfile::tempdir().unwrap();
     let s = shard(dir.path());
     let (id, it) = finalizing(&s, "outputs/f.txt");
-    let receipt = ledger::finalize_and_publish(&s, &id, 5, &digest(b"hello"), &[]).unwrap();
+    let receipt =
+        ledger::finalize_and_publish(&s, &id, 5, &digest(b"hello"), &[], &Default::default())
+            .unwrap();
     assert!(!receipt.idempotent_replay);
     assert_eq!(
         ledger::get(&s, &id).unwrap().unwrap().phase,
@@ -777,4 +784,105 @@ fn sealed_publication_of_a_finalizing_operation_publishes_it() {
         .unwrap()
         .unwrap();
     assert_eq!(entry.artifact_revision_id, it.revision_id);
+}
+
+fn reserved(s: &MetaShard, n: usize) -> Vec<crate::codec::ReservedRevision> {
+    (0..n)
+        .map(|_| {
+            let rev = ArtifactRevisionId::random().unwrap();
+            crate::codec::ReservedRevision {
+                revision: rev,
+                object_key: block(s, &rev, 0, b"k").object_key,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_reserved_publication_is_one_command_and_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shard(dir.path());
+    let res = ledger::reserve(&s, reserved(&s, 4), &[]).unwrap();
+    assert_eq!(ledger::list_reservations(&s).unwrap(), vec![res.clone()]);
+    // fsck's ownership sees every reserved key.
+    let owned = crate::ops::fsck::object_keys(&s).unwrap().owned;
+    assert!(res.revisions.iter().all(|r| owned.contains(&r.object_key)));
+
+    let id = OperationId::random().unwrap();
+    let mut it = intent(&s, id, "outputs/r.txt", PathCondition::Create);
+    it.revision_id = res.revisions[1].revision;
+    let b = block(&s, &it.revision_id, 0, b"hello");
+    let before = s.version().unwrap();
+    let receipt = ledger::publish_reserved(&s, &res.id, &it, &b, &Default::default()).unwrap();
+    assert_eq!(s.version().unwrap(), before + 1, "one command");
+    assert!(!receipt.idempotent_replay);
+    let op = ledger::get(&s, &id).unwrap().unwrap();
+    assert_eq!(op.phase, PublishPhase::Published);
+    assert_eq!(op.expected_length, 5);
+    let rows = ledger::ledger(&s, &id).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].1.provider_state, StagedProviderState::Uploaded);
+    assert!(ledger::revision_exists(&s, &it.revision_id).unwrap());
+    assert!(!ledger::revision_exists(&s, &res.revisions[0].revision).unwrap());
+    assert!(ledger::list_pending(&s).unwrap().is_empty());
+    let read = s.read();
+    let ws = read.visible_workspace("w").unwrap();
+    let entry = read
+        .path_entry(&ws.incarnation, &normalize("outputs/r.txt").unwrap())
+        .unwrap()
+        .unwrap();
+    assert_eq!(entry.artifact_revision_id, it.revision_id);
+    assert_eq!(entry.body_digest_uri, digest(b"hello"));
+    // A retry after a lost response returns the stored receipt.
+    let again = ledger::publish_reserved(&s, &res.id, &it, &b, &Default::default()).unwrap();
+    assert!(again.idempotent_replay);
+    assert_eq!(again.generation, receipt.generation);
+    assert_eq!(s.version().unwrap(), before + 1);
+}
+
+#[test]
+fn a_reserved_publication_needs_its_reservation_and_commits_nothing_when_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shard(dir.path());
+    let res = ledger::reserve(&s, reserved(&s, 2), &[]).unwrap();
+    // A revision the reservation does not hold.
+    let id = OperationId::random().unwrap();
+    let it = intent(&s, id, "outputs/x.txt", PathCondition::Create);
+    let b = block(&s, &it.revision_id, 0, b"x");
+    assert!(matches!(
+        ledger::publish_reserved(&s, &res.id, &it, &b, &Default::default()).unwrap_err(),
+        Error::InvalidArgument(_)
+    ));
+    // A refusal (the path is taken) commits nothing.
+    let (first, _) = finalizing(&s, "outputs/taken.txt");
+    ledger::publish_operation(&s, &first).unwrap();
+    let mut it = intent(&s, id, "outputs/taken.txt", PathCondition::Create);
+    it.revision_id = res.revisions[0].revision;
+    let b = block(&s, &it.revision_id, 0, b"x");
+    let before = s.version().unwrap();
+    assert!(matches!(
+        ledger::publish_reserved(&s, &res.id, &it, &b, &Default::default()).unwrap_err(),
+        Error::PathAlreadyExists
+    ));
+    assert_eq!(s.version().unwrap(), before);
+    assert!(ledger::get(&s, &id).unwrap().is_none());
+    // A retired (or swept) reservation can no longer publish.
+    ledger::retire(&s, &[res.id]).unwrap();
+    assert!(ledger::list_reservations(&s).unwrap().is_empty());
+    let mut it = intent(&s, id, "outputs/late.txt", PathCondition::Create);
+    it.revision_id = res.revisions[1].revision;
+    let b = block(&s, &it.revision_id, 0, b"x");
+    assert!(matches!(
+        ledger::publish_reserved(&s, &res.id, &it, &b, &Default::default()).unwrap_err(),
+        Error::OperationState { .. }
+    ));
+    // Retiring twice is a no-op; a new reservation may retire old ones in its command.
+    ledger::retire(&s, &[res.id]).unwrap();
+    let a = ledger::reserve(&s, reserved(&s, 1), &[]).unwrap();
+    let b2 = ledger::reserve(&s, reserved(&s, 1), &[a.id]).unwrap();
+    assert_eq!(ledger::list_reservations(&s).unwrap(), vec![b2]);
+    assert!(matches!(
+        ledger::reserve(&s, Vec::new(), &[]).unwrap_err(),
+        Error::InvalidArgument(_)
+    ));
 }
