@@ -44,7 +44,11 @@
 //!   per-file syncs. Any error of the file system reported to a flush (another file's
 //!   writeback error included) fails every put of that group with [`Error::Io`] (op
 //!   `"syncfs"`); the next group runs a new flush, which never answers for the failed one.
-//!   A `put_if_absent` whose flush failed removes the object it linked (best effort).
+//!   A `put_if_absent` whose flush failed removes the object it linked (best effort), and a
+//!   `put_if_absent` of the same key that found that object meanwhile waits for this outcome
+//!   rather than report bytes no flush vouched for: it then writes its own. (Another process's
+//!   unlucky object is beyond this: a writeback error that happened before this provider was
+//!   opened is not reported to it; NoKV reads every block against its recorded digest.)
 //!
 //! - **[`ObjectSync::PerFile`]** — the temp file is `fsync`ed before its link or rename, then
 //!   the target's directory is `fsync`ed, and so is the parent of every directory *this call*
@@ -83,7 +87,7 @@ use std::collections::HashMap;
 use std::io::{self, ErrorKind};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard};
 
 use crate::digest::hex_lower;
 use crate::error::Error;
@@ -158,6 +162,12 @@ pub struct LocalDir {
     /// A creator whose sync failed leaves its registration behind: later writers keep syncing
     /// that directory's parent.
     unsynced_dirs: Mutex<HashMap<PathBuf, usize>>,
+    /// [`ObjectSync::Syncfs`]: objects this process is linking or has linked and whose flush
+    /// has not ended (with the number of callers linking each). A put-if-absent that finds
+    /// one of them waits for that outcome (`linked`) instead of vouching for bytes whose
+    /// flush may fail: a later flush could not vouch for them (see the module docs).
+    linking: Mutex<HashMap<PathBuf, usize>>,
+    linked: Condvar,
     file_fsyncs: AtomicU64,
     dir_fsyncs: AtomicU64,
     /// Test-only broken variant: skips every flush, to prove the crash checker catches it.
@@ -208,6 +218,24 @@ impl Drop for NewDirs<'_> {
         }
     }
 }
+
+/// A link registered in [`LocalDir::linking`]; unregistered (waking the waiters) on drop.
+struct Linking<'a> {
+    store: &'a LocalDir,
+    target: Option<PathBuf>,
+}
+
+impl Drop for Linking<'_> {
+    fn drop(&mut self) {
+        if let Some(target) = &self.target {
+            release(&mut self.store.linking(), target);
+            self.store.linked.notify_all();
+        }
+    }
+}
+
+/// How many times a put-if-absent writes again after the object it found vanished.
+const MAX_VANISHED: u32 = 8;
 
 fn release(dirs: &mut HashMap<PathBuf, usize>, dir: &Path) {
     if let Some(n) = dirs.get_mut(dir) {
@@ -286,6 +314,8 @@ impl LocalDir {
             fs,
             flush: GroupFlush::new(),
             unsynced_dirs: Mutex::new(HashMap::new()),
+            linking: Mutex::new(HashMap::new()),
+            linked: Condvar::new(),
             file_fsyncs: AtomicU64::new(0),
             dir_fsyncs: AtomicU64::new(0),
             #[cfg(test)]
@@ -545,6 +575,57 @@ impl LocalDir {
         Ok((file, stat.len))
     }
 
+    /// `put_if_absent` found an object at `target`: waits while a caller of this process that
+    /// linked it still waits for its flush ([`ObjectSync::Syncfs`]), then makes the object
+    /// durable and reports it — or `None` when it is gone by then (that caller's flush failed
+    /// and it removed the object, or a delete did): the put-if-absent goes on to write.
+    fn existing_object(
+        &self,
+        key: &str,
+        target: &Path,
+        dir: &Path,
+        dirs: &mut NewDirs<'_>,
+    ) -> Result<Option<PutOutcome>, Error> {
+        self.wait_for_linkers(target);
+        if !self.is_object_file(target) {
+            return Ok(None);
+        }
+        // Its writer may not have made it durable yet; make sure before reporting it.
+        self.make_durable(key, dir, dirs)?;
+        Ok(Some(PutOutcome::AlreadyExists))
+    }
+
+    /// Registers a link of `target` about to be made ([`ObjectSync::Syncfs`]); the returned
+    /// guard unregisters it (after the link's flush and any removal) and wakes the waiters.
+    fn start_linking<'a>(&'a self, target: &Path) -> Linking<'a> {
+        if self.per_file() {
+            return Linking {
+                store: self,
+                target: None,
+            };
+        }
+        *self.linking().entry(target.to_path_buf()).or_insert(0) += 1;
+        Linking {
+            store: self,
+            target: Some(target.to_path_buf()),
+        }
+    }
+
+    fn wait_for_linkers(&self, target: &Path) {
+        if self.per_file() {
+            return;
+        }
+        let mut linking = self.linking();
+        while linking.contains_key(target) {
+            linking = self.linked.wait(linking).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    fn linking(&self) -> MutexGuard<'_, HashMap<PathBuf, usize>> {
+        // Nothing panics while holding the lock; a poisoned lock still holds a consistent map.
+        self.linking.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Is there a regular file (not following symlinks) at `path`?
     fn is_object_file(&self, path: &Path) -> bool {
         self.fs
@@ -599,38 +680,54 @@ impl ObjectStore for LocalDir {
         let target = self.object_path(key)?;
         let dir = parent_dir(&target);
         let mut dirs = self.new_dirs();
-        // Fast path: skip writing the bytes when the object is already there.
-        if self.is_object_file(&target) {
-            // Its writer may not have made it durable yet; make sure before reporting it.
-            self.make_durable(key, &dir, &mut dirs)?;
-            return Ok(PutOutcome::AlreadyExists);
-        }
-        let tmp = self.write_temp(key, &dir, bytes, &mut dirs)?;
-        let linked = self.fs.hard_link(&tmp, &target);
-        // The temp name is invisible either way; a failed removal only leaves garbage.
-        let _ = self.fs.remove_file(&tmp);
-        match linked {
-            Ok(()) => match self.make_durable(key, &dir, &mut dirs) {
-                Ok(()) => Ok(PutOutcome::Created),
-                Err(e) => {
-                    if !self.per_file() {
-                        // Nothing can vouch for these bytes any more (see the module docs).
-                        let _ = self.fs.remove_file(&target);
-                    }
-                    Err(e)
-                }
-            },
-            Err(e) if e.kind() == ErrorKind::AlreadyExists => {
-                if self.is_object_file(&target) {
-                    self.make_durable(key, &dir, &mut dirs)?;
-                    Ok(PutOutcome::AlreadyExists)
-                } else {
-                    // Something that is not an object (a directory) occupies the key.
-                    Err(Error::io("link", key, e))
+        // Each new round follows an object that vanished under us: its writer's flush failed
+        // (it removed the object), or a concurrent delete removed it.
+        for _ in 0..MAX_VANISHED {
+            // Fast path: skip writing the bytes when the object is already there.
+            if self.is_object_file(&target) {
+                match self.existing_object(key, &target, &dir, &mut dirs)? {
+                    Some(outcome) => return Ok(outcome),
+                    None => continue,
                 }
             }
-            Err(e) => Err(Error::io("link", key, e)),
+            let tmp = self.write_temp(key, &dir, bytes, &mut dirs)?;
+            let linking = self.start_linking(&target);
+            let linked = self.fs.hard_link(&tmp, &target);
+            // The temp name is invisible either way; a failed removal only leaves garbage.
+            let _ = self.fs.remove_file(&tmp);
+            match linked {
+                Ok(()) => {
+                    return match self.make_durable(key, &dir, &mut dirs) {
+                        Ok(()) => Ok(PutOutcome::Created),
+                        Err(e) => {
+                            if !self.per_file() {
+                                // Nothing can vouch for these bytes any more (module docs);
+                                // callers waiting on `linking` then find the key absent.
+                                let _ = self.fs.remove_file(&target);
+                            }
+                            drop(linking);
+                            Err(e)
+                        }
+                    };
+                }
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+                    drop(linking);
+                    if !self.is_object_file(&target) {
+                        // Something that is not an object (a directory) occupies the key.
+                        return Err(Error::io("link", key, e));
+                    }
+                    if let Some(outcome) = self.existing_object(key, &target, &dir, &mut dirs)? {
+                        return Ok(outcome);
+                    }
+                }
+                Err(e) => return Err(Error::io("link", key, e)),
+            }
         }
+        Err(Error::io(
+            "link",
+            key,
+            io::Error::other("the object under the key kept vanishing"),
+        ))
     }
 
     fn get(&self, key: &str) -> Result<Vec<u8>, Error> {

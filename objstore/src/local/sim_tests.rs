@@ -398,3 +398,31 @@ fn concurrent_put_if_absent_share_few_flushes() {
         }
     }
 }
+
+#[test]
+fn a_put_if_absent_that_finds_an_object_whose_flush_fails_writes_its_own() {
+    let fs = SimFs::new(13, 0);
+    let store = open_sim(&fs, ObjectSync::Syncfs).unwrap();
+    let flushes_at_open = fs.syncfs_calls();
+    // The first writer's flush will fail; it is held running until the second writer has
+    // found the first one's object.
+    fs.fail_syncfs(1);
+    fs.hold_syncfs(true);
+    std::thread::scope(|s| {
+        let first = s.spawn(|| store.put_if_absent("k/obj", b"first"));
+        while fs.syncfs_calls() == flushes_at_open {
+            std::thread::yield_now();
+        }
+        let second = s.spawn(|| store.put_if_absent("k/obj", b"second"));
+        std::thread::sleep(Duration::from_millis(20));
+        fs.hold_syncfs(false);
+        let err = first.join().unwrap().unwrap_err();
+        assert!(matches!(err, Error::Io { op: "syncfs", .. }), "{err}");
+        // Not "AlreadyExists" for bytes no flush vouched for: it wrote its own.
+        assert_eq!(second.join().unwrap().unwrap(), PutOutcome::Created);
+    });
+    assert_eq!(store.get("k/obj").unwrap(), b"second");
+    let rebooted = fs.after_crash(14);
+    let store = open_sim(&rebooted, ObjectSync::Syncfs).unwrap();
+    assert_eq!(store.get("k/obj").unwrap(), b"second");
+}
