@@ -8,7 +8,9 @@
 //! - [`ObjectStore`] — the small provider trait (put, put-if-absent, get, get-range, head,
 //!   delete, and list for diagnostics only). Object listing is never namespace truth.
 //! - [`LocalDir`] — the embedded default provider: one file per object under a root directory,
-//!   written via temp file + `fsync` + rename (or hard link for put-if-absent) + directory fsync.
+//!   written via temp file + rename (or hard link for put-if-absent), made durable by a group
+//!   flush (`syncfs`, shared by concurrent puts) or per file (`fsync` of the file and its
+//!   directories), see [`ObjectSync`].
 //! - [`S3`] — any S3-compatible service through aws-sdk-s3 (endpoint, region, bucket, key
 //!   prefix, path-style addressing, multipart upload, `If-None-Match: *` creation, bounded
 //!   retries, typed ambiguous outcomes). See [`s3`].
@@ -45,7 +47,7 @@ pub use cache::{CacheOptions, CacheStats, CachedStore, ReadPath};
 pub use digest::{hex_lower, parse_sha256_uri, sha256_uri, Sha256Stream};
 pub use error::Error;
 pub use keys::{block_key, parse_block_key, revision_prefix, validate_key, BlockKey};
-pub use local::LocalDir;
+pub use local::{LocalDir, LocalOptions, LocalStats, ObjectSync};
 pub use retry::RetryPolicy;
 pub use s3::{ConditionalPut, S3Config, S3};
 pub use store::{

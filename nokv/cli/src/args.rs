@@ -238,6 +238,12 @@ pub enum Command {
         /// Root name in the control plane (default `store-<uuid prefix>`; with --metadata-etcd).
         #[arg(long, value_name = "NAME")]
         root: Option<String>,
+        /// How local objects are made durable: `syncfs` (default; one flush of the file system
+        /// shared by concurrent puts — for a store on its own or an idle file system) or
+        /// `per-file` (an fsync per object and directory — for a file system shared with busy
+        /// programs). Local objects only.
+        #[arg(long, value_name = "MODE")]
+        object_sync: Option<nokv::store_config::ObjectSyncConfig>,
     },
 }
 

@@ -221,6 +221,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
             metadata_etcd,
             etcd_namespace,
             root,
+            object_sync,
         } => {
             let options = nokv::store_config::InitOptions {
                 objects,
@@ -232,6 +233,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
                 metadata_etcd,
                 etcd_namespace,
                 root_name: root,
+                object_sync,
             };
             match nokv::store_config::init_store(&dir, &options) {
                 Ok(outcome) => {

@@ -39,7 +39,10 @@
 //! naming the control plane (see [`crate::control`]) that holds the root's RootPlacement and its
 //! logical shard's records; without it the metadata is the holt database in `<store>/meta`.
 //!
-//! `objects` is `{"provider": "local"}` for the local directory. `store_uuid` is 16 random
+//! `objects` is `{"provider": "local"}` for the local directory, `{"provider": "local", "sync":
+//! "per_file"}` for one that makes objects durable with an `fsync` per file and directory
+//! instead of the default shared `syncfs` group flush (`"sync": "syncfs"`, also what a file
+//! without `sync` means; see [`objstore::ObjectSync`]). `store_uuid` is 16 random
 //! bytes as 32 lowercase hex characters. `cache` (S3 only; `null` disables it) names the local
 //! block cache directory (relative paths are relative to the store directory) and its byte
 //! bound. Credentials are never written: they come from the standard AWS chain at open.
@@ -59,7 +62,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use objstore::{CacheOptions, CachedStore, LocalDir, ObjectStore, PutOutcome, S3Config, S3};
+use objstore::{
+    CacheOptions, CachedStore, LocalDir, LocalOptions, ObjectStore, ObjectSync, PutOutcome,
+    S3Config, S3,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -129,7 +135,11 @@ impl MetadataConfig {
 #[serde(tag = "provider", rename_all = "lowercase", deny_unknown_fields)]
 pub enum ObjectsConfig {
     /// `LocalDir` at `<store>/objects`.
-    Local,
+    Local {
+        /// How objects are made durable (absent: [`ObjectSyncConfig::Syncfs`]).
+        #[serde(default, skip_serializing_if = "ObjectSyncConfig::is_default")]
+        sync: ObjectSyncConfig,
+    },
     /// An S3-compatible bucket.
     S3 {
         /// Bucket name.
@@ -147,6 +157,52 @@ pub enum ObjectsConfig {
         #[serde(default)]
         path_style: bool,
     },
+}
+
+/// How a local object directory makes objects durable (`"sync"` of the local provider;
+/// `nokv init --object-sync syncfs|per-file`). Maps to [`objstore::ObjectSync`], whose docs
+/// say what each costs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ObjectSyncConfig {
+    /// `"syncfs"`: one `syncfs(2)` shared by concurrent puts (the default; per file where the
+    /// platform has no `syncfs`). For a store that owns its file system or shares an idle one.
+    #[default]
+    Syncfs,
+    /// `"per_file"`: an `fsync` of each object file and of its directories. For a file system
+    /// shared with busy programs.
+    PerFile,
+}
+
+impl ObjectSyncConfig {
+    /// True for the default, [`ObjectSyncConfig::Syncfs`].
+    pub fn is_default(&self) -> bool {
+        *self == ObjectSyncConfig::Syncfs
+    }
+}
+
+impl From<ObjectSyncConfig> for ObjectSync {
+    fn from(sync: ObjectSyncConfig) -> ObjectSync {
+        match sync {
+            ObjectSyncConfig::Syncfs => ObjectSync::Syncfs,
+            ObjectSyncConfig::PerFile => ObjectSync::PerFile,
+        }
+    }
+}
+
+impl std::str::FromStr for ObjectSyncConfig {
+    type Err = String;
+
+    /// `syncfs`, `per-file` (or `per_file`). Errors: any other value, with the accepted ones.
+    fn from_str(value: &str) -> std::result::Result<Self, String> {
+        match value {
+            "syncfs" => Ok(ObjectSyncConfig::Syncfs),
+            "per-file" | "per_file" => Ok(ObjectSyncConfig::PerFile),
+            other => Err(format!(
+                "unknown object sync mode {other:?}; use syncfs or per-file"
+            )),
+        }
+    }
 }
 
 /// The block cache of a store.
@@ -184,6 +240,9 @@ pub struct InitOptions {
     /// Root name in the control plane (default `store-<first 12 hex of the store uuid>`; with
     /// `metadata_etcd` only).
     pub root_name: Option<String>,
+    /// How the local object directory makes objects durable (local objects only; default
+    /// [`ObjectSyncConfig::Syncfs`]).
+    pub object_sync: Option<ObjectSyncConfig>,
 }
 
 /// The marker object's JSON body.
@@ -221,7 +280,17 @@ impl StoreConfig {
                         "--endpoint, --region, --path-style and --cache-* need --objects s3://bucket/prefix",
                     ));
                 }
-                (ObjectsConfig::Local, None)
+                (
+                    ObjectsConfig::Local {
+                        sync: options.object_sync.unwrap_or_default(),
+                    },
+                    None,
+                )
+            }
+            Some(_) if options.object_sync.is_some() => {
+                return Err(config_error(
+                    "--object-sync applies to local objects only (not with --objects s3://…)",
+                ))
             }
             Some(url) => {
                 let mut s3 = S3Config::from_url(url).map_err(|e| config_error(e.to_string()))?;
@@ -386,7 +455,12 @@ impl StoreConfig {
     /// A one-line description of where objects live (`local` or `s3://bucket/prefix`).
     pub fn describe_objects(&self) -> String {
         match &self.objects {
-            ObjectsConfig::Local => "local directory objects/".into(),
+            ObjectsConfig::Local {
+                sync: ObjectSyncConfig::Syncfs,
+            } => "local directory objects/".into(),
+            ObjectsConfig::Local {
+                sync: ObjectSyncConfig::PerFile,
+            } => "local directory objects/ (per-file syncs)".into(),
             ObjectsConfig::S3 {
                 bucket,
                 prefix,
@@ -458,10 +532,15 @@ fn build_provider(
     writable: bool,
 ) -> Result<Arc<dyn ObjectStore>> {
     match &config.objects {
-        ObjectsConfig::Local if !writable => {
+        ObjectsConfig::Local { .. } if !writable => {
             Ok(Arc::new(LocalDir::open_existing(dir.join("objects"))))
         }
-        ObjectsConfig::Local => Ok(Arc::new(LocalDir::open(dir.join("objects"))?)),
+        ObjectsConfig::Local { sync } => Ok(Arc::new(LocalDir::open_with(
+            dir.join("objects"),
+            LocalOptions {
+                sync: (*sync).into(),
+            },
+        )?)),
         ObjectsConfig::S3 {
             bucket,
             prefix,
@@ -703,7 +782,12 @@ mod tests {
     #[test]
     fn local_init_has_no_cache_and_rejects_s3_flags() {
         let c = StoreConfig::from_init(&InitOptions::default()).expect("local");
-        assert_eq!(c.objects, ObjectsConfig::Local);
+        assert_eq!(
+            c.objects,
+            ObjectsConfig::Local {
+                sync: ObjectSyncConfig::Syncfs
+            }
+        );
         assert!(c.cache.is_none());
         assert_eq!(c.store_uuid.len(), 32);
         let bad = InitOptions {
@@ -756,6 +840,89 @@ mod tests {
         let text = r#"{"format":"nokv-store-config","version":1,"store_uuid":"00000000000000000000000000000000","objects":{"provider":"ftp"}}"#;
         fs::write(dir.path().join(CONFIG_FILE), text).expect("write");
         assert!(StoreConfig::load(dir.path()).is_err());
+    }
+
+    #[test]
+    fn local_sync_mode_round_trips_and_defaults_to_syncfs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // A configuration written before the mode existed still parses, as the default.
+        let old = r#"{"format":"nokv-store-config","version":1,"store_uuid":"00000000000000000000000000000000","objects":{"provider":"local"}}"#;
+        fs::write(dir.path().join(CONFIG_FILE), old).expect("write");
+        let loaded = StoreConfig::load(dir.path())
+            .expect("load")
+            .expect("config");
+        assert_eq!(
+            loaded.objects,
+            ObjectsConfig::Local {
+                sync: ObjectSyncConfig::Syncfs
+            }
+        );
+        // The default is not written, so older builds keep reading the file.
+        let text = serde_json::to_string(&loaded).expect("encode");
+        assert!(text.contains(r#""objects":{"provider":"local"}"#), "{text}");
+        let per_file = old.replace(
+            r#"{"provider":"local"}"#,
+            r#"{"provider":"local","sync":"per_file"}"#,
+        );
+        fs::write(dir.path().join(CONFIG_FILE), &per_file).expect("write");
+        let loaded = StoreConfig::load(dir.path())
+            .expect("load")
+            .expect("config");
+        assert_eq!(
+            loaded.objects,
+            ObjectsConfig::Local {
+                sync: ObjectSyncConfig::PerFile
+            }
+        );
+        // Unknown modes and unknown fields are refused.
+        for bad in [
+            r#"{"provider":"local","sync":"never"}"#,
+            r#"{"provider":"local","sync":"syncfs","fsync":true}"#,
+        ] {
+            let text = old.replace(r#"{"provider":"local"}"#, bad);
+            fs::write(dir.path().join(CONFIG_FILE), &text).expect("write");
+            assert!(StoreConfig::load(dir.path()).is_err(), "{bad} accepted");
+        }
+        assert_eq!("per-file".parse(), Ok(ObjectSyncConfig::PerFile));
+        assert_eq!("syncfs".parse(), Ok(ObjectSyncConfig::Syncfs));
+        assert!("fsync".parse::<ObjectSyncConfig>().is_err());
+    }
+
+    #[test]
+    fn init_with_per_file_sync_opens_the_objects_that_way() {
+        let a = tempfile::tempdir().expect("tempdir");
+        let options = InitOptions {
+            object_sync: Some(ObjectSyncConfig::PerFile),
+            ..Default::default()
+        };
+        let outcome = init_store(a.path(), &options).expect("init");
+        assert_eq!(
+            StoreConfig::load(a.path()).expect("load"),
+            Some(outcome.config.clone())
+        );
+        assert_eq!(
+            outcome.config.objects,
+            ObjectsConfig::Local {
+                sync: ObjectSyncConfig::PerFile
+            }
+        );
+        // Re-running init with another mode is another setting.
+        assert!(matches!(
+            init_store(a.path(), &InitOptions::default()),
+            Err(Error::StoreConfig { .. })
+        ));
+        assert!(!init_store(a.path(), &options).expect("rerun").created);
+        crate::client::Client::open(a.path()).expect("open per-file store");
+        // The mode is for local objects only.
+        let s3 = InitOptions {
+            objects: Some("s3://bucket/x".into()),
+            object_sync: Some(ObjectSyncConfig::Syncfs),
+            ..Default::default()
+        };
+        assert!(matches!(
+            StoreConfig::from_init(&s3),
+            Err(Error::StoreConfig { .. })
+        ));
     }
 
     #[test]

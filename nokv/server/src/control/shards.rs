@@ -94,7 +94,7 @@ impl ObjectsTemplate {
         root_id: &str,
     ) -> StoreConfig {
         let objects = match &self.objects {
-            ObjectsConfig::Local => ObjectsConfig::Local,
+            ObjectsConfig::Local { sync } => ObjectsConfig::Local { sync: *sync },
             ObjectsConfig::S3 {
                 bucket,
                 prefix,
