@@ -825,7 +825,14 @@ fn durable_enum_discriminants_are_exactly_the_seed_registry() {
             ("Restore", 3),
             ("CommitRetire", 4),
             ("Gc", 5),
+            ("Reserve", 6),
         ],
+    );
+    table(
+        meta::codec::ReservePhase::ALL,
+        meta::codec::ReservePhase::to_u8,
+        meta::codec::ReservePhase::from_u8,
+        &[("Reserved", 1), ("Retired", 2)],
     );
     table(
         PublishPhase::ALL,
@@ -950,6 +957,7 @@ fn value_versions_follow_the_durable_format_registry() {
     assert_eq!(OperationKind::Publish.value_version(), 1);
     assert_eq!(OperationKind::CommitRetire.value_version(), 1);
     assert_eq!(OperationKind::Gc.value_version(), 1);
+    assert_eq!(OperationKind::Reserve.value_version(), 1);
     // Other ordinary workspace records: 1.
     assert_eq!(workspace_incarnation_claim::VALUE_VERSION, 1);
     assert_eq!(workbench_commit_head::VALUE_VERSION, 1);
@@ -965,4 +973,40 @@ fn value_versions_follow_the_durable_format_registry() {
     assert_eq!(staged_object::VALUE_VERSION, 1);
     assert_eq!(gc_candidate::VALUE_VERSION, 1);
     assert_eq!(gc_barrier::VALUE_VERSION, 1);
+}
+
+#[test]
+fn a_reservation_round_trips_and_fails_closed_outside_its_bounds() {
+    use meta::codec::{ReserveOperation, ReservedRevision, MAX_RESERVED_REVISIONS};
+    let rev = |b: u8| meta::ArtifactRevisionId([b; 16]);
+    let op = Operation::Reserve(ReserveOperation {
+        revisions: vec![
+            ReservedRevision {
+                revision: rev(1),
+                object_key: "nokv/artifacts/a/b/c/blocks/0000000000000000".into(),
+            },
+            ReservedRevision {
+                revision: rev(2),
+                object_key: "k".into(),
+            },
+        ],
+    });
+    let bytes = op.encode();
+    // u16 version 1 | u8 kind 6 | u32 n 2 | …
+    assert_eq!(&bytes[..7], &[0, 1, 6, 0, 0, 0, 2]);
+    assert_eq!(Operation::decode(&bytes).unwrap(), op);
+    assert_eq!(
+        Operation::decode_for_kind(OperationKind::Reserve, &bytes).unwrap(),
+        op
+    );
+    // No revision, or more than the bound: fail closed.
+    expect_codec(Operation::decode(&[0, 1, 6, 0, 0, 0, 0]), "empty reservation");
+    let mut too_many = vec![0, 1, 6];
+    too_many.extend_from_slice(&(MAX_RESERVED_REVISIONS as u32 + 1).to_be_bytes());
+    expect_codec(Operation::decode(&too_many), "too many revisions");
+    // Truncated and trailing bytes.
+    expect_codec(Operation::decode(&bytes[..bytes.len() - 1]), "truncated");
+    let mut trailing = bytes.clone();
+    trailing.push(0);
+    expect_codec(Operation::decode(&trailing), "trailing byte");
 }
