@@ -22,9 +22,10 @@ use meta::ids::CommitId;
 use meta::ops::restore::RestoreError as OpError;
 use serde_json::{Map, Value};
 
+use super::error_map::{meta_tool_error, tool_error};
+use super::facade::Workbench;
 use super::scope::req_str;
 use super::snapshot_tools::selector_of;
-use super::{meta_tool_error, tool_error, Workbench};
 use crate::client::Client;
 use crate::restore::{RestoreError, RestoreFrom, RestoreRequest};
 use nokv_protocol::errors::{ErrorCode, ToolError, ToolResult};
