@@ -116,7 +116,7 @@
 //! the outbox keeps a bounded window of recent records as local recovery material; no remote
 //! consumer, ACK protocol or replay to a consumer exists yet, so nothing depends on older
 //! records. CommandDedupe rows keep their recovery LSN even after the record is removed.
-
+//!
 //! ```text
 //! outbox/
 //!   record.rs     the format: keys, header and chunk values, the chain digest, the logical record

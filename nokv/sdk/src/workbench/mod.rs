@@ -15,7 +15,7 @@
 //! `workbench_snapshot_list` (leased snapshots) and `workbench_restore` (restore into a new
 //! workbench). The fallback arm of the dispatch answers `InvalidState` only for a name that
 //! passed the schema lookup without a handler (not reachable with the current schema table).
-
+//!
 //! ```text
 //! workbench/
 //!   facade.rs        Workbench: the facade over one Client
