@@ -15,7 +15,7 @@
 //!   fewer records are queued than its previous group held, so two alternating cohorts of writers
 //!   merge into one group (a single writer never waits: its previous group held one record).
 //! - `object/new-dirs` — the local object store's durable put of one 4 KiB block, as
-//!   `objstore::LocalStore` does it under the seed's key layout
+//!   `objstore::LocalStore` does it under its key layout
 //!   (`…/{revision}/blocks/{index}`): create the revision and `blocks` directories, write a temp
 //!   file, `fsync` it, rename it into place, `fsync` the `blocks` directory, the revision
 //!   directory and the root directory (four flushes, each after new metadata).

@@ -1,7 +1,7 @@
 //! Fuzz the History key codec (docs/metadata-format.md: `source_family_tag | u32 len(user_key) | user_key |
 //! inverted_commit_version`, `meta::codec::history`):
 //! * arbitrary bytes never panic; an accepted key is canonical (re-encodes to the same bytes) and
-//!   its tag names a versioned seed family;
+//!   its tag names a versioned family of docs/metadata-format.md;
 //! * two keys built from the input round-trip; rows of one user key sort newest first; the
 //!   per-key prefix of one (family, user key) is never a prefix of another's key.
 #![no_main]

@@ -1,6 +1,6 @@
 //! Fuzz the one shared path normalizer and the ordered path codec (docs/metadata-format.md):
 //! * arbitrary input never panics; accepted paths round-trip through `ordered_key`;
-//! * for two accepted paths, byte order of their keys equals the component order of the seed
+//! * for two accepted paths, byte order of their keys equals the component order of docs/metadata-format.md
 //!   (first differing component byte-wise; a path sorts after its own descendants);
 //! * no exact key is a strict prefix of another;
 //! * arbitrary key bytes that decode are canonical: they re-encode to exactly the same bytes

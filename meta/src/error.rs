@@ -292,7 +292,8 @@ impl Error {
 /// unknown-version or inconsistent stores are rejected).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SchemaMismatchKind {
-    /// A registry tree (seed family, reserved engine tree or holt `history`) is absent.
+    /// A registry tree (a family of docs/metadata-format.md, a reserved engine tree or holt
+    /// `history`) is absent.
     MissingTree,
     /// A tree outside the registry exists.
     ExtraTree,

@@ -20,7 +20,8 @@
 //! ```
 //!
 //! - [`path`] is the one shared path normalizer and ordered path codec;
-//! - [`codec`] holds one key/value codec per seed family, versioned and fail-closed;
+//! - [`codec`] holds one key/value codec per family of docs/metadata-format.md, versioned and
+//!   fail-closed;
 //! - [`schema`] is the exact tree registry and the fail-closed schema gate;
 //! - [`command`] executes a [`command::MetadataCommand`] as exactly one holt batch;
 //! - [`ops`] builds commands for workbench creation and publication, rebuilding on a stale read
@@ -40,8 +41,8 @@
 //!   - [`ops::restore`]: the deterministic restore operation (Preparing → Copying →
 //!     SourceSealed → Ready → Complete) with RestoreMember rows and shared revisions (docs/metadata-format.md,
 //!     "Restore Closure");
-//!   - [`ops::changes`]: ReadChanges over ChangeEvent rows with the seed's cursor and visibility
-//!     rules.
+//!   - [`ops::changes`]: ReadChanges over ChangeEvent rows with the cursor and visibility rules
+//!     of docs/metadata-format.md, "ChangeEvent".
 //!
 //! - [`outbox`] is the RecoveryOutbox: one hash-chained record per command, owner-epoch advance
 //!   and initialization, appended in the same holt batch; opens verify the records after the

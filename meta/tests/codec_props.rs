@@ -39,7 +39,7 @@ fn index_value() -> impl Strategy<Value = IndexValue> {
 }
 
 fn history_source() -> impl Strategy<Value = Family> {
-    (1u8..=0x17).prop_map(|t| source_family(t).expect("seed family tag"))
+    (1u8..=0x17).prop_map(|t| source_family(t).expect("a source family tag"))
 }
 
 fn id16() -> impl Strategy<Value = [u8; 16]> {

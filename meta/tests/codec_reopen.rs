@@ -307,7 +307,7 @@ fn one_record_of_every_family_survives_reopen_and_decodes() {
     let root = shard.root_id();
     let written = rows(root);
     let families: std::collections::BTreeSet<Family> = written.iter().map(|r| r.0).collect();
-    // Every versioned seed family except RootFence (owned by the schema gate) is covered.
+    // Every versioned family except RootFence (owned by the schema gate) is covered.
     let expected: std::collections::BTreeSet<Family> = Family::ALL
         .into_iter()
         .filter(|f| f.versioned() && *f != Family::RootFence)
@@ -357,7 +357,7 @@ fn one_record_of_every_family_survives_reopen_and_decodes() {
         check(k, &stored);
     }
 
-    // Every History row holt wrote decodes with meta's History codec and names a seed family.
+    // Every History row holt wrote decodes with meta's History codec and names a family.
     let history = db.tree("history").expect("history tree");
     let mut by_key: HistoryRows = BTreeMap::new();
     for entry in view.range(&history, &holt::RangeSpec::all()).unwrap() {

@@ -1,7 +1,7 @@
 //! Property tests for every family codec: random records round-trip through their key and value
 //! codecs; arbitrary bytes never panic a decoder; a decoder that accepts a mutated encoding
 //! re-encodes it to exactly the same bytes (one canonical byte string per record); and the key
-//! layouts sort the way the seed requires.
+//! layouts sort the way docs/metadata-format.md requires.
 
 #[path = "fixtures/samples.rs"]
 mod samples;

@@ -1,4 +1,4 @@
-//! The command sequencer (`MetaShard::sequenced`, `meta::command::sequencer`): concurrent writers
+//! The command sequencer (`MetaShard::sequenced`, `meta::shard::sequencer`): concurrent writers
 //! of different paths never fail or retry for each other's sake, commit versions stay
 //! `read_version + 1` and dense, real predicate failures still surface, and a section cannot be
 //! nested on one thread.

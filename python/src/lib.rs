@@ -1,8 +1,10 @@
 //! `nokv._nokv` — the CPython extension module of NoKV's Python SDK.
 //!
 //! The Python package `nokv` (in `python/nokv/`) is the public surface; this module holds its
-//! native half: [`core::Core`] wraps one embedded store (the Rust SDK `nokv::Client` and the
-//! Workbench facade) in-process, with the GIL released around every storage and object I/O call.
+//! native half: [`core::Core`] wraps one open store (`backend.rs`) — an embedded one in-process
+//! (the Rust SDK `nokv::Client` and the Workbench facade, `nokv.open`) or a running `nokv serve`
+//! reached through the Rust remote client `nokv_remote::RemoteClient` (`nokv.connect`) — with
+//! the GIL released around every storage, object and network I/O call.
 //! Built as an abi3 wheel for CPython ≥ 3.9 by maturin (`pip install ./python`).
 
 mod backend;

@@ -2,7 +2,7 @@
 //! of 1 KiB to one log, once through `nokv::Client::append` and once through the Workbench facade
 //! (`workbench_append`), produce a readable body whose digest equals the SHA-256 of the
 //! concatenation. After every append the published ArtifactRevision and its ArtifactManifest rows
-//! (read through `meta::Reader`) obey the seed's limits — sealed `dependency_depth` ≤ 8 and at most
+//! (read through `meta::Reader`) obey the limits of docs/metadata-format.md — sealed `dependency_depth` ≤ 8 and at most
 //! 64 distinct physical owner revisions — the body is rematerialised (depth back to 0, zero
 //! dependencies) exactly when the next append would exceed depth 8, and every manifest row points
 //! at its direct physical owner's own block.
@@ -97,7 +97,7 @@ fn check_live_revision(client: &Client, path: &str, expected: &[u8], step: usize
         "step {step}: rows cover the body"
     );
 
-    // Distinct owners other than this revision = dependency_count; both within the seed limits.
+    // Distinct owners other than this revision = dependency_count; both within those limits.
     let owners: BTreeSet<ArtifactRevisionId> = rows
         .iter()
         .map(|r| r.physical_owner_revision)

@@ -163,7 +163,7 @@ fn invalid_tag_names_are_invalid_arguments_not_internal_errors() {
         let msg = env["message"].as_str().unwrap();
         assert!(msg.starts_with("tag name"), "{args:?}: {msg}");
     }
-    // The seed rule's limit itself (128 bytes) is accepted.
+    // The rule's limit itself (128 bytes) is accepted.
     let max = "t".repeat(128);
     let (code, env) = cli(&store, &["tag", "set", "wb", &max, &commit]);
     assert_eq!(code, 0, "{env:#}");

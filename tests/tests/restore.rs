@@ -6,7 +6,7 @@ mod restore_support;
 
 use meta::codec::{RestorePhase, SnapshotState};
 use meta::ops::snapshot::SnapshotSelector;
-use nokv::restore::{FaultPoint, RestoreError, RestoreOptions};
+use nokv::restore::{FaultPoint, RestoreFailure, RestoreOptions};
 use nokv::workbench::Workbench;
 use nokv_tests::{err, fresh_store, ok};
 use restore_support::*;
@@ -120,7 +120,7 @@ fn staging_destination_is_invisible_until_the_final_command() {
             )
             .expect_err("interrupted");
         assert!(
-            matches!(e, RestoreError::Interrupted(p) if p == point),
+            matches!(e, RestoreFailure::Interrupted(p) if p == point),
             "{e}"
         );
         // Every read surface treats the staging destination as absent.

@@ -5,7 +5,7 @@
 //! u8 ChangeKind | option(str path) | option(u64 before_generation) |
 //! option(u64 after_generation)`.
 //!
-//! ChangeKind discriminants (chosen here; the seed leaves the typed event open):
+//! ChangeKind discriminants (as docs/metadata-format.md fixes them):
 //! `WorkspaceCreated=1, ArtifactPublished=2, ArtifactAppended=3, ArtifactRemoved=4`.
 //! `ArtifactRemoved` is emitted by path removal ([`crate::ops::remove`]): `before_generation` is
 //! the removed generation, `after_generation` is `None`.

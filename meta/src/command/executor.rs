@@ -35,8 +35,7 @@
 //! replay lookup, so a concurrent first execution of the same request id also returns the stored
 //! result; otherwise the conflict is returned for the caller to rebuild.
 
-use super::predicate::{Mutation, Predicate};
-use super::{
+use super::metadata::{
     MetadataCommand, MAX_COMMAND_EVENTS, MAX_COMMAND_MUTATIONS, MAX_COMMAND_PREDICATES,
     MAX_INDEX_MUTATIONS, MAX_MANIFEST_ROWS,
 };
@@ -52,6 +51,7 @@ use crate::error::{Error, Result};
 use crate::family::Family;
 use crate::ids::{LogicalShardId, RootId};
 use crate::outbox::{self, RecoveryEntry};
+use crate::store::predicate::{Mutation, Predicate};
 use crate::store::{CheckedWrite, PendingWrite, Snapshot, TxnStore, WriteFailure};
 
 /// The identity and fence rows a shard handle validates every command against.
@@ -349,7 +349,7 @@ fn plan(cmd: &MetadataCommand, rows: FenceRows) -> Result<PlannedWrite> {
 /// Executes `cmd` against `store` under `fence` (see the module docs), outside any command
 /// sequencer: the command races other writers of `store` on the read-version fence. A
 /// [`crate::MetaShard`]'s operations (and [`crate::MetaShard::execute`]) run through its
-/// sequencer instead ([`super::sequencer`]), where that race cannot happen.
+/// sequencer instead ([`crate::shard::sequencer`]), where that race cannot happen.
 ///
 /// Errors: [`Error::InvalidArgument`] (bounds, reserved trees other than the System
 /// pending-operation registry rows), [`Error::Fenced`],
@@ -424,7 +424,7 @@ pub(crate) enum Submitted {
 }
 
 /// Steps 0–5 of [`execute`] against `snap` — a snapshot of the store's newest *accepted* state
-/// taken under the shard's command sequencer (see [`super::sequencer`]) — then submits the batch
+/// taken under the shard's command sequencer (see [`crate::shard::sequencer`]) — then submits the batch
 /// pipelined ([`TxnStore::write_pipelined`]): validated and accepted now, durable when the
 /// returned write is waited for. Under the sequencer nothing can be accepted between `snap` and
 /// the submission, so the read-version fence and the command predicates fail only when the

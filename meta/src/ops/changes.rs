@@ -17,7 +17,7 @@
 //!   passed it), the marker at the feed's read version decides instead — exact, because `Visible`
 //!   is terminal, incarnations are never reused and staging produces no events.
 //! - **Scope.** Root-wide, or one workbench (filtered on the embedded id after the root-wide
-//!   seek, as the seed describes).
+//!   seek).
 //! - **Bounds.** One call returns at most `limit` (≤ [`MAX_PAGE_EVENTS`]) events, reads at most
 //!   [`MAX_SCANNED_EVENTS`] rows, and stops after one visible lookahead event to report `more`.
 

@@ -8,8 +8,8 @@
 //! new pruned chain point. Nothing here is an authoritative mutation: the rows are derived
 //! recovery bookkeeping, like the System recovery tail, and get no outbox record of their own.
 
-use super::verify::{check_anchor, verify, Scope};
-use super::{chunk_key, header_key, OutboxHeader, OutboxSummary};
+use super::record::{chunk_key, header_key, OutboxHeader};
+use super::verify::{check_anchor, verify, OutboxSummary, Scope};
 use crate::codec::system::{
     RecoveryTail, KEY_RECOVERY_PRUNED, KEY_RECOVERY_TAIL, KEY_RECOVERY_VERIFIED,
 };
@@ -25,6 +25,9 @@ pub const MAX_PRUNE_STEP: u64 = 256;
 pub const DEFAULT_MAX_RECORDS: u64 = 1_024;
 /// Default [`RetentionPolicy::max_bytes`]: 2 MiB of logical records.
 pub const DEFAULT_MAX_BYTES: u64 = 2 * 1024 * 1024;
+/// A writer handle runs one maintenance step whenever the shard's commit version has advanced
+/// by this many versions since its last step (see the parent module docs, "Retention").
+pub const MAINTENANCE_INTERVAL: u64 = 128;
 
 /// How many RecoveryOutbox records below the applied recovery LSN a store keeps.
 ///
@@ -43,7 +46,7 @@ pub struct RetentionPolicy {
     pub max_bytes: u64,
     /// A writer handle runs one maintenance step whenever the shard's commit version has
     /// advanced by this many versions since its last step (default
-    /// [`super::MAINTENANCE_INTERVAL`], 128; at least 1). It bounds the records an open has to
+    /// [`MAINTENANCE_INTERVAL`], 128; at least 1). It bounds the records an open has to
     /// verify after the head, and the backlog retention works off per step.
     pub maintenance_interval: u64,
 }
@@ -53,7 +56,7 @@ impl Default for RetentionPolicy {
         RetentionPolicy {
             max_records: DEFAULT_MAX_RECORDS,
             max_bytes: DEFAULT_MAX_BYTES,
-            maintenance_interval: super::MAINTENANCE_INTERVAL,
+            maintenance_interval: MAINTENANCE_INTERVAL,
         }
     }
 }

@@ -1,7 +1,11 @@
 use super::*;
+use crate::codec::system::{RecoveryTail, KEY_RECOVERY_TAIL};
 use crate::codec::CommandResult;
 use crate::codec::{WorkspaceCurrent, WorkspaceState};
+use crate::family::Family;
 use crate::ids::WorkspaceIncarnationId;
+use crate::ids::{LogicalShardId, RequestId, RootId};
+use crate::store::{Mutation, Predicate};
 
 fn command_entry() -> RecoveryEntry {
     RecoveryEntry::MetadataCommand {
@@ -255,6 +259,8 @@ fn append_chains_from_the_previous_tail_and_splits_large_records() {
 
 mod props {
     use super::super::*;
+    use crate::family::Family;
+    use crate::store::Mutation;
     use proptest::prelude::*;
 
     fn family() -> impl Strategy<Value = Family> {

@@ -1,6 +1,6 @@
 //! Verification of the RecoveryOutbox chain (see the parent module docs, "Verification").
 
-use super::{
+use super::record::{
     chain_digest, chunk_key, decode_chunk, decode_chunk_key, decode_header_key, decode_record,
     header_key, OutboxHeader, CHUNK_BYTES, CHUNK_KEY_TAG, HEADER_KEY_TAG,
 };

@@ -31,14 +31,21 @@
 //! Sections are short and CPU-only (point reads, bounded scans, command assembly); object-store
 //! I/O never runs inside one. A section must not start another on the same thread (that would
 //! deadlock); [`MetaShard::sequenced`] detects it and returns [`Error::InvalidArgument`].
+//!
+//! The handle's writes live here too, since each runs through the sequencer: the owner step
+//! before a write (the lazy owner-epoch advance, RecoveryOutbox and history-floor maintenance),
+//! [`MetaShard::prepare_write`], [`MetaShard::execute`] and
+//! [`MetaShard::maintain_recovery_outbox`].
 
 use std::cell::RefCell;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::MutexGuard;
 
+use super::handle::MetaShard;
+use super::history_floor;
 use crate::command::executor::{self, Submitted};
 use crate::command::{CommandOutcome, MetadataCommand};
 use crate::error::{Error, Result};
-use crate::shard::MetaShard;
+use crate::outbox::{MaintenanceReport, RetentionPolicy};
 use crate::store::{CheckedWrite, PendingWrite, ShardSnapshot, Snapshot, TxnStore, WriteFailure};
 
 thread_local! {
@@ -59,19 +66,6 @@ impl Drop for Held {
     fn drop(&mut self) {
         let id = self.0;
         HELD.with(|h| h.borrow_mut().retain(|held| *held != id));
-    }
-}
-
-/// The per-shard sequencer lock (one per [`MetaShard`] handle; holt's directory lock makes that
-/// one per store per process).
-#[derive(Debug, Default)]
-pub(crate) struct Sequencer {
-    lock: Mutex<()>,
-}
-
-impl Sequencer {
-    fn id(&self) -> usize {
-        self as *const Sequencer as usize
     }
 }
 
@@ -210,5 +204,130 @@ impl MetaShard {
             self.inner.store.wait_visible(read)?;
         }
         value
+    }
+}
+
+/// The writes of a handle, each through the sequencer.
+impl MetaShard {
+    /// Runs before every write of this handle: a read-only handle answers
+    /// [`crate::Error::ReadOnly`]; a writer handle advances the owner epoch at its first write,
+    /// and afterwards runs one RecoveryOutbox maintenance step whenever the commit version has
+    /// advanced by [`RetentionPolicy::maintenance_interval`] since the last one. Both are
+    /// commits, made under the command sequencer (see [`crate::shard::sequencer`]); inside a
+    /// sequenced section the operations call [`crate::shard::sequencer::Sequenced::prepare_write`]
+    /// instead. A caller that plans raw commands for [`MetaShard::execute`] calls this first
+    /// and plans at the version after it.
+    ///
+    /// Errors: [`crate::Error::ReadOnly`]; those of the epoch advance
+    /// ([`crate::Error::Fenced`] when another owner advanced the epoch); a maintenance step that
+    /// finds a corrupt record ([`crate::Error::RecoveryOutboxCorrupt`]) refuses the write;
+    /// [`crate::Error::InvalidArgument`] when called inside a sequenced section of this shard.
+    pub fn prepare_write(&self) -> Result<()> {
+        self.sequenced(|_| self.owner_step(true))
+    }
+
+    /// The owner side of [`MetaShard::prepare_write`], run with the sequencer held: with
+    /// `maintain` false only the lazy epoch advance (used by the raw [`MetaShard::execute`],
+    /// whose caller planned its command at a version a maintenance commit would make stale).
+    pub(crate) fn owner_step(&self, maintain: bool) -> Result<()> {
+        let Some(owner) = &self.inner.owner else {
+            return Err(crate::error::Error::ReadOnly);
+        };
+        let store = &self.inner.store;
+        let mut st = owner.state();
+        if owner.advance_once(store, &mut st)? {
+            st.last_step_version = store.version();
+            return Ok(());
+        }
+        let interval = owner.retention.maintenance_interval.max(1);
+        if maintain && store.version() >= st.last_step_version.saturating_add(interval) {
+            st.last_step_version = store.version();
+            match self.maintenance_step(&owner.retention) {
+                Ok(_) => {}
+                Err(e @ crate::error::Error::RecoveryOutboxCorrupt { .. }) => return Err(e),
+                // A lost race or a transient failure leaves the step to the next interval.
+                Err(_) => {}
+            }
+            if let Some(policy) = &owner.history_policy {
+                // Best effort like the reaper's: a failure leaves the floor for the next step.
+                let _ = history_floor::maintain_history_floor(self, policy);
+            }
+            st.last_step_version = store.version();
+        }
+        Ok(())
+    }
+
+    /// One RecoveryOutbox maintenance step written through the store (the caller holds the
+    /// owner state lock and has advanced the epoch).
+    fn maintenance_step(&self, retention: &RetentionPolicy) -> Result<MaintenanceReport> {
+        let mut last = Ok(MaintenanceReport::default());
+        for _ in 0..3 {
+            // The newest accepted state: commands of earlier sequenced sections may still be on
+            // their way to durability.
+            let view = self.inner.store.accepted_snapshot();
+            let plan = crate::outbox::plan_step(&view, retention, None, true)?;
+            drop(view);
+            if plan.is_empty() {
+                return Ok(plan.report);
+            }
+            let report = plan.report;
+            match self.inner.store.write(CheckedWrite {
+                read_version: None,
+                predicates: plan.predicates,
+                mutations: plan.mutations,
+            }) {
+                Ok(_) => return Ok(report),
+                Err(WriteFailure::Other(e)) => return Err(e),
+                Err(_) => {
+                    last = Err(crate::error::Error::ReadVersionConflict { attempts: 3 });
+                }
+            }
+        }
+        last
+    }
+
+    /// Runs one RecoveryOutbox maintenance step now (see [`crate::outbox`], "Retention"):
+    /// reads back and verifies the records after the verified head, moves the head to the
+    /// tail, and removes at most [`crate::outbox::MAX_PRUNE_STEP`] records the retention policy
+    /// no longer keeps. A writer handle that has not written yet first advances its owner epoch
+    /// (whose commit carries the step). Call it repeatedly while
+    /// [`MaintenanceReport::more_to_prune`] is true to work off a backlog in bounded steps.
+    ///
+    /// Errors: [`crate::Error::ReadOnly`] for a read-only handle;
+    /// [`crate::Error::RecoveryOutboxCorrupt`] when a record read back fails verification
+    /// (nothing written); [`crate::Error::Fenced`]; [`crate::Error::ReadVersionConflict`] when
+    /// concurrent maintenance kept winning; codec and storage errors.
+    pub fn maintain_recovery_outbox(&self) -> Result<MaintenanceReport> {
+        let Some(owner) = &self.inner.owner else {
+            return Err(crate::error::Error::ReadOnly);
+        };
+        // Under the command sequencer, like every other commit of the handle.
+        self.sequenced(|_| {
+            let store = &self.inner.store;
+            let mut st = owner.state();
+            owner.advance_once(store, &mut st)?;
+            let report = self.maintenance_step(&owner.retention)?;
+            st.last_step_version = store.version();
+            Ok(report)
+        })
+    }
+
+    /// Executes one raw [`crate::command::MetadataCommand`] under this handle's fence (see
+    /// [`crate::command::executor`] for the validation order) through the command sequencer
+    /// (its `read_version` must be the newest accepted version, see
+    /// [`crate::shard::sequencer`]); returns once it is durable. The workspace operations above
+    /// are built on this; it is public for diagnostics and fault-injection tests.
+    ///
+    /// A writer handle that has not written yet advances its owner epoch first (a commit): plan
+    /// raw commands after [`MetaShard::prepare_write`], or the first one meets a stale read
+    /// version. `execute` itself never runs an outbox maintenance step.
+    ///
+    /// Errors: [`crate::Error::ReadOnly`] on a read-only handle; those of the owner-epoch
+    /// advance before a writer handle's first write; those of [`crate::command::execute`].
+    pub fn execute(
+        &self,
+        cmd: crate::command::MetadataCommand,
+    ) -> Result<crate::command::CommandOutcome> {
+        self.sequenced(|seq| seq.execute(cmd))
     }
 }

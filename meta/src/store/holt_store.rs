@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::{
+use super::txn::{
     CheckedWrite, PendingWrite, RegistryEntry, ScanItem, ScanSpec, Snapshot, TxnStore,
     WriteFailure, MAX_SCAN_ITEMS, VISIBILITY_WAIT,
 };

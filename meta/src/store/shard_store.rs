@@ -1,8 +1,8 @@
 //! [`ShardStore`]: the engine that backs one shard — the one switch between holt and etcd.
 
-use super::{
-    CheckedWrite, HoltSnapshot, HoltStore, PendingWrite, ScanItem, ScanSpec, Snapshot, TxnStore,
-    WriteFailure,
+use super::holt_store::{HoltSnapshot, HoltStore};
+use super::txn::{
+    CheckedWrite, PendingWrite, ScanItem, ScanSpec, Snapshot, TxnStore, WriteFailure,
 };
 use crate::error::Result;
 use crate::family::Family;

@@ -1,6 +1,8 @@
 //! The `nokv` command tree as clap parses it ([`Cli`], [`Command`]) and where a command's store
-//! or server comes from ([`store_dir`], [`server_url`]). A leaf of this crate: the subcommand
-//! runners read it, it imports none of them.
+//! or server comes from ([`store_dir`], [`server_url`]). It takes each subcommand's argument
+//! types from the module that runs it (this crate's `mcp_cmd`, `root_cmd`, `serve_cmd`,
+//! `shard_cmd` and `verify_cmd`, and `nokv-commands`), which never import it back; `lib.rs`
+//! dispatches the parsed [`Command`] and `remote_cmd.rs` sends it to a server.
 
 use std::path::{Path, PathBuf};
 

@@ -52,7 +52,7 @@ use nokv::client::{Client, PutOptions, WriteCondition};
 use nokv::commit::{CommitReceipt, CommitRequest};
 use nokv::error::{Error, Result};
 use nokv::materialize;
-use nokv::restore::{RestoreError, RestoreFrom, RestoreRequest};
+use nokv::restore::{RestoreFailure, RestoreFrom, RestoreRequest};
 use nokv::snapshot::{name_selector, SnapshotOptions, DAY_MS};
 use nokv::workbench::Workbench;
 
@@ -703,7 +703,7 @@ fn restore_step(client: &Client, snapshot_id: u64) -> Result<(RestoreOutcome, Op
                 Some(r.member_count),
             ))
         }
-        Err(RestoreError::Operation(
+        Err(RestoreFailure::Operation(
             meta::ops::restore::RestoreError::DestinationExists { .. }
             | meta::ops::restore::RestoreError::RequestMismatch,
         )) => {
@@ -738,10 +738,10 @@ fn restore_step(client: &Client, snapshot_id: u64) -> Result<(RestoreOutcome, Op
 }
 
 /// Keeps SDK errors as they are and reports operation errors as a failed operation.
-fn restore_error(e: RestoreError) -> Error {
+fn restore_error(e: RestoreFailure) -> Error {
     match e {
-        RestoreError::Sdk(inner) => inner,
-        RestoreError::Operation(meta::ops::restore::RestoreError::Meta(m)) => Error::Meta(m),
+        RestoreFailure::Sdk(inner) => inner,
+        RestoreFailure::Operation(meta::ops::restore::RestoreError::Meta(m)) => Error::Meta(m),
         other => Error::OperationFailed {
             code: "InvalidState".into(),
             message: other.to_string(),

@@ -22,7 +22,7 @@ use crate::{print_json, EXIT_OK, EXIT_TOOL_ERROR};
 use meta::codec::{RestoreOperation, RestorePhase};
 use meta::ops::restore::RestoreError as OpError;
 use nokv::client::Client;
-use nokv::restore::RestoreError;
+use nokv::restore::RestoreFailure;
 use nokv::workbench::errors::{ErrorCode, ToolError};
 use nokv::workbench::{meta_tool_error, store_error, tool_error, Workbench};
 
@@ -42,15 +42,15 @@ fn no_restore(client: &Client, destination: &str) -> ToolError {
 }
 
 /// Maps errors of `restore abort|status DEST` to tool errors (no storage identities).
-fn op_error(client: &Client, destination: &str, err: RestoreError) -> ToolError {
+fn op_error(client: &Client, destination: &str, err: RestoreFailure) -> ToolError {
     match err {
-        RestoreError::Sdk(e) => tool_error(client, destination, e),
-        RestoreError::Operation(OpError::OperationNotFound) => no_restore(client, destination),
-        RestoreError::Operation(OpError::Meta(meta::Error::InvalidArgument(msg))) => {
+        RestoreFailure::Sdk(e) => tool_error(client, destination, e),
+        RestoreFailure::Operation(OpError::OperationNotFound) => no_restore(client, destination),
+        RestoreFailure::Operation(OpError::Meta(meta::Error::InvalidArgument(msg))) => {
             ToolError::invalid_arguments(msg)
         }
-        RestoreError::Operation(OpError::Meta(e)) => meta_tool_error(&e),
-        RestoreError::Operation(OpError::InvalidPhase { .. }) => {
+        RestoreFailure::Operation(OpError::Meta(e)) => meta_tool_error(&e),
+        RestoreFailure::Operation(OpError::InvalidPhase { .. }) => {
             ToolError::conflict("OperationState")
         }
         other => ToolError::internal(format!("the restore operation failed: {other}")),

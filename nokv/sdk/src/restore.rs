@@ -123,7 +123,7 @@ impl FaultPoint {
 /// Driver options.
 #[derive(Debug, Clone, Default)]
 pub struct RestoreOptions {
-    /// Diagnostics and fault-injection tests: stop with [`RestoreError::Interrupted`] right after
+    /// Diagnostics and fault-injection tests: stop with [`RestoreFailure::Interrupted`] right after
     /// this phase boundary, leaving the durable operation exactly where a crash there would.
     pub interrupt_after: Option<FaultPoint>,
 }
@@ -157,9 +157,12 @@ pub struct RestoreReceipt {
     pub member_count: u64,
 }
 
-/// Errors of [`Client::restore`].
+/// Why a restore call of [`Client`] ([`Client::restore`], [`Client::abort_restore`],
+/// [`Client::restore_operation`]) failed: an SDK error, a typed failure of the durable restore
+/// operation (meta's [`ops::RestoreError`], which this wraps), or the interruption a test asked
+/// for.
 #[derive(Debug, thiserror::Error)]
-pub enum RestoreError {
+pub enum RestoreFailure {
     /// An SDK error (invalid argument, object store, local I/O, …).
     #[error(transparent)]
     Sdk(#[from] crate::error::Error),
@@ -172,9 +175,9 @@ pub enum RestoreError {
     Interrupted(FaultPoint),
 }
 
-impl From<meta::Error> for RestoreError {
+impl From<meta::Error> for RestoreFailure {
     fn from(e: meta::Error) -> Self {
-        RestoreError::Operation(ops::RestoreError::Meta(e))
+        RestoreFailure::Operation(ops::RestoreError::Meta(e))
     }
 }
 
@@ -188,11 +191,11 @@ pub struct AbortReceipt {
     pub phase: RestorePhase,
 }
 
-fn fault(point: FaultPoint, options: &RestoreOptions) -> Result<(), RestoreError> {
+fn fault(point: FaultPoint, options: &RestoreOptions) -> Result<(), RestoreFailure> {
     // Process loss here when a `fault-points` build is told so (see crate::fault).
     crate::fault::point(point.as_str());
     if options.interrupt_after == Some(point) {
-        return Err(RestoreError::Interrupted(point));
+        return Err(RestoreFailure::Interrupted(point));
     }
     Ok(())
 }
@@ -254,23 +257,23 @@ impl Client {
     /// Restores `req` to completion (see the module docs) with default options.
     ///
     /// Errors: see [`Client::restore_with`].
-    pub fn restore(&self, req: &RestoreRequest) -> Result<RestoreReceipt, RestoreError> {
+    pub fn restore(&self, req: &RestoreRequest) -> Result<RestoreReceipt, RestoreFailure> {
         self.restore_with(req, &RestoreOptions::default())
     }
 
     /// Restores `req`, stopping early only at `options.interrupt_after`.
     ///
-    /// Errors: [`RestoreError::Operation`] with the typed source/destination/identity errors of
+    /// Errors: [`RestoreFailure::Operation`] with the typed source/destination/identity errors of
     /// [`meta::ops::restore`] (`SourceWorkbenchNotFound`, `SnapshotNotFound`, `SnapshotExpired`,
     /// `CommitNotFound`, `CommitUnavailable`, `DestinationExists`, `IdentityCollision`,
     /// `RequestMismatch`, `SourceClosureMismatch` after an automatic abort, …);
-    /// [`RestoreError::Sdk`] for invalid arguments and object-store failures writing the
-    /// restore manifest; [`RestoreError::Interrupted`].
+    /// [`RestoreFailure::Sdk`] for invalid arguments and object-store failures writing the
+    /// restore manifest; [`RestoreFailure::Interrupted`].
     pub fn restore_with(
         &self,
         req: &RestoreRequest,
         options: &RestoreOptions,
-    ) -> Result<RestoreReceipt, RestoreError> {
+    ) -> Result<RestoreReceipt, RestoreFailure> {
         let source = self.resolve_restore_source(req)?;
         let target = RestoreTarget {
             source_workbench_id: req.source_workbench_id.clone(),
@@ -297,7 +300,10 @@ impl Client {
         .into())
     }
 
-    fn resolve_restore_source(&self, req: &RestoreRequest) -> Result<RestoreSource, RestoreError> {
+    fn resolve_restore_source(
+        &self,
+        req: &RestoreRequest,
+    ) -> Result<RestoreSource, RestoreFailure> {
         Ok(match &req.from {
             RestoreFrom::Commit(id) => RestoreSource::Commit(*id),
             RestoreFrom::Snapshot(SnapshotSelector::Id(id)) => RestoreSource::Snapshot(*id),
@@ -312,19 +318,19 @@ impl Client {
                 )
                 .map_err(|e| match e {
                     meta::Error::SnapshotNotFound => {
-                        RestoreError::Operation(ops::RestoreError::SnapshotNotFound {
+                        RestoreFailure::Operation(ops::RestoreError::SnapshotNotFound {
                             snapshot_id: 0,
                         })
                     }
                     meta::Error::SnapshotExpired {
                         snapshot_id,
                         status,
-                    } => RestoreError::Operation(ops::RestoreError::SnapshotExpired {
+                    } => RestoreFailure::Operation(ops::RestoreError::SnapshotExpired {
                         snapshot_id,
                         status,
                     }),
                     meta::Error::WorkspaceNotFound { workbench_id } => {
-                        RestoreError::Operation(ops::RestoreError::SourceWorkbenchNotFound {
+                        RestoreFailure::Operation(ops::RestoreError::SourceWorkbenchNotFound {
                             workbench_id,
                         })
                     }
@@ -339,7 +345,7 @@ impl Client {
     fn stage_restore_manifest(
         &self,
         plan: &RestorePlan,
-    ) -> Result<RestoreManifestDescriptor, RestoreError> {
+    ) -> Result<RestoreManifestDescriptor, RestoreFailure> {
         let meta = self.meta();
         let body = restore_manifest_bytes(
             self.presentation_root(),
@@ -383,7 +389,7 @@ impl Client {
         &self,
         plan: &RestorePlan,
         options: &RestoreOptions,
-    ) -> Result<RestoreReceipt, RestoreError> {
+    ) -> Result<RestoreReceipt, RestoreFailure> {
         let meta = self.meta();
         let id = plan.operation_id;
         // One driver per operation in this process (the store has one owning process), so the
@@ -467,7 +473,7 @@ impl Client {
     }
 
     /// Drives the cleanup of an aborting operation to `Cleaned` (bounded batches).
-    fn drive_cleanup(&self, id: &OperationId) -> Result<(), RestoreError> {
+    fn drive_cleanup(&self, id: &OperationId) -> Result<(), RestoreFailure> {
         loop {
             match ops::advance(self.meta(), id)? {
                 RestorePhase::Cleaned | RestorePhase::Quarantined | RestorePhase::Complete => {
@@ -482,12 +488,12 @@ impl Client {
     /// (every staged path and reference removed, the staging marker `Retired`, the source hold or
     /// commit lease released). A restore that already published is left untouched (`Complete`).
     ///
-    /// Errors: [`RestoreError::Operation`] with `OperationNotFound` when no restore owns the
+    /// Errors: [`RestoreFailure::Operation`] with `OperationNotFound` when no restore owns the
     /// name; metadata errors.
     pub fn abort_restore(
         &self,
         destination_workbench_id: &str,
-    ) -> Result<AbortReceipt, RestoreError> {
+    ) -> Result<AbortReceipt, RestoreFailure> {
         let op = ops::owning_operation(self.meta(), destination_workbench_id)?
             .ok_or(ops::RestoreError::OperationNotFound)?;
         let id = op.operation_id();
@@ -517,7 +523,7 @@ impl Client {
     pub fn restore_operation(
         &self,
         destination_workbench_id: &str,
-    ) -> Result<Option<RestoreOperation>, RestoreError> {
+    ) -> Result<Option<RestoreOperation>, RestoreFailure> {
         Ok(ops::owning_operation(
             self.meta(),
             destination_workbench_id,
@@ -525,7 +531,7 @@ impl Client {
     }
 }
 
-fn aborted(op: Option<RestoreOperation>) -> RestoreError {
+fn aborted(op: Option<RestoreOperation>) -> RestoreFailure {
     let err = match op.map(|o| o.result) {
         Some(OperationResult::Failed(t)) => t,
         _ => TerminalError {
@@ -533,7 +539,7 @@ fn aborted(op: Option<RestoreOperation>) -> RestoreError {
             message: "the restore was aborted".into(),
         },
     };
-    RestoreError::Operation(ops::RestoreError::Aborted(err))
+    RestoreFailure::Operation(ops::RestoreError::Aborted(err))
 }
 
 /// Marks a restore operation as driven by a thread of this process (in the client's in-flight
@@ -545,7 +551,7 @@ struct RunningRestore<'a> {
 }
 
 impl<'a> RunningRestore<'a> {
-    fn claim(client: &'a Client, id: OperationId) -> Result<Self, RestoreError> {
+    fn claim(client: &'a Client, id: OperationId) -> Result<Self, RestoreFailure> {
         let mut pause = std::time::Duration::from_millis(1);
         loop {
             {
@@ -574,7 +580,7 @@ fn receipt(
     client: &Client,
     op: &RestoreOperation,
     replay: bool,
-) -> Result<RestoreReceipt, RestoreError> {
+) -> Result<RestoreReceipt, RestoreFailure> {
     let OperationResult::Succeeded(result) = &op.result else {
         return Err(aborted(Some(op.clone())));
     };

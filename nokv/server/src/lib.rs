@@ -3,7 +3,7 @@
 //! The server owns the store (holt's directory lock: one owner process at a time) and answers
 //! the versioned `/v1/` protocol over HTTP/1.1 (axum on hyper, tokio). Every endpoint calls the
 //! same [`nokv::Client`] / Workbench facade / meta operations as the CLI; the command sequencer
-//! of the shard (`meta::command::sequencer`) turns the concurrent requests of many agents into
+//! of the shard (`meta::shard::sequencer`) turns the concurrent requests of many agents into
 //! pipelined group commits instead of racing writers.
 //!
 //! - `POST /v1/tools/{tool}`: the tool's JSON input → exactly the envelope `nokv workbench` prints

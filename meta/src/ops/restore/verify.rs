@@ -13,9 +13,10 @@ use crate::path::NormPath;
 use crate::shard::MetaShard;
 use crate::store::{ScanItem, ScanSpec, Snapshot, MAX_SCAN_ITEMS};
 
-/// Step 4 of the seed: re-reads the ordered RestoreMember index (dense sequences, each row digest
-/// recomputed from the staged PathCurrent) and rescans the source from its start; both must
-/// reproduce the sealed member count and digest. A commit source must also have exactly the
+/// The verification step of a restore (docs/metadata-format.md, "Restore Closure"): re-reads
+/// the ordered RestoreMember index (dense sequences, each row digest recomputed from the staged
+/// PathCurrent) and rescans the source from its start; both must reproduce the sealed member
+/// count and digest. A commit source must also have exactly the
 /// sealed Commit's member count.
 pub(super) fn verify<S: Snapshot>(
     shard: &MetaShard,

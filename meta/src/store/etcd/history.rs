@@ -3,10 +3,10 @@
 
 use std::time::Instant;
 
+use super::handle::EtcdStore;
 use super::keys::{decode_floor, decode_u64, prefix_end, ShardKeys};
 use super::kv::{range_latest, Kv};
 use super::write::{read_txn, txn_cas};
-use super::EtcdStore;
 use crate::error::{Error, Result};
 
 /// The storage-neutral "that version is gone" error.
@@ -126,7 +126,7 @@ pub(crate) fn set_floor(store: &EtcdStore, version: u64) -> Result<()> {
 
 fn maybe_compact(store: &EtcdStore) {
     let due = {
-        let Ok(mut last) = store.inner.last_compaction.lock() else {
+        let Ok(mut last) = store.last_compaction().lock() else {
             return;
         };
         let due = last.is_none_or(|t| t.elapsed() >= store.options().compaction_interval);

@@ -3,7 +3,7 @@
 use crate::error::{Error, Result};
 use crate::family::Family;
 use crate::ids::LogicalShardId;
-use crate::store::RegistryEntry;
+use crate::store::txn::RegistryEntry;
 
 const FAMILY: &str = "etcd_registry";
 

@@ -4,8 +4,8 @@
 use etcd_client::GetOptions;
 
 use super::bridge::{self, classify, unavailable, Backoff, Failure};
+use super::handle::EtcdStore;
 use super::keys::decode_u64;
-use super::EtcdStore;
 use crate::error::{Error, Result};
 
 /// One key-value pair as etcd returned it.

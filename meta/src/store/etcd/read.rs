@@ -4,12 +4,13 @@
 use std::sync::atomic::Ordering;
 
 use super::bridge::unavailable;
+use super::handle::EtcdSnapshot;
+use super::history;
 use super::keys::{prefix_end, successor};
 use super::kv::{range, ReadError};
-use super::{history, EtcdSnapshot};
 use crate::error::{Error, Result};
 use crate::family::Family;
-use crate::store::{ScanItem, ScanSpec, MAX_SCAN_ITEMS};
+use crate::store::txn::{ScanItem, ScanSpec, MAX_SCAN_ITEMS};
 
 /// Runs `f` at the snapshot's revision; when compaction passed that revision, moves the
 /// snapshot to the newest revision that still shows its version (or reports `HistoryPruned`).

@@ -6,8 +6,13 @@
 use std::time::Duration;
 
 use super::*;
+use crate::error::Error;
+use crate::family::Family;
+use crate::ids::LogicalShardId;
 use crate::store::predicate::{Mutation, Predicate};
-use crate::store::{HoltStore, MAX_SCAN_ITEMS};
+use crate::store::{
+    CheckedWrite, HoltStore, ScanSpec, Snapshot, TxnStore, WriteFailure, MAX_SCAN_ITEMS,
+};
 
 fn cluster() -> &'static testkit::etcd::EtcdCluster {
     testkit::etcd::shared().expect("a three-member etcd cluster on loopback")

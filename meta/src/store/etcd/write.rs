@@ -6,12 +6,12 @@ use std::collections::BTreeMap;
 use etcd_client::{Compare, CompareOp, Txn, TxnOp};
 
 use super::bridge::{self, classify, unavailable, Backoff, Failure};
+use super::handle::EtcdStore;
 use super::keys::decode_u64;
 use super::kv::Kv;
-use super::EtcdStore;
 use crate::error::{Error, Result};
 use crate::store::predicate::{Expectation, Mutation};
-use crate::store::{CheckedWrite, WriteFailure};
+use crate::store::txn::{CheckedWrite, WriteFailure};
 
 /// Per-op framing bytes assumed when sizing a request against `--max-request-bytes`.
 const OP_OVERHEAD_BYTES: usize = 48;
@@ -231,7 +231,7 @@ pub(crate) fn write(store: &EtcdStore, w: CheckedWrite) -> std::result::Result<u
             Mutation::Delete { family, key } => rows.insert(keys.row(family, &key), None),
         };
     }
-    let preds: Vec<(Vec<u8>, crate::store::Predicate)> = w
+    let preds: Vec<(Vec<u8>, crate::store::predicate::Predicate)> = w
         .predicates
         .into_iter()
         .map(|p| (keys.row(p.family, &p.key), p))

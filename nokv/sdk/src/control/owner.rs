@@ -29,45 +29,14 @@ use std::time::{Duration, Instant};
 
 use meta::store::etcd::OwnerFence;
 use meta::LogicalShardId;
-use serde::{Deserialize, Serialize};
 
-use super::{control_unavailable, refused, ControlPlane, PlacementErrorKind};
-use crate::error::{Error, Result};
+use super::plane::{control_unavailable, now_unix_ms, refused, ControlPlane};
+use super::records::decode_epoch;
+pub use super::records::OwnerRecord;
+use crate::error::{Error, PlacementErrorKind, Result};
 
 /// Shortest lease a shard owner may ask for, in seconds.
 pub const MIN_TTL_SECONDS: i64 = 2;
-
-/// The lease-bound owner record of a shard (JSON at `<ns>control/shards/<id>/owner`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OwnerRecord {
-    /// Opaque owner identity (e.g. `host:pid:random`).
-    pub owner_id: String,
-    /// Where the owner serves the shard (`host:port`; empty for an embedded owner).
-    pub address: String,
-    /// The owner epoch granted with this ownership (strictly increasing per shard).
-    pub epoch: u64,
-    /// The etcd lease the record is bound to.
-    pub lease_id: i64,
-    /// Lease TTL in seconds.
-    pub ttl_seconds: i64,
-    /// Acquisition time, Unix milliseconds.
-    pub acquired_unix_ms: u64,
-}
-
-impl OwnerRecord {
-    pub(crate) fn decode(b: &[u8]) -> Result<OwnerRecord> {
-        serde_json::from_slice(b)
-            .map_err(|e| Error::InvalidArgument(format!("malformed owner record: {e}")))
-    }
-}
-
-pub(crate) fn decode_epoch(b: &[u8]) -> Result<u64> {
-    let arr: [u8; 8] = b
-        .try_into()
-        .map_err(|_| Error::InvalidArgument("malformed owner epoch counter".into()))?;
-    Ok(u64::from_be_bytes(arr))
-}
 
 /// The fail-stop safety margin for a lease of `ttl`: max(ttl / 10, 500 ms).
 pub fn safety_margin(ttl: Duration) -> Duration {
@@ -177,7 +146,7 @@ impl ControlPlane {
             epoch,
             lease_id,
             ttl_seconds: grant.ttl(),
-            acquired_unix_ms: super::now_unix_ms(),
+            acquired_unix_ms: now_unix_ms(),
         };
         let value = serde_json::to_vec(&record)
             .map_err(|e| Error::InvalidArgument(format!("owner record: {e}")))?;

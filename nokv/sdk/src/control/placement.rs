@@ -7,22 +7,18 @@
 //! A `Provisioning` root may still be reassigned to another logical shard (its generation
 //! advances); an `Active` (populated) root never changes logical shard, because object keys
 //! embed the shard id.
+//!
+//! [`ControlPlane::list_shards`] is here too: it joins every shard record with its owner and the
+//! roots placed on it (`nokv shard list`).
 
 use meta::codec::{RootPlacement, RootPlacementLifecycle};
 use meta::{LogicalShardId, RootId};
 
-use super::{refused, ControlPlane, PlacementErrorKind, ShardEngine};
-use crate::error::{Error, Result};
-
-/// A root's placement with its name.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RootRecord {
-    /// The root's unique name (same rules as a workbench id: ASCII letters, digits, `_`, `-`,
-    /// starting with a letter or digit, at most 128 bytes).
-    pub name: String,
-    /// root_id → logical_shard_id, placement_generation, lifecycle.
-    pub placement: RootPlacement,
-}
+use super::plane::{refused, ControlPlane};
+pub use super::records::RootRecord;
+use super::records::{decode_epoch, decode_root, encode_root, OwnerRecord, ShardRecord};
+use super::shard::{ShardEngine, ShardStatus};
+use crate::error::{Error, PlacementErrorKind, Result};
 
 /// Validates a root name (the workbench-id rules).
 ///
@@ -30,31 +26,6 @@ pub struct RootRecord {
 pub fn validate_root_name(name: &str) -> Result<()> {
     meta::validate_workbench_id(name)
         .map_err(|_| Error::InvalidArgument(format!("invalid root name {name:?}: use 1..=128 ASCII letters, digits, '_' or '-', starting with a letter or digit")))
-}
-
-/// Value of a root record: `u32be name_len | name | RootPlacement (meta codec)`.
-fn encode_root(r: &RootRecord) -> Vec<u8> {
-    let mut v = Vec::with_capacity(4 + r.name.len() + 48);
-    v.extend_from_slice(
-        &u32::try_from(r.name.len())
-            .unwrap_or(u32::MAX)
-            .to_be_bytes(),
-    );
-    v.extend_from_slice(r.name.as_bytes());
-    v.extend_from_slice(&r.placement.encode());
-    v
-}
-
-fn decode_root(b: &[u8]) -> Result<RootRecord> {
-    let bad = |why: &str| Error::InvalidArgument(format!("malformed root record: {why}"));
-    let (len, rest) = b.split_at_checked(4).ok_or_else(|| bad("truncated"))?;
-    let len = u32::from_be_bytes(len.try_into().map_err(|_| bad("truncated"))?) as usize;
-    let (name, placement) = rest.split_at_checked(len).ok_or_else(|| bad("truncated"))?;
-    let name = std::str::from_utf8(name).map_err(|_| bad("name is not UTF-8"))?;
-    Ok(RootRecord {
-        name: name.to_owned(),
-        placement: RootPlacement::decode(placement).map_err(|e| bad(&e.to_string()))?,
-    })
 }
 
 fn cmp_absent(key: &[u8]) -> etcd_client::Compare {
@@ -304,5 +275,48 @@ impl ControlPlane {
             PlacementErrorKind::ShardHasRoot,
             format!("logical shard {shard} already serves a root, or root {name} changed"),
         ))
+    }
+}
+
+/// The listing that joins every record kind.
+impl ControlPlane {
+    /// Every shard with its owner, last epoch and roots, in id order.
+    ///
+    /// Errors: a malformed record; etcd unavailable.
+    pub fn list_shards(&self) -> Result<Vec<ShardStatus>> {
+        let roots = self.list_roots()?;
+        let rows = self.list(self.key("shards/"))?;
+        let mut out: Vec<ShardStatus> = Vec::new();
+        for (key, value) in &rows {
+            if !key.ends_with(b"/record") {
+                continue;
+            }
+            let record = ShardRecord::decode(value)?;
+            let id = record.id()?;
+            let owner_key = self.shard_key(&id, "owner");
+            let epoch_key = self.shard_key(&id, "epoch");
+            let owner = rows
+                .iter()
+                .find(|(k, _)| *k == owner_key)
+                .map(|(_, v)| OwnerRecord::decode(v))
+                .transpose()?;
+            let last_epoch = rows
+                .iter()
+                .find(|(k, _)| *k == epoch_key)
+                .map(|(_, v)| decode_epoch(v))
+                .transpose()?
+                .unwrap_or(0);
+            out.push(ShardStatus {
+                roots: roots
+                    .iter()
+                    .filter(|r| r.placement.logical_shard_id == id)
+                    .cloned()
+                    .collect(),
+                record,
+                owner,
+                last_epoch,
+            });
+        }
+        Ok(out)
     }
 }

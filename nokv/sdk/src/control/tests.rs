@@ -5,9 +5,11 @@
 use std::time::{Duration, Instant};
 
 use meta::codec::RootPlacementLifecycle;
+use meta::{LogicalShardId, RootId};
 
 use super::owner::{safety_margin, serving_deadline};
 use super::*;
+use crate::error::Error;
 
 fn control() -> ControlPlane {
     let cluster = testkit::etcd::shared().expect("a three-member etcd cluster on loopback");

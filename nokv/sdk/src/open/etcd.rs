@@ -12,7 +12,7 @@ use crate::control::{
     refused, ControlPlane, PlacementErrorKind, RootRecord, ShardEngine, ShardOwnership,
 };
 use crate::error::{Error, Result};
-use crate::store_config::MetadataConfig;
+use crate::store_config::config::MetadataConfig;
 
 /// Opens the etcd-backed shard of the root named by `metadata`: resolves root → logical shard in
 /// the control plane, acquires the shard-owner lease (recording `address`, where this process

@@ -64,7 +64,7 @@ impl Client {
         if options.read_only {
             return Self::open_read_only_with(dir, options);
         }
-        let store_config = crate::store_config::StoreConfig::load(&dir)?;
+        let store_config = crate::store_config::config::StoreConfig::load(&dir)?;
         let etcd_metadata = store_config
             .as_ref()
             .map(|c| &c.metadata)
@@ -85,7 +85,7 @@ impl Client {
             #[cfg(not(feature = "etcd"))]
             {
                 let _ = metadata;
-                return Err(crate::store_config::etcd_unsupported());
+                return Err(crate::store_config::config::etcd_unsupported());
             }
             #[cfg(feature = "etcd")]
             let (meta, ownership) = etcd::open_shard(
@@ -112,7 +112,7 @@ impl Client {
         // store has none; S3 behind the block cache otherwise, namespace marker checked).
         let objects: Arc<dyn ObjectStore> = match &options.objects {
             Some(objects) => objects.clone(),
-            None => crate::store_config::open_objects(&dir, store_config.as_ref())?,
+            None => crate::store_config::objects::open_objects(&dir, store_config.as_ref())?,
         };
         let mut client = Client::from_parts(dir, meta, objects, ownership, &options);
         if options.recover_at_open {
@@ -175,7 +175,7 @@ impl Client {
 
     /// [`Client::open_with`] for [`ClientOptions::read_only`].
     fn open_read_only_with(dir: PathBuf, options: ClientOptions) -> Result<Client> {
-        let store_config = crate::store_config::StoreConfig::load(&dir)?;
+        let store_config = crate::store_config::config::StoreConfig::load(&dir)?;
         // As for a writer: empty or missing metadata beside objects is lost metadata.
         let require_initialized = holds_objects(&dir.join("objects"));
         let open = meta::OpenOptions {
@@ -188,7 +188,7 @@ impl Client {
             Some(metadata) if !metadata.is_holt() => etcd::open_shard_read_only(metadata, open)?,
             #[cfg(not(feature = "etcd"))]
             Some(metadata) if !metadata.is_holt() => {
-                return Err(crate::store_config::etcd_unsupported())
+                return Err(crate::store_config::config::etcd_unsupported())
             }
             _ => {
                 if !dir.join("meta").is_dir() && !require_initialized {
@@ -199,7 +199,9 @@ impl Client {
         };
         let objects: Arc<dyn ObjectStore> = match &options.objects {
             Some(objects) => objects.clone(),
-            None => crate::store_config::open_objects_read_only(&dir, store_config.as_ref())?,
+            None => {
+                crate::store_config::objects::open_objects_read_only(&dir, store_config.as_ref())?
+            }
         };
         Ok(Client::from_parts(dir, meta, objects, None, &options))
     }

@@ -51,8 +51,8 @@
 //! `multipart-after-first-part` (feature `fault-points`).
 //!
 //! Append cost: the whole-body digest of an append re-hashes the base body (O(body) per
-//! append). Persisting the resumable SHA-256 state would need a field the seed's ArtifactRevision
-//! record (value version 2) does not have, so it is left as is.
+//! append). Persisting the resumable SHA-256 state would need a field the ArtifactRevision
+//! record (docs/metadata-format.md, value version 2) does not have, so it is left as is.
 //!
 //! **Durable idempotent append** ([`crate::client::Client::append_idempotent`]): the caller's 16-byte
 //! operation id is the Publish operation's id and its intent digest is

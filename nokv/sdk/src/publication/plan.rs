@@ -1,5 +1,7 @@
 //! The shapes of a publication: what is published (`BodyPlan`, `OpSpec`, `Source`), what it
-//! returns, the intent digests and the recovery summary. A leaf: nothing here touches the client.
+//! returns (`Published`), the intent digests, which metadata errors refuse a final command for
+//! good, and the listing of operations ([`OperationInfo`], [`parse_operation_id`]); the recovery
+//! summary is `crate::client::RecoverySummary`. A leaf: nothing here touches the client.
 
 use std::io::Read;
 

@@ -13,8 +13,9 @@
 use serde_json::{Map, Value};
 
 use super::cursor::{decode_cursor, encode_cursor, scope_digest, CursorState, Fence};
+use super::error_map::{meta_tool_error, tool_error};
+use super::facade::Workbench;
 use super::scope::{opt_bool, opt_str, opt_u64, req_str};
-use super::{tool_error, Workbench};
 use crate::client::Client;
 use crate::commit::CommitRequest;
 use crate::json::canonical;
@@ -258,13 +259,13 @@ pub(super) fn find(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<
             Err(meta::Error::Storage(holt::Error::HistoryPruned { .. })) => {
                 return Err(ToolError::read_fence_changed())
             }
-            Err(e) => return Err(super::meta_tool_error(&e)),
+            Err(e) => return Err(meta_tool_error(&e)),
         };
         pinned = Some(page.read_version);
         more = page.more;
         let reader = shard
             .read_at(page.read_version)
-            .map_err(|e| super::meta_tool_error(&e))?;
+            .map_err(|e| meta_tool_error(&e))?;
         let page_len = page.candidates.len();
         for (i, cand) in page.candidates.into_iter().enumerate() {
             // Whether any workbench follows this candidate (in this page or a later one).

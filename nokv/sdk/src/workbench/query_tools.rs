@@ -30,8 +30,9 @@ use meta::NormPath;
 use serde_json::{Map, Value};
 
 use super::cursor::{self, CursorState, Fence};
+use super::error_map::meta_tool_error;
+use super::facade::Workbench;
 use super::scope::{opt_bool, opt_str, opt_u64, present, split_section, Scope};
-use super::{meta_tool_error, Workbench};
 use crate::client::Client;
 use crate::index_fields::{index_value_to_json, json_scalar_to_index_value};
 use nokv_protocol::errors::{ErrorCode, ToolError, ToolResult};

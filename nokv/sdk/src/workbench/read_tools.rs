@@ -5,8 +5,11 @@ use meta::{NormPath, PathEntry, Reader, WorkspaceCurrent};
 use serde_json::{Map, Value};
 
 use super::cursor::{self, CursorState, Fence};
+use super::error_map::tool_error;
+use super::facade::Workbench;
+use super::grep as grep_match;
 use super::scope::{opt_bool, opt_str, opt_u64, present, req_str, split_section, Scope};
-use super::{grep as grep_match, shape, tool_error, Workbench};
+use super::shape;
 use crate::client::{Client, SECTIONS};
 use nokv_protocol::errors::{ToolError, ToolResult};
 

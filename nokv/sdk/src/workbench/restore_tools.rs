@@ -22,11 +22,12 @@ use meta::ids::CommitId;
 use meta::ops::restore::RestoreError as OpError;
 use serde_json::{Map, Value};
 
+use super::error_map::{meta_tool_error, tool_error};
+use super::facade::Workbench;
 use super::scope::req_str;
 use super::snapshot_tools::selector_of;
-use super::{meta_tool_error, tool_error, Workbench};
 use crate::client::Client;
-use crate::restore::{RestoreError, RestoreFrom, RestoreRequest};
+use crate::restore::{RestoreFailure, RestoreFrom, RestoreRequest};
 use nokv_protocol::errors::{ErrorCode, ToolError, ToolResult};
 
 /// Runs `workbench_restore`.
@@ -76,16 +77,20 @@ pub(super) fn restore(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<M
 
 /// Maps restore errors to tool errors without storage identities (operation and commit ids are
 /// facade identities).
-pub(crate) fn restore_error(client: &Client, req: &RestoreRequest, err: RestoreError) -> ToolError {
+pub(crate) fn restore_error(
+    client: &Client,
+    req: &RestoreRequest,
+    err: RestoreFailure,
+) -> ToolError {
     let src = &req.source_workbench_id;
     let dst = &req.destination_workbench_id;
     match err {
-        RestoreError::Sdk(e) => tool_error(client, src, e),
-        RestoreError::Interrupted(point) => ToolError::internal(format!(
+        RestoreFailure::Sdk(e) => tool_error(client, src, e),
+        RestoreFailure::Interrupted(point) => ToolError::internal(format!(
             "the restore stopped at fault point {}; run the same restore again to resume it",
             point.as_str()
         )),
-        RestoreError::Operation(op) => match op {
+        RestoreFailure::Operation(op) => match op {
             OpError::SourceWorkbenchNotFound { .. } => ToolError::new(
                 ErrorCode::NotFound,
                 format!("workbench `{src}` does not exist; restore needs an existing source"),

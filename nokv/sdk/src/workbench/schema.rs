@@ -1,6 +1,7 @@
 //! Tool names, descriptions and JSON-Schema input validation of the 18 Workbench tools
-//! (docs/workbench.md, "The tools" and "Common rules"; schemas: `nokv/sdk/schemas/workbench-input-schemas.json`,
-//! JSON Schema draft 2020-12, copied verbatim from the design folder).
+//! (docs/workbench.md, "The tools" and "Common rules"). The input schemas are the JSON Schema
+//! draft 2020-12 file `nokv/sdk/schemas/workbench-input-schemas.json`, one schema per tool,
+//! each stating docs/workbench.md's input rules for that tool; this module compiles them.
 //!
 //! Every tool call is validated here first — unknown fields, wrong types, out-of-range limits —
 //! before any cross-field check or storage access. Each tool's validator is compiled once, lazily.

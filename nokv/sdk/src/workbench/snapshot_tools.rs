@@ -12,8 +12,9 @@ use meta::ops::snapshot::{SnapshotInfo, SnapshotSelector};
 use meta::Reader;
 use serde_json::{Map, Value};
 
+use super::error_map::tool_error;
+use super::facade::Workbench;
 use super::scope::{opt_str, opt_u64, req_str};
-use super::{tool_error, Workbench};
 use crate::client::Client;
 use crate::json::canonical::canonical_json;
 use crate::snapshot::{SnapshotOptions, DAY_MS};
@@ -36,7 +37,7 @@ fn depth(v: &Value) -> usize {
 
 /// Maps SDK errors of snapshot operations and snapshot reads to tool errors (snapshot codes
 /// first — `SnapshotNotFound`, `SnapshotExpired`, `ForkRetentionActive`, … — then the shared
-/// mapping of [`super::tool_error`]). Messages carry no storage identities.
+/// mapping of [`crate::workbench::tool_error`]). Messages carry no storage identities.
 pub fn snapshot_error(client: &Client, workbench_id: &str, err: crate::error::Error) -> ToolError {
     match err {
         crate::error::Error::Meta(meta::Error::SnapshotNotFound) => ToolError::new(

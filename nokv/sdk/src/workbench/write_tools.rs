@@ -2,8 +2,10 @@
 
 use serde_json::{Map, Value};
 
+use super::edit as edit_match;
+use super::error_map::tool_error;
+use super::facade::Workbench;
 use super::scope::{opt_bool, opt_str, opt_u64, req_str, Scope};
-use super::{edit as edit_match, tool_error, Workbench};
 use crate::client::{PutOptions, WriteCondition, SECTIONS};
 use crate::json::payload;
 use nokv_protocol::errors::{ErrorCode, ToolError, ToolResult};

@@ -1,71 +1,12 @@
-//! Store configuration persisted at store creation (`nokv init`), and the object-namespace
-//! marker that ties a store to its object namespace.
-//!
-//! # `<store>/nokv-store.json`
-//!
-//! Written once by [`init_store`] (temp file + `fsync` + rename + directory `fsync`), read by
-//! every [`crate::client::Client::open`]. A store directory without the file is an embedded store on
-//! the local directory `<store>/objects` (every store created before `nokv init` existed).
-//!
-//! ```json
-//! {
-//!   "format": "nokv-store-config",
-//!   "version": 1,
-//!   "store_uuid": "5f0c3e0d9a7b4c21b1e2d3f4a5b6c7d8",
-//!   "objects": {
-//!     "provider": "s3",
-//!     "bucket": "research",
-//!     "prefix": "team-a/nokv",
-//!     "endpoint": "http://127.0.0.1:9000",
-//!     "region": "us-east-1",
-//!     "path_style": true
-//!   },
-//!   "cache": { "dir": "cache", "max_bytes": 1073741824 }
-//! }
-//! ```
-//!
-//! A store whose metadata lives in etcd (`nokv init --metadata-etcd URLS`) also carries
-//!
-//! ```json
-//!   "metadata": {
-//!     "engine": "etcd",
-//!     "endpoints": ["http://127.0.0.1:2379"],
-//!     "namespace": "/nokv/",
-//!     "root": "team-a",
-//!     "root_id": "9f2c…"
-//!   }
-//! ```
-//!
-//! naming the control plane (see [`crate::control`]) that holds the root's RootPlacement and its
-//! logical shard's records; without it the metadata is the holt database in `<store>/meta`.
-//!
-//! `objects` is `{"provider": "local"}` for the local directory, `{"provider": "local", "sync":
-//! "per_file"}` for one that makes objects durable with an `fsync` per file and directory
-//! instead of the default shared `syncfs` group flush (`"sync": "syncfs"`, also what a file
-//! without `sync` means; see [`objstore::ObjectSync`]). `store_uuid` is 16 random
-//! bytes as 32 lowercase hex characters. `cache` (S3 only; `null` disables it) names the local
-//! block cache directory (relative paths are relative to the store directory) and its byte
-//! bound. Credentials are never written: they come from the standard AWS chain at open.
-//! Unknown `format`/`version` values and unknown fields are refused (fail closed).
-//!
-//! # Object-namespace marker
-//!
-//! [`MARKER_KEY`] (`nokv/namespace.json`, i.e. `<prefix>/nokv/namespace.json` in the bucket) is
-//! created with put-if-absent at init and holds `{"format": "nokv-object-namespace",
-//! "version": 1, "store_uuid": "…"}`. Every open of a configured store reads it and refuses the
-//! store ([`crate::error::Error::NamespaceMismatch`]) when it is missing or names another store, so
-//! a store pointed at the wrong bucket/prefix never publishes into, or trusts, a foreign
-//! namespace.
+//! The store configuration file `<store>/nokv-store.json` (see the module docs of
+//! [`crate::store_config`]): its types, and reading, writing and building it. A leaf of
+//! `store_config/`.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use objstore::{
-    CacheOptions, CachedStore, LocalDir, LocalOptions, ObjectStore, ObjectSync, PutOutcome,
-    S3Config, S3,
-};
+use objstore::{ObjectSync, S3Config};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -245,15 +186,7 @@ pub struct InitOptions {
     pub object_sync: Option<ObjectSyncConfig>,
 }
 
-/// The marker object's JSON body.
-#[derive(Debug, Serialize, Deserialize)]
-struct Marker {
-    format: String,
-    version: u32,
-    store_uuid: String,
-}
-
-fn config_error(reason: impl Into<String>) -> Error {
+pub(super) fn config_error(reason: impl Into<String>) -> Error {
     Error::StoreConfig {
         reason: reason.into(),
     }
@@ -432,7 +365,7 @@ impl StoreConfig {
     /// The same settings, ignoring the store uuid (re-running `init` with the same flags).
     /// For etcd metadata the root id is drawn at init, so only endpoints, namespace and (when
     /// `other` names one) the root name are compared.
-    fn same_settings(&self, other: &StoreConfig, root_name: Option<&str>) -> bool {
+    pub(super) fn same_settings(&self, other: &StoreConfig, root_name: Option<&str>) -> bool {
         let metadata_matches = match (&self.metadata, &other.metadata) {
             (
                 MetadataConfig::Etcd {
@@ -489,179 +422,9 @@ fn endpoint_needs_path_style(endpoint: &str) -> bool {
     host == "localhost" || host.parse::<std::net::IpAddr>().is_ok()
 }
 
-/// Builds the object provider of the store in `dir` (`config` as loaded by
-/// [`StoreConfig::load`]): `LocalDir` at `<dir>/objects` without a configuration; S3 (wrapped
-/// in the block cache when configured) otherwise. With a configuration, the namespace marker
-/// must exist and carry the configured `store_uuid`.
-///
-/// Errors: [`Error::NamespaceMismatch`]; [`Error::StoreConfig`] for an unusable provider or
-/// cache configuration; [`Error::ObjectUnavailable`] when the marker cannot be read.
-pub fn open_objects(dir: &Path, config: Option<&StoreConfig>) -> Result<Arc<dyn ObjectStore>> {
-    let Some(config) = config else {
-        return Ok(Arc::new(LocalDir::open(dir.join("objects"))?));
-    };
-    let store = build_provider(dir, config, true)?;
-    check_marker(store.as_ref(), config)?;
-    Ok(store)
-}
-
-/// [`open_objects`] for a read-only client: touches nothing on disk. A local provider is opened
-/// without creating or syncing its directory ([`LocalDir::open_existing`]); an S3 provider is
-/// used without the local block cache, whose directory a read-only store may not let it write.
-/// The namespace marker is checked like [`open_objects`] does.
-///
-/// Errors: [`Error::StoreConfig`] when the S3 client cannot be built;
-/// [`Error::NamespaceMismatch`] when the marker is missing or foreign.
-pub fn open_objects_read_only(
-    dir: &Path,
-    config: Option<&StoreConfig>,
-) -> Result<Arc<dyn ObjectStore>> {
-    let Some(config) = config else {
-        return Ok(Arc::new(LocalDir::open_existing(dir.join("objects"))));
-    };
-    let store = build_provider(dir, config, false)?;
-    check_marker(store.as_ref(), config)?;
-    Ok(store)
-}
-
-/// The configured provider; `writable` opens the local directory for writing (created and
-/// synced) and puts the block cache in front of S3, otherwise nothing local is touched.
-fn build_provider(
-    dir: &Path,
-    config: &StoreConfig,
-    writable: bool,
-) -> Result<Arc<dyn ObjectStore>> {
-    match &config.objects {
-        ObjectsConfig::Local { .. } if !writable => {
-            Ok(Arc::new(LocalDir::open_existing(dir.join("objects"))))
-        }
-        ObjectsConfig::Local { sync } => Ok(Arc::new(LocalDir::open_with(
-            dir.join("objects"),
-            LocalOptions {
-                sync: (*sync).into(),
-            },
-        )?)),
-        ObjectsConfig::S3 {
-            bucket,
-            prefix,
-            endpoint,
-            region,
-            path_style,
-        } => {
-            let mut s3c = S3Config::new(bucket.clone(), prefix.clone());
-            s3c.endpoint = endpoint.clone();
-            s3c.region = region.clone();
-            s3c.path_style = *path_style;
-            let s3 = S3::open(s3c).map_err(|e| config_error(e.to_string()))?;
-            match &config.cache {
-                None => Ok(Arc::new(s3)),
-                Some(_) if !writable => Ok(Arc::new(s3)),
-                Some(cache) => {
-                    let cache_dir = if cache.dir.is_absolute() {
-                        cache.dir.clone()
-                    } else {
-                        dir.join(&cache.dir)
-                    };
-                    let cached =
-                        CachedStore::open(s3, CacheOptions::new(cache_dir, cache.max_bytes))
-                            .map_err(|e| config_error(e.to_string()))?;
-                    Ok(Arc::new(cached))
-                }
-            }
-        }
-    }
-}
-
-fn marker_bytes(config: &StoreConfig) -> Result<Vec<u8>> {
-    let marker = Marker {
-        format: MARKER_FORMAT.into(),
-        version: 1,
-        store_uuid: config.store_uuid.clone(),
-    };
-    let mut bytes = serde_json::to_vec_pretty(&marker)
-        .map_err(|e| config_error(format!("cannot encode the namespace marker: {e}")))?;
-    bytes.push(b'\n');
-    Ok(bytes)
-}
-
-/// Reads the marker and compares its uuid with the configuration's.
-fn check_marker(store: &dyn ObjectStore, config: &StoreConfig) -> Result<()> {
-    let found = match store.get(MARKER_KEY) {
-        Ok(bytes) => bytes,
-        Err(objstore::Error::NotFound { .. }) => {
-            return Err(Error::NamespaceMismatch {
-                reason: format!(
-                    "the object namespace ({}) has no NoKV namespace marker; it is not this store's namespace (store {})",
-                    config.describe_objects(),
-                    config.store_uuid
-                ),
-            })
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let marker: Marker = serde_json::from_slice(&found).map_err(|_| Error::NamespaceMismatch {
-        reason: format!(
-            "the namespace marker in {} is not a NoKV marker",
-            config.describe_objects()
-        ),
-    })?;
-    if marker.format != MARKER_FORMAT || marker.store_uuid != config.store_uuid {
-        return Err(Error::NamespaceMismatch {
-            reason: format!(
-                "the object namespace {} belongs to store {}, not to this store ({})",
-                config.describe_objects(),
-                marker.store_uuid,
-                config.store_uuid
-            ),
-        });
-    }
-    Ok(())
-}
-
-/// Prepares the store directory of one root served by a `nokv serve --control` server
-/// (docs/design.md, "Distribution"): `<dir>/nokv-store.json` names the root's etcd-backed shard and
-/// the deployment's object namespace for the root; the namespace marker is written
-/// (put-if-absent) or checked. Idempotent: an existing configuration must equal `config`.
-///
-/// Errors: [`Error::StoreConfig`] when `dir` holds another configuration;
-/// [`Error::NamespaceMismatch`] when the object namespace belongs to another store;
-/// [`Error::ObjectUnavailable`] / [`Error::LocalIo`].
-pub fn prepare_served_root(dir: &Path, config: &StoreConfig) -> Result<()> {
-    match StoreConfig::load(dir)? {
-        Some(existing) if existing == *config => {}
-        Some(existing) => {
-            return Err(config_error(format!(
-                "{} already configures another store ({}, root {:?})",
-                dir.display(),
-                existing.describe_objects(),
-                match &existing.metadata {
-                    MetadataConfig::Etcd { root, .. } => root.as_str(),
-                    MetadataConfig::Holt => "(holt)",
-                }
-            )))
-        }
-        None => config.write_new(dir)?,
-    }
-    let store = build_provider(dir, config, true)?;
-    match store.put_if_absent(MARKER_KEY, &marker_bytes(config)?)? {
-        PutOutcome::Created => Ok(()),
-        PutOutcome::AlreadyExists => check_marker(store.as_ref(), config),
-    }
-}
-
-/// What [`init_store`] did.
-#[derive(Clone, Debug)]
-pub struct InitOutcome {
-    /// The configuration in force.
-    pub config: StoreConfig,
-    /// False when the store was already initialized with the same settings (idempotent rerun
-    /// that only completed a missing marker, if any).
-    pub created: bool,
-}
-
 /// What a build without the SDK's `etcd` feature answers for a store whose metadata lives on etcd.
 #[cfg(not(feature = "etcd"))]
-const ETCD_UNSUPPORTED: &str =
+pub(super) const ETCD_UNSUPPORTED: &str =
     "this build of NoKV has no etcd support (the SDK's `etcd` feature is off; the Python \
      SDK is built without it); open the store with the nokv CLI or through `nokv serve`";
 
@@ -671,100 +434,6 @@ pub(crate) fn etcd_unsupported() -> Error {
     config_error(format!(
         "this store keeps its metadata on etcd: {ETCD_UNSUPPORTED}"
     ))
-}
-
-/// `--metadata-etcd URLS` of `nokv init`: validates the namespace and root name and sets the
-/// metadata configuration (the RootPlacement is created when the configuration is first written).
-#[cfg(feature = "etcd")]
-fn etcd_metadata(wanted: &mut StoreConfig, control: &str, options: &InitOptions) -> Result<()> {
-    let endpoints = crate::control::parse_control_url(control)?;
-    let namespace = options
-        .etcd_namespace
-        .clone()
-        .unwrap_or_else(|| meta::store::etcd::DEFAULT_NAMESPACE.to_owned());
-    meta::store::etcd::validate_namespace(&namespace).map_err(|e| config_error(e.to_string()))?;
-    let root = options
-        .root_name
-        .clone()
-        .unwrap_or_else(|| format!("store-{}", wanted.store_uuid.get(..12).unwrap_or("x")));
-    crate::control::placement::validate_root_name(&root)?;
-    wanted.metadata = MetadataConfig::Etcd {
-        endpoints,
-        namespace,
-        root,
-        root_id: String::new(),
-    };
-    Ok(())
-}
-
-/// `nokv init`: persists the configuration, writes the namespace marker (put-if-absent) and
-/// creates the metadata store.
-///
-/// Re-running with the same settings completes an interrupted init (idempotent). Refused:
-/// different settings on an initialized store, a store that already holds metadata but no
-/// configuration (it was created without `init` on the local directory), and an object
-/// namespace whose marker belongs to another store.
-///
-/// Errors: [`Error::StoreConfig`], [`Error::NamespaceMismatch`], [`Error::ObjectUnavailable`],
-/// [`Error::LocalIo`], plus those of [`crate::client::Client::open_with`].
-pub fn init_store(dir: &Path, options: &InitOptions) -> Result<InitOutcome> {
-    #[cfg_attr(not(feature = "etcd"), allow(unused_mut))]
-    let mut wanted = StoreConfig::from_init(options)?;
-    if let Some(control) = &options.metadata_etcd {
-        #[cfg(not(feature = "etcd"))]
-        return Err(config_error(format!(
-            "--metadata-etcd {control}: {ETCD_UNSUPPORTED}"
-        )));
-        #[cfg(feature = "etcd")]
-        etcd_metadata(&mut wanted, control, options)?;
-    }
-    let (config, created) = match StoreConfig::load(dir)? {
-        Some(existing) => {
-            if !existing.same_settings(&wanted, options.root_name.as_deref()) {
-                return Err(config_error(format!(
-                    "the store is already initialized with other settings ({})",
-                    existing.describe_objects()
-                )));
-            }
-            (existing, false)
-        }
-        None => {
-            if dir.join("meta").exists() {
-                return Err(config_error(
-                    "the directory already holds a store created without `nokv init` (local objects); init only creates new stores",
-                ));
-            }
-            #[cfg(feature = "etcd")]
-            if let MetadataConfig::Etcd {
-                endpoints,
-                namespace,
-                root,
-                root_id,
-            } = &mut wanted.metadata
-            {
-                // The RootPlacement exists before the root's first write (docs/metadata-format.md).
-                let control = crate::control::ControlPlane::connect(endpoints.clone(), namespace)?;
-                let record = control.create_root(root, None)?;
-                *root_id = record.placement.root_id.to_string();
-            }
-            wanted.write_new(dir)?;
-            (wanted, true)
-        }
-    };
-    let store = build_provider(dir, &config, true)?;
-    match store.put_if_absent(MARKER_KEY, &marker_bytes(&config)?)? {
-        PutOutcome::Created => {}
-        PutOutcome::AlreadyExists => check_marker(store.as_ref(), &config)?,
-    }
-    drop(store);
-    crate::client::Client::open_with(
-        dir,
-        crate::client::ClientOptions {
-            create_if_missing: true,
-            ..Default::default()
-        },
-    )?;
-    Ok(InitOutcome { config, created })
 }
 
 #[cfg(test)]
@@ -886,59 +555,5 @@ mod tests {
         assert_eq!("per-file".parse(), Ok(ObjectSyncConfig::PerFile));
         assert_eq!("syncfs".parse(), Ok(ObjectSyncConfig::Syncfs));
         assert!("fsync".parse::<ObjectSyncConfig>().is_err());
-    }
-
-    #[test]
-    fn init_with_per_file_sync_opens_the_objects_that_way() {
-        let a = tempfile::tempdir().expect("tempdir");
-        let options = InitOptions {
-            object_sync: Some(ObjectSyncConfig::PerFile),
-            ..Default::default()
-        };
-        let outcome = init_store(a.path(), &options).expect("init");
-        assert_eq!(
-            StoreConfig::load(a.path()).expect("load"),
-            Some(outcome.config.clone())
-        );
-        assert_eq!(
-            outcome.config.objects,
-            ObjectsConfig::Local {
-                sync: ObjectSyncConfig::PerFile
-            }
-        );
-        // Re-running init with another mode is another setting.
-        assert!(matches!(
-            init_store(a.path(), &InitOptions::default()),
-            Err(Error::StoreConfig { .. })
-        ));
-        assert!(!init_store(a.path(), &options).expect("rerun").created);
-        crate::client::Client::open(a.path()).expect("open per-file store");
-        // The mode is for local objects only.
-        let s3 = InitOptions {
-            objects: Some("s3://bucket/x".into()),
-            object_sync: Some(ObjectSyncConfig::Syncfs),
-            ..Default::default()
-        };
-        assert!(matches!(
-            StoreConfig::from_init(&s3),
-            Err(Error::StoreConfig { .. })
-        ));
-    }
-
-    #[test]
-    fn local_store_with_foreign_marker_is_refused() {
-        let a = tempfile::tempdir().expect("tempdir");
-        let outcome = init_store(a.path(), &InitOptions::default()).expect("init");
-        assert!(outcome.created);
-        crate::client::Client::open(a.path()).expect("reopen own namespace");
-        // Another store's configuration pointed at the same objects directory.
-        let mut foreign = outcome.config.clone();
-        foreign.store_uuid = "ff".repeat(16);
-        fs::remove_file(a.path().join(CONFIG_FILE)).expect("rm");
-        foreign.write_new(a.path()).expect("write foreign");
-        assert!(matches!(
-            crate::client::Client::open(a.path()),
-            Err(Error::NamespaceMismatch { .. })
-        ));
     }
 }
