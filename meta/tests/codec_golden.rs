@@ -1000,7 +1000,10 @@ fn a_reservation_round_trips_and_fails_closed_outside_its_bounds() {
         op
     );
     // No revision, or more than the bound: fail closed.
-    expect_codec(Operation::decode(&[0, 1, 6, 0, 0, 0, 0]), "empty reservation");
+    expect_codec(
+        Operation::decode(&[0, 1, 6, 0, 0, 0, 0]),
+        "empty reservation",
+    );
     let mut too_many = vec![0, 1, 6];
     too_many.extend_from_slice(&(MAX_RESERVED_REVISIONS as u32 + 1).to_be_bytes());
     expect_codec(Operation::decode(&too_many), "too many revisions");

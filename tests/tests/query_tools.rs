@@ -217,10 +217,12 @@ fn replacing_an_artifact_removes_its_old_index_rows_in_the_same_command() {
         .into_iter()
         .collect();
     client.put("wb", "outputs/m.json", b"{}", &options).unwrap();
-    // Three metadata commands (the Publish operation's Begin with its StagedObject row, the
-    // Uploading -> Finalizing CAS, then the one publication command that also swaps the index
-    // rows and moves the operation to Published): the version moved by exactly three.
-    assert_eq!(client.meta().read().version(), before + 3);
+    // Two metadata commands (the Publish operation's Begin with its StagedObject row, then the
+    // sealed publication that also swaps the index rows and moves the operation from Uploading
+    // to Published — docs/metadata-format.md, "Sealed publication"): the version moved by
+    // exactly two. (This handle holds no reserved revision yet: this put's command carries the
+    // first refill.)
+    assert_eq!(client.meta().read().version(), before + 2);
     let wb = Workbench::new(client.clone());
     let old = json!({"predicates":[{"field":"acc","op":"eq","value":0.5}]});
     assert_eq!(search(&wb, old.clone())["match_count"], 0);
