@@ -21,12 +21,24 @@
 //!   directory and the root directory (four flushes, each after new metadata).
 //! - `object/flat` — a 4 KiB temp file in one existing directory, `fsync`, rename, `fsync` the
 //!   directory: the least a durable, atomically named object can cost on a POSIX file system.
+//! - `object/syncfs-group` — the `object/new-dirs` block (same directories, temp file and
+//!   rename) with no `fsync` of its own: each writer then waits for a group flush, one
+//!   `syncfs(2)` of the file system shared by every writer that finished its rename while the
+//!   previous flush ran (leader/follower, as `objstore::LocalDir` does in its default
+//!   `ObjectSync::Syncfs` mode). The file system is the one `NOKV_BENCH_DIR` is on, so other
+//!   programs' dirty data is flushed too: that is the mode's cost on a shared file system.
+//! - `local/syncfs`, `local/per-file` — `objstore::LocalDir::put_if_absent` of the same block
+//!   under `objstore::block_key` (a new revision per put) in each `ObjectSync` mode: the
+//!   provider itself, with its temp-file names, `mkdir`s and flush bookkeeping.
 //!
 //! Each case runs with `NOKV_BENCH_THREADS` (default `1,4,16`) writers for `NOKV_BENCH_SECS`
 //! (default 3) seconds, `NOKV_BENCH_ROUNDS` (default 2) times, the cases interleaved, in a fresh
 //! directory under `NOKV_BENCH_DIR` (default: the system temp directory — it must be on the file
-//! system whose floor you want). Output: operations per second and the ratio to one writer of
-//! the same case and round. Run: `cargo bench -p nokv-benches --bench durability_floor`.
+//! system whose floor you want); after each row its directory is removed and the file system
+//! flushed (`syncfs`, not timed), so a row never pays for the previous row's files. Output: operations per second, the ratio to one writer of
+//! the same case and round, and the flushes per operation (WAL: records per `fdatasync`;
+//! objects: `fsync` or `syncfs` calls per object). Run:
+//! `cargo bench -p nokv-benches --bench durability_floor`.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -37,6 +49,7 @@ use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use nokv_benches::{bench_dir, env_list, env_u64, run_for};
+use objstore::{LocalDir, LocalOptions, ObjectStore, ObjectSync, PutOutcome};
 
 /// One WAL floor run's configuration.
 #[derive(Clone, Copy)]
@@ -196,6 +209,101 @@ fn run_objects(root: &Path, new_dirs: bool, threads: usize, secs: u64) -> (u64, 
     })
 }
 
+/// A bare group flush: a writer needs the flush numbered one above the last one started; the
+/// first writer to find none running leads it (one `syncfs`), the others wait.
+struct SyncfsGroup {
+    state: Mutex<GroupState>,
+    ended: Condvar,
+    dir: File,
+}
+
+#[derive(Default)]
+struct GroupState {
+    started: u64,
+    finished: u64,
+    running: bool,
+}
+
+impl SyncfsGroup {
+    fn new(dir: &Path) -> Self {
+        SyncfsGroup {
+            state: Mutex::new(GroupState::default()),
+            ended: Condvar::new(),
+            dir: File::open(dir).expect("open the flush directory"),
+        }
+    }
+
+    fn wait(&self) {
+        let mut st = self.state.lock().unwrap();
+        let needed = st.started + 1;
+        while st.finished < needed {
+            if st.running {
+                st = self.ended.wait(st).unwrap();
+                continue;
+            }
+            st.started = needed;
+            st.running = true;
+            drop(st);
+            rustix::fs::syncfs(&self.dir).expect("syncfs");
+            st = self.state.lock().unwrap();
+            st.finished = needed;
+            st.running = false;
+            self.ended.notify_all();
+        }
+    }
+}
+
+/// Runs the shared-`syncfs` object floor; returns (objects made durable, flushes, seconds).
+fn run_syncfs_group(root: &Path, threads: usize, secs: u64) -> (u64, u64, f64) {
+    let body = vec![b'x'; 4096];
+    let group = SyncfsGroup::new(root);
+    let (done, elapsed) = run_for(threads, secs, &|t, i| {
+        let blocks = root.join(format!("{t:04x}{i:028x}")).join("blocks");
+        fs::create_dir_all(&blocks).expect("create revision directories");
+        let tmp = blocks.join("0000000000000000.tmp");
+        let mut f = OpenOptions::new()
+            .create_new(true)
+            .write(true)
+            .open(&tmp)
+            .expect("create temp file");
+        f.write_all(&body).expect("write block");
+        drop(f);
+        fs::rename(&tmp, blocks.join("0000000000000000")).expect("rename");
+        group.wait();
+    });
+    let flushes = group.state.lock().unwrap().finished;
+    (done, flushes, elapsed)
+}
+
+/// Runs `LocalDir::put_if_absent` of one 4 KiB block per new revision; returns (objects, the
+/// provider's flushes: syncfs calls plus file and directory fsyncs, seconds).
+fn run_local(root: &Path, sync: ObjectSync, threads: usize, secs: u64) -> (u64, u64, f64) {
+    let body = vec![b'x'; 4096];
+    let store = LocalDir::open_with(root, LocalOptions { sync }).expect("open LocalDir");
+    let before = store.stats();
+    let (done, elapsed) = run_for(threads, secs, &|t, i| {
+        let mut revision = [0u8; 16];
+        revision[..8].copy_from_slice(&(t as u64).to_be_bytes());
+        revision[8..].copy_from_slice(&i.to_be_bytes());
+        let key = objstore::block_key(&[0x11; 16], &[0x22; 16], &revision, 0);
+        let outcome = store.put_if_absent(&key, &body).expect("put_if_absent");
+        assert_eq!(outcome, PutOutcome::Created);
+    });
+    let after = store.stats();
+    let flushes = (after.syncfs_calls - before.syncfs_calls)
+        + (after.file_fsyncs - before.file_fsyncs)
+        + (after.dir_fsyncs - before.dir_fsyncs);
+    (done, flushes, elapsed)
+}
+
+/// Removes a row's directory and flushes the file system before the next row starts (not
+/// timed), so no row pays for the writeback or the block discards of the previous row's files.
+fn settle(dir: tempfile::TempDir, base: &Path) {
+    dir.close().expect("remove bench directory");
+    let base = File::open(base).expect("open bench directory");
+    rustix::fs::syncfs(&base).expect("syncfs");
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; there are no other arguments.
     let threads = env_list("NOKV_BENCH_THREADS", &[1, 4, 16]);
@@ -249,6 +357,7 @@ fn main() {
             for &n in &threads {
                 let dir = tempfile::tempdir_in(&base).expect("bench directory");
                 let (acked, groups, elapsed) = run_wal(dir.path(), case, n, secs, record);
+                settle(dir, &base);
                 let rate = acked as f64 / elapsed;
                 let base_rate = *one.get_or_insert(rate);
                 println!(
@@ -258,14 +367,41 @@ fn main() {
                 );
             }
         }
-        for (name, new_dirs) in [("object/new-dirs", true), ("object/flat", false)] {
+        println!();
+        println!("| case | writers | objects/s | × 1 writer | flushes per object |");
+        println!("|---|---:|---:|---:|---:|");
+        let object_cases = [
+            "object/new-dirs",
+            "object/flat",
+            "object/syncfs-group",
+            "local/per-file",
+            "local/syncfs",
+        ];
+        for name in object_cases {
             let mut one = None;
             for &n in &threads {
                 let dir = tempfile::tempdir_in(&base).expect("bench directory");
-                let (done, elapsed) = run_objects(dir.path(), new_dirs, n, secs);
+                let (done, flushes, elapsed) = match name {
+                    "object/new-dirs" => {
+                        let (done, elapsed) = run_objects(dir.path(), true, n, secs);
+                        (done, done * 4, elapsed)
+                    }
+                    "object/flat" => {
+                        let (done, elapsed) = run_objects(dir.path(), false, n, secs);
+                        (done, done * 2, elapsed)
+                    }
+                    "object/syncfs-group" => run_syncfs_group(dir.path(), n, secs),
+                    "local/per-file" => run_local(dir.path(), ObjectSync::PerFile, n, secs),
+                    _ => run_local(dir.path(), ObjectSync::Syncfs, n, secs),
+                };
+                settle(dir, &base);
                 let rate = done as f64 / elapsed;
                 let base_rate = *one.get_or_insert(rate);
-                println!("| {name} | {n} | {rate:.0} | {:.2} | |", rate / base_rate);
+                println!(
+                    "| {name} | {n} | {rate:.0} | {:.2} | {:.2} |",
+                    rate / base_rate,
+                    flushes as f64 / done.max(1) as f64
+                );
             }
         }
     }

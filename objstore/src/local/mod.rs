@@ -37,8 +37,11 @@
 //!   *Cost.* A `syncfs` writes back every dirty page and inode of the **whole file system**,
 //!   other processes' included, and waits for it. It is the right choice where the store owns
 //!   its file system, or where the file system is otherwise not busy: there, concurrent puts
-//!   make their bodies durable with one device flush per group instead of one per object and
-//!   directory, and a put waits for one flush. On a file system that other programs fill with
+//!   make their bodies durable with one flush per group instead of one per object and
+//!   directory, and a put waits for one flush. The writes themselves are not merged (each
+//!   object's data and directory entries are still written back), so what a group gains is
+//!   bounded by what the device does per write (the `durability_floor` bench measures both
+//!   modes). On a file system that other programs fill with
 //!   dirty data (a build tree, a database), every group pays for their writeback as well.
 //!   Writeback errors are seen by `syncfs` only since Linux 5.8; with older kernels use
 //!   per-file syncs. Any error of the file system reported to a flush (another file's
@@ -61,8 +64,9 @@
 //!   touches nothing but the store's own files, so it is the fallback for a shared file
 //!   system. Its limit: a directory created by a process that died between its `mkdir` and
 //!   the `fsync` of the parent is trusted by the next process, though its entry is only as
-//!   durable as the kernel's writeback makes it; ext4 and XFS commit such an entry with the
-//!   next journal commit, which any later `fsync` on the file system forces.
+//!   durable as the kernel's writeback makes it (on journaling file systems such as ext4 and
+//!   XFS it is typically committed with the next journal commit, which later `fsync`s force;
+//!   [`ObjectSync::Syncfs`] has no such gap: a flush covers every entry, whoever made it).
 //!
 //! `delete` removes the directories it leaves empty (up to the root), so a store's directory
 //! tree holds only the objects that exist; a writer whose directory vanishes between creating
