@@ -59,6 +59,9 @@ struct PoolState {
     live: VecDeque<Live>,
     /// Settled reservations not yet retired.
     settled: Vec<OperationId>,
+    /// The reservation a publication command is writing right now (held by this handle from
+    /// before its command commits, so a concurrent recovery pass never sweeps it).
+    refilling: Option<OperationId>,
 }
 
 impl ReservationPool {
@@ -95,6 +98,7 @@ impl ReservationPool {
             self.refilling.store(false, Ordering::Release);
             return None;
         };
+        self.lock().refilling = Some(revisions.0);
         Some(Refill {
             change: ReservationChange {
                 reserve: Some(Reservation {
@@ -109,12 +113,22 @@ impl ReservationPool {
     /// Ends a refill: `applied` when its command committed (the new reservation joins the pool,
     /// the retired ones are gone), else the retirements are given back.
     pub(crate) fn end_refill(&self, refill: Refill, applied: bool) {
-        if applied {
-            if let Some(r) = refill.change.reserve {
-                self.add(r.id, r.revisions);
+        {
+            // One critical section: `holds` sees the new reservation as refilling or live.
+            let mut st = self.lock();
+            if applied {
+                if let Some(r) = refill.change.reserve {
+                    st.live.push_back(Live {
+                        id: r.id,
+                        free: r.revisions,
+                        outstanding: 0,
+                        dirty: false,
+                    });
+                }
+            } else {
+                st.settled.extend(refill.change.retire);
             }
-        } else {
-            self.unretired(refill.change.retire);
+            st.refilling = None;
         }
         self.refilling.store(false, Ordering::Release);
     }
@@ -128,27 +142,12 @@ impl ReservationPool {
         Some((live.id, rev))
     }
 
-    /// Up to `n` settled reservations to retire with the next one (removed from the pool; give
-    /// them back with [`ReservationPool::unretired`] if that command fails).
+    /// Up to `n` settled reservations to retire with the next one (removed from the pool;
+    /// [`ReservationPool::end_refill`] gives them back if that command fails).
     pub(crate) fn to_retire(&self, n: usize) -> Vec<OperationId> {
         let mut st = self.lock();
         let n = n.min(st.settled.len());
         st.settled.drain(..n).collect()
-    }
-
-    /// Puts back reservations [`ReservationPool::to_retire`] handed out.
-    pub(crate) fn unretired(&self, ids: Vec<OperationId>) {
-        self.lock().settled.extend(ids);
-    }
-
-    /// Adds a reservation that was just made durable.
-    pub(crate) fn add(&self, id: OperationId, revisions: Vec<ReservedRevision>) {
-        self.lock().live.push_back(Live {
-            id,
-            free: revisions,
-            outstanding: 0,
-            dirty: false,
-        });
     }
 
     /// A put that took a revision of reservation `id` ended: `clean` when its revision was
@@ -173,7 +172,7 @@ impl ReservationPool {
     /// True when `id` is one of this handle's reservations (recovery leaves it alone).
     pub(crate) fn holds(&self, id: &OperationId) -> bool {
         let st = self.lock();
-        st.live.iter().any(|l| l.id == *id) || st.settled.contains(id)
+        st.live.iter().any(|l| l.id == *id) || st.settled.contains(id) || st.refilling == Some(*id)
     }
 
     /// At close: every reservation that may be retired without a sweep — settled ones, and live
@@ -188,5 +187,73 @@ impl ReservationPool {
                 .map(|l| l.id),
         );
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn revisions(n: usize) -> Vec<ReservedRevision> {
+        (0..n)
+            .map(|i| ReservedRevision {
+                revision: meta::ArtifactRevisionId([i as u8; 16]),
+                object_key: format!("k{i}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_refill_is_held_from_before_its_command_until_its_revisions_are_settled() {
+        let pool = ReservationPool::default();
+        // No refill before the handle finished a put (a one-shot process never reserves).
+        assert!(pool.begin_refill(|| Some(revisions(2))).is_none());
+        pool.completed_one();
+        let refill = pool.begin_refill(|| Some(revisions(2))).unwrap();
+        let id = refill.change.reserve.as_ref().unwrap().id;
+        // Held while its command runs: a recovery pass must not sweep it.
+        assert!(pool.holds(&id));
+        // Only one refill at a time.
+        assert!(pool.begin_refill(|| Some(revisions(2))).is_none());
+        pool.end_refill(refill, true);
+        assert!(pool.holds(&id));
+        let (a, _) = pool.take().unwrap();
+        let (b, _) = pool.take().unwrap();
+        assert_eq!((a, b), (id, id));
+        assert!(pool.take().is_none());
+        pool.finish(&id, true);
+        pool.finish(&id, true);
+        // Settled: retired by the next refill (or at close), still held until then.
+        assert!(pool.holds(&id));
+        assert_eq!(pool.to_retire(8), vec![id]);
+        assert!(!pool.holds(&id));
+    }
+
+    #[test]
+    fn a_failed_refill_gives_its_retirements_back_and_a_dirty_reservation_is_never_retired() {
+        let pool = ReservationPool::default();
+        pool.completed_one();
+        let first = pool.begin_refill(|| Some(revisions(1))).unwrap();
+        let id = first.change.reserve.as_ref().unwrap().id;
+        pool.end_refill(first, true);
+        pool.take().unwrap();
+        pool.finish(&id, true);
+        // The next refill carries the settled one; its command fails.
+        let second = pool.begin_refill(|| Some(revisions(1))).unwrap();
+        assert_eq!(second.change.retire, vec![id]);
+        let lost = second.change.reserve.as_ref().unwrap().id;
+        pool.end_refill(second, false);
+        assert!(
+            !pool.holds(&lost),
+            "a reservation whose command failed was never written"
+        );
+        assert_eq!(pool.retirable_at_close(), vec![id]);
+        // A put that could not delete its object leaves its reservation to the sweep.
+        let third = pool.begin_refill(|| Some(revisions(1))).unwrap();
+        let dirty = third.change.reserve.as_ref().unwrap().id;
+        pool.end_refill(third, true);
+        pool.take().unwrap();
+        pool.finish(&dirty, false);
+        assert!(pool.retirable_at_close().is_empty());
     }
 }
