@@ -372,6 +372,28 @@ fn is_workbench_call(args: &[std::ffi::OsString]) -> bool {
 /// A usage error found after parsing (conflicting flags): `nokv: …` on stderr and, for
 /// `nokv workbench …` (which promises one JSON envelope on stdout), the `InvalidArguments`
 /// envelope on `out`; exit 2.
+/// The first sentence of clap's rendered error, with the indented lines that complete it when it
+/// ends in a colon (`the following required arguments were not provided: <TOOL>`).
+fn usage_summary(rendered: &str) -> String {
+    let mut lines = rendered.lines().filter(|l| !l.trim().is_empty());
+    let mut first = lines
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches("error: ")
+        .trim()
+        .to_string();
+    if first.ends_with(':') {
+        let items: Vec<&str> = lines
+            .take_while(|l| l.starts_with(' ') || l.starts_with('\t'))
+            .map(str::trim)
+            .collect();
+        if !items.is_empty() {
+            first = format!("{first} {}", items.join(", "));
+        }
+    }
+    first
+}
+
 fn usage_error(args: &[std::ffi::OsString], out: &mut dyn Write, message: &str) -> ExitCode {
     eprintln!("nokv: {message}");
     if is_workbench_call(args) {
@@ -382,13 +404,7 @@ fn usage_error(args: &[std::ffi::OsString], out: &mut dyn Write, message: &str) 
 
 fn usage_envelope(err: &clap::Error) -> Value {
     let rendered = err.render().to_string();
-    let first = rendered
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or_default()
-        .trim_start_matches("error: ")
-        .trim()
-        .to_string();
+    let first = usage_summary(&rendered);
     ToolError::invalid_arguments(format!(
         "{first}; usage: nokv [--store DIR] workbench <tool> ['<json>' | -]"
     ))
@@ -398,4 +414,23 @@ fn usage_envelope(err: &clap::Error) -> Value {
     )
     .with_detail("reason", format!("{:?}", err.kind()))
     .envelope()
+}
+
+#[cfg(test)]
+mod usage_tests {
+    use super::usage_summary;
+
+    #[test]
+    fn a_message_ending_in_a_colon_keeps_the_items_that_complete_it() {
+        let rendered = "error: the following required arguments were not provided:\n  <TOOL>\n\nUsage: nokv workbench <TOOL> [INPUT]\n";
+        assert_eq!(
+            usage_summary(rendered),
+            "the following required arguments were not provided: <TOOL>"
+        );
+        assert_eq!(
+            usage_summary("error: unexpected argument '--x' found\n\nUsage: nokv\n"),
+            "unexpected argument '--x' found"
+        );
+        assert_eq!(usage_summary(""), "");
+    }
 }
