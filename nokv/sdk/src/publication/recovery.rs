@@ -77,12 +77,14 @@ impl Client {
     /// Deletes the objects of the unpublished revisions of a reservation no live handle uses,
     /// then retires it. A failed DELETE leaves the reservation for the next pass.
     fn sweep_reservation(&self, reservation: &ledger::Reservation) -> Result<()> {
+        let read = self.meta().read();
         for reserved in &reservation.revisions {
-            if ledger::revision_exists(self.meta(), &reserved.revision)? {
+            if read.revision(&reserved.revision)?.is_some() {
                 continue;
             }
             self.objects().delete(&reserved.object_key)?;
         }
+        drop(read);
         ledger::retire(self.meta(), &[reservation.id])?;
         Ok(())
     }

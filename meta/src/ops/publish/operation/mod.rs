@@ -72,6 +72,7 @@
 mod abort;
 mod begin;
 mod clean;
+mod final_request;
 mod finalize;
 mod ledger;
 mod publication;

@@ -1,121 +1,19 @@
-//! `Finalizing -> Published`: the publication command rebuilt from the frozen request and the ledger.
+//! `Finalizing -> Published` (and the sealed `Uploading -> Published`): the publication command
+//! planned by `final_request.rs`.
 
-use super::begin::path_condition;
+use super::final_request::{plan_final, stored_receipt};
 use super::finalize::{finalize, own_rows};
-
-use super::ledger::{
-    get, ledger, ledger_at, op_key, published_receipt_at, read_op, state_error, unregister,
-};
+use super::ledger::{get, ledger, op_key, read_op, state_error, unregister};
 use super::reserve::{apply_change, push_change, validate_change, ReservationChange};
 use super::stage::push_marks;
-use super::state::{final_request_id, MAX_LEDGER_ROWS_PER_COMMAND};
-use crate::codec::{PublishOperation, PublishPhase, StagedProviderState};
+use super::state::MAX_LEDGER_ROWS_PER_COMMAND;
+use crate::codec::{PublishPhase, StagedProviderState};
 use crate::command::executor::check_handle_fences;
-use crate::command::projection::{self as index_projection};
 use crate::command::{MAX_COMMAND_MUTATIONS, MAX_COMMAND_PREDICATES};
 use crate::error::{Error, Result};
-use crate::family::Family;
-use crate::ids::{ArtifactRevisionId, OperationId};
-use crate::ops::publish::{
-    self, checked_publish, plan_with, validate_digest_uri, OperationBinding, Planned,
-    PublishReceipt, PublishRequest,
-};
+use crate::ids::OperationId;
+use crate::ops::publish::{self, checked_publish, validate_digest_uri, Planned, PublishReceipt};
 use crate::shard::MetaShard;
-use crate::store::Snapshot;
-
-/// Every ArtifactManifest row of `rev` at `snap`, in object-index order.
-pub(super) fn manifest_at<S: Snapshot>(
-    snap: &S,
-    shard: &MetaShard,
-    rev: &ArtifactRevisionId,
-) -> Result<Vec<crate::codec::ManifestRow>> {
-    let prefix = crate::codec::artifact_manifest::prefix(&shard.root_id(), rev);
-    let mut out = Vec::new();
-    snap.for_each_row(
-        Family::ArtifactManifest,
-        &prefix,
-        "artifact_manifest",
-        |key, value| {
-            let idx = crate::codec::artifact_manifest::decode_key_index(key)?;
-            out.push(crate::codec::ManifestRow::decode_value(idx, value)?);
-            Ok(())
-        },
-    )?;
-    Ok(out)
-}
-
-/// Rebuilds the publication request a Finalizing operation froze: the base's first
-/// `row_count` ArtifactManifest rows, then one row per own staged object (physical object index
-/// `base_row_count + i`, contiguous logical offsets).
-pub(super) fn frozen_request<S: Snapshot>(
-    shard: &MetaShard,
-    snap: &S,
-    id: &OperationId,
-    op: &PublishOperation,
-) -> Result<PublishRequest> {
-    let mut manifest = Vec::new();
-    let mut offset = 0u64;
-    if let Some(base) = &op.base {
-        let rows = manifest_at(snap, shard, &base.revision)?;
-        let take = usize::try_from(base.row_count)
-            .map_err(|_| Error::codec("operation", "base row count overflows"))?;
-        if rows.len() < take {
-            return Err(Error::RevisionUnavailable {
-                revision: base.revision.to_hex(),
-                reason: "the base manifest is shorter than recorded".into(),
-            });
-        }
-        manifest.extend(rows.into_iter().take(take));
-        offset = manifest.last().map_or(0, |r: &crate::codec::ManifestRow| {
-            r.logical_offset.saturating_add(r.length)
-        });
-        if offset != base.logical_size {
-            return Err(Error::codec(
-                "operation",
-                "base rows do not cover the base size",
-            ));
-        }
-    }
-    let ledger = ledger_at(shard, snap, id)?;
-    for (i, (_, row)) in own_rows(op, &ledger).into_iter().enumerate() {
-        let index = op.base.map_or(0, |b| b.row_count).saturating_add(i as u64);
-        manifest.push(crate::codec::ManifestRow {
-            object_index: index,
-            physical_owner_revision: op.artifact_revision_id,
-            physical_object_index: index,
-            object_key: row.object_key,
-            logical_offset: offset,
-            object_offset: 0,
-            length: row.expected_length,
-            digest_uri: row.expected_digest_uri,
-            append_segment: None,
-        });
-        offset = offset
-            .checked_add(row.expected_length)
-            .ok_or_else(|| Error::codec("staged_object", "lengths overflow"))?;
-    }
-    let Some(digest) = op.expected_digest_uri.clone() else {
-        return Err(Error::codec(
-            "operation",
-            "Finalizing without a sealed digest",
-        ));
-    };
-    Ok(PublishRequest {
-        request_id: final_request_id(id),
-        workbench_id: op.workbench_id.clone(),
-        path: op.path.clone(),
-        condition: path_condition(op.condition),
-        revision_id: op.artifact_revision_id,
-        logical_size: op.expected_length,
-        body_digest_uri: digest,
-        content_type: op.content_type.clone(),
-        producer: op.producer.clone(),
-        manifest_id: op.manifest_id.clone(),
-        manifest,
-        dependency_depth: op.dependency_depth,
-        index_fields: index_projection::decode_projection(&op.index_projection)?,
-    })
-}
 
 /// The objects a Finalizing (or any) operation's final publication would reference as its own:
 /// `(object_key, length, digest_uri)` of the current attempt, in object-index order. Recovery
@@ -155,9 +53,7 @@ pub fn publish_operation(shard: &MetaShard, id: &OperationId) -> Result<PublishR
             ));
         };
         if op.phase == PublishPhase::Published {
-            return published_receipt_at(shard, &snap, id)?.ok_or_else(|| {
-                Error::codec("operation", "Published operation without its receipt")
-            });
+            return stored_receipt(shard, &snap, id);
         }
         if op.phase != PublishPhase::Finalizing {
             return Err(state_error(
@@ -166,15 +62,7 @@ pub fn publish_operation(shard: &MetaShard, id: &OperationId) -> Result<PublishR
                 "publication needs a Finalizing operation",
             ));
         }
-        let req = frozen_request(shard, &snap, id, &op)?;
-        publish::validate_request(&req)?;
-        let digest = publish::command_digest(&req);
-        let binding = OperationBinding {
-            key: key.clone(),
-            bytes: Some(bytes),
-            op,
-        };
-        let planned = plan_with(shard, &snap, &req, digest, Some(&binding))?;
+        let planned = plan_final(shard, &snap, id, Some(bytes), op, None)?;
         drop(snap);
         let out = match planned {
             Planned::Replay(out) => *out,
@@ -235,13 +123,7 @@ pub fn finalize_and_publish(
         };
         match op.phase {
             PublishPhase::Uploading => {}
-            PublishPhase::Published => {
-                return published_receipt_at(shard, &snap, id)?
-                    .map(Some)
-                    .ok_or_else(|| {
-                        Error::codec("operation", "Published operation without its receipt")
-                    })
-            }
+            PublishPhase::Published => return stored_receipt(shard, &snap, id).map(Some),
             // Sealed by an earlier finalize: publish it as publish_operation does.
             PublishPhase::Finalizing => return Ok(None),
             other => {
@@ -258,16 +140,7 @@ pub fn finalize_and_publish(
         sealed.expected_length = expected_length;
         sealed.expected_digest_uri = Some(expected_digest_uri.to_owned());
         let sealed = checked_publish(&op, sealed);
-        let req = frozen_request(shard, &snap, id, &sealed)?;
-        publish::validate_request(&req)?;
-        let digest = publish::command_digest(&req);
-        let binding = OperationBinding {
-            key: key.clone(),
-            bytes: Some(bytes),
-            op: sealed.clone(),
-        };
-        let planned = plan_with(shard, &snap, &req, digest, Some(&binding))?;
-        let out = match planned {
+        let out = match plan_final(shard, &snap, id, Some(bytes), sealed.clone(), None)? {
             // The final request id was already applied: another party published this
             // operation under the same id (the row would say Published; be exact anyway).
             Planned::Replay(out) => *out,

@@ -22,26 +22,24 @@
 //! rule "no ArtifactRevision row → delete the object" is exact for a reservation whose owner is
 //! gone.
 
-use super::begin::{condition_of, fresh_operation, staged_row, validate_block, validate_intent};
-use super::ledger::{ledger_digest, op_key, published_receipt_at, read_op, state_error};
-use super::state::{final_request_id, PublishIntent, StagedBlock};
+use super::begin::{fresh_operation, staged_row, validate_block, validate_intent};
+use super::final_request::{plan_final, stored_receipt};
+use super::ledger::{ledger_digest, op_key, read_op, staged_key, state_error};
+use super::state::{PublishIntent, StagedBlock};
 use crate::codec::system::{
     decode_pending_operation_key, decode_pending_operation_value, pending_operation_key,
     pending_operation_prefix, PENDING_OPERATION_VALUE,
 };
 use crate::codec::{
-    ArtifactRevisionKey, CommandResult, ManifestRow, Operation, OperationKey, OperationKind,
-    PublishPhase, ReserveOperation, ReservePhase, ReservedRevision, StagedObjectKey,
-    StagedProviderState, MAX_RESERVED_REVISIONS,
+    CommandResult, Operation, OperationKey, OperationKind, PublishPhase, ReserveOperation,
+    ReservePhase, ReservedRevision, StagedProviderState, MAX_RESERVED_REVISIONS,
 };
 use crate::command::executor::check_handle_fences;
 use crate::command::{MetadataCommand, Mutation, Predicate};
 use crate::error::{Error, Result};
 use crate::family::Family;
-use crate::ids::{ArtifactRevisionId, OperationId, RequestId};
-use crate::ops::publish::{
-    self, checked_publish, plan_with, OperationBinding, Planned, PublishReceipt, PublishRequest,
-};
+use crate::ids::{OperationId, RequestId};
+use crate::ops::publish::{self, checked_publish, Planned, PublishReceipt};
 use crate::shard::MetaShard;
 use crate::store::{Snapshot, TxnStore};
 
@@ -171,36 +169,40 @@ pub(super) fn push_change(
     }
 }
 
+/// Runs `change` as a command of its own, recorded as `step` / `phase` (nothing to do: no
+/// command).
+fn run_change(
+    shard: &MetaShard,
+    change: &ReservationChange,
+    step: &[u8],
+    phase: ReservePhase,
+) -> Result<()> {
+    validate_change(change)?;
+    let Some(id) = change
+        .reserve
+        .as_ref()
+        .map(|r| r.id)
+        .or_else(|| change.retire.first().copied())
+    else {
+        return Ok(());
+    };
+    crate::ops::sequenced_retrying(shard, |seq| {
+        seq.prepare_write()?;
+        let snap = seq.snapshot();
+        check_handle_fences(&snap, &shard.inner.fence)?;
+        let mut cmd = header(shard, snap.version(), step, &id, phase)?;
+        drop(snap);
+        push_change(shard, change, &mut cmd);
+        seq.execute(cmd).map(|_| ())
+    })
+}
+
 /// Applies `change` in a command of its own (a publication that carried it was answered from
 /// its stored receipt, or fell back to two steps).
 ///
 /// Errors: [`Error::InvalidArgument`]; fence, codec and storage errors.
 pub fn apply_change(shard: &MetaShard, change: &ReservationChange) -> Result<()> {
-    validate_change(change)?;
-    if change.is_empty() {
-        return Ok(());
-    }
-    let id = change
-        .reserve
-        .as_ref()
-        .map(|r| r.id)
-        .or_else(|| change.retire.first().copied())
-        .ok_or_else(|| Error::invalid("an empty reservation change"))?;
-    crate::ops::sequenced_retrying(shard, |seq| {
-        seq.prepare_write()?;
-        let snap = seq.snapshot();
-        check_handle_fences(&snap, &shard.inner.fence)?;
-        let mut cmd = header(
-            shard,
-            snap.version(),
-            b"change",
-            &id,
-            ReservePhase::Reserved,
-        )?;
-        drop(snap);
-        push_change(shard, change, &mut cmd);
-        seq.execute(cmd).map(|_| ())
-    })
+    run_change(shard, change, b"change", ReservePhase::Reserved)
 }
 
 /// Writes a new reservation of `revisions` (1..=[`MAX_RESERVED_REVISIONS`] distinct revision
@@ -216,38 +218,21 @@ pub fn reserve(
     revisions: Vec<ReservedRevision>,
     retire: &[OperationId],
 ) -> Result<Reservation> {
+    let reservation = Reservation {
+        id: OperationId::random()?,
+        revisions,
+    };
     let change = ReservationChange {
-        reserve: Some(Reservation {
-            id: OperationId::random()?,
-            revisions,
-        }),
+        reserve: Some(reservation.clone()),
         retire: retire.to_vec(),
     };
-    validate_change(&change)?;
-    let Some(reservation) = change.reserve.clone() else {
-        return Err(Error::invalid("no reservation"));
-    };
-    crate::ops::sequenced_retrying(shard, |seq| {
-        seq.prepare_write()?;
-        let snap = seq.snapshot();
-        check_handle_fences(&snap, &shard.inner.fence)?;
-        let mut cmd = header(
-            shard,
-            snap.version(),
-            b"reserve",
-            &reservation.id,
-            ReservePhase::Reserved,
-        )?;
-        drop(snap);
-        push_change(shard, &change, &mut cmd);
-        seq.execute(cmd)
-    })?;
+    run_change(shard, &change, b"reserve", ReservePhase::Reserved)?;
     Ok(reservation)
 }
 
 /// Deletes the reservations `ids` (at most 8) and their registry rows in one command (absent
-/// ones: nothing to do). The caller vouches that each of their revisions is published or its
-/// object deleted.
+/// ones: nothing to do, and no command when none is present). The caller vouches that each of
+/// their revisions is published or its object deleted.
 ///
 /// Errors: [`Error::InvalidArgument`] (more than 8); fence, codec and storage errors.
 pub fn retire(shard: &MetaShard, ids: &[OperationId]) -> Result<()> {
@@ -256,35 +241,22 @@ pub fn retire(shard: &MetaShard, ids: &[OperationId]) -> Result<()> {
             "at most 8 reservations retire in one command",
         ));
     }
-    crate::ops::sequenced_retrying(shard, |seq| {
-        seq.prepare_write()?;
-        let snap = seq.snapshot();
-        check_handle_fences(&snap, &shard.inner.fence)?;
-        let mut present = Vec::new();
-        for id in ids {
-            if snap
-                .get(Family::Operation, &reserve_key(shard, id))?
-                .is_some()
-            {
-                present.push(*id);
-            }
+    let snap = shard.inner.store.snapshot();
+    let mut present = Vec::new();
+    for id in ids {
+        if snap
+            .get(Family::Operation, &reserve_key(shard, id))?
+            .is_some()
+        {
+            present.push(*id);
         }
-        let Some(first) = present.first().copied() else {
-            return Ok(());
-        };
-        let mut cmd = header(
-            shard,
-            snap.version(),
-            b"retire",
-            &first,
-            ReservePhase::Retired,
-        )?;
-        drop(snap);
-        for id in &present {
-            retire_mutations(shard, id, &mut cmd);
-        }
-        seq.execute(cmd).map(|_| ())
-    })
+    }
+    drop(snap);
+    let change = ReservationChange {
+        reserve: None,
+        retire: present,
+    };
+    run_change(shard, &change, b"retire", ReservePhase::Retired)
 }
 
 /// Every live reservation of the root, found through the pending-operation registry: cost
@@ -323,24 +295,6 @@ pub fn list_reservations(shard: &MetaShard) -> Result<Vec<Reservation>> {
         }
     }
     Ok(out)
-}
-
-/// True when revision `rev` has an ArtifactRevision row (it was published; a revision's row
-/// outlives its objects until garbage collection deletes both).
-///
-/// Errors: storage errors.
-pub fn revision_exists(shard: &MetaShard, rev: &ArtifactRevisionId) -> Result<bool> {
-    let key = ArtifactRevisionKey {
-        root: shard.root_id(),
-        revision: *rev,
-    }
-    .encode();
-    Ok(shard
-        .inner
-        .store
-        .snapshot()
-        .get(Family::ArtifactRevision, &key)?
-        .is_some())
 }
 
 /// Publishes a one-block body whose block is durable under a reserved key, in ONE command: the
@@ -385,9 +339,7 @@ pub fn publish_reserved(
         check_handle_fences(&snap, &shard.inner.fence)?;
         if let Some((_, op)) = read_op(&snap, &key)? {
             if op.phase == PublishPhase::Published && op.intent_digest == intent.intent_digest {
-                return published_receipt_at(shard, &snap, &id)?.ok_or_else(|| {
-                    Error::codec("operation", "Published operation without its receipt")
-                });
+                return stored_receipt(shard, &snap, &id);
             }
             return Err(state_error(
                 &id,
@@ -420,55 +372,17 @@ pub fn publish_reserved(
         let uploading = fresh_operation(intent, 1, 0)?;
         let mut sealed = uploading.clone();
         sealed.phase = PublishPhase::Finalizing;
-        sealed.condition = condition_of(intent.condition);
         sealed.expected_length = block.length;
         sealed.expected_digest_uri = Some(block.digest_uri.clone());
         let sealed = checked_publish(&uploading, sealed);
-        let req = PublishRequest {
-            request_id: final_request_id(&id),
-            workbench_id: intent.workbench_id.clone(),
-            path: intent.path.clone(),
-            condition: intent.condition,
-            revision_id: intent.revision_id,
-            logical_size: block.length,
-            body_digest_uri: block.digest_uri.clone(),
-            content_type: intent.content_type.clone(),
-            producer: intent.producer.clone(),
-            manifest_id: intent.manifest_id.clone(),
-            manifest: vec![ManifestRow {
-                object_index: 0,
-                physical_owner_revision: intent.revision_id,
-                physical_object_index: 0,
-                object_key: block.object_key.clone(),
-                logical_offset: 0,
-                object_offset: 0,
-                length: block.length,
-                digest_uri: block.digest_uri.clone(),
-                append_segment: None,
-            }],
-            dependency_depth: 0,
-            index_fields: intent.index_fields.clone(),
-        };
-        publish::validate_request(&req)?;
-        let digest = publish::command_digest(&req);
-        let binding = OperationBinding {
-            key: key.clone(),
-            bytes: None,
-            op: sealed,
-        };
-        let out = match plan_with(shard, &snap, &req, digest, Some(&binding))? {
+        let mut row = staged_row(intent.revision_id, block);
+        row.provider_state = StagedProviderState::Uploaded;
+        let out = match plan_final(shard, &snap, &id, None, sealed, Some(vec![row.clone()]))? {
             Planned::Replay(out) => *out,
             Planned::Command(mut cmd) => {
-                let mut row = staged_row(intent.revision_id, block);
-                row.provider_state = StagedProviderState::Uploaded;
                 cmd.mutations.push(Mutation::put(
                     Family::StagedObject,
-                    StagedObjectKey {
-                        root: shard.root_id(),
-                        publish_operation_id: id,
-                        object_sequence: 0,
-                    }
-                    .encode(),
+                    staged_key(shard, &id, 0),
                     row.encode(),
                 ));
                 cmd.predicates

@@ -822,8 +822,12 @@ fn a_reserved_publication_is_one_command_and_replays() {
     let rows = ledger::ledger(&s, &id).unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].1.provider_state, StagedProviderState::Uploaded);
-    assert!(ledger::revision_exists(&s, &it.revision_id).unwrap());
-    assert!(!ledger::revision_exists(&s, &res.revisions[0].revision).unwrap());
+    assert!(s.read().revision(&it.revision_id).unwrap().is_some());
+    assert!(s
+        .read()
+        .revision(&res.revisions[0].revision)
+        .unwrap()
+        .is_none());
     assert!(ledger::list_pending(&s).unwrap().is_empty());
     let read = s.read();
     let ws = read.visible_workspace("w").unwrap();
