@@ -256,7 +256,7 @@ struct Inner {
     block_size: usize,
     /// Publish operations this handle is running (recovery skips them).
     in_flight: Mutex<HashSet<OperationId>>,
-    /// Reserved revisions for small puts (`crate::publication::pool`).
+    /// Reserved revisions for small puts (`crate::reservations`).
     reservations: ReservationPool,
     /// Outcome of the recovery pass run at open (`None`: disabled).
     open_recovery: Option<std::result::Result<RecoverySummary, String>>,

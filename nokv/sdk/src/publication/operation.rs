@@ -227,17 +227,9 @@ impl Client {
         if ledger_commands <= 1 {
             // The whole body was staged by its begin command: seal and publish in one command
             // (Uploading -> Published), so the put waits for two metadata commits, not three.
-            let refill = self.begin_refill();
-            let change = refill
-                .as_ref()
-                .map(|r| r.change.clone())
-                .unwrap_or_default();
-            let outcome =
-                ledger::finalize_and_publish(&meta, &id, size, &digest, &pending_marks, &change);
-            if let Some(refill) = refill {
-                self.reservations().end_refill(refill, outcome.is_ok());
-            }
-            return match outcome {
+            return match self.with_refill(|change| {
+                ledger::finalize_and_publish(&meta, &id, size, &digest, &pending_marks, change)
+            }) {
                 Ok(receipt) => {
                     self.reservations().completed_one();
                     crate::fault::point("after-publish");

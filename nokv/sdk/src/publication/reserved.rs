@@ -4,14 +4,15 @@
 //! "Revision reservations"). A put waits for two flushes in a row: its object, then that command.
 
 use meta::codec::ReservedRevision;
-use meta::ops::publish::operation::{self as ledger, PublishIntent, StagedBlock};
+use meta::ops::publish::operation::{
+    self as ledger, PublishIntent, ReservationChange, StagedBlock,
+};
 use meta::OperationId;
-use objstore::{ObjectStore, PutOutcome, Resolution};
 
 use super::plan::{is_definite_refusal, Published};
+use super::upload::{send_block, SendError};
 use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::reservations::Refill;
 
 /// Refuses a multipart upload: a reserved key owns one whole object and no upload id can be
 /// recorded for it (bodies on this path are at most 4 MiB, below every provider's multipart
@@ -33,11 +34,14 @@ impl objstore::UploadObserver for NoMultipart {
 pub(super) const MAX_RESERVED_BODY: usize = 4 << 20;
 
 impl Client {
-    /// A refill for the pool, carried by the next publication command when one is due
-    /// (`crate::reservations`).
-    pub(super) fn begin_refill(&self) -> Option<Refill> {
+    /// Runs a publication command with the pool's refill riding on it when one is due
+    /// (`crate::reservations`): `publish` gets the change to carry (empty when none is due).
+    pub(super) fn with_refill<T>(
+        &self,
+        publish: impl FnOnce(&ReservationChange) -> meta::Result<T>,
+    ) -> meta::Result<T> {
         let meta = self.meta();
-        self.reservations().begin_refill(|| {
+        let refill = self.reservations().begin_refill(|| {
             (0..crate::reservations::RESERVATION_SIZE)
                 .map(|_| {
                     let revision = meta::ArtifactRevisionId::random().ok()?;
@@ -53,7 +57,13 @@ impl Client {
                     })
                 })
                 .collect()
-        })
+        });
+        let Some(refill) = refill else {
+            return publish(&ReservationChange::default());
+        };
+        let outcome = publish(&refill.change);
+        self.reservations().end_refill(refill, outcome.is_ok());
+        outcome
     }
 
     /// Publishes `body` (one block, the whole body) under the reserved revision `reserved` of
@@ -87,38 +97,29 @@ impl Client {
             length: body.len() as u64,
             digest_uri: digest,
         };
-        let sent = match objects.put_if_absent_observed(&block.object_key, body, &mut NoMultipart) {
-            Ok(PutOutcome::Created) => Ok(()),
-            Ok(PutOutcome::AlreadyExists) => match objstore::resolve_ambiguous(
-                objects.as_ref(),
-                &block.object_key,
-                block.length,
-                &block.digest_uri,
-            ) {
-                Ok(Resolution::Landed) => Ok(()),
-                Ok(_) => Err(Error::ObjectUnavailable(
-                    "another object already exists under a reserved block key".into(),
-                )),
-                Err(e) => Err(e.into()),
-            },
-            Err(e) => Err(e.into()),
-        };
-        if let Err(e) = sent {
-            let clean = objects.delete(&block.object_key).is_ok();
+        if let Err(e) = send_block(
+            objects.as_ref(),
+            &block.object_key,
+            body,
+            &block.digest_uri,
+            &mut NoMultipart,
+        ) {
+            // A definite failure: delete what may be there. An ambiguous one may still land
+            // after a DELETE, so the reservation stays for the sweep at the next open.
+            let (err, clean) = match e {
+                SendError::Ambiguous(e) => {
+                    let _ = objects.delete(&block.object_key);
+                    (Error::from(e), false)
+                }
+                SendError::Definite(e) => (e, objects.delete(&block.object_key).is_ok()),
+            };
             self.reservations().finish(&reservation, clean);
-            return Err(e);
+            return Err(err);
         }
         crate::fault::point("after-upload");
-        let refill = self.begin_refill();
-        let change = refill
-            .as_ref()
-            .map(|r| r.change.clone())
-            .unwrap_or_default();
-        let outcome = ledger::publish_reserved(&meta, &reservation, &intent, &block, &change);
-        if let Some(refill) = refill {
-            self.reservations().end_refill(refill, outcome.is_ok());
-        }
-        match outcome {
+        match self.with_refill(|change| {
+            ledger::publish_reserved(&meta, &reservation, &intent, &block, change)
+        }) {
             Ok(receipt) => {
                 self.reservations().finish(&reservation, true);
                 self.reservations().completed_one();

@@ -64,14 +64,15 @@ impl objstore::UploadObserver for LedgerUpload<'_> {
     }
 }
 
-/// Writes one block under its fresh revision-owned key; a multipart upload's id is recorded on
-/// the block's ledger row (`upload`) before its first part.
+/// Writes one block under its fresh revision-owned key; `upload` sees a multipart upload start
+/// (the ledger records its id on the block's row before the first part,
+/// [`LedgerUpload`]; a reserved key refuses parts).
 pub(super) fn send_block(
     objects: &dyn ObjectStore,
     key: &str,
     bytes: &[u8],
     digest_uri: &str,
-    upload: &mut LedgerUpload<'_>,
+    upload: &mut dyn objstore::UploadObserver,
 ) -> std::result::Result<(), SendError> {
     match objects.put_if_absent_observed(key, bytes, upload) {
         Ok(PutOutcome::Created) => Ok(()),
