@@ -214,3 +214,70 @@ impl<S: objstore::ObjectStore> objstore::ObjectStore for ShortKeys<S> {
         self.inner.list_uploads(prefix)
     }
 }
+
+/// A running `crash_writer` child (tests/src/bin/crash_writer.rs) and its stream of
+/// acknowledgements (`ACK <i> <generation>` after each `put_file` returned).
+pub struct CrashWriter {
+    child: std::process::Child,
+    acks: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+}
+
+impl CrashWriter {
+    /// Starts `bin` (the integration test's `env!("CARGO_BIN_EXE_crash_writer")`) on `store`,
+    /// publishing `outputs/file-<i>.bin` from `i = start` on.
+    pub fn spawn(bin: &str, store: &std::path::Path, start: u64) -> CrashWriter {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(bin)
+            .arg(store)
+            .arg(start.to_string())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("spawn crash_writer");
+        let stdout = child.stdout.take().expect("stdout");
+        CrashWriter {
+            child,
+            acks: std::io::BufReader::new(stdout).lines(),
+        }
+    }
+
+    /// The next acknowledgement `(i, generation)`; `None` when the writer's output ended.
+    pub fn next_ack(&mut self) -> Option<(u64, u64)> {
+        let line = self.acks.next()?.expect("read ack");
+        let mut parts = line.split_whitespace();
+        assert_eq!(parts.next(), Some("ACK"), "unexpected line {line}");
+        let i: u64 = parts.next().unwrap().parse().unwrap();
+        let g: u64 = parts.next().unwrap().parse().unwrap();
+        Some((i, g))
+    }
+
+    /// SIGKILLs the writer and waits for it; panics unless it died of the kill.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let status = self.child.wait().expect("wait");
+        assert!(
+            !status.success(),
+            "writer must have been killed, got {status:?}"
+        );
+    }
+}
+
+/// Runs a [`CrashWriter`] from `start` and SIGKILLs it right after its `acks`-th
+/// acknowledgement (while the next put is in flight); returns the acknowledgements.
+pub fn crash_writer_killed_after(
+    bin: &str,
+    store: &std::path::Path,
+    start: u64,
+    acks: u64,
+) -> Vec<(u64, u64)> {
+    let mut writer = CrashWriter::spawn(bin, store, start);
+    let mut acked = Vec::new();
+    while let Some(ack) = writer.next_ack() {
+        acked.push(ack);
+        if acked.len() as u64 >= acks {
+            break;
+        }
+    }
+    writer.kill();
+    acked
+}

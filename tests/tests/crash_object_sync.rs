@@ -6,7 +6,6 @@
 //! flight is absent or complete, `Client::fsck` is clean and no object is left that nothing
 //! owns; at the end `nokv fsck` exits 0.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -55,36 +54,20 @@ fn writer_cycles(store: &Path, rng: &mut Rng, cycles: u64) -> (u64, u64) {
     let mut acked: Vec<(u64, u64)> = Vec::new();
     let mut next = 0u64;
     for cycle in 0..cycles {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_crash_writer"))
-            .arg(store)
-            .arg(next.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn crash_writer");
-        let stdout = child.stdout.take().expect("stdout");
+        let mut writer =
+            nokv_tests::CrashWriter::spawn(env!("CARGO_BIN_EXE_crash_writer"), store, next);
         let wanted = 1 + rng.below(4);
         let mut seen = 0;
-        for line in BufReader::new(stdout).lines() {
-            let line = line.expect("read ack");
-            let mut parts = line.split_whitespace();
-            assert_eq!(parts.next(), Some("ACK"), "unexpected line {line}");
-            let i: u64 = parts.next().unwrap().parse().unwrap();
-            let g: u64 = parts.next().unwrap().parse().unwrap();
-            acked.push((i, g));
+        while let Some(ack) = writer.next_ack() {
+            acked.push(ack);
             seen += 1;
             if seen >= wanted {
                 // A random moment inside one of the next puts (or between two).
                 std::thread::sleep(Duration::from_micros(rng.below(4000)));
-                kill(&mut child);
                 break;
             }
         }
-        let status = child.wait().expect("wait");
-        assert!(
-            !status.success(),
-            "writer must have been killed: {status:?}"
-        );
+        writer.kill();
         let last = acked.last().expect("at least one ack").0;
 
         let client = nokv::Client::open(store).expect("reopen after SIGKILL");

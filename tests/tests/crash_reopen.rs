@@ -2,42 +2,6 @@
 //! SIGKILL is present after reopen with identical bytes, and the put in flight is either absent
 //! or complete — never partial.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-
-fn kill_cycle(store: &std::path::Path, start: u64, acks_before_kill: u64) -> Vec<(u64, u64)> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_crash_writer"))
-        .arg(store)
-        .arg(start.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn crash_writer");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut acked = Vec::new();
-    for line in BufReader::new(stdout).lines() {
-        let line = line.expect("read ack");
-        let mut parts = line.split_whitespace();
-        assert_eq!(parts.next(), Some("ACK"), "unexpected line {line}");
-        let i: u64 = parts.next().unwrap().parse().unwrap();
-        let g: u64 = parts.next().unwrap().parse().unwrap();
-        acked.push((i, g));
-        if acked.len() as u64 >= acks_before_kill {
-            // SIGKILL right after put_file returned, while the next put is in flight.
-            unsafe {
-                libc::kill(child.id() as i32, libc::SIGKILL);
-            }
-            break;
-        }
-    }
-    let status = child.wait().expect("wait");
-    assert!(
-        !status.success(),
-        "writer must have been killed, got {status:?}"
-    );
-    acked
-}
-
 #[test]
 fn acknowledged_puts_survive_sigkill_and_inflight_puts_are_all_or_nothing() {
     let tmp = tempfile::tempdir().unwrap();
@@ -45,7 +9,12 @@ fn acknowledged_puts_survive_sigkill_and_inflight_puts_are_all_or_nothing() {
     let mut all_acked = Vec::new();
     let mut next = 0u64;
     for cycle in 0..12u64 {
-        let acked = kill_cycle(&store, next, 1 + (cycle * 7) % 5);
+        let acked = nokv_tests::crash_writer_killed_after(
+            env!("CARGO_BIN_EXE_crash_writer"),
+            &store,
+            next,
+            1 + (cycle * 7) % 5,
+        );
         assert!(!acked.is_empty());
         next = acked.last().unwrap().0 + 2; // skip the in-flight index; checked below
         all_acked.extend(acked);

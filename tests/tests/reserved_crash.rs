@@ -9,40 +9,9 @@
 //!   ledger still owns: nothing is orphaned;
 //! - every put acknowledged before the kill reads back with its bytes; fsck is clean.
 
-use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-
 use nokv::{Client, ClientOptions};
 use objstore::ObjectStore;
-
-/// Runs `crash_writer` from index `start` and SIGKILLs it after `acks` acknowledgements.
-fn kill_after(store: &std::path::Path, start: u64, acks: u64) -> Vec<(u64, u64)> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_crash_writer"))
-        .arg(store)
-        .arg(start.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn crash_writer");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut acked = Vec::new();
-    for line in BufReader::new(stdout).lines() {
-        let line = line.expect("read ack");
-        let mut parts = line.split_whitespace();
-        assert_eq!(parts.next(), Some("ACK"), "unexpected line {line}");
-        let i: u64 = parts.next().unwrap().parse().unwrap();
-        let g: u64 = parts.next().unwrap().parse().unwrap();
-        acked.push((i, g));
-        if acked.len() as u64 >= acks {
-            child.kill().expect("SIGKILL");
-            break;
-        }
-    }
-    let status = child.wait().expect("wait");
-    assert!(!status.success(), "the writer must have been killed");
-    acked
-}
+use std::collections::BTreeSet;
 
 fn listed(objects: &dyn ObjectStore) -> BTreeSet<String> {
     objects
@@ -79,7 +48,12 @@ fn reserved_puts_survive_sigkill_and_leave_no_orphan() {
     let mut swept = 0u64;
     for cycle in 0..10u64 {
         let acks = 3 + (cycle * 13) % 40;
-        let acked = kill_after(&store, next, acks);
+        let acked = nokv_tests::crash_writer_killed_after(
+            env!("CARGO_BIN_EXE_crash_writer"),
+            &store,
+            next,
+            acks,
+        );
         next = acked.last().unwrap().0 + 2; // skip the in-flight index; checked below
         all_acked.extend(acked);
 
