@@ -200,6 +200,7 @@ def test_pages_of_the_demo_store(served, browser):
     browser.find_element(By.CSS_SELECTOR, "button[data-tree=collapse]").click()
     assert not tree.find_elements(By.CSS_SELECTOR, "details[open]")
     browser.find_element(By.CSS_SELECTOR, "button[data-tree=expand]").click()
+    browser.execute_script("arguments[0].scrollIntoView()", browser.find_element(By.ID, "index-fields"))
     shot(browser, "file-json")
 
     # Lineage: each run's commit has the input workbench's commit as its parent.

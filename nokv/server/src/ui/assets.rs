@@ -77,6 +77,7 @@ pub(crate) const SCRIPT: &str = r#"'use strict';
             tr.className = 'event';
             cols.forEach(function (c) {
               var td = document.createElement('td');
+              if (c === 'commit_version' || c === 'after_generation') { td.className = 'num'; }
               var v = ev[c];
               td.textContent = (v === null || v === undefined) ? '' : String(v);
               tr.appendChild(td);

@@ -90,7 +90,7 @@ fn card(cx: &Cx, workbench: &str, path: &str, at: Option<&str>, file: &OpenFile)
                 dt { "Created / modified (version)" } dd { (e.created_version) " / " (e.modified_version) }
                 dt { "Read at" } dd { @if let Some(s) = at { "snapshot " (s) ", " } "version " (file.version()) }
                 @if !fields.is_empty() {
-                    dt { "Index fields" }
+                    dt #index-fields { "Index fields" }
                     dd { table.fields { tbody { @for (k, v) in &fields { tr { th scope="row" { (k) } td.mono { (v) } } } } } }
                 }
             }
