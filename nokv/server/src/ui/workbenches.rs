@@ -4,8 +4,15 @@
 //! `workbench_aggregate` over the typed index (`count`, `sum(logical_size)` grouped by
 //! `workbench_id`) for the ids of the page; the generation and the last change (the commit
 //! version of the workspace's newest change) from one WorkspaceCurrent point read each.
+//!
+//! The aggregate scans the index rows of every file of the page's workbenches, so its answer
+//! is remembered per workbench state: every publication and removal moves a workspace's
+//! `workspace_revision`, so `(root, workbench, incarnation, workspace_revision)` names one set
+//! of files, and a remembered count for it can never be stale. Only workbenches changed since
+//! the last render are aggregated again.
 
 use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
 
 use maud::html;
 use serde_json::{json, Value};
@@ -110,20 +117,71 @@ fn opt(v: Option<u64>) -> String {
     v.map_or_else(|| "—".into(), |n| n.to_string())
 }
 
+/// Remembered `(files, bytes)` per workbench state (see the module docs); cleared when it
+/// holds [`REMEMBERED`] states.
+type Remembered = HashMap<String, (u64, u64)>;
+const REMEMBERED: usize = 16 * 1024;
+
+fn remembered() -> &'static Mutex<Remembered> {
+    static SIZES: OnceLock<Mutex<Remembered>> = OnceLock::new();
+    SIZES.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
 fn rows(cx: &Cx, found: &[Value]) -> Vec<Row> {
-    let ids: Vec<String> = found
-        .iter()
-        .filter_map(|m| m["workbench_id"].as_str().map(str::to_owned))
-        .collect();
-    let sizes = sizes(cx, &ids);
     let reader = cx.state.client.meta().read();
-    found
+    let root = cx.state.client.meta().root_id().to_hex();
+    let states: Vec<(String, Option<meta::codec::WorkspaceCurrent>)> = found
         .iter()
-        .filter_map(|m| {
-            let id = m["workbench_id"].as_str()?.to_owned();
+        .map(|m| {
+            let id = m["workbench_id"].as_str().unwrap_or_default().to_owned();
             let ws = reader.workspace(&id).ok().flatten();
-            let (files, bytes) = sizes.get(&id).copied().unwrap_or((Some(0), Some(0)));
-            Some(Row {
+            (id, ws)
+        })
+        .collect();
+    let key = |id: &str, ws: &meta::codec::WorkspaceCurrent| {
+        format!(
+            "{root}/{id}/{}/{}",
+            ws.incarnation.to_hex(),
+            ws.workspace_revision
+        )
+    };
+    let mut sizes: HashMap<String, (Option<u64>, Option<u64>)> = HashMap::new();
+    let mut missing = Vec::new();
+    {
+        let known = remembered().lock().unwrap_or_else(|p| p.into_inner());
+        for (id, ws) in &states {
+            match ws.as_ref().and_then(|w| known.get(&key(id, w))) {
+                Some(&(f, b)) => {
+                    sizes.insert(id.clone(), (Some(f), Some(b)));
+                }
+                None => missing.push(id.clone()),
+            }
+        }
+    }
+    if !missing.is_empty() {
+        let fresh = aggregate_sizes(cx, &missing);
+        let mut known = remembered().lock().unwrap_or_else(|p| p.into_inner());
+        if known.len() >= REMEMBERED {
+            known.clear();
+        }
+        for (id, ws) in &states {
+            if !missing.contains(id) {
+                continue;
+            }
+            // Ids the index has no rows for are empty workbenches.
+            let got = fresh.get(id).copied().unwrap_or((Some(0), Some(0)));
+            if let (Some(w), (Some(f), Some(b))) = (ws, got) {
+                known.insert(key(id, w), (f, b));
+            }
+            sizes.insert(id.clone(), got);
+        }
+    }
+    states
+        .into_iter()
+        .zip(found)
+        .map(|((id, ws), m)| {
+            let (files, bytes) = sizes.get(&id).copied().unwrap_or((None, None));
+            Row {
                 committed: m["committed"].as_bool().unwrap_or(false),
                 head: m["commit_identity"].as_str().map(str::to_owned),
                 generation: ws.as_ref().map(|w| w.workspace_revision),
@@ -131,14 +189,14 @@ fn rows(cx: &Cx, found: &[Value]) -> Vec<Row> {
                 files,
                 bytes,
                 id,
-            })
+            }
         })
         .collect()
 }
 
 /// `(files, bytes)` per workbench id from the typed index; ids the index has no rows for are
 /// absent (empty workbenches), every id when the aggregate fails is `(None, None)`.
-fn sizes(cx: &Cx, ids: &[String]) -> HashMap<String, (Option<u64>, Option<u64>)> {
+fn aggregate_sizes(cx: &Cx, ids: &[String]) -> HashMap<String, (Option<u64>, Option<u64>)> {
     let mut out = HashMap::new();
     // The `in` operator takes at most 64 values.
     for chunk in ids.chunks(64) {
