@@ -4,6 +4,15 @@
 //! results are tables. A value box holds JSON when it parses as JSON (`4000`, `true`,
 //! `"text"`), else the text itself; for `in` a comma-separated list. The field names the
 //! catalog (`workbench_catalog`) knows are offered as suggestions.
+//!
+//! The catalog scans the index rows of every file it covers, so its field names are remembered
+//! per state: within one workbench per `(root, workbench, incarnation, workspace_revision)`
+//! (every publication and removal moves the revision), root-wide per the root's read version.
+//! A page with results then costs its query alone. Suggestions only: a remembered list never
+//! decides what a search may do, the tool's own validation does.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
 
 use maud::{html, Markup};
 use serde_json::{json, Map, Value};
@@ -81,15 +90,64 @@ fn list(text: Option<&str>) -> Vec<String> {
         .collect()
 }
 
-/// The catalog's field names (suggestions), within workbench `wb` or root-wide.
+/// Remembered field-name lists per state (see the module docs); cleared when it holds
+/// [`REMEMBERED`] states.
+type Remembered = HashMap<String, Vec<String>>;
+const REMEMBERED: usize = 1024;
+
+fn remembered() -> &'static Mutex<Remembered> {
+    static NAMES: OnceLock<Mutex<Remembered>> = OnceLock::new();
+    NAMES.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// The state the field names of `wb` (or the root's, for `None`) belong to; `None` when the
+/// workbench has no marker (nothing is remembered then).
+fn state_key(cx: &Cx, wb: Option<&str>) -> Option<String> {
+    let reader = cx.state.client.meta().read();
+    let root = cx.state.client.meta().root_id().to_hex();
+    match wb {
+        None => Some(format!("{root}/*/{}", reader.version())),
+        Some(id) => {
+            let ws = reader.workspace(id).ok().flatten()?;
+            Some(format!(
+                "{root}/{id}/{}/{}",
+                ws.incarnation.to_hex(),
+                ws.workspace_revision
+            ))
+        }
+    }
+}
+
+/// The catalog's field names (suggestions), within workbench `wb` or root-wide; remembered
+/// per state.
 fn field_names(cx: &Cx, wb: Option<&str>) -> Vec<String> {
+    let key = state_key(cx, wb);
+    if let Some(k) = &key {
+        let known = remembered().lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(names) = known.get(k) {
+            return names.clone();
+        }
+    }
+    let Some(names) = catalog_names(cx, wb) else {
+        return Vec::new();
+    };
+    if let Some(k) = key {
+        let mut known = remembered().lock().unwrap_or_else(|p| p.into_inner());
+        if known.len() >= REMEMBERED {
+            known.clear();
+        }
+        known.insert(k, names.clone());
+    }
+    names
+}
+
+/// The field names `workbench_catalog` reports, sorted; `None` when the catalog fails.
+fn catalog_names(cx: &Cx, wb: Option<&str>) -> Option<Vec<String>> {
     let mut input = json!({});
     if let Some(w) = wb {
         input["id"] = json!(w);
     }
-    let Ok(out) = tool(cx, "workbench_catalog", input) else {
-        return Vec::new();
-    };
+    let out = tool(cx, "workbench_catalog", input).ok()?;
     let mut names: Vec<String> = out["catalog"]["filterable"]
         .as_array()
         .into_iter()
@@ -99,7 +157,7 @@ fn field_names(cx: &Cx, wb: Option<&str>) -> Vec<String> {
         .collect();
     names.sort();
     names.dedup();
-    names
+    Some(names)
 }
 
 fn predicate_rows(q: &Params, names: &[String]) -> Markup {
