@@ -16,11 +16,12 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use super::auth::{self, Decision};
 use super::body::{self, ChannelReader, ChannelWriter, PumpEnd};
 use super::error::ApiError;
 use super::handler::{
     blocking, idempotency_key, journal_refusal, journaled, json_response, pump_error, read_json,
-    same_secret, Shared,
+    Shared,
 };
 use super::journal::{self, Begin};
 use nokv::client::{Client, PutOptions, WriteCondition};
@@ -47,6 +48,7 @@ pub(crate) fn router(state: Shared) -> Router {
         .route("/v1/commands/{command}", post(command))
         .route("/v1/changes", get(super::feed::changes))
         .merge(super::lifetime::routes())
+        .merge(super::ui::routes())
         .fallback(no_route)
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .with_state(state)
@@ -56,7 +58,8 @@ async fn no_route(req: Request) -> ApiError {
     ApiError::no_route(req.uri().path())
 }
 
-/// Authentication and metrics around every request.
+/// Authentication (bearer token, or the web view's session: [`auth::decide`]) and metrics
+/// around every request.
 async fn guard(State(state): State<Shared>, req: Request, next: Next) -> Response {
     let started = Instant::now();
     let route = req
@@ -64,23 +67,20 @@ async fn guard(State(state): State<Shared>, req: Request, next: Next) -> Respons
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_string(), |m| m.as_str().to_string());
     let _in_flight = state.metrics.enter();
-    let response = match &state.opts.token {
-        Some(token) => {
-            let presented = req
-                .headers()
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "));
-            match presented {
-                Some(p) if same_secret(p.trim().as_bytes(), token.trim().as_bytes()) => {
-                    next.run(req).await
-                }
-                _ => ApiError::unauthorized().into_response(),
-            }
-        }
-        None => next.run(req).await,
+    let access = auth::access(state.opts.token.as_deref(), req.headers());
+    let ui = auth::is_ui_path(req.uri().path());
+    let response = match auth::decide(access, req.method(), req.uri().path()) {
+        Decision::Allow => next.run(req).await,
+        Decision::AllowInert => super::ui::inert(next.run(req).await),
+        Decision::Ui(access) => super::ui::enter(access, req, next).await,
+        Decision::Refuse => ApiError::unauthorized().into_response(),
     };
-    let response = envelope_rejection(response).await;
+    // The web view answers HTML pages, never API envelopes.
+    let response = if ui {
+        response
+    } else {
+        envelope_rejection(response).await
+    };
     state
         .metrics
         .observe(&route, response.status().as_u16(), started.elapsed());
