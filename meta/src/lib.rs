@@ -77,6 +77,7 @@ extern crate self as meta;
 #[path = "../tests/fixtures/engine.rs"]
 pub(crate) mod test_engine;
 
+pub mod clock;
 pub mod codec;
 pub mod command;
 pub mod error;

@@ -423,12 +423,13 @@ proptest! {
     fn workspace_rows_round_trip(
         r in root(), wb in wb_id(), i in inc(), n in any::<u64>(),
         st in pick(WorkspaceState::ALL), o in proptest::option::of(opid()),
-        cv in any::<u64>(), mv in any::<u64>(),
+        cv in any::<u64>(), mv in any::<u64>(), ex in proptest::option::of(any::<u64>()),
     ) {
         let k = WorkspaceCurrentKey { root: r, workbench_id: wb.clone() };
         rt(&k, k.encode(), WorkspaceCurrentKey::decode)?;
         let v = WorkspaceCurrent { incarnation: i, workspace_revision: n, state: st,
-            owning_operation: o, created_version: cv, modified_version: mv };
+            owning_operation: o, created_version: cv, modified_version: mv,
+            expires_at_unix_ms: if st == WorkspaceState::Expired { Some(ex.unwrap_or(1)) } else { ex } };
         rt(&v, v.encode(), WorkspaceCurrent::decode)?;
         let ck = WorkspaceIncarnationClaimKey { root: r, incarnation: i };
         rt(&ck, ck.encode(), WorkspaceIncarnationClaimKey::decode)?;

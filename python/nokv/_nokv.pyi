@@ -209,4 +209,12 @@ class Core:
         expected_generation: Optional[int] = None,
         request_id: Optional[str] = None,
     ) -> Dict[str, Any]: ...
+    def expire(
+        self,
+        workbench_id: str,
+        *,
+        after: Optional[str] = None,
+        at: Optional[str] = None,
+        never: bool = False,
+    ) -> Dict[str, Any]: ...
     def object_count(self) -> int: ...

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as _dt
 import io
 import json
+import math
 import os
 from typing import (
     Any,
@@ -146,6 +148,49 @@ class Store:
         """
         self._core.call("workbench_create", {"id": workbench_id})
         return Workbench(self, workbench_id)
+
+    def expire(
+        self,
+        workbench_id: str,
+        *,
+        after: Union[str, _dt.timedelta, None] = None,
+        at: Union[str, _dt.datetime, None] = None,
+        never: bool = False,
+    ) -> Dict[str, Any]:
+        """Records, moves or removes a workbench's expiry deadline (``nokv expire``). Give
+        exactly one of ``after`` (a duration: ``"90m"``, ``"2h"``, ``"7d"`` or a
+        :class:`datetime.timedelta`, counted from the store clock), ``at`` (an RFC 3339 text or
+        a timezone-aware :class:`datetime.datetime`; a time already passed expires the workbench
+        at once) or ``never=True``.
+
+        Once expired a workbench is not listed, every call on it raises :class:`nokv.NotFound`
+        with ``details["reason"] == "expired"`` and ``details["expired_at"]``, and setting the
+        clock back does not bring it back. The next GC pass removes its uncommitted files;
+        commits, tags and snapshots keep what they reference, and a commit stays restorable
+        (``restore(..., at_commit=...)``).
+
+        Returns:
+            ``{workbench_id, expires_at, expires_at_unix_ms, previous_expires_at,
+            previous_expires_at_unix_ms, expired, clock, clock_unix_ms, changed,
+            commit_version}`` (times as RFC 3339 text in UTC, or ``None``).
+
+        Raises:
+            NotFound: no such workbench, or it already expired.
+            InvalidArguments: not exactly one of the three; a bad duration or time; a naive
+                ``datetime``.
+        """
+        if isinstance(after, _dt.timedelta):
+            seconds = after.total_seconds()
+            if seconds < 0:
+                raise InvalidArguments("after must not be negative")
+            after = f"{int(math.ceil(seconds))}s"
+        if isinstance(at, _dt.datetime):
+            if at.tzinfo is None:
+                raise InvalidArguments(
+                    "at must be timezone-aware (e.g. datetime.now(timezone.utc))"
+                )
+            at = at.astimezone(_dt.timezone.utc).isoformat().replace("+00:00", "Z")
+        return self._core.expire(workbench_id, after=after, at=at, never=never)
 
     # -- the 18 tools, as the CLI prints them ------------------------------------------------
 
@@ -584,6 +629,17 @@ class Workbench:
         args = _split(path)
         args.update(id=self.id, old_string=old, new_string=new, replace_all=replace_all)
         return self._core.call("workbench_edit", args)
+
+    def expire(
+        self,
+        *,
+        after: Union[str, _dt.timedelta, None] = None,
+        at: Union[str, _dt.datetime, None] = None,
+        never: bool = False,
+    ) -> Dict[str, Any]:
+        """Records, moves or removes this workbench's expiry deadline; see
+        :meth:`Store.expire`."""
+        return self._store.expire(self.id, after=after, at=at, never=never)
 
     def remove(
         self,

@@ -1467,6 +1467,57 @@ impl Core {
         to_py(py, &out, None)
     }
 
+    /// Records, moves or removes a workbench's expiry deadline (`nokv expire`): exactly one of
+    /// `after` (a duration text such as `"2h"`), `at` (an RFC 3339 time) or `never=true`.
+    /// Returns what `nokv expire` prints, without `status`.
+    #[pyo3(signature = (workbench_id, *, after=None, at=None, never=false))]
+    fn expire<'py>(
+        &self,
+        py: Python<'py>,
+        workbench_id: &str,
+        after: Option<String>,
+        at: Option<String>,
+        never: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let inner = self.inner(py)?;
+        let given = usize::from(after.is_some()) + usize::from(at.is_some()) + usize::from(never);
+        if given != 1 {
+            return Err(errors::invalid(
+                py,
+                "give exactly one of after=, at= or never=True",
+            ));
+        }
+        let inner = match &*inner {
+            Inner::Embedded(e) => e,
+            Inner::Remote(r) => {
+                // `nokv expire` on the server: its envelope keeps every error's details.
+                let args =
+                    json!({"workbench": workbench_id, "after": after, "at": at, "never": never});
+                let out = Self::remote_command(py, r, "expire", args)?;
+                return to_py(py, &Value::Object(out), None);
+            }
+        };
+        let invalid = |e: nokv::Error| errors::invalid(py, e.to_string());
+        let expiry = match (after, at) {
+            (Some(d), _) => {
+                nokv::expiry::Expiry::After(nokv::expiry::parse_duration(&d).map_err(invalid)?)
+            }
+            (None, Some(t)) => {
+                nokv::expiry::Expiry::At(nokv::expiry::parse_time(&t).map_err(invalid)?)
+            }
+            (None, None) => nokv::expiry::Expiry::Never,
+        };
+        let client = &inner.client;
+        let receipt = py
+            .detach(|| client.expire_workbench(workbench_id, expiry))
+            .map_err(|e| errors::sdk(py, client, workbench_id, e))?;
+        let mut out = nokv::expiry::receipt_envelope(&receipt);
+        if let Some(map) = out.as_object_mut() {
+            map.remove("status");
+        }
+        to_py(py, &out, None)
+    }
+
     /// Number of objects (blocks and markers) in the store's object provider (diagnostics; lists
     /// the provider, O(objects)).
     fn object_count(&self, py: Python<'_>) -> PyResult<usize> {

@@ -297,6 +297,7 @@ mod tests {
                 owning_operation: None,
                 created_version: 1,
                 modified_version: 1,
+                expires_at_unix_ms: None,
             },
         };
         assert_eq!(CommandResult::decode(&ws.encode()).unwrap(), ws);

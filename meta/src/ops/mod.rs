@@ -11,6 +11,7 @@
 
 pub mod changes;
 pub mod commit;
+pub mod expiry;
 pub mod find;
 pub mod fsck;
 pub mod gc;

@@ -119,22 +119,28 @@ pub fn command_digest(req: &RemoveRequest) -> [u8; 32] {
 }
 
 /// Accumulates the predicates, mutations and events of removing several paths of one
-/// incarnation in one command.
-struct Removal<'a> {
+/// incarnation in one command (shared with the reclamation of an expired workbench,
+/// [`crate::ops::expiry`]).
+pub(crate) struct Removal<'a> {
     root: RootId,
     ws: &'a WorkspaceCurrent,
     workbench_id: &'a str,
     cv: u64,
-    predicates: Vec<Predicate>,
-    mutations: Vec<Mutation>,
-    index_mutations: usize,
-    events: Vec<ChangeEvent>,
+    pub(crate) predicates: Vec<Predicate>,
+    pub(crate) mutations: Vec<Mutation>,
+    pub(crate) index_mutations: usize,
+    pub(crate) events: Vec<ChangeEvent>,
     /// Revisions whose count changes: original bytes, row and number of released references.
     touched: BTreeMap<ArtifactRevisionId, (Vec<u8>, ArtifactRevision, u64)>,
 }
 
 impl<'a> Removal<'a> {
-    fn new(root: RootId, ws: &'a WorkspaceCurrent, workbench_id: &'a str, cv: u64) -> Self {
+    pub(crate) fn new(
+        root: RootId,
+        ws: &'a WorkspaceCurrent,
+        workbench_id: &'a str,
+        cv: u64,
+    ) -> Self {
         Removal {
             root,
             ws,
@@ -149,7 +155,7 @@ impl<'a> Removal<'a> {
     }
 
     /// The index mutations of removing `entry` at `path` (for the batch bound check).
-    fn index_rows(&self, path: &NormPath, entry: &PathEntry) -> Result<Vec<Mutation>> {
+    pub(crate) fn index_rows(&self, path: &NormPath, entry: &PathEntry) -> Result<Vec<Mutation>> {
         index_mutations(
             &self.root,
             &self.ws.incarnation,
@@ -161,7 +167,7 @@ impl<'a> Removal<'a> {
     }
 
     /// Adds the removal of `path` (whose PathCurrent row holds `bytes` = `entry`).
-    fn add<S: Snapshot>(
+    pub(crate) fn add<S: Snapshot>(
         &mut self,
         snap: &S,
         path: &NormPath,
@@ -216,7 +222,7 @@ impl<'a> Removal<'a> {
     }
 
     /// Appends the revision rows, GcCandidates and the WorkspaceCurrent advance.
-    fn finish(&mut self, ws_key: Vec<u8>, ws_bytes: Vec<u8>) -> Result<()> {
+    pub(crate) fn finish(&mut self, ws_key: Vec<u8>, ws_bytes: Vec<u8>) -> Result<()> {
         for (id, (bytes, mut row, releases)) in std::mem::take(&mut self.touched) {
             let key = artifact_revision::key(&self.root, &id);
             // The one reference-release helper: count −1 / epoch +1 per reference; the release
@@ -319,7 +325,8 @@ pub(crate) fn plan<S: Snapshot>(
     if let Some(out) = replay_lookup(snap, &root, &req.request_id, &digest)? {
         return Ok(Planned::Replay(Box::new(out)));
     }
-    let (ws_key, ws_bytes, ws) = super::tag::visible_ws(snap, &root, &req.workbench_id)?;
+    let (ws_key, ws_bytes, ws) =
+        super::tag::visible_ws(snap, &root, &req.workbench_id, shard.wall_unix_ms())?;
     let pkey = path_current::key(&root, &ws.incarnation, &req.path);
     let Some(bytes) = snap.get(Family::PathCurrent, &pkey)? else {
         // No file here: an implicit directory is named as such (a prefix removal takes it).
@@ -433,7 +440,8 @@ pub fn remove_batch(
     digest_input.update(prefix.as_str().as_bytes());
     let digest: [u8; 32] = digest_input.finalize().into();
     super::run_step(shard, |snap| {
-        let (ws_key, ws_bytes, ws) = super::tag::visible_ws(snap, &root, workbench_id)?;
+        let (ws_key, ws_bytes, ws) =
+            super::tag::visible_ws(snap, &root, workbench_id, shard.wall_unix_ms())?;
         let (paths, kept_reserved) = next_paths(snap, &root, &ws, prefix, want)?;
         if paths.is_empty() {
             return Ok(super::Step::Done(BatchOutcome {

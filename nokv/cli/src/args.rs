@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
 use nokv_commands::{
-    commit_cmd, config_cmd, fsck_cmd, gc_cmd, restore_cmd, rm_cmd, snapshot_cmd, OperationAction,
+    commit_cmd, config_cmd, expire_cmd, fsck_cmd, gc_cmd, restore_cmd, rm_cmd, snapshot_cmd,
+    OperationAction,
 };
 
 use crate::{mcp_cmd, root_cmd, serve_cmd, shard_cmd, verify_cmd};
@@ -191,6 +192,10 @@ pub enum Command {
     /// Remove an artifact (`nokv rm WB PATH [--expected-generation G] [--request-id HEX32]`) or
     /// everything under a prefix (`nokv rm -r WB PREFIX`); prints one JSON envelope.
     Rm(rm_cmd::RmArgs),
+    /// Expire a workbench (`nokv expire WB --after DURATION | --at TIME | --never`): once expired
+    /// it is not listed and answers NotFound; the next `nokv gc` removes its uncommitted paths
+    /// and its commits stay restorable. Prints one JSON envelope.
+    Expire(expire_cmd::ExpireArgs),
     /// Garbage collection: one pass (`--dry-run`, `--max-revisions N`), or `--explain WB PATH |
     /// REVISION` to say why a revision is kept.
     Gc(gc_cmd::GcArgs),

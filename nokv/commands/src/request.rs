@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use crate::commit_cmd::{CommitArgs, FindArgs, TagCommand};
 use crate::config_cmd::ConfigCommand;
+use crate::expire_cmd::ExpireArgs;
 use crate::fsck_cmd::FsckArgs;
 use crate::gc_cmd::GcArgs;
 use crate::restore_cmd::RestoreCommand;
@@ -44,6 +45,8 @@ pub enum CommandRequest {
     Fsck(FsckArgs),
     /// `nokv config …`.
     Config(ConfigCommand),
+    /// `nokv expire …`.
+    Expire(ExpireArgs),
 }
 
 impl CommandRequest {
@@ -95,6 +98,7 @@ impl CommandRequest {
             CommandRequest::Config(a) => {
                 crate::config_cmd::run_config_with(client, a, &mut out, &mut err)
             }
+            CommandRequest::Expire(a) => crate::expire_cmd::run_expire_with(client, a, &mut out),
             CommandRequest::Demo => match crate::demo::run_demo(client, &mut out) {
                 Ok(_) => EXIT_OK,
                 Err(e) => {

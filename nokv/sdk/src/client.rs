@@ -300,6 +300,8 @@ impl Client {
         ownership: Option<Ownership>,
         options: &ClientOptions,
     ) -> Client {
+        // Deadlines the metadata evaluates (workbench expiry) use the same clock as leases.
+        meta.set_wall_clock(options.clock.clone());
         Client {
             inner: Arc::new(Inner {
                 dir,

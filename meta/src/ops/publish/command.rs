@@ -9,7 +9,6 @@ use crate::codec::{
     artifact_manifest, artifact_revision, gc_candidate, manifest_digest_uri, path_current,
     revision_ref, workspace_current, ArtifactRevision, ChangeEvent, ChangeKind, CommandResult,
     GcCandidate, GcClaimState, PathEntry, RefOwner, RevisionRef, RevisionState, WorkspaceCurrent,
-    WorkspaceState,
 };
 use crate::command::executor::{check_handle_fences, replay_lookup};
 use crate::command::projection::{self as index_projection};
@@ -131,7 +130,7 @@ pub(crate) fn plan_with<S: Snapshot>(
             workbench_id: req.workbench_id.clone(),
         })?;
     let ws = WorkspaceCurrent::decode(&ws_bytes)?;
-    if ws.state != WorkspaceState::Visible {
+    if !crate::read::workspace_live(snap, &ws, shard.wall_unix_ms())? {
         return Err(Error::WorkspaceNotFound {
             workbench_id: req.workbench_id.clone(),
         });
