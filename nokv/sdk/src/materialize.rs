@@ -401,6 +401,9 @@ pub struct CollectedFile {
     pub size_bytes: u64,
     /// `sha256:` URI of the body (equal to the local file's digest).
     pub digest_uri: String,
+    /// True when the receipt is the stored one of an earlier collect with the same request id
+    /// (nothing was written; see [`crate::client::PutOptions::request_id`]).
+    pub idempotent_replay: bool,
 }
 
 /// Publishes the local file `local` at `path` in `workbench_id` (streamed), then verifies the
@@ -537,6 +540,7 @@ pub fn collect_with(
         // The file changing while it is read refuses the publication instead of publishing a
         // body no one hashed.
         expected_digest_uri: Some(before.clone()),
+        request_id: None,
     };
     let mut reader = CountingReader {
         inner: BufReader::with_capacity(1 << 20, file),
@@ -556,6 +560,7 @@ pub fn collect_with(
         generation: receipt.generation,
         size_bytes: receipt.size_bytes,
         digest_uri: receipt.digest_uri,
+        idempotent_replay: receipt.idempotent_replay,
     })
 }
 

@@ -98,12 +98,28 @@ pub fn tool_error(client: &Client, workbench_id: &str, err: crate::error::Error)
             None => ToolError::object_unavailable(&msg),
         },
         E::Busy => ToolError::conflict("ReadVersion"),
+        // A request id bound to another request (docs/design.md, "Request ids of a put"):
+        // retrying can never succeed, the id stays bound to its first request.
+        E::Meta(meta::Error::OperationIntentMismatch { operation_id }) => {
+            ToolError::invalid_arguments(
+                "this request id is already bound to a different request (another path, body, \
+                 content type or condition); pick a new request id for a new request",
+            )
+            .with_detail("reason", Value::from(REQUEST_ID_REUSED))
+            .with_detail("request_id", Value::from(operation_id))
+        }
+        // The same request id is running right now (or its earlier attempt awaits recovery).
+        E::Meta(meta::Error::OperationState { .. }) => ToolError::conflict("OperationState"),
         E::DigestMismatch { path, .. } => {
             ToolError::object_unavailable(format!("digest mismatch for `{path}`"))
         }
         other => store_error(other),
     }
 }
+
+/// `details.reason` of the refusal of a request id already bound to a different request
+/// (`InvalidArguments`, not retryable).
+pub const REQUEST_ID_REUSED: &str = "request_id_reused";
 
 /// The typed tool error of a failed removal, for every front door: a request id reused for a
 /// different command is `InvalidArguments` with `details.reason = "request_id_reused"`; a
@@ -114,7 +130,7 @@ pub fn removal_error(client: &Client, workbench_id: &str, err: Error) -> ToolErr
         Error::Meta(meta::Error::RequestReplayMismatch) => ToolError::invalid_arguments(
             "this request id was already used for a different command; pick a new id",
         )
-        .with_detail("reason", Value::from("request_id_reused")),
+        .with_detail("reason", Value::from(REQUEST_ID_REUSED)),
         Error::NotArtifact { .. } => {
             let mut e = tool_error(client, workbench_id, err);
             e.message = format!(
