@@ -71,6 +71,9 @@ class PutResult:
     content_type: str
     replace: bool
     created: bool
+    #: True when this is the stored receipt of an earlier put with the same ``request_id``
+    #: (nothing was written by this call).
+    idempotent_replay: bool
 
 class AppendResult:
     """What ``Workbench.append`` did."""
@@ -156,6 +159,7 @@ class Core:
         content_type: Optional[str] = None,
         fields: Optional[Dict[str, Any]] = None,
         index_json: bool = False,
+        request_id: Optional[str] = None,
     ) -> PutResult: ...
     def append(self, workbench_id: str, key: str, data: Any, *, content_type: Optional[str] = None) -> AppendResult: ...
     def stat(self, workbench_id: str, key: str, *, at_snapshot: Optional[_Selector] = None) -> Stat: ...

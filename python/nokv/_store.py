@@ -575,6 +575,7 @@ class Workbench:
         content_type: Optional[str] = None,
         fields: Optional[Mapping[str, Any]] = None,
         index_json: bool = False,
+        request_id: Optional[str] = None,
     ) -> PutResult:
         """Publishes a whole body at ``path``: immutable, all or nothing (readers see the old or
         the new body, never a part).
@@ -588,11 +589,17 @@ class Workbench:
         bool, int, float, str, bytes, aware datetime); ``index_json`` also indexes the body's
         top-level JSON scalars.
 
+        ``request_id`` (32 hex characters, chosen per logical put) makes the put safe to rerun:
+        the same call again — after a timeout, a lost reply, in another process — returns the
+        first receipt with ``idempotent_replay=True`` and writes nothing, embedded or connected.
+
         Raises:
             AlreadyExists: create-only and the path exists.
             NotFound: replace and the path (or the workbench) does not exist.
             Conflict: the generation moved (``details["conflict"] == "PathGeneration"``).
-            InvalidArguments: a bad path, a reserved path, bad fields.
+            InvalidArguments: a bad path, a reserved path, bad fields, a malformed
+                ``request_id``, or a ``request_id`` already used for another put
+                (``details["reason"] == "request_id_reused"``).
         """
         return self._core.put(
             self.id,
@@ -603,6 +610,7 @@ class Workbench:
             content_type=content_type,
             fields=dict(fields) if fields is not None else None,
             index_json=index_json,
+            request_id=request_id,
         )
 
     def append(

@@ -616,9 +616,11 @@ impl Core {
         to_py(py, &Value::Object(out), parse_float)
     }
 
-    /// Publishes a body at `key` (create-only, or replace under a generation CAS).
+    /// Publishes a body at `key` (create-only, or replace under a generation CAS); with
+    /// `request_id` (32 hex characters) a rerun returns the first receipt
+    /// (`idempotent_replay=True`) and writes nothing.
     #[pyo3(signature = (workbench_id, key, data, *, replace=false, expected_generation=None,
-        content_type=None, fields=None, index_json=false))]
+        content_type=None, fields=None, index_json=false, request_id=None))]
     #[allow(clippy::too_many_arguments)]
     fn put(
         &self,
@@ -631,8 +633,15 @@ impl Core {
         content_type: Option<String>,
         fields: Option<&Bound<'_, PyAny>>,
         index_json: bool,
+        request_id: Option<&str>,
     ) -> PyResult<PutResult> {
         let inner = self.inner(py)?;
+        let request_id = match request_id {
+            None => None,
+            Some(hex) => Some(nokv::publication::parse_operation_id(hex).ok_or_else(|| {
+                errors::invalid(py, "request_id must be exactly 32 hex characters")
+            })?),
+        };
         if expected_generation.is_some() && !replace {
             return Err(errors::invalid(
                 py,
@@ -689,6 +698,7 @@ impl Core {
                 .unwrap_or_default(),
             index_json,
             expected_digest_uri: None,
+            request_id,
         };
         let receipt = py
             .detach(|| put_body(inner.store(), workbench_id, key, body, &options))
@@ -707,6 +717,7 @@ impl Core {
             content_type: receipt.content_type,
             replace,
             created: receipt.created,
+            idempotent_replay: receipt.idempotent_replay,
         })
     }
 

@@ -186,6 +186,9 @@ pub struct PutResult {
     pub replace: bool,
     /// True when the path was absent before.
     pub created: bool,
+    /// True when this is the stored receipt of an earlier put with the same `request_id`
+    /// (nothing was written by this call).
+    pub idempotent_replay: bool,
 }
 
 #[pymethods]

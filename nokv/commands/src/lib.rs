@@ -1,7 +1,7 @@
 //! # nokv-commands — the store commands the `nokv` CLI and `nokv serve` share
 //!
-//! `nokv commit|tag|find|snapshot|changes|restore|operation|rm|gc|fsck|config|expire|demo`: each command
-//! parses its arguments (clap derive, also serde for the wire), runs on an open
+//! `nokv commit|tag|find|snapshot|changes|restore|operation|rm|gc|fsck|config|expire|demo|ls|tree|log`:
+//! each command parses its arguments (clap derive, also serde for the wire), runs on an open
 //! [`nokv::Client`] and prints what the user reads. The CLI calls these on the embedded store;
 //! `nokv serve` runs the same code for `POST /v1/commands/{command}` ([`request::CommandRequest`]),
 //! so a command answers identically through `--server`.
@@ -17,6 +17,7 @@ use nokv::publication::parse_operation_id;
 use nokv::workbench::errors::ToolError;
 use serde_json::Value;
 
+pub mod browse_cmd;
 pub mod commit_cmd;
 pub mod config_cmd;
 pub mod demo;

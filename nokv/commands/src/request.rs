@@ -7,6 +7,7 @@ use nokv::client::Client;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::browse_cmd::{LogArgs, LsArgs, TreeArgs};
 use crate::commit_cmd::{CommitArgs, FindArgs, TagCommand};
 use crate::config_cmd::ConfigCommand;
 use crate::expire_cmd::ExpireArgs;
@@ -47,6 +48,12 @@ pub enum CommandRequest {
     Config(ConfigCommand),
     /// `nokv expire …`.
     Expire(ExpireArgs),
+    /// `nokv ls …`.
+    Ls(LsArgs),
+    /// `nokv tree …`.
+    Tree(TreeArgs),
+    /// `nokv log …`.
+    Log(LogArgs),
 }
 
 impl CommandRequest {
@@ -99,6 +106,13 @@ impl CommandRequest {
                 crate::config_cmd::run_config_with(client, a, &mut out, &mut err)
             }
             CommandRequest::Expire(a) => crate::expire_cmd::run_expire_with(client, a, &mut out),
+            CommandRequest::Ls(a) => crate::browse_cmd::run_ls_with(client, a, &mut out, &mut err),
+            CommandRequest::Tree(a) => {
+                crate::browse_cmd::run_tree_with(client, a, &mut out, &mut err)
+            }
+            CommandRequest::Log(a) => {
+                crate::browse_cmd::run_log_with(client, a, &mut out, &mut err)
+            }
             CommandRequest::Demo => match crate::demo::run_demo(client, &mut out) {
                 Ok(_) => EXIT_OK,
                 Err(e) => {

@@ -55,6 +55,9 @@ impl RemoteClient {
         if options.index_json {
             q.push("index_json=true".into());
         }
+        if let Some(id) = &options.request_id {
+            q.push(format!("request_id={}", objstore::hex_lower(id)));
+        }
         if !options.index_fields.is_empty() {
             let specs = options
                 .index_fields
@@ -66,6 +69,15 @@ impl RemoteClient {
             q.push(format!("fields={}", encode_component(&text)));
         }
         Ok(q.join("&"))
+    }
+
+    /// The `Idempotency-Key` of an upload: the caller's request id in hex (the server then
+    /// dedupes the put in the store itself, docs/server.md), else a fresh one.
+    fn upload_key(options: &PutOptions) -> Result<String> {
+        match &options.request_id {
+            Some(id) => Ok(objstore::hex_lower(id)),
+            None => new_request_id(),
+        }
     }
 
     fn put_receipt(v: Value) -> Result<PutReceipt> {
@@ -89,6 +101,10 @@ impl RemoteClient {
                 .unwrap_or_default()
                 .to_string(),
             created: v.get("created").and_then(Value::as_bool).unwrap_or(false),
+            idempotent_replay: v
+                .get("idempotent_replay")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
         })
     }
 
@@ -110,7 +126,7 @@ impl RemoteClient {
             encode_path(path),
             Self::upload_query(options)?
         );
-        let key = new_request_id()?;
+        let key = Self::upload_key(options)?;
         // The declared digest the server checks before publishing: the caller's, else the body's.
         let declared = options
             .expected_digest_uri
@@ -134,7 +150,9 @@ impl RemoteClient {
     /// Publishes a body streamed from `reader` (see [`nokv::Client::put_reader`]; memory bounded
     /// by the transfer buffers). Not retried: the stream cannot be replayed — on
     /// [`Error::Connection`] nothing or everything was published (the server publishes only
-    /// complete bodies); [`RemoteClient::stat`] tells which.
+    /// complete bodies); [`RemoteClient::stat`] tells which — or, with
+    /// [`PutOptions::request_id`], simply send the same put again: the store answers the first
+    /// receipt (`idempotent_replay`) if the first one was published.
     ///
     /// Errors: as [`RemoteClient::put`].
     pub fn put_reader(
@@ -150,7 +168,7 @@ impl RemoteClient {
             encode_path(path),
             Self::upload_query(options)?
         );
-        let key = new_request_id()?;
+        let key = Self::upload_key(options)?;
         // A declared digest is checked by the server before it publishes (see `PutOptions`).
         let declared: Vec<_> = options
             .expected_digest_uri

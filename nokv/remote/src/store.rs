@@ -22,6 +22,11 @@ impl Store for RemoteClient {
         RemoteClient::call_tool(self, tool, input).unwrap_or_else(error_envelope)
     }
 
+    fn call_tool_with_request_id(&self, tool: &str, input: &Value, request_id: [u8; 16]) -> Value {
+        RemoteClient::call_tool_with_request_id(self, tool, input, request_id)
+            .unwrap_or_else(error_envelope)
+    }
+
     fn put(
         &self,
         workbench_id: &str,

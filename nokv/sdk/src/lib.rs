@@ -43,6 +43,7 @@ pub mod index_fields;
 pub mod json;
 pub mod lifetime;
 pub mod materialize;
+pub mod name_folding;
 mod open;
 mod periodic;
 pub mod publication;

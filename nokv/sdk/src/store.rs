@@ -29,6 +29,11 @@ pub trait Store: Send + Sync {
     /// envelope. Never fails outside the envelope: a transport failure is an error envelope too.
     fn call_tool(&self, tool: &str, input: &Value) -> Value;
 
+    /// Runs `workbench_put_file` under the caller's 16-byte request id
+    /// ([`Workbench::call_with_request_id`]): a rerun returns the first receipt with
+    /// `idempotent_replay: true`. Never fails outside the envelope.
+    fn call_tool_with_request_id(&self, tool: &str, input: &Value, request_id: [u8; 16]) -> Value;
+
     /// Publishes `body` at `path` of `workbench_id` ([`Client::put`]).
     ///
     /// Errors: those of [`Client::put`] (plus the transport's, remote).
@@ -89,6 +94,10 @@ impl Store for Client {
 
     fn call_tool(&self, tool: &str, input: &Value) -> Value {
         Workbench::new(self.clone()).call(tool, input)
+    }
+
+    fn call_tool_with_request_id(&self, tool: &str, input: &Value, request_id: [u8; 16]) -> Value {
+        Workbench::new(self.clone()).call_with_request_id(tool, input, request_id)
     }
 
     fn put(

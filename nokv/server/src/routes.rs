@@ -175,17 +175,29 @@ async fn schema_doc() -> Response {
 async fn tool(
     State(state): State<Shared>,
     Path(name): Path<String>,
+    Query(q): Query<ToolQuery>,
     headers: HeaderMap,
     req: Request,
 ) -> Result<Response, ApiError> {
-    let key = idempotency_key(&headers)?;
+    let request_id = match q.request_id.as_deref() {
+        None => None,
+        Some(hex) => Some(nokv::publication::parse_operation_id(hex).ok_or_else(|| {
+            ApiError::bad_request("request_id must be exactly 32 hex characters")
+        })?),
+    };
+    // A call under a request id is at most once in the store itself: the journal stays out.
+    let key = match request_id {
+        Some(_) => None,
+        None => idempotency_key(&headers)?,
+    };
     let uri = req.uri().to_string();
     let (raw, input) = read_json(&state, req.into_body()).await?;
     let digest = journal::request_digest("POST", &uri, &raw);
     let s = state.clone();
     let (status, body, replayed) = blocking(move || {
-        journaled(&s, key.as_deref(), digest, || {
-            s.workbench.call(&name, &input)
+        journaled(&s, key.as_deref(), digest, || match request_id {
+            Some(rid) => s.workbench.call_with_request_id(&name, &input, rid),
+            None => s.workbench.call(&name, &input),
         })
     })
     .await??;
@@ -218,6 +230,15 @@ async fn create_workbench(
     Ok(json_response(status, body, replayed))
 }
 
+/// Query of `POST /v1/tools/{tool}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ToolQuery {
+    /// The caller's request id of a `workbench_put_file` call, 32 hex characters
+    /// (`Workbench::call_with_request_id`).
+    request_id: Option<String>,
+}
+
 /// Query of `PUT /v1/workbenches/{id}/files/{path}`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -238,6 +259,9 @@ pub(crate) struct UploadQuery {
     index_json: bool,
     /// Custom index fields, a JSON array of `name[:TYPE]=value` strings (the CLI's `--field`).
     fields: Option<String>,
+    /// The caller's request id, 32 hex characters ([`PutOptions::request_id`]): the store
+    /// itself dedupes the put, so the request journal is not consulted.
+    request_id: Option<String>,
 }
 
 /// `PUT /v1/workbenches/{id}/files/{path}`: streams the body into one publication (memory
@@ -249,7 +273,18 @@ async fn upload(
     headers: HeaderMap,
     req: Request,
 ) -> Result<Response, ApiError> {
-    let key = idempotency_key(&headers)?;
+    let request_id = match q.request_id.as_deref() {
+        None => None,
+        Some(hex) => Some(nokv::publication::parse_operation_id(hex).ok_or_else(|| {
+            ApiError::bad_request("request_id must be exactly 32 hex characters")
+        })?),
+    };
+    // A put with a request id is at most once in the store itself (durably, without the
+    // journal's retention bound or its OutcomeUnknown after a crash): the journal stays out.
+    let key = match request_id {
+        Some(_) => None,
+        None => idempotency_key(&headers)?,
+    };
     // Checked before a byte of the body is read: a malformed digest refuses the upload.
     let declared = match headers.get(CONTENT_SHA256) {
         None => None,
@@ -280,6 +315,7 @@ async fn upload(
     options.manifest_id = q.manifest_id.clone();
     options.index_json = q.index_json;
     options.expected_digest_uri = declared.clone();
+    options.request_id = request_id;
     if q.replace {
         options.condition = WriteCondition::Replace {
             expected_generation: q.expected_generation,
@@ -336,6 +372,7 @@ async fn upload(
                         "content_type": r.content_type,
                         "created": r.created,
                         "replace": q.replace,
+                        "idempotent_replay": r.idempotent_replay,
                     })
                 }
                 Err(e) => nokv::workbench::tool_error(&s.client, &id, e).envelope(),

@@ -88,6 +88,15 @@ pub fn tool_error(client: &Client, workbench_id: &str, err: crate::error::Error)
             limit_bytes,
         }),
         E::AlreadyExists { path } => ToolError::already_exists(&presented(&path)),
+        E::LocalNameCollision {
+            path,
+            other_path,
+            folding,
+        } => local_limit(E::LocalNameCollision {
+            path: presented(&path),
+            other_path: presented(&other_path),
+            folding,
+        }),
         // A path is a file or a directory, never both (docs/workbench.md, "Files and directories").
         E::DirectoryExists { path } => ToolError::new(
             ErrorCode::AlreadyExists,
@@ -141,12 +150,28 @@ pub fn tool_error(client: &Client, workbench_id: &str, err: crate::error::Error)
             None => ToolError::object_unavailable(&msg),
         },
         E::Busy => ToolError::conflict("ReadVersion"),
+        // A request id bound to another request (docs/design.md, "Request ids of a put"):
+        // retrying can never succeed, the id stays bound to its first request.
+        E::Meta(meta::Error::OperationIntentMismatch { operation_id }) => {
+            ToolError::invalid_arguments(
+                "this request id is already bound to a different request (another path, body, \
+                 content type or condition); pick a new request id for a new request",
+            )
+            .with_detail("reason", Value::from(REQUEST_ID_REUSED))
+            .with_detail("request_id", Value::from(operation_id))
+        }
+        // The same request id is running right now (or its earlier attempt awaits recovery).
+        E::Meta(meta::Error::OperationState { .. }) => ToolError::conflict("OperationState"),
         E::DigestMismatch { path, .. } => {
             ToolError::object_unavailable(format!("digest mismatch for `{path}`"))
         }
         other => store_error(other),
     }
 }
+
+/// `details.reason` of the refusal of a request id already bound to a different request
+/// (`InvalidArguments`, not retryable).
+pub const REQUEST_ID_REUSED: &str = "request_id_reused";
 
 /// The typed tool error of a failed removal, for every front door: a request id reused for a
 /// different command is `InvalidArguments` with `details.reason = "request_id_reused"`; a
@@ -157,7 +182,7 @@ pub fn removal_error(client: &Client, workbench_id: &str, err: Error) -> ToolErr
         Error::Meta(meta::Error::RequestReplayMismatch) => ToolError::invalid_arguments(
             "this request id was already used for a different command; pick a new id",
         )
-        .with_detail("reason", Value::from("request_id_reused")),
+        .with_detail("reason", Value::from(REQUEST_ID_REUSED)),
         Error::NotArtifact { .. } => {
             let mut e = tool_error(client, workbench_id, err);
             e.message = format!(
@@ -211,16 +236,19 @@ pub fn store_error(err: crate::error::Error) -> ToolError {
         }
         E::InvalidArgument(msg) => ToolError::invalid_arguments(msg),
         E::ReadOnlyStore { reason } => read_only_store(&reason),
-        e @ (E::LocalNameTooLong { .. } | E::LocalPathTooLong { .. }) => local_limit(e),
+        e @ (E::LocalNameTooLong { .. }
+        | E::LocalPathTooLong { .. }
+        | E::LocalNameCollision { .. }) => local_limit(e),
         other => ToolError::internal(other.to_string()),
     }
 }
 
 /// A store path a materialize cannot write to its local destination — a name over the local
-/// file system's limit or a local path over `PATH_MAX` — as `InvalidArguments` with the error's
-/// own message and `details.reason` `local_name_too_long` (`name_bytes`, `limit_bytes`) or
-/// `local_path_too_long` (`path_bytes`, `limit_bytes`), and `details.path` (the store path as
-/// given, never the local one). Nothing was written.
+/// file system's limit, a local path over `PATH_MAX`, or two paths the destination would merge
+/// into one file — as `InvalidArguments` with the error's own message and `details.reason`
+/// `local_name_too_long` (`name_bytes`, `limit_bytes`), `local_path_too_long` (`path_bytes`,
+/// `limit_bytes`) or `local_name_collision` (`other_path`, `folding`), and `details.path` (the
+/// store path as given, never the local one). Nothing was written.
 fn local_limit(err: crate::error::Error) -> ToolError {
     let base = ToolError::invalid_arguments(err.to_string());
     match err {
@@ -242,6 +270,15 @@ fn local_limit(err: crate::error::Error) -> ToolError {
             .with_detail("path", Value::from(path))
             .with_detail("path_bytes", Value::from(path_bytes))
             .with_detail("limit_bytes", Value::from(limit_bytes)),
+        crate::error::Error::LocalNameCollision {
+            path,
+            other_path,
+            folding,
+        } => base
+            .with_detail("reason", Value::from("local_name_collision"))
+            .with_detail("path", Value::from(path))
+            .with_detail("other_path", Value::from(other_path))
+            .with_detail("folding", Value::from(folding)),
         _ => base,
     }
 }

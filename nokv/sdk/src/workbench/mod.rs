@@ -45,6 +45,7 @@ mod write_tools;
 pub use commit_tools::commit_error;
 pub use error_map::{
     meta_tool_error, removal_error, store_error, tool_error, workbench_not_found, METADATA_DAMAGED,
+    REQUEST_ID_REUSED,
 };
 pub use facade::Workbench;
 pub use nokv_protocol::errors;
