@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
 use nokv_commands::{
-    commit_cmd, config_cmd, fsck_cmd, gc_cmd, restore_cmd, rm_cmd, snapshot_cmd, OperationAction,
+    commit_cmd, config_cmd, diff_cmd, fsck_cmd, gc_cmd, mv_cmd, restore_cmd, rm_cmd, snapshot_cmd,
+    OperationAction,
 };
 
 use crate::{mcp_cmd, root_cmd, serve_cmd, shard_cmd, verify_cmd};
@@ -191,6 +192,15 @@ pub enum Command {
     /// Remove an artifact (`nokv rm WB PATH [--expected-generation G] [--request-id HEX32]`) or
     /// everything under a prefix (`nokv rm -r WB PREFIX`); prints one JSON envelope.
     Rm(rm_cmd::RmArgs),
+    /// Move one file to another path of the same workbench in one metadata command, no byte
+    /// copied (`nokv mv WB FROM TO [--expected-generation G] [--expected-destination-generation
+    /// G] [--request-id HEX32]`); prints one JSON envelope. Directories are not renamed.
+    Mv(mv_cmd::MvArgs),
+    /// Compare two trees — each a workbench (live), `WB@SNAPSHOT` or a commit id: the added,
+    /// removed and changed paths with generations, sizes and digests, paged (`--cursor`); JSON
+    /// by default, `--format table` to read; `--patch` adds unified text diffs. Opens the store
+    /// read-only.
+    Diff(diff_cmd::DiffArgs),
     /// Garbage collection: one pass (`--dry-run`, `--max-revisions N`), or `--explain WB PATH |
     /// REVISION` to say why a revision is kept.
     Gc(gc_cmd::GcArgs),

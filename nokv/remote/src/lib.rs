@@ -35,8 +35,10 @@
 //! `lifetime` (removal, GC, fsck, settings) and `store` ([`nokv::Store`] over the others).
 
 mod client;
+mod diff;
 mod files;
 mod lifetime;
+mod moves;
 pub mod routing;
 mod store;
 mod wire;

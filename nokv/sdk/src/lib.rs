@@ -34,6 +34,7 @@ pub mod client;
 pub mod commit;
 #[cfg(feature = "etcd")]
 pub mod control;
+pub mod diff;
 pub mod error;
 pub mod fault;
 mod health;
@@ -41,6 +42,7 @@ pub mod index_fields;
 pub mod json;
 pub mod lifetime;
 pub mod materialize;
+pub mod move_path;
 mod open;
 mod periodic;
 pub mod publication;

@@ -43,7 +43,9 @@ pub mod snapshot_tools;
 mod write_tools;
 
 pub use commit_tools::commit_error;
-pub use error_map::{meta_tool_error, removal_error, store_error, tool_error, METADATA_DAMAGED};
+pub use error_map::{
+    meta_tool_error, move_error, removal_error, store_error, tool_error, METADATA_DAMAGED,
+};
 pub use facade::Workbench;
 pub use nokv_protocol::errors;
 pub use snapshot_tools::snapshot_error;
