@@ -1558,14 +1558,8 @@ impl Core {
                 py.detach(|| client.diff(&sa, &sb, &options))
                     .map(|r| r.envelope())
                     .map_err(|err| {
-                        let wb = match &sa {
-                            nokv::diff::SideSpec::Workbench(w)
-                            | nokv::diff::SideSpec::Snapshot {
-                                workbench_id: w, ..
-                            } => w.clone(),
-                            nokv::diff::SideSpec::Commit(_) => String::new(),
-                        };
-                        errors::to_pyerr(py, &nokv::workbench::tool_error(client, &wb, err))
+                        let wb = nokv::diff::SideSpec::error_workbench(&sa, &sb);
+                        errors::to_pyerr(py, &nokv::workbench::diff_error(client, &wb, err))
                     })?
             }
         };

@@ -59,6 +59,8 @@ fn move_and_diff_through_the_server() {
             String::from_utf8_lossy(&out.stdout).into_owned(),
         )
     };
+    let (status, text) = cli(&["commit", "wb", "--message", "base"]);
+    assert_eq!(status, Some(0), "{text}");
     let (status, text) = cli(&["snapshot", "create", "wb", "--name", "before"]);
     assert_eq!(status, Some(0), "{text}");
 
@@ -148,6 +150,10 @@ fn move_and_diff_through_the_server() {
     );
     let err = remote
         .diff("wb@absent-snapshot", "wb", &DiffOptions::default())
+        .unwrap_err();
+    assert_eq!(code(err).0, "SnapshotNotFound");
+    let err = remote
+        .diff(&"ab".repeat(32), "wb", &DiffOptions::default())
         .unwrap_err();
     assert_eq!(code(err).0, "NotFound");
 

@@ -14,7 +14,7 @@ use crate::{print_json, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
 use nokv::client::Client;
 use nokv::diff::{DiffOptions, SideSpec, DEFAULT_PAGE, DEFAULT_PATCH_MAX_BYTES};
 use nokv::workbench::errors::ToolError;
-use nokv::workbench::{store_error, tool_error};
+use nokv::workbench::{diff_error, store_error};
 
 /// How `nokv diff` prints its page.
 #[derive(
@@ -112,14 +112,8 @@ pub fn run_diff_with(client: &Client, args: DiffArgs, out: &mut dyn Write) -> u8
             EXIT_OK
         }
         Err(e) => {
-            let wb = match &a {
-                SideSpec::Workbench(w)
-                | SideSpec::Snapshot {
-                    workbench_id: w, ..
-                } => w.clone(),
-                SideSpec::Commit(_) => String::new(),
-            };
-            fail(out, tool_error(client, &wb, e), EXIT_TOOL_ERROR)
+            let wb = SideSpec::error_workbench(&a, &b);
+            fail(out, diff_error(client, &wb, e), EXIT_TOOL_ERROR)
         }
     }
 }

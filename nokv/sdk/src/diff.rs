@@ -73,6 +73,21 @@ impl SideSpec {
         })
     }
 
+    /// The workbench an error of a diff of `a` and `b` is about: the first snapshot side's (a
+    /// missing or expired snapshot is the likeliest failure), else the first workbench side's,
+    /// else empty (two commits).
+    pub fn error_workbench(a: &SideSpec, b: &SideSpec) -> String {
+        let snapshot = [a, b].into_iter().find_map(|s| match s {
+            SideSpec::Snapshot { workbench_id, .. } => Some(workbench_id.clone()),
+            _ => None,
+        });
+        let live = [a, b].into_iter().find_map(|s| match s {
+            SideSpec::Workbench(w) => Some(w.clone()),
+            _ => None,
+        });
+        snapshot.or(live).unwrap_or_default()
+    }
+
     /// The canonical text of this side (as [`SideSpec::parse`] reads it).
     pub fn text(&self) -> String {
         match self {

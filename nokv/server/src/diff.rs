@@ -13,8 +13,8 @@ use super::error::ApiError;
 use super::handler::Shared;
 use super::lifetime::read_route;
 use nokv::diff::{DiffOptions, SideSpec, DEFAULT_PAGE, DEFAULT_PATCH_MAX_BYTES};
+use nokv::workbench::diff_error;
 use nokv::workbench::errors::ToolError;
-use nokv::workbench::tool_error;
 
 /// The diff route, merged into the server's router.
 pub(crate) fn routes() -> Router<Shared> {
@@ -58,16 +58,7 @@ async fn diff(
         };
         match client.diff(&a, &b, &options) {
             Ok(report) => report.envelope(),
-            Err(e) => {
-                let wb = match &a {
-                    SideSpec::Workbench(w)
-                    | SideSpec::Snapshot {
-                        workbench_id: w, ..
-                    } => w.clone(),
-                    SideSpec::Commit(_) => String::new(),
-                };
-                tool_error(client, &wb, e).envelope()
-            }
+            Err(e) => diff_error(client, &SideSpec::error_workbench(&a, &b), e).envelope(),
         }
     })
     .await

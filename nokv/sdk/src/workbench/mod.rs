@@ -28,6 +28,7 @@
 
 pub mod commit_tools;
 pub mod cursor;
+mod diff_error;
 mod dispatch;
 pub mod edit;
 mod error_map;
@@ -43,6 +44,7 @@ pub mod snapshot_tools;
 mod write_tools;
 
 pub use commit_tools::commit_error;
+pub use diff_error::diff_error;
 pub use error_map::{
     meta_tool_error, move_error, removal_error, store_error, tool_error, METADATA_DAMAGED,
 };
