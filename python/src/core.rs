@@ -1554,7 +1554,7 @@ impl Core {
                 let client = &e.client;
                 let sides = nokv::diff::SideSpec::parse(a)
                     .and_then(|sa| nokv::diff::SideSpec::parse(b).map(|sb| (sa, sb)));
-                let (sa, sb) = sides.map_err(|err| errors::invalid(py, &err.to_string()))?;
+                let (sa, sb) = sides.map_err(|err| errors::invalid(py, err.to_string()))?;
                 py.detach(|| client.diff(&sa, &sb, &options))
                     .map(|r| r.envelope())
                     .map_err(|err| {
