@@ -95,7 +95,7 @@ pub mod workspace_state;
 
 pub use codec::{
     manifest_digest_uri, ArtifactRevision, ChangeEvent, ChangeKind, CommandResult, ManifestRow,
-    PathEntry, RevisionState, WorkspaceCurrent, WorkspaceState,
+    MovedFrom, PathEntry, RevisionState, WorkspaceCurrent, WorkspaceState,
 };
 pub use error::{Error, Result};
 pub use ids::{

@@ -230,6 +230,12 @@ fn commit_matches_golden_bytes() {
     check_value("commit", "value", &v, v.encode(), Commit::decode);
     assert_eq!(v.tree_digest_uri(), format!("sha256:{}", "d1".repeat(32)));
     assert_eq!(v.parent_count(), 2);
+    // Version 3 appends the build's source read version; version 2 records stay readable.
+    let v3 = Commit {
+        source_read_version: Some(42),
+        ..commit()
+    };
+    check_value("commit", "value.v3", &v3, v3.encode(), Commit::decode);
 }
 
 #[test]

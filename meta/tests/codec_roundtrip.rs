@@ -504,7 +504,8 @@ proptest! {
             unique_revision_count: nums[1], revision_digest: ds[1], parents,
             parent_digest: ds[2], producer: strs.3.clone(), lineage, consumer_count: nums[2],
             consumer_epoch: nums[3], last_zero_consumer_version: lz, state: st,
-            retirement_cursor: cur, created_version: nums[4] };
+            retirement_cursor: cur, created_version: nums[4],
+            source_read_version: lz };
         rt(&v, v.encode(), Commit::decode)?;
         let mk = CommitMemberKey { root: r, commit_id: c, path: pa };
         rt(&mk, mk.encode(), CommitMemberKey::decode)?;

@@ -107,6 +107,9 @@ class Change:
     before_generation: Optional[int]
     after_generation: Optional[int]
     snapshot_id: Optional[int]
+    #: Source path of an ``artifact_moved`` change (``path`` is the destination).
+    moved_from: Optional[str]
+    moved_from_generation: Optional[int]
 
 class ChangeIter(Iterator[Change]):
     def __iter__(self) -> ChangeIter: ...
@@ -220,5 +223,25 @@ class Core:
         after: Optional[str] = None,
         at: Optional[str] = None,
         never: bool = False,
+    ) -> Dict[str, Any]: ...
+    def move_path(
+        self,
+        workbench_id: str,
+        from_key: str,
+        to_key: str,
+        *,
+        expected_generation: Optional[int] = None,
+        expected_destination_generation: Optional[int] = None,
+        request_id: Optional[str] = None,
+    ) -> Dict[str, Any]: ...
+    def diff(
+        self,
+        a: str,
+        b: str,
+        *,
+        cursor: Optional[str] = None,
+        limit: int = 1000,
+        patch: bool = False,
+        patch_max_bytes: int = 262144,
     ) -> Dict[str, Any]: ...
     def object_count(self) -> int: ...

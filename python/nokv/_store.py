@@ -527,6 +527,47 @@ class Store:
             index_json=index_json,
         )
 
+    def diff(
+        self,
+        a: str,
+        b: str,
+        *,
+        cursor: Optional[str] = None,
+        limit: int = 1000,
+        patch: bool = False,
+        patch_max_bytes: int = 262144,
+    ) -> Dict[str, Any]:
+        """One page of the diff from ``a`` to ``b`` (``nokv diff``).
+
+        Each side is a workbench id (its live tree), ``"WB@SNAPSHOT"`` (a snapshot id or name)
+        or a commit id (64 hex characters). Paths are compared by revision, then by digest,
+        size and content type: the answer lists the ``added``, ``removed`` and ``changed``
+        paths in path order with each side's ``{generation, size_bytes, digest,
+        content_type}``. Two states of one workbench (its live tree, its snapshots, its commits)
+        are compared in time proportional to the paths that changed between them.
+
+        Args:
+            a: Side A.
+            b: Side B.
+            cursor: ``next_cursor`` of the previous page.
+            limit: At most this many changes per page (1..=10000).
+            patch: Add a unified text diff (``patch``) to each change whose sides are UTF-8 text
+                of at most ``patch_max_bytes`` each (else ``patch_skipped``).
+            patch_max_bytes: Size bound per side (at most 4 MiB).
+
+        Returns:
+            ``{a, b, count, changes: [{path, change, a, b, patch?, patch_skipped?}],
+            next_cursor, strategy, rows_read, events_read}``.
+
+        Raises:
+            NotFound: a missing workbench, snapshot or commit.
+            InvalidArguments: a malformed side or cursor.
+            InvalidState: an expired snapshot or a retiring commit.
+        """
+        return self._core.diff(
+            a, b, cursor=cursor, limit=limit, patch=patch, patch_max_bytes=patch_max_bytes
+        )
+
     def object_count(self) -> int:
         """Objects in the store's object provider (diagnostics; lists the provider)."""
         return self._core.object_count()
@@ -702,6 +743,61 @@ class Workbench:
             expected_generation=expected_generation,
             request_id=request_id,
         )
+
+    def move(
+        self,
+        src: str,
+        dst: str,
+        *,
+        expected_generation: Optional[int] = None,
+        expected_destination_generation: Optional[int] = None,
+        request_id: Optional[str] = None,
+    ) -> Dict[str, Any]:
+        """Moves the file at ``src`` to ``dst`` in this workbench (``nokv mv``).
+
+        One metadata command and no byte copied: afterwards ``src`` is absent and ``dst`` names
+        the same revision (size, digest, content type, index fields) at a new generation, with
+        one ``artifact_moved`` change. A concurrent reader sees the file at exactly one of the two
+        paths; snapshots and commits taken before keep reading both paths as they were.
+        Directory rename is not supported: a ``src`` with files under it is refused.
+
+        Args:
+            src: Workbench-relative path of the file to move.
+            dst: Workbench-relative destination. Must be absent unless
+                ``expected_destination_generation`` is given.
+            expected_generation: Move only when ``src`` is at this generation.
+            expected_destination_generation: Replace the file at ``dst``, which must be at this
+                generation.
+            request_id: 32 hex characters making the call replayable: the same id again (after
+                a lost answer, say) returns the original result with ``idempotent_replay:
+                True`` instead of :class:`nokv.NotFound`. Default: a fresh id.
+
+        Returns:
+            ``{workbench_id, from, to, path, from_generation, generation, replaced_generation,
+            size_bytes, digest, content_type, commit_version, idempotent_replay}``.
+
+        Raises:
+            NotFound: nothing at ``src``, or no such workbench.
+            NotArtifact: ``src`` is a directory (``details["reason"] ==
+                "directory_rename_unsupported"``).
+            AlreadyExists: a file (or, with ``details["kind"] == "directory"``, a directory) is
+                at ``dst``.
+            NotDirectory: ``dst`` lies below a file.
+            Conflict: a stale ``expected_generation`` or ``expected_destination_generation``
+                (``details["path"]`` names the side); nothing moved.
+            InvalidArguments: ``src == dst``, a reserved manifest, a bad path or request id, a
+                request id reused for another command.
+        """
+        return self._core.move_path(
+            self.id,
+            src,
+            dst,
+            expected_generation=expected_generation,
+            expected_destination_generation=expected_destination_generation,
+            request_id=request_id,
+        )
+
+    mv = move
 
     # -- reads -----------------------------------------------------------------------------
 

@@ -1529,6 +1529,106 @@ impl Core {
         to_py(py, &out, None)
     }
 
+    /// Moves the file at `from_key` to `to_key` of the same workbench in one metadata command
+    /// (no byte copied); returns what `nokv mv` prints, without `status`.
+    #[pyo3(signature = (workbench_id, from_key, to_key, *, expected_generation=None, expected_destination_generation=None, request_id=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn move_path<'py>(
+        &self,
+        py: Python<'py>,
+        workbench_id: &str,
+        from_key: &str,
+        to_key: &str,
+        expected_generation: Option<u64>,
+        expected_destination_generation: Option<u64>,
+        request_id: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let inner = self.inner(py)?;
+        let id = match request_id.as_deref() {
+            None => None,
+            Some(hex) => Some(nokv::publication::parse_operation_id(hex).ok_or_else(|| {
+                errors::invalid(py, "request_id must be exactly 32 hex characters")
+            })?),
+        };
+        let inner = match &*inner {
+            Inner::Embedded(e) => e,
+            Inner::Remote(r) => {
+                // `nokv mv` on the server: its envelope keeps every error's details.
+                let args = json!({
+                    "workbench": workbench_id,
+                    "from": from_key,
+                    "to": to_key,
+                    "expected_generation": expected_generation,
+                    "expected_destination_generation": expected_destination_generation,
+                    "request_id": request_id,
+                });
+                let out = Self::remote_command(py, r, "mv", args)?;
+                return to_py(py, &Value::Object(out), None);
+            }
+        };
+        let client = &inner.client;
+        let options = nokv::move_path::MoveOptions {
+            expected_generation,
+            expected_destination_generation,
+            request_id: id,
+        };
+        let mut out = py
+            .detach(|| client.move_path(workbench_id, from_key, to_key, &options))
+            .map(|r| r.envelope(workbench_id, &client.workbench_path(workbench_id)))
+            .map_err(|e| {
+                errors::to_pyerr(py, &nokv::workbench::move_error(client, workbench_id, e))
+            })?;
+        if let Some(map) = out.as_object_mut() {
+            map.remove("status");
+        }
+        to_py(py, &out, None)
+    }
+
+    /// One page of the diff from side `a` to side `b` (each `WB`, `WB@SNAPSHOT` or a commit id);
+    /// returns what `nokv diff` prints, without `status`.
+    #[pyo3(signature = (a, b, *, cursor=None, limit=1000, patch=false, patch_max_bytes=262144))]
+    #[allow(clippy::too_many_arguments)]
+    fn diff<'py>(
+        &self,
+        py: Python<'py>,
+        a: &str,
+        b: &str,
+        cursor: Option<String>,
+        limit: usize,
+        patch: bool,
+        patch_max_bytes: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let inner = self.inner(py)?;
+        let options = nokv::diff::DiffOptions {
+            cursor,
+            limit,
+            patch,
+            patch_max_bytes,
+        };
+        let out = match &*inner {
+            Inner::Remote(r) => {
+                let v = py
+                    .detach(|| r.client.diff(a, b, &options))
+                    .map_err(|e| errors::remote(py, e))?;
+                return to_py(py, &v, None);
+            }
+            Inner::Embedded(e) => {
+                let client = &e.client;
+                let sides = nokv::diff::SideSpec::parse(a)
+                    .and_then(|sa| nokv::diff::SideSpec::parse(b).map(|sb| (sa, sb)));
+                let (sa, sb) = sides.map_err(|err| errors::invalid(py, err.to_string()))?;
+                py.detach(|| client.diff(&sa, &sb, &options))
+                    .map(|r| r.envelope())
+                    .map_err(|err| {
+                        let wb = nokv::diff::SideSpec::error_workbench(&sa, &sb);
+                        errors::to_pyerr(py, &nokv::workbench::diff_error(client, &wb, err))
+                    })?
+            }
+        };
+        let out = envelope_fields(py, out)?;
+        to_py(py, &Value::Object(out), None)
+    }
+
     /// Number of objects (blocks and markers) in the store's object provider (diagnostics; lists
     /// the provider, O(objects)).
     fn object_count(&self, py: Python<'_>) -> PyResult<usize> {
@@ -1833,6 +1933,8 @@ fn remote_changes_page(
             before_generation: n("before_generation"),
             after_generation: n("after_generation"),
             snapshot_id: n("snapshot_id"),
+            moved_from: s("moved_from"),
+            moved_from_generation: n("moved_from_generation"),
         });
     }
     Ok(page)

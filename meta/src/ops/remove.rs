@@ -217,6 +217,7 @@ impl<'a> Removal<'a> {
             path: Some(path.clone()),
             before_generation: Some(entry.generation),
             after_generation: None,
+            moved_from: None,
         });
         Ok(())
     }

@@ -110,6 +110,7 @@ pub fn create_workspace(shard: &MetaShard, workbench_id: &str) -> Result<CreateW
             path: None,
             before_generation: None,
             after_generation: None,
+            moved_from: None,
         }];
         drop(snap);
         seq.execute(cmd)?;

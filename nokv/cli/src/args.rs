@@ -8,9 +8,8 @@ use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
 use nokv_commands::{
-    browse_cmd, commit_cmd, config_cmd, expire_cmd, fsck_cmd, gc_cmd, restore_cmd, rm_cmd,
-    snapshot_cmd,
-    OperationAction,
+    browse_cmd, commit_cmd, config_cmd, diff_cmd, expire_cmd, fsck_cmd, gc_cmd, mv_cmd,
+    restore_cmd, rm_cmd, snapshot_cmd, OperationAction,
 };
 
 use crate::{cat_cmd, mcp_cmd, root_cmd, serve_cmd, shard_cmd, verify_cmd};
@@ -235,6 +234,15 @@ pub enum Command {
     /// it is not listed and answers NotFound; the next `nokv gc` removes its uncommitted paths
     /// and its commits stay restorable. Prints one JSON envelope.
     Expire(expire_cmd::ExpireArgs),
+    /// Move one file to another path of the same workbench in one metadata command, no byte
+    /// copied (`nokv mv WB FROM TO [--expected-generation G] [--expected-destination-generation
+    /// G] [--request-id HEX32]`); prints one JSON envelope. Directories are not renamed.
+    Mv(mv_cmd::MvArgs),
+    /// Compare two trees — each a workbench (live), `WB@SNAPSHOT` or a commit id: the added,
+    /// removed and changed paths with generations, sizes and digests, paged (`--cursor`); JSON
+    /// by default, `--format table` to read; `--patch` adds unified text diffs. Opens the store
+    /// read-only.
+    Diff(diff_cmd::DiffArgs),
     /// Garbage collection: one pass (`--dry-run`, `--max-revisions N`), or `--explain WB PATH |
     /// REVISION` to say why a revision is kept.
     Gc(gc_cmd::GcArgs),

@@ -255,6 +255,8 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
         ),
         Command::Rm(args) => rm_cmd::run_rm(&dir, args, &mut out),
         Command::Expire(args) => nokv_commands::expire_cmd::run_expire(&dir, args, &mut out),
+        Command::Mv(args) => nokv_commands::mv_cmd::run_mv(&dir, args, &mut out),
+        Command::Diff(args) => nokv_commands::diff_cmd::run_diff(&dir, args, &mut out),
         Command::Gc(args) => gc_cmd::run_gc(&dir, args, &mut out),
         Command::Fsck(args) => fsck_cmd::run_fsck(&dir, args, &mut out),
         Command::Config { action } => config_cmd::run_config(&dir, action, &mut out),

@@ -124,6 +124,8 @@ pub(crate) fn run_with(
         Command::Demo => command_call(&remote, CommandRequest::Demo, out),
         Command::Rm(a) => command_call(&remote, CommandRequest::Rm(a), out),
         Command::Expire(a) => command_call(&remote, CommandRequest::Expire(a), out),
+        Command::Mv(a) => command_call(&remote, CommandRequest::Mv(a), out),
+        Command::Diff(a) => command_call(&remote, CommandRequest::Diff(a), out),
         Command::Gc(a) => command_call(&remote, CommandRequest::Gc(a), out),
         Command::Fsck(a) => command_call(&remote, CommandRequest::Fsck(a), out),
         Command::Config { action } => command_call(&remote, CommandRequest::Config(action), out),

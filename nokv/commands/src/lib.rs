@@ -1,6 +1,6 @@
 //! # nokv-commands — the store commands the `nokv` CLI and `nokv serve` share
 //!
-//! `nokv commit|tag|find|snapshot|changes|restore|operation|rm|gc|fsck|config|expire|demo|ls|tree|log`:
+//! `nokv commit|tag|find|snapshot|changes|restore|operation|rm|mv|diff|gc|fsck|config|expire|demo|ls|tree|log`:
 //! each command parses its arguments (clap derive, also serde for the wire), runs on an open
 //! [`nokv::Client`] and prints what the user reads. The CLI calls these on the embedded store;
 //! `nokv serve` runs the same code for `POST /v1/commands/{command}` ([`request::CommandRequest`]),
@@ -21,9 +21,11 @@ pub mod browse_cmd;
 pub mod commit_cmd;
 pub mod config_cmd;
 pub mod demo;
+pub mod diff_cmd;
 pub mod expire_cmd;
 pub mod fsck_cmd;
 pub mod gc_cmd;
+pub mod mv_cmd;
 pub mod read_only;
 pub mod request;
 pub mod restore_cmd;

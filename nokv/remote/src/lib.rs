@@ -36,9 +36,11 @@
 //! `store` ([`nokv::Store`] over the others).
 
 mod client;
+mod diff;
 mod expiry;
 mod files;
 mod lifetime;
+mod moves;
 pub mod routing;
 mod store;
 mod wire;

@@ -71,6 +71,16 @@ impl Store for RemoteClient {
     fn remove_prefix(&self, workbench_id: &str, prefix: &str) -> Result<PrefixRemoval> {
         RemoteClient::remove_prefix(self, workbench_id, prefix)
     }
+
+    fn move_path(
+        &self,
+        workbench_id: &str,
+        from: &str,
+        to: &str,
+        options: &nokv::move_path::MoveOptions,
+    ) -> Result<nokv::move_path::MoveReceipt> {
+        RemoteClient::move_path(self, workbench_id, from, to, options)
+    }
 }
 
 /// The Workbench error envelope of a remote client error — what a tool call answers when it did

@@ -35,6 +35,7 @@ pub mod client;
 pub mod commit;
 #[cfg(feature = "etcd")]
 pub mod control;
+pub mod diff;
 pub mod error;
 pub mod expiry;
 pub mod fault;
@@ -43,6 +44,7 @@ pub mod index_fields;
 pub mod json;
 pub mod lifetime;
 pub mod materialize;
+pub mod move_path;
 pub mod name_folding;
 mod open;
 mod periodic;

@@ -85,6 +85,17 @@ pub trait Store: Send + Sync {
     ///
     /// Errors: those of [`Client::remove_prefix`] (plus the transport's, remote).
     fn remove_prefix(&self, workbench_id: &str, prefix: &str) -> Result<PrefixRemoval>;
+
+    /// Moves one file to another path of the same workbench ([`Client::move_path`]).
+    ///
+    /// Errors: those of [`Client::move_path`] (plus the transport's, remote).
+    fn move_path(
+        &self,
+        workbench_id: &str,
+        from: &str,
+        to: &str,
+        options: &crate::move_path::MoveOptions,
+    ) -> Result<crate::move_path::MoveReceipt>;
 }
 
 impl Store for Client {
@@ -143,5 +154,15 @@ impl Store for Client {
 
     fn remove_prefix(&self, workbench_id: &str, prefix: &str) -> Result<PrefixRemoval> {
         Client::remove_prefix(self, workbench_id, prefix)
+    }
+
+    fn move_path(
+        &self,
+        workbench_id: &str,
+        from: &str,
+        to: &str,
+        options: &crate::move_path::MoveOptions,
+    ) -> Result<crate::move_path::MoveReceipt> {
+        Client::move_path(self, workbench_id, from, to, options)
     }
 }

@@ -25,12 +25,14 @@
 mod auth;
 mod body;
 pub mod control;
+mod diff;
 pub mod error;
 mod feed;
 mod handler;
 pub mod journal;
 mod lifetime;
 pub mod metrics;
+mod moves;
 mod routes;
 mod runtime;
 mod state;

@@ -54,7 +54,7 @@ fn dto<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ApiError> {
 
 /// Runs a write: reads the JSON body, parses the DTO, then runs `run` at most once per request
 /// id on the blocking pool.
-async fn write_route<T, F>(
+pub(crate) async fn write_route<T, F>(
     state: Shared,
     headers: HeaderMap,
     req: Request,
@@ -78,7 +78,7 @@ where
 }
 
 /// Runs a read on the blocking pool and answers its envelope.
-async fn read_route(
+pub(crate) async fn read_route(
     state: Shared,
     run: impl FnOnce(&Client) -> Value + Send + 'static,
 ) -> Result<Response, ApiError> {

@@ -49,6 +49,8 @@ pub(crate) fn router(state: Shared) -> Router {
         .route("/v1/changes", get(super::feed::changes))
         .merge(super::lifetime::routes())
         .merge(super::ui::routes())
+        .merge(super::moves::routes())
+        .merge(super::diff::routes())
         .fallback(no_route)
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .with_state(state)

@@ -220,6 +220,7 @@ pub(super) fn publish_commit(shard: &MetaShard, op_id: &OperationId) -> Result<&
             state: CommitState::Sealed,
             retirement_cursor: None,
             created_version: cv,
+            source_read_version: Some(op.source_read_version),
         };
         mutations.push(Mutation::put(
             Family::Commit,
@@ -303,6 +304,7 @@ pub(super) fn publish_commit(shard: &MetaShard, op_id: &OperationId) -> Result<&
             path: Some(vpath.clone()),
             before_generation: old.as_ref().map(|e| e.generation),
             after_generation: Some(cv),
+            moved_from: None,
         }];
         Ok(Built::Command(Box::new(cmd), Ok(())))
     })?;

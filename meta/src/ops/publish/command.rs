@@ -415,6 +415,7 @@ pub(crate) fn plan_with<S: Snapshot>(
         path: Some(req.path.clone()),
         before_generation: actual,
         after_generation: Some(cv),
+        moved_from: None,
     }];
     Ok(Planned::Command(Box::new(cmd)))
 }

@@ -126,6 +126,7 @@ pub(super) fn publish<S: Snapshot>(
         path: None,
         before_generation: None,
         after_generation: None,
+        moved_from: None,
     };
     let cmd = command(
         shard,

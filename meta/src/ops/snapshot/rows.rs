@@ -196,6 +196,7 @@ pub(super) fn snapshot_event(
         path: None,
         before_generation: None,
         after_generation: Some(id.get()),
+        moved_from: None,
     }
 }
 

@@ -196,6 +196,25 @@ pub fn removal_error(client: &Client, workbench_id: &str, err: Error) -> ToolErr
     }
 }
 
+/// The typed tool error of a failed move ([`Client::move_path`]), for every front door: a
+/// request id reused for a different command is `InvalidArguments` with `details.reason =
+/// "request_id_reused"`; a source that is a directory (`NotArtifact`) says that directory
+/// rename is not supported (`details.reason = "directory_rename_unsupported"`); every other
+/// error maps like any tool error of `workbench_id` ([`tool_error`]).
+pub fn move_error(client: &Client, workbench_id: &str, err: Error) -> ToolError {
+    match err {
+        Error::NotArtifact { .. } => {
+            let mut e = tool_error(client, workbench_id, err);
+            e.message = format!(
+                "{}; directory rename is not supported: move the files under it one by one",
+                e.message
+            );
+            e.with_detail("reason", Value::from("directory_rename_unsupported"))
+        }
+        other => removal_error(client, workbench_id, other),
+    }
+}
+
 /// Maps errors that concern the store as a whole (opening it, its files) to tool errors without
 /// host paths, keys or ids.
 pub fn store_error(err: crate::error::Error) -> ToolError {
