@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -124,10 +125,30 @@ def shot(driver, name):
         driver.save_screenshot(str(Path(SHOTS) / f"{name}.png"))
 
 
+def follow(driver, element):
+    """Clicks `element` and waits until the page it leads to has replaced this one: a click does
+    not wait for the navigation it starts, so the next lookup could read the old page, or the
+    next `get` cancel a form's POST."""
+    page = driver.find_element(By.TAG_NAME, "html")
+    element.click()
+
+    def replaced(_):
+        try:
+            page.is_enabled()
+            return False
+        except WebDriverException:
+            # Stale, or chromedriver's "node does not belong to the document": gone either way.
+            return True
+
+    WebDriverWait(driver, 10).until(replaced)
+    WebDriverWait(driver, 10).until(
+        lambda d: d.execute_script("return document.readyState") == "complete")
+
+
 def login(driver, url, token):
     driver.get(url + "/ui/login")
     driver.find_element(By.ID, "token").send_keys(token)
-    driver.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    follow(driver, driver.find_element(By.CSS_SELECTOR, "button[type=submit]"))
 
 
 def not_pwned(driver):
@@ -162,7 +183,7 @@ def test_pages_of_the_demo_store(served, browser):
         assert wb in names
     shot(browser, "workbenches")
     browser.find_element(By.NAME, "q").send_keys("run-")
-    browser.find_element(By.CSS_SELECTOR, "form[role=search] button").click()
+    follow(browser, browser.find_element(By.CSS_SELECTOR, "form[role=search] button"))
     names = [a.text for a in browser.find_elements(By.CSS_SELECTOR, "#workbenches a.wb")]
     assert "run-adelie" in names and "penguins" not in names
 
@@ -171,8 +192,8 @@ def test_pages_of_the_demo_store(served, browser):
     sections = [a.text for a in browser.find_elements(By.CSS_SELECTOR, "#tree a.dir")]
     assert sections == ["input/", "logs/", "metadata/", "outputs/", "scripts/"]
     shot(browser, "tree")
-    browser.find_element(By.LINK_TEXT, "input/").click()
-    browser.find_element(By.LINK_TEXT, "penguins.csv").click()
+    follow(browser, browser.find_element(By.LINK_TEXT, "input/"))
+    follow(browser, browser.find_element(By.LINK_TEXT, "penguins.csv"))
 
     # The CSV preview: header and cells of the first rows.
     assert "penguins.csv" in browser.title
@@ -221,7 +242,7 @@ def test_pages_of_the_demo_store(served, browser):
         assert parents[run] == input_commit
     shot(browser, "lineage")
     # Click through to the input commit: the runs that used it.
-    browser.find_element(By.CSS_SELECTOR, f"svg#dag g.node[data-commit='{input_commit}']").click()
+    follow(browser, browser.find_element(By.CSS_SELECTOR, f"svg#dag g.node[data-commit='{input_commit}']"))
     used = {r.find_elements(By.TAG_NAME, "td")[1].text
             for r in browser.find_elements(By.CSS_SELECTOR, "#children tbody tr")}
     assert {"run-adelie", "run-chinstrap", "run-gentoo"} <= used
@@ -235,10 +256,10 @@ def test_pages_of_the_demo_store(served, browser):
     assert row.get_attribute("data-state") == "alive"
     assert "in 6 d" in row.text or "in 7 d" in row.text
     shot(browser, "snapshots")
-    row.find_element(By.LINK_TEXT, "tree at this snapshot").click()
+    follow(browser, row.find_element(By.LINK_TEXT, "tree at this snapshot"))
     assert "(snapshot" in browser.find_element(By.CSS_SELECTOR, "nav.crumbs").text
-    browser.find_element(By.LINK_TEXT, "outputs/").click()
-    browser.find_element(By.LINK_TEXT, "summary.json").click()
+    follow(browser, browser.find_element(By.LINK_TEXT, "outputs/"))
+    follow(browser, browser.find_element(By.LINK_TEXT, "summary.json"))
     assert "snapshot" in browser.find_element(By.ID, "card").text
 
     # GC explain of a kept file.
@@ -285,8 +306,8 @@ def test_hostile_content_stays_inert(served, browser):
     # The name's "/" makes "<script>alert(1)<" a directory holding "script>.md".
     assert "<script>alert(1)</" in names
     not_pwned(browser)
-    browser.find_element(By.LINK_TEXT, "<script>alert(1)</").click()
-    browser.find_element(By.LINK_TEXT, "script>.md").click()
+    follow(browser, browser.find_element(By.LINK_TEXT, "<script>alert(1)</"))
+    follow(browser, browser.find_element(By.LINK_TEXT, "script>.md"))
     assert browser.find_element(By.CSS_SELECTOR, "#markdown-preview h1").text == "Notes"
     assert "<script>alert(1)<" in browser.find_element(By.CSS_SELECTOR, "nav.crumbs").text
     not_pwned(browser)
