@@ -48,8 +48,10 @@
 //!
 //! # Cost
 //!
-//! A sweep scans the root's WorkspaceCurrent rows (one row per workbench) and probes each expired
-//! workbench's PathCurrent prefix once (limit 1) after it is empty.
+//! A sweep scans the root's WorkspaceCurrent rows (one row per workbench; there is no index of
+//! deadlines) at one snapshot and probes each `Expired` workbench's PathCurrent prefix there once
+//! (limit 1): one already emptied costs nothing more. Only a workbench to mark or with paths left
+//! takes command sections (the mark, then one per batch of [`MAX_PATHS_PER_BATCH`] paths).
 
 use sha2::{Digest, Sha256};
 
@@ -448,6 +450,12 @@ pub fn sweep(
                     released_revisions: revisions,
                 });
             }
+            continue;
+        }
+        // An Expired incarnation never gains a path (every writer refuses it), so one whose
+        // paths are gone at this snapshot — every expired workbench on every pass after its
+        // reclamation — costs this limit-1 probe and no command section.
+        if ws.state == WorkspaceState::Expired && paths_of(&snap, shard, &ws, 1)?.is_empty() {
             continue;
         }
         let marked =
