@@ -47,7 +47,9 @@ use crate::command::projection::{index_mutations, MAX_INDEX_MUTATIONS};
 use crate::command::{Mutation, Predicate, MAX_COMMAND_EVENTS};
 use crate::error::{Error, Result};
 use crate::family::Family;
-use crate::ids::{validate_workbench_id, ArtifactRevisionId, RequestId, RootId};
+use crate::ids::{
+    validate_workbench_id, ArtifactRevisionId, RequestId, RootId, WorkspaceIncarnationId,
+};
 use crate::path::NormPath;
 use crate::shard::MetaShard;
 use crate::store::{ScanItem, ScanSpec, Snapshot};
@@ -116,6 +118,59 @@ pub fn command_digest(req: &RemoveRequest) -> [u8; 32] {
         }
     }
     h.finalize().into()
+}
+
+/// The file at `path` of incarnation `inc` at `snap` (one PathCurrent point read): its key, its
+/// stored bytes and its entry, checked against `expected_generation` when one is given. Shared
+/// by a removal and the source of a move ([`crate::ops::move_path`]).
+///
+/// Errors: [`Error::PathIsDirectory`] (no file, but files lie under it: one limit-1 probe);
+/// [`Error::PathNotFound`]; [`Error::GenerationConflict`]; codec and storage errors.
+pub(crate) fn file_at<S: Snapshot>(
+    snap: &S,
+    root: &RootId,
+    inc: &WorkspaceIncarnationId,
+    path: &NormPath,
+    expected_generation: Option<u64>,
+) -> Result<(Vec<u8>, Vec<u8>, PathEntry)> {
+    let key = path_current::key(root, inc, path);
+    let Some(bytes) = snap.get(Family::PathCurrent, &key)? else {
+        // No file here: an implicit directory is named as such (a prefix removal takes it).
+        if crate::read::has_descendants(snap, root, inc, path)? {
+            return Err(Error::PathIsDirectory);
+        }
+        return Err(Error::PathNotFound);
+    };
+    let entry = PathEntry::decode(&bytes)?;
+    if let Some(expected) = expected_generation {
+        if expected != entry.generation {
+            return Err(Error::GenerationConflict {
+                expected,
+                actual: entry.generation,
+            });
+        }
+    }
+    Ok((key, bytes, entry))
+}
+
+/// The ArtifactRevision row a PathCurrent entry names, with its stored bytes (for the Equals
+/// predicate of the command that changes its count).
+///
+/// Errors: [`Error::Codec`] when the row is missing or corrupt; storage errors.
+pub(crate) fn named_revision<S: Snapshot>(
+    snap: &S,
+    root: &RootId,
+    rev: &ArtifactRevisionId,
+) -> Result<(Vec<u8>, ArtifactRevision)> {
+    let Some(bytes) = snap.get(Family::ArtifactRevision, &artifact_revision::key(root, rev))?
+    else {
+        return Err(Error::codec(
+            "artifact_revision",
+            format!("PathCurrent names missing revision {rev}"),
+        ));
+    };
+    let row = ArtifactRevision::decode(&bytes)?;
+    Ok((bytes, row))
 }
 
 /// Accumulates the predicates, mutations and events of removing several paths of one
@@ -198,14 +253,7 @@ impl<'a> Removal<'a> {
         if let Some(slot) = self.touched.get_mut(&rev) {
             slot.2 += 1;
         } else {
-            let akey = artifact_revision::key(&self.root, &rev);
-            let Some(abytes) = snap.get(Family::ArtifactRevision, &akey)? else {
-                return Err(Error::codec(
-                    "artifact_revision",
-                    format!("PathCurrent names missing revision {rev}"),
-                ));
-            };
-            let row = ArtifactRevision::decode(&abytes)?;
+            let (abytes, row) = named_revision(snap, &self.root, &rev)?;
             self.touched.insert(rev, (abytes, row, 1));
         }
         self.index_mutations += index.len();
@@ -304,7 +352,8 @@ pub fn remove(shard: &MetaShard, req: &RemoveRequest) -> Result<RemoveReceipt> {
     })
 }
 
-/// What one removal attempt turns into at a snapshot.
+/// What one single-path attempt (a removal, or a move: [`crate::ops::move_path`]) turns into at a
+/// snapshot.
 pub(crate) enum Planned {
     /// The stored result of an earlier identical request.
     Replay(Box<crate::command::CommandOutcome>),
@@ -328,23 +377,13 @@ pub(crate) fn plan<S: Snapshot>(
     }
     let (ws_key, ws_bytes, ws) =
         super::tag::visible_ws(snap, &root, &req.workbench_id, shard.wall_unix_ms())?;
-    let pkey = path_current::key(&root, &ws.incarnation, &req.path);
-    let Some(bytes) = snap.get(Family::PathCurrent, &pkey)? else {
-        // No file here: an implicit directory is named as such (a prefix removal takes it).
-        if crate::read::has_descendants(snap, &root, &ws.incarnation, &req.path)? {
-            return Err(Error::PathIsDirectory);
-        }
-        return Err(Error::PathNotFound);
-    };
-    let entry = PathEntry::decode(&bytes)?;
-    if let Some(expected) = req.expected_generation {
-        if expected != entry.generation {
-            return Err(Error::GenerationConflict {
-                expected,
-                actual: entry.generation,
-            });
-        }
-    }
+    let (_, bytes, entry) = file_at(
+        snap,
+        &root,
+        &ws.incarnation,
+        &req.path,
+        req.expected_generation,
+    )?;
     let read_version = snap.version();
     let cv = read_version
         .checked_add(1)
