@@ -367,14 +367,9 @@ fn reclaim_batch(shard: &MetaShard, workbench_id: &str) -> Result<Vec<ArtifactRe
         for (key, bytes) in rows {
             let path = path_current::decode_key_path(&key)?;
             let entry = PathEntry::decode(&bytes)?;
-            let index = removal.index_rows(&path, &entry)?;
-            if !released.is_empty()
-                && removal.index_mutations + index.len()
-                    > crate::command::projection::MAX_INDEX_MUTATIONS
-            {
+            if !removal.add(snap, &path, bytes, &entry)? {
                 break;
             }
-            removal.add(snap, &path, bytes, &entry, index)?;
             released.push(entry.artifact_revision_id);
         }
         // The workbench's events are no longer visible: the reclamation emits none.

@@ -183,7 +183,10 @@ pub(crate) struct Removal<'a> {
     cv: u64,
     pub(crate) predicates: Vec<Predicate>,
     pub(crate) mutations: Vec<Mutation>,
-    pub(crate) index_mutations: usize,
+    /// SecondaryIndex mutations so far (bounded by [`MAX_INDEX_MUTATIONS`]).
+    index_mutations: usize,
+    /// Paths added so far.
+    paths: usize,
     pub(crate) events: Vec<ChangeEvent>,
     /// Revisions whose count changes: original bytes, row and number of released references.
     touched: BTreeMap<ArtifactRevisionId, (Vec<u8>, ArtifactRevision, u64)>,
@@ -204,33 +207,28 @@ impl<'a> Removal<'a> {
             predicates: Vec::new(),
             mutations: Vec::new(),
             index_mutations: 0,
+            paths: 0,
             events: Vec::new(),
             touched: BTreeMap::new(),
         }
     }
 
-    /// The index mutations of removing `entry` at `path` (for the batch bound check).
-    pub(crate) fn index_rows(&self, path: &NormPath, entry: &PathEntry) -> Result<Vec<Mutation>> {
-        index_mutations(
-            &self.root,
-            &self.ws.incarnation,
-            self.workbench_id,
-            path,
-            Some(entry),
-            None,
-        )
-    }
-
-    /// Adds the removal of `path` (whose PathCurrent row holds `bytes` = `entry`).
+    /// Adds the removal of `path` (whose PathCurrent row holds `bytes` = `entry`) unless its
+    /// SecondaryIndex rows would take the command past [`MAX_INDEX_MUTATIONS`]; the first path
+    /// is always added. Returns whether it was added (false: the batch is full, nothing added).
     pub(crate) fn add<S: Snapshot>(
         &mut self,
         snap: &S,
         path: &NormPath,
         bytes: Vec<u8>,
         entry: &PathEntry,
-        index: Vec<Mutation>,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let inc = self.ws.incarnation;
+        let index = index_mutations(&self.root, &inc, self.workbench_id, path, Some(entry), None)?;
+        if self.paths > 0 && self.index_mutations + index.len() > MAX_INDEX_MUTATIONS {
+            return Ok(false);
+        }
+        self.paths += 1;
         let pkey = path_current::key(&self.root, &inc, path);
         self.predicates
             .push(Predicate::equals(Family::PathCurrent, pkey.clone(), bytes));
@@ -267,7 +265,7 @@ impl<'a> Removal<'a> {
             after_generation: None,
             moved_from: None,
         });
-        Ok(())
+        Ok(true)
     }
 
     /// Appends the revision rows, GcCandidates and the WorkspaceCurrent advance.
@@ -389,8 +387,8 @@ pub(crate) fn plan<S: Snapshot>(
         .checked_add(1)
         .ok_or_else(|| Error::invalid("commit version exhausted"))?;
     let mut removal = Removal::new(root, &ws, &req.workbench_id, cv);
-    let index = removal.index_rows(&req.path, &entry)?;
-    removal.add(snap, &req.path, bytes, &entry, index)?;
+    // One path: always within the bound.
+    removal.add(snap, &req.path, bytes, &entry)?;
     removal.finish(ws_key, ws_bytes)?;
     let mut cmd = shard.command_header(
         req.request_id,
@@ -500,11 +498,9 @@ pub fn remove_batch(
         let total = paths.len();
         for (path, bytes) in paths {
             let entry = PathEntry::decode(&bytes)?;
-            let index = removal.index_rows(&path, &entry)?;
-            if !removed.is_empty() && removal.index_mutations + index.len() > MAX_INDEX_MUTATIONS {
+            if !removal.add(snap, &path, bytes, &entry)? {
                 break;
             }
-            removal.add(snap, &path, bytes, &entry, index)?;
             removed.push((path, entry.generation));
         }
         let done = removed.len() == total && total < want;
