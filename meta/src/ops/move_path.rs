@@ -35,7 +35,7 @@ use sha2::{Digest, Sha256};
 
 use crate::codec::{
     artifact_revision, path_current, revision_ref, ArtifactRevision, ChangeEvent, ChangeKind,
-    CommandResult, MovedFrom, PathEntry, RefOwner, RevisionRef, RevisionState, WorkspaceCurrent,
+    CommandResult, MovedFrom, PathEntry, RefOwner, RevisionRef, RevisionState,
 };
 use crate::command::executor::{check_handle_fences, replay_lookup};
 use crate::command::projection::index_mutations;
@@ -376,11 +376,7 @@ fn plan<S: Snapshot>(
         to_old.as_ref(),
         Some(&entry),
     )?);
-    let next = WorkspaceCurrent {
-        workspace_revision: ws.workspace_revision.saturating_add(1),
-        modified_version: cv,
-        ..ws
-    };
+    let next = ws.advanced(cv);
     mutations.push(Mutation::put(
         Family::WorkspaceCurrent,
         ws_key,

@@ -289,11 +289,7 @@ impl<'a> Removal<'a> {
             self.mutations
                 .push(Mutation::put(Family::ArtifactRevision, key, row.encode()));
         }
-        let next = WorkspaceCurrent {
-            workspace_revision: self.ws.workspace_revision.saturating_add(1),
-            modified_version: self.cv,
-            ..self.ws.clone()
-        };
+        let next = self.ws.advanced(self.cv);
         self.predicates.push(Predicate::equals(
             Family::WorkspaceCurrent,
             ws_key.clone(),
