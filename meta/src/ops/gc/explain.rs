@@ -188,21 +188,23 @@ pub fn explain_path(
     policy: &SnapshotPolicy,
 ) -> Result<Explanation> {
     let read = shard.read();
-    let ws = match read.visible_workspace(workbench_id) {
-        Ok(ws) => ws,
-        Err(e @ Error::WorkspaceNotFound { .. }) => match read.workspace(workbench_id)? {
-            Some(ws) if read.workspace_expired_at(workbench_id)?.is_some() => ws,
-            _ => return Err(e),
-        },
-        Err(e) => return Err(e),
+    let not_found = || Error::WorkspaceNotFound {
+        workbench_id: workbench_id.to_owned(),
     };
+    // One marker read decides both: live (`Visible`, not past its deadline) or expired; the
+    // store clock is read only for a marker with a deadline.
+    let ws = read.workspace(workbench_id)?.ok_or_else(not_found)?;
+    let expired = match ws.expires_at_unix_ms {
+        None => false,
+        Some(_) => ws.expired_at(read.store_clock_unix_ms()?).is_some(),
+    };
+    if ws.state != WorkspaceState::Visible && !expired {
+        return Err(not_found());
+    }
     let Some(entry) = read.path_entry(&ws.incarnation, path)? else {
         // An expired workbench's removed paths answer as the workbench does.
-        if ws.state != WorkspaceState::Visible || read.workspace_expired_at(workbench_id)?.is_some()
-        {
-            return Err(Error::WorkspaceNotFound {
-                workbench_id: workbench_id.to_owned(),
-            });
+        if expired {
+            return Err(not_found());
         }
         return Err(Error::PathNotFound);
     };
