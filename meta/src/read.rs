@@ -21,6 +21,7 @@ use crate::store::{Predicate, ScanItem, ScanSpec, ShardSnapshot, Snapshot, MAX_S
 /// `Visible` and either without an expiry deadline or with one after the store clock
 /// ([`crate::clock::store_clock_now`], one System point read, made only for a marker with a
 /// deadline). The one visibility rule of expiry (docs/metadata-format.md, "Workbench Expiry").
+/// A scan that judges many markers uses [`Liveness`] (the store clock read once).
 ///
 /// Errors: a corrupt lease-clock row; storage errors.
 pub fn workspace_live<S: Snapshot>(
@@ -28,13 +29,50 @@ pub fn workspace_live<S: Snapshot>(
     ws: &WorkspaceCurrent,
     wall_unix_ms: u64,
 ) -> Result<bool> {
-    if ws.state != WorkspaceState::Visible {
-        return Ok(false);
+    Liveness::new(snap, wall_unix_ms).live(ws)
+}
+
+/// [`workspace_live`] for the many markers of one scan at one snapshot (a listing, a query,
+/// `find`): the store clock is read at most once, on the first marker whose deadline is after
+/// the wall clock, instead of once per such marker.
+pub(crate) struct Liveness<'s, S: Snapshot> {
+    snap: &'s S,
+    wall_unix_ms: u64,
+    /// The store clock at `snap`, once read.
+    clock_unix_ms: std::cell::Cell<Option<u64>>,
+}
+
+impl<'s, S: Snapshot> Liveness<'s, S> {
+    /// The rule at `snap` for a process whose wall clock reads `wall_unix_ms`.
+    pub(crate) fn new(snap: &'s S, wall_unix_ms: u64) -> Self {
+        Liveness {
+            snap,
+            wall_unix_ms,
+            clock_unix_ms: std::cell::Cell::new(None),
+        }
     }
-    match ws.expires_at_unix_ms {
-        None => Ok(true),
-        Some(d) if d <= wall_unix_ms => Ok(false),
-        Some(d) => Ok(d > crate::clock::store_clock_now(snap, wall_unix_ms)?),
+
+    /// Whether `ws` is live (see [`workspace_live`]).
+    ///
+    /// Errors: a corrupt lease-clock row; storage errors.
+    pub(crate) fn live(&self, ws: &WorkspaceCurrent) -> Result<bool> {
+        if ws.state != WorkspaceState::Visible {
+            return Ok(false);
+        }
+        match ws.expires_at_unix_ms {
+            None => Ok(true),
+            Some(d) if d <= self.wall_unix_ms => Ok(false),
+            Some(d) => Ok(d > self.store_clock()?),
+        }
+    }
+
+    fn store_clock(&self) -> Result<u64> {
+        if let Some(now) = self.clock_unix_ms.get() {
+            return Ok(now);
+        }
+        let now = crate::clock::store_clock_now(self.snap, self.wall_unix_ms)?;
+        self.clock_unix_ms.set(Some(now));
+        Ok(now)
     }
 }
 

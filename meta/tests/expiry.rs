@@ -10,9 +10,8 @@ use std::sync::Arc;
 
 use meta::codec::{workspace_current, RevisionState, WorkspaceCurrent, WorkspaceState};
 use meta::ops::expiry::{set_expiry, ExpirySetting};
-use meta::ops::gc::{self, DeleteOutcome, GcOptions, ObjectRemover, OwnedObject, ProbeOutcome};
+use meta::ops::gc::{self, GcOptions};
 use meta::ops::lease_clock::{self, ManualClock, WallClock};
-use meta::ops::snapshot::SnapshotPolicy;
 use meta::store::{Snapshot, TxnStore};
 use meta::{
     normalize, ArtifactRevisionId, Error, ManifestRow, MetaShard, OpenOptions, PathCondition,
@@ -23,26 +22,10 @@ use meta::{
 const T0: u64 = 1_796_515_200_000;
 const HOUR: u64 = 3_600_000;
 
-/// A provider that holds a set of objects and deletes on request.
-#[derive(Default)]
-struct Provider {
-    objects: BTreeSet<String>,
-}
+#[path = "fixtures/gc_provider.rs"]
+mod gc_provider;
 
-impl ObjectRemover for Provider {
-    fn delete(&mut self, object: &OwnedObject) -> DeleteOutcome {
-        self.objects.remove(&object.key);
-        DeleteOutcome::Deleted
-    }
-
-    fn probe(&mut self, object: &OwnedObject) -> ProbeOutcome {
-        if self.objects.contains(&object.key) {
-            ProbeOutcome::Present
-        } else {
-            ProbeOutcome::Absent
-        }
-    }
-}
+use gc_provider::{zero_retention, Provider};
 
 fn open(dir: &Path, clock: &ManualClock) -> MetaShard {
     let shard = MetaShard::open(dir, OpenOptions::default()).expect("open");
@@ -58,11 +41,9 @@ fn setup() -> (tempfile::TempDir, MetaShard, ManualClock, Provider) {
     (dir, shard, clock, Provider::default())
 }
 
-fn policy() -> SnapshotPolicy {
-    SnapshotPolicy {
-        history_retention_versions: 0,
-        ..SnapshotPolicy::default()
-    }
+/// One GC pass with `opts` and no retention window.
+fn gc_pass(shard: &MetaShard, p: &mut Provider, opts: &GcOptions) -> gc::GcReport {
+    gc::run_pass(shard, &zero_retention(), opts, p, &mut |_| {}).unwrap()
 }
 
 /// Publishes a one-block body at `path` of `wb` (create) and records its object.
@@ -253,43 +234,26 @@ fn the_gc_sweep_records_expiry_removes_paths_and_collects_uncommitted_bodies() {
     set_expiry(&shard, "w", ExpirySetting::At(T0 + HOUR), 0).unwrap();
 
     // Before the deadline a pass leaves everything.
-    let r = gc::run_pass(
-        &shard,
-        &policy(),
-        &GcOptions::default(),
-        &mut p,
-        &mut |_| {},
-    )
-    .unwrap();
+    let r = gc_pass(&shard, &mut p, &GcOptions::default());
     assert!(r.expired_workbenches.is_empty());
     assert!(r.collected.is_empty());
 
     clock.set(T0 + 2 * HOUR);
     // A dry run reports the sweep and writes nothing.
-    let dry = gc::run_pass(
+    let dry = gc_pass(
         &shard,
-        &policy(),
+        &mut p,
         &GcOptions {
             dry_run: true,
             max_revisions: None,
         },
-        &mut p,
-        &mut |_| {},
-    )
-    .unwrap();
+    );
     assert_eq!(dry.expired_workbenches.len(), 1);
     assert_eq!(dry.expired_workbenches[0].paths_released, 2);
     assert!(!dry.expired_workbenches[0].marked);
     assert_eq!(marker(&shard, "w").1.state, WorkspaceState::Visible);
 
-    let r = gc::run_pass(
-        &shard,
-        &policy(),
-        &GcOptions::default(),
-        &mut p,
-        &mut |_| {},
-    )
-    .unwrap();
+    let r = gc_pass(&shard, &mut p, &GcOptions::default());
     assert_eq!(r.expired_workbenches.len(), 1);
     let e = &r.expired_workbenches[0];
     assert_eq!(e.workbench_id, "w");
@@ -320,14 +284,7 @@ fn the_gc_sweep_records_expiry_removes_paths_and_collects_uncommitted_bodies() {
         .items
         .is_empty());
     // A second pass finds nothing more to do for it.
-    let again = gc::run_pass(
-        &shard,
-        &policy(),
-        &GcOptions::default(),
-        &mut p,
-        &mut |_| {},
-    )
-    .unwrap();
+    let again = gc_pass(&shard, &mut p, &GcOptions::default());
     assert!(again.expired_workbenches.is_empty());
     assert!(meta::ops::fsck::check(&shard).unwrap().findings.is_empty());
 }
@@ -347,19 +304,12 @@ fn a_snapshot_of_an_expired_workbench_keeps_its_bodies_from_gc() {
             require_commit_head: false,
         },
         clock.now_unix_ms(),
-        &policy(),
+        &zero_retention(),
     )
     .expect("snapshot");
     set_expiry(&shard, "w", ExpirySetting::At(T0 + HOUR), 0).unwrap();
     clock.set(T0 + 2 * HOUR);
-    let r = gc::run_pass(
-        &shard,
-        &policy(),
-        &GcOptions::default(),
-        &mut p,
-        &mut |_| {},
-    )
-    .unwrap();
+    let r = gc_pass(&shard, &mut p, &GcOptions::default());
     assert_eq!(r.expired_workbenches[0].paths_released, 1);
     assert!(
         r.collected.is_empty(),
@@ -372,7 +322,7 @@ fn a_snapshot_of_an_expired_workbench_keeps_its_bodies_from_gc() {
         RevisionState::Available
     );
     // The explanation names the expiry that released the path.
-    let e = gc::explain::explain_revision(&shard, &a, &policy()).unwrap();
+    let e = gc::explain::explain_revision(&shard, &a, &zero_retention()).unwrap();
     assert_eq!(e.released_by_expiry.len(), 1);
     assert_eq!(e.released_by_expiry[0].workbench_id, "w");
     assert_eq!(e.released_by_expiry[0].path.as_str(), "outputs/a");

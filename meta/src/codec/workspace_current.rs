@@ -140,6 +140,17 @@ impl WorkspaceCurrent {
         })
     }
 
+    /// The marker after one more change to the workspace's tree committed at version `cv`:
+    /// `workspace_revision` +1 (saturating) and `modified_version` = `cv`, every other field kept
+    /// (docs/metadata-format.md, "WorkspaceCurrent").
+    pub fn advanced(&self, cv: u64) -> WorkspaceCurrent {
+        WorkspaceCurrent {
+            workspace_revision: self.workspace_revision.saturating_add(1),
+            modified_version: cv,
+            ..self.clone()
+        }
+    }
+
     /// When this marker stopped being live because of its expiry, on a store clock reading
     /// `clock_now_unix_ms` (docs/metadata-format.md, "Workbench Expiry"): `Some(deadline)` for an
     /// `Expired` marker, and for a `Visible` one whose deadline is at or before the clock (expired,

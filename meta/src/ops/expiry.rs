@@ -48,8 +48,10 @@
 //!
 //! # Cost
 //!
-//! A sweep scans the root's WorkspaceCurrent rows (one row per workbench) and probes each expired
-//! workbench's PathCurrent prefix once (limit 1) after it is empty.
+//! A sweep scans the root's WorkspaceCurrent rows (one row per workbench; there is no index of
+//! deadlines) at one snapshot and probes each `Expired` workbench's PathCurrent prefix there once
+//! (limit 1): one already emptied costs nothing more. Only a workbench to mark or with paths left
+//! takes command sections (the mark, then one per batch of [`MAX_PATHS_PER_BATCH`] paths).
 
 use sha2::{Digest, Sha256};
 
@@ -269,39 +271,30 @@ pub fn set_expiry(
 }
 
 /// Every marker of the root that is expired on a store clock reading `now` (recorded `Expired`,
-/// or `Visible` past its deadline), in workbench-id order: `(id, marker bytes, marker)`.
+/// or `Visible` past its deadline), in workbench-id order: `(id, deadline, marker)`.
 fn expired_markers<S: Snapshot>(
     snap: &S,
     shard: &MetaShard,
     now: u64,
-) -> Result<Vec<(String, Vec<u8>, WorkspaceCurrent)>> {
-    let prefix = shard.root_id().as_bytes().to_vec();
-    let mut marker: Option<Vec<u8>> = None;
+) -> Result<Vec<(String, u64, WorkspaceCurrent)>> {
     let mut out = Vec::new();
-    loop {
-        let spec = ScanSpec {
-            prefix: prefix.clone(),
-            start_after: marker.take(),
-            delimiter: None,
-            limit: MAX_SCAN_ITEMS,
-        };
-        let batch = snap.scan(Family::WorkspaceCurrent, &spec)?;
-        let exhausted = batch.len() < spec.limit;
-        for item in batch {
-            let ScanItem::Row { key, value } = item else {
-                return Err(Error::codec("workspace_current", "unexpected rollup"));
-            };
-            let ws = WorkspaceCurrent::decode(&value)?;
-            if ws.expired_at(now).is_some() {
-                let id = WorkspaceCurrentKey::decode(&key)?.workbench_id;
-                out.push((id, value, ws));
+    snap.for_each_row(
+        Family::WorkspaceCurrent,
+        shard.root_id().as_bytes(),
+        "workspace_current",
+        |key, value| {
+            let ws = WorkspaceCurrent::decode(value)?;
+            if let Some(expired_at) = ws.expired_at(now) {
+                out.push((
+                    WorkspaceCurrentKey::decode(key)?.workbench_id,
+                    expired_at,
+                    ws,
+                ));
             }
-            marker = Some(key);
-        }
-        if exhausted {
-            return Ok(out);
-        }
-    }
+            Ok(())
+        },
+    )?;
+    Ok(out)
 }
 
 /// Up to `want` PathCurrent rows of the incarnation of `ws`, in key order.
@@ -309,12 +302,11 @@ fn paths_of<S: Snapshot>(
     snap: &S,
     shard: &MetaShard,
     ws: &WorkspaceCurrent,
-    start_after: Option<Vec<u8>>,
     want: usize,
 ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
     let spec = ScanSpec {
         prefix: path_current::children_prefix(&shard.root_id(), &ws.incarnation, None),
-        start_after,
+        start_after: None,
         delimiter: None,
         limit: want.clamp(1, MAX_SCAN_ITEMS),
     };
@@ -365,7 +357,7 @@ fn reclaim_batch(shard: &MetaShard, workbench_id: &str) -> Result<Vec<ArtifactRe
         if ws.state != WorkspaceState::Expired {
             return Ok(super::Step::Done(Vec::new()));
         }
-        let rows = paths_of(snap, shard, &ws, None, want)?;
+        let rows = paths_of(snap, shard, &ws, want)?;
         if rows.is_empty() {
             return Ok(super::Step::Done(Vec::new()));
         }
@@ -375,14 +367,9 @@ fn reclaim_batch(shard: &MetaShard, workbench_id: &str) -> Result<Vec<ArtifactRe
         for (key, bytes) in rows {
             let path = path_current::decode_key_path(&key)?;
             let entry = PathEntry::decode(&bytes)?;
-            let index = removal.index_rows(&path, &entry)?;
-            if !released.is_empty()
-                && removal.index_mutations + index.len()
-                    > crate::command::projection::MAX_INDEX_MUTATIONS
-            {
+            if !removal.add(snap, &path, bytes, &entry)? {
                 break;
             }
-            removal.add(snap, &path, bytes, &entry, index)?;
             released.push(entry.artifact_revision_id);
         }
         // The workbench's events are no longer visible: the reclamation emits none.
@@ -411,21 +398,19 @@ fn would_release<S: Snapshot>(
 ) -> Result<(u64, Vec<ArtifactRevisionId>)> {
     let mut paths = 0u64;
     let mut revisions = Vec::new();
-    let mut marker = None;
-    loop {
-        let rows = paths_of(snap, shard, ws, marker.take(), MAX_SCAN_ITEMS)?;
-        let exhausted = rows.len() < MAX_SCAN_ITEMS;
-        for (key, bytes) in rows {
+    snap.for_each_row(
+        Family::PathCurrent,
+        &path_current::children_prefix(&shard.root_id(), &ws.incarnation, None),
+        "path_current",
+        |_, value| {
             paths += 1;
-            revisions.push(PathEntry::decode(&bytes)?.artifact_revision_id);
-            marker = Some(key);
-        }
-        if exhausted {
-            revisions.sort();
-            revisions.dedup();
-            return Ok((paths, revisions));
-        }
-    }
+            revisions.push(PathEntry::decode(value)?.artifact_revision_id);
+            Ok(())
+        },
+    )?;
+    revisions.sort();
+    revisions.dedup();
+    Ok((paths, revisions))
 }
 
 /// The expiry sweep of a GC pass (see the module docs): on the store clock, records every
@@ -448,10 +433,7 @@ pub fn sweep(
     let now = crate::clock::store_clock_now(&snap, shard.wall_unix_ms())?;
     let expired = expired_markers(&snap, shard, now)?;
     let mut out = Vec::new();
-    for (id, _, ws) in expired {
-        let Some(expired_at) = ws.expires_at_unix_ms else {
-            continue;
-        };
+    for (id, expired_at, ws) in expired {
         if dry_run {
             let (paths, revisions) = would_release(&snap, shard, &ws)?;
             if ws.state == WorkspaceState::Visible || paths > 0 {
@@ -463,6 +445,12 @@ pub fn sweep(
                     released_revisions: revisions,
                 });
             }
+            continue;
+        }
+        // An Expired incarnation never gains a path (every writer refuses it), so one whose
+        // paths are gone at this snapshot — every expired workbench on every pass after its
+        // reclamation — costs this limit-1 probe and no command section.
+        if ws.state == WorkspaceState::Expired && paths_of(&snap, shard, &ws, 1)?.is_empty() {
             continue;
         }
         let marked =

@@ -66,7 +66,7 @@ pub fn find_page(
         Some(v) => store.snapshot_at(v)?,
     };
     let root = shard.root_id();
-    let wall_unix_ms = shard.wall_unix_ms();
+    let live = crate::read::Liveness::new(&snap, shard.wall_unix_ms());
     if let Some(a) = after {
         crate::ids::validate_workbench_id(a)?;
     }
@@ -89,7 +89,7 @@ pub fn find_page(
             };
             marker = Some(key.clone());
             let ws = WorkspaceCurrent::decode(&value)?;
-            if !crate::read::workspace_live(&snap, &ws, wall_unix_ms)? {
+            if !live.live(&ws)? {
                 continue;
             }
             if candidates.len() == limit {

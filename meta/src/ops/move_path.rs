@@ -35,20 +35,21 @@ use sha2::{Digest, Sha256};
 
 use crate::codec::{
     artifact_revision, path_current, revision_ref, ArtifactRevision, ChangeEvent, ChangeKind,
-    CommandResult, MovedFrom, PathEntry, RefOwner, RevisionRef, RevisionState, WorkspaceCurrent,
+    CommandResult, MovedFrom, PathEntry, RefOwner, RevisionRef, RevisionState,
 };
 use crate::command::executor::{check_handle_fences, replay_lookup};
 use crate::command::projection::index_mutations;
-use crate::command::{CommandOutcome, MetadataCommand, Mutation, Predicate};
+use crate::command::{CommandOutcome, Mutation, Predicate};
 use crate::error::{Error, Result};
 use crate::family::Family;
 use crate::ids::{validate_workbench_id, ArtifactRevisionId, RequestId};
 use crate::path::NormPath;
-use crate::read::{has_descendants, namespace_check};
+use crate::read::namespace_check;
 use crate::shard::MetaShard;
 use crate::store::Snapshot;
 
 use super::publish::is_reserved;
+use super::remove::{file_at, named_revision, Planned};
 
 /// What a move may find at its destination.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,14 +190,6 @@ pub fn move_path(shard: &MetaShard, req: &MoveRequest) -> Result<MoveReceipt> {
     })
 }
 
-/// What one move attempt turns into at a snapshot.
-enum Planned {
-    /// The stored result of an earlier identical request.
-    Replay(Box<CommandOutcome>),
-    /// The command to execute.
-    Command(Box<MetadataCommand>),
-}
-
 fn destination_error(e: Error) -> Error {
     Error::MoveDestination(Box::new(e))
 }
@@ -210,21 +203,12 @@ fn touch<'t, S: Snapshot>(
     touched: &'t mut Touched,
     rev: ArtifactRevisionId,
 ) -> Result<&'t mut ArtifactRevision> {
-    if let std::collections::btree_map::Entry::Vacant(v) = touched.entry(rev) {
-        let key = artifact_revision::key(root, &rev);
-        let Some(bytes) = snap.get(Family::ArtifactRevision, &key)? else {
-            return Err(Error::codec(
-                "artifact_revision",
-                format!("PathCurrent names missing revision {rev}"),
-            ));
-        };
-        let row = ArtifactRevision::decode(&bytes)?;
-        v.insert((bytes, row));
-    }
-    touched
-        .get_mut(&rev)
-        .map(|slot| &mut slot.1)
-        .ok_or_else(|| Error::codec("artifact_revision", "touched revision vanished"))
+    Ok(match touched.entry(rev) {
+        std::collections::btree_map::Entry::Occupied(o) => &mut o.into_mut().1,
+        std::collections::btree_map::Entry::Vacant(v) => {
+            &mut v.insert(named_revision(snap, root, &rev)?).1
+        }
+    })
 }
 
 /// Builds the move command of `req` at `snap` (see the module docs).
@@ -244,22 +228,8 @@ fn plan<S: Snapshot>(
     let inc = ws.incarnation;
 
     // The source: a file at the expected generation.
-    let from_key = path_current::key(&root, &inc, &req.from);
-    let Some(from_bytes) = snap.get(Family::PathCurrent, &from_key)? else {
-        if has_descendants(snap, &root, &inc, &req.from)? {
-            return Err(Error::PathIsDirectory);
-        }
-        return Err(Error::PathNotFound);
-    };
-    let from_entry = PathEntry::decode(&from_bytes)?;
-    if let Some(expected) = req.expected_generation {
-        if expected != from_entry.generation {
-            return Err(Error::GenerationConflict {
-                expected,
-                actual: from_entry.generation,
-            });
-        }
-    }
+    let (from_key, from_bytes, from_entry) =
+        file_at(snap, &root, &inc, &req.from, req.expected_generation)?;
 
     // The destination: absent (and creatable) or a file at the expected generation.
     let to_key = path_current::key(&root, &inc, &req.to);
@@ -406,11 +376,7 @@ fn plan<S: Snapshot>(
         to_old.as_ref(),
         Some(&entry),
     )?);
-    let next = WorkspaceCurrent {
-        workspace_revision: ws.workspace_revision.saturating_add(1),
-        modified_version: cv,
-        ..ws
-    };
+    let next = ws.advanced(cv);
     mutations.push(Mutation::put(
         Family::WorkspaceCurrent,
         ws_key,

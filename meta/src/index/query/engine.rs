@@ -17,6 +17,7 @@ use crate::ids::{RootId, WorkspaceIncarnationId};
 use crate::index::value_codec::string_prefix_bound;
 use crate::index::{FieldId, IndexValue};
 use crate::path::{ordered_components, NormPath};
+use crate::read::Liveness;
 use crate::store::{ScanItem, ScanSpec, Snapshot, MAX_SCAN_ITEMS};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -51,9 +52,9 @@ pub(crate) struct Engine<'a, S: Snapshot> {
     limits: QueryLimits,
     pub(crate) stats: QueryStats,
     visible: HashMap<WorkspaceIncarnationId, Option<Arc<str>>>,
-    /// The querying process's wall clock, Unix ms (workbench expiry, see
-    /// [`crate::read::workspace_live`]).
-    wall_unix_ms: u64,
+    /// Workbench expiry on the querying process's wall clock (the store clock read once per
+    /// query, see [`crate::read::workspace_live`]).
+    live: Liveness<'a, S>,
 }
 
 impl<'a, S: Snapshot> Engine<'a, S> {
@@ -64,7 +65,7 @@ impl<'a, S: Snapshot> Engine<'a, S> {
             limits,
             stats: QueryStats::default(),
             visible: HashMap::new(),
-            wall_unix_ms,
+            live: Liveness::new(snap, wall_unix_ms),
         }
     }
 
@@ -104,7 +105,7 @@ impl<'a, S: Snapshot> Engine<'a, S> {
                     .map(|b| WorkspaceCurrent::decode(&b))
                     .transpose()?;
                 let live = match &ws {
-                    Some(ws) => crate::read::workspace_live(self.snap, ws, self.wall_unix_ms)?,
+                    Some(ws) => self.live.live(ws)?,
                     None => false,
                 };
                 match ws {
@@ -164,10 +165,7 @@ impl<'a, S: Snapshot> Engine<'a, S> {
                     &workspace_current::key(&self.root, &claim.workbench_id),
                 )?;
                 match ws.map(|b| WorkspaceCurrent::decode(&b)).transpose()? {
-                    Some(ws)
-                        if ws.incarnation == *inc
-                            && crate::read::workspace_live(self.snap, &ws, self.wall_unix_ms)? =>
-                    {
+                    Some(ws) if ws.incarnation == *inc && self.live.live(&ws)? => {
                         Some(Arc::from(claim.workbench_id.as_str()))
                     }
                     _ => None,
@@ -199,7 +197,7 @@ impl<'a, S: Snapshot> Engine<'a, S> {
                 self.examine()?;
                 let id = WorkspaceCurrentKey::decode(&key)?.workbench_id;
                 let ws = WorkspaceCurrent::decode(&value)?;
-                if crate::read::workspace_live(self.snap, &ws, self.wall_unix_ms)? {
+                if self.live.live(&ws)? {
                     let name: Arc<str> = Arc::from(id.as_str());
                     self.visible.insert(ws.incarnation, Some(Arc::clone(&name)));
                     out.push((ws.incarnation, name));

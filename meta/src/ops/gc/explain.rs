@@ -188,21 +188,23 @@ pub fn explain_path(
     policy: &SnapshotPolicy,
 ) -> Result<Explanation> {
     let read = shard.read();
-    let ws = match read.visible_workspace(workbench_id) {
-        Ok(ws) => ws,
-        Err(e @ Error::WorkspaceNotFound { .. }) => match read.workspace(workbench_id)? {
-            Some(ws) if read.workspace_expired_at(workbench_id)?.is_some() => ws,
-            _ => return Err(e),
-        },
-        Err(e) => return Err(e),
+    let not_found = || Error::WorkspaceNotFound {
+        workbench_id: workbench_id.to_owned(),
     };
+    // One marker read decides both: live (`Visible`, not past its deadline) or expired; the
+    // store clock is read only for a marker with a deadline.
+    let ws = read.workspace(workbench_id)?.ok_or_else(not_found)?;
+    let expired = match ws.expires_at_unix_ms {
+        None => false,
+        Some(_) => ws.expired_at(read.store_clock_unix_ms()?).is_some(),
+    };
+    if ws.state != WorkspaceState::Visible && !expired {
+        return Err(not_found());
+    }
     let Some(entry) = read.path_entry(&ws.incarnation, path)? else {
         // An expired workbench's removed paths answer as the workbench does.
-        if ws.state != WorkspaceState::Visible || read.workspace_expired_at(workbench_id)?.is_some()
-        {
-            return Err(Error::WorkspaceNotFound {
-                workbench_id: workbench_id.to_owned(),
-            });
+        if expired {
+            return Err(not_found());
         }
         return Err(Error::PathNotFound);
     };
@@ -210,27 +212,62 @@ pub fn explain_path(
     explain_revision(shard, &entry.artifact_revision_id, policy)
 }
 
-/// When the marker of `workbench_id` at `snap` expired (Unix ms) on the store clock of a process
-/// reading `wall_unix_ms`, if it did and its incarnation is `inc`.
-fn expired_at<S: Snapshot>(
+/// The WorkspaceCurrent marker of `workbench_id` at `snap`, if it still names incarnation `inc`
+/// (one point read; `None` without a workbench id).
+fn marker_of<S: Snapshot>(
     snap: &S,
     root: &crate::ids::RootId,
     workbench_id: Option<&str>,
     inc: &WorkspaceIncarnationId,
-    wall_unix_ms: u64,
-) -> Result<Option<u64>> {
+) -> Result<Option<WorkspaceCurrent>> {
     let Some(wb) = workbench_id else {
         return Ok(None);
     };
-    let Some(ws) = snap
+    Ok(snap
         .get(Family::WorkspaceCurrent, &workspace_current::key(root, wb))?
         .map(|b| WorkspaceCurrent::decode(&b))
         .transpose()?
-        .filter(|w| w.incarnation == *inc && w.expires_at_unix_ms.is_some())
-    else {
-        return Ok(None);
-    };
-    Ok(ws.expired_at(crate::clock::store_clock_now(snap, wall_unix_ms)?))
+        .filter(|w| w.incarnation == *inc))
+}
+
+/// When the marker `ws` expired (Unix ms) on the store clock at `snap` of a process reading
+/// `wall_unix_ms`, if it did (the lease clock is read only for a marker with a deadline).
+fn expired_at<S: Snapshot>(
+    snap: &S,
+    ws: Option<&WorkspaceCurrent>,
+    wall_unix_ms: u64,
+) -> Result<Option<u64>> {
+    match ws {
+        Some(w) if w.expires_at_unix_ms.is_some() => {
+            Ok(w.expired_at(crate::clock::store_clock_now(snap, wall_unix_ms)?))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The owners of every RevisionRef row that targets `rev` at `snap`: one scan of the root's
+/// RevisionRef rows (references are keyed by owner), filtered on the target.
+fn refs_to<S: Snapshot>(
+    snap: &S,
+    root: &crate::ids::RootId,
+    rev: &ArtifactRevisionId,
+) -> Result<Vec<RefOwner>> {
+    let mut owners = Vec::new();
+    snap.for_each_row(
+        Family::RevisionRef,
+        root.as_bytes(),
+        "revision_ref",
+        |k, _| {
+            if k.ends_with(rev.as_bytes()) {
+                let key = RevisionRefKey::decode(k)?;
+                if key.target == *rev {
+                    owners.push(key.owner);
+                }
+            }
+            Ok(())
+        },
+    )?;
+    Ok(owners)
 }
 
 /// The Path references of `rev` that the expiry sweep released: the Path RevisionRef rows of
@@ -250,36 +287,19 @@ fn expiry_releases<S: Snapshot>(
         Ok(s) => s,
         Err(_) => return Ok(Vec::new()),
     };
-    let mut owners = Vec::new();
-    let scanned = old.for_each_row(
-        Family::RevisionRef,
-        root.as_bytes(),
-        "revision_ref",
-        |k, _| {
-            if k.ends_with(rev.as_bytes()) {
-                let key = RevisionRefKey::decode(k)?;
-                if key.target == *rev {
-                    if let RefOwner::Path { incarnation, path } = key.owner {
-                        owners.push((incarnation, path));
-                    }
-                }
-            }
-            Ok(())
-        },
-    );
-    if scanned.is_err() {
+    // A history pruned while the scan runs answers like one pruned before it: nothing to name.
+    let Ok(refs) = refs_to(&old, &root, rev) else {
         return Ok(Vec::new());
-    }
+    };
+    let owners = refs.into_iter().filter_map(|owner| match owner {
+        RefOwner::Path { incarnation, path } => Some((incarnation, path)),
+        _ => None,
+    });
     let mut out = Vec::new();
     for (incarnation, path) in owners {
         let workbench_id = workbench_of(snap, &root, &incarnation)?;
-        if let Some(at) = expired_at(
-            snap,
-            &root,
-            workbench_id.as_deref(),
-            &incarnation,
-            shard.wall_unix_ms(),
-        )? {
+        let ws = marker_of(snap, &root, workbench_id.as_deref(), &incarnation)?;
+        if let Some(at) = expired_at(snap, ws.as_ref(), shard.wall_unix_ms())? {
             out.push(ExpiryRelease {
                 workbench_id: workbench_id.unwrap_or_default(),
                 path,
@@ -288,22 +308,6 @@ fn expiry_releases<S: Snapshot>(
         }
     }
     Ok(out)
-}
-
-fn workspace_visible<S: Snapshot>(
-    snap: &S,
-    root: &crate::ids::RootId,
-    workbench_id: Option<&str>,
-    inc: &WorkspaceIncarnationId,
-) -> Result<bool> {
-    let Some(wb) = workbench_id else {
-        return Ok(false);
-    };
-    Ok(snap
-        .get(Family::WorkspaceCurrent, &workspace_current::key(root, wb))?
-        .map(|b| WorkspaceCurrent::decode(&b))
-        .transpose()?
-        .is_some_and(|w| w.state == WorkspaceState::Visible && w.incarnation == *inc))
 }
 
 /// Explains why revision `rev` is kept (see the module docs).
@@ -332,34 +336,17 @@ pub fn explain_revision(
     let own = owned(rev, &manifest);
     let mut holders = Vec::new();
     // Strong references: one scan of the RevisionRef rows, filtered on the target.
-    let mut refs = Vec::new();
-    snap.for_each_row(
-        Family::RevisionRef,
-        root.as_bytes(),
-        "revision_ref",
-        |k, _| {
-            if k.ends_with(rev.as_bytes()) {
-                let key = RevisionRefKey::decode(k)?;
-                if key.target == *rev {
-                    refs.push(key.owner);
-                }
-            }
-            Ok(())
-        },
-    )?;
+    let refs = refs_to(&snap, &root, rev)?;
     for owner in refs {
         holders.push(match owner {
             RefOwner::Path { incarnation, path } => {
                 let workbench_id = workbench_of(&snap, &root, &incarnation)?;
-                let visible =
-                    workspace_visible(&snap, &root, workbench_id.as_deref(), &incarnation)?;
-                let expired_at_unix_ms = expired_at(
-                    &snap,
-                    &root,
-                    workbench_id.as_deref(),
-                    &incarnation,
-                    shard.wall_unix_ms(),
-                )?;
+                // One marker read serves both: whether it is visible and whether it expired.
+                let ws = marker_of(&snap, &root, workbench_id.as_deref(), &incarnation)?;
+                let visible = ws
+                    .as_ref()
+                    .is_some_and(|w| w.state == WorkspaceState::Visible);
+                let expired_at_unix_ms = expired_at(&snap, ws.as_ref(), shard.wall_unix_ms())?;
                 let generation = snap
                     .get(
                         Family::PathCurrent,

@@ -355,11 +355,7 @@ pub(crate) fn plan_with<S: Snapshot>(
         old.as_ref(),
         Some(&entry),
     )?);
-    let ws_next = WorkspaceCurrent {
-        workspace_revision: ws.workspace_revision.saturating_add(1),
-        modified_version: cv,
-        ..ws
-    };
+    let ws_next = ws.advanced(cv);
     mutations.push(Mutation::put(
         Family::WorkspaceCurrent,
         ws_key,
