@@ -74,14 +74,6 @@ impl RemoteClient {
         })
     }
 
-    /// `GET` of a JSON envelope (retried on connection failures).
-    fn get_json(&self, path: &str) -> Result<Value> {
-        self.retrying(|| {
-            let resp = self.exchange("GET", path, None, &[], Payload::None)?;
-            self.read_json(resp)
-        })
-    }
-
     /// Removes the artifact at `path` (see [`Client::remove`]). Without
     /// `options.request_id` a fresh one is sent, so a retry after a lost response is an exact
     /// replay (`idempotent_replay = true`) instead of `NotFound`.
