@@ -426,6 +426,16 @@ impl Core {
     }
 }
 
+/// A `request_id=` argument: 32 hex characters as its 16 bytes.
+fn request_id_arg(py: Python<'_>, request_id: Option<&str>) -> PyResult<Option<[u8; 16]>> {
+    request_id
+        .map(|hex| {
+            nokv::publication::parse_operation_id(hex)
+                .ok_or_else(|| errors::invalid(py, "request_id must be exactly 32 hex characters"))
+        })
+        .transpose()
+}
+
 /// The result fields of a success envelope (without `status`), or the exception of an error
 /// envelope.
 fn envelope_fields(py: Python<'_>, envelope: Value) -> PyResult<Map<String, Value>> {
@@ -636,12 +646,7 @@ impl Core {
         request_id: Option<&str>,
     ) -> PyResult<PutResult> {
         let inner = self.inner(py)?;
-        let request_id = match request_id {
-            None => None,
-            Some(hex) => Some(nokv::publication::parse_operation_id(hex).ok_or_else(|| {
-                errors::invalid(py, "request_id must be exactly 32 hex characters")
-            })?),
-        };
+        let request_id = request_id_arg(py, request_id)?;
         if expected_generation.is_some() && !replace {
             return Err(errors::invalid(
                 py,
@@ -1435,12 +1440,7 @@ impl Core {
                 "expected_generation and request_id apply to one path, not to recursive=True",
             ));
         }
-        let id = match request_id.as_deref() {
-            None => None,
-            Some(hex) => Some(nokv::publication::parse_operation_id(hex).ok_or_else(|| {
-                errors::invalid(py, "request_id must be exactly 32 hex characters")
-            })?),
-        };
+        let id = request_id_arg(py, request_id.as_deref())?;
         let inner = match &*inner {
             Inner::Embedded(e) => e,
             Inner::Remote(r) => {
@@ -1468,14 +1468,11 @@ impl Core {
             py.detach(|| client.remove(workbench_id, key, &options))
                 .map(|r| r.envelope(workbench_id, &client.workbench_path(workbench_id)))
         };
-        let mut out = result.map_err(|e| {
+        let out = result.map_err(|e| {
             errors::to_pyerr(py, &nokv::workbench::removal_error(client, workbench_id, e))
         })?;
         // The SDK returns the envelope's payload: the CLI's envelope without `status`.
-        if let Some(map) = out.as_object_mut() {
-            map.remove("status");
-        }
-        to_py(py, &out, None)
+        to_py(py, &Value::Object(envelope_fields(py, out)?), None)
     }
 
     /// Records, moves or removes a workbench's expiry deadline (`nokv expire`): exactly one of
@@ -1522,11 +1519,8 @@ impl Core {
         let receipt = py
             .detach(|| client.expire_workbench(workbench_id, expiry))
             .map_err(|e| errors::sdk(py, client, workbench_id, e))?;
-        let mut out = nokv::expiry::receipt_envelope(&receipt);
-        if let Some(map) = out.as_object_mut() {
-            map.remove("status");
-        }
-        to_py(py, &out, None)
+        let out = nokv::expiry::receipt_envelope(&receipt);
+        to_py(py, &Value::Object(envelope_fields(py, out)?), None)
     }
 
     /// Moves the file at `from_key` to `to_key` of the same workbench in one metadata command
@@ -1544,12 +1538,7 @@ impl Core {
         request_id: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let inner = self.inner(py)?;
-        let id = match request_id.as_deref() {
-            None => None,
-            Some(hex) => Some(nokv::publication::parse_operation_id(hex).ok_or_else(|| {
-                errors::invalid(py, "request_id must be exactly 32 hex characters")
-            })?),
-        };
+        let id = request_id_arg(py, request_id.as_deref())?;
         let inner = match &*inner {
             Inner::Embedded(e) => e,
             Inner::Remote(r) => {
@@ -1572,16 +1561,13 @@ impl Core {
             expected_destination_generation,
             request_id: id,
         };
-        let mut out = py
+        let out = py
             .detach(|| client.move_path(workbench_id, from_key, to_key, &options))
             .map(|r| r.envelope(workbench_id, &client.workbench_path(workbench_id)))
             .map_err(|e| {
                 errors::to_pyerr(py, &nokv::workbench::move_error(client, workbench_id, e))
             })?;
-        if let Some(map) = out.as_object_mut() {
-            map.remove("status");
-        }
-        to_py(py, &out, None)
+        to_py(py, &Value::Object(envelope_fields(py, out)?), None)
     }
 
     /// One page of the diff from side `a` to side `b` (each `WB`, `WB@SNAPSHOT` or a commit id);

@@ -331,6 +331,14 @@ impl RemoteClient {
         })
     }
 
+    /// `GET` of a JSON envelope (retried on connection failures).
+    pub(crate) fn get_json(&self, path: &str) -> Result<Value> {
+        self.retrying(|| {
+            let resp = self.exchange("GET", path, None, &[], Payload::None)?;
+            self.read_json(resp)
+        })
+    }
+
     /// `GET /healthz`. Errors: [`Error::Connection`], [`Error::Server`].
     pub fn health(&self) -> Result<Value> {
         self.retrying(|| {

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::client::{Payload, RemoteClient};
+use crate::client::RemoteClient;
 use crate::wire::{encode_component, envelope_result};
 use nokv::diff::DiffOptions;
 use nokv::error::Result;
@@ -26,10 +26,6 @@ impl RemoteClient {
         if let Some(c) = &options.cursor {
             query.push_str(&format!("&cursor={}", encode_component(c)));
         }
-        let v = self.retrying(|| {
-            let resp = self.exchange("GET", &query, None, &[], Payload::None)?;
-            self.read_json(resp)
-        })?;
-        envelope_result(v)
+        envelope_result(self.get_json(&query)?)
     }
 }

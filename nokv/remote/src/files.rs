@@ -12,7 +12,7 @@ use nokv::error::{Error, Result};
 use crate::client::{Payload, RemoteClient};
 use crate::wire::{
     content_range_end, encode_component, encode_path, entry_from_json, envelope_result, field_arg,
-    header, is_transport_code, new_request_id, server_error,
+    header, is_transport_code, new_request_id, request_id_or_new, server_error,
 };
 
 /// Most bytes one range request of a resumed download asks for (one 4 MiB block: the server
@@ -71,15 +71,6 @@ impl RemoteClient {
         Ok(q.join("&"))
     }
 
-    /// The `Idempotency-Key` of an upload: the caller's request id in hex (the server then
-    /// dedupes the put in the store itself, docs/server.md), else a fresh one.
-    fn upload_key(options: &PutOptions) -> Result<String> {
-        match &options.request_id {
-            Some(id) => Ok(objstore::hex_lower(id)),
-            None => new_request_id(),
-        }
-    }
-
     fn put_receipt(v: Value) -> Result<PutReceipt> {
         let v = envelope_result(v)?;
         let rel = v
@@ -126,7 +117,9 @@ impl RemoteClient {
             encode_path(path),
             Self::upload_query(options)?
         );
-        let key = Self::upload_key(options)?;
+        // The `Idempotency-Key`: the caller's request id (the server then dedupes the put in the
+        // store itself, docs/server.md), else a fresh one.
+        let key = request_id_or_new(options.request_id.as_ref())?;
         // The declared digest the server checks before publishing: the caller's, else the body's.
         let declared = options
             .expected_digest_uri
@@ -168,7 +161,9 @@ impl RemoteClient {
             encode_path(path),
             Self::upload_query(options)?
         );
-        let key = Self::upload_key(options)?;
+        // The `Idempotency-Key`: the caller's request id (the server then dedupes the put in the
+        // store itself, docs/server.md), else a fresh one.
+        let key = request_id_or_new(options.request_id.as_ref())?;
         // A declared digest is checked by the server before it publishes (see `PutOptions`).
         let declared: Vec<_> = options
             .expected_digest_uri

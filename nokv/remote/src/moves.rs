@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use crate::client::RemoteClient;
-use crate::wire::{encode_component, envelope_result, new_request_id};
+use crate::wire::{encode_component, envelope_result, request_id_or_new};
 use nokv::error::Result;
 use nokv::move_path::{MoveOptions, MoveReceipt};
 
@@ -23,10 +23,7 @@ impl RemoteClient {
         to: &str,
         options: &MoveOptions,
     ) -> Result<MoveReceipt> {
-        let request_id = match options.request_id {
-            Some(id) => objstore::hex_lower(&id),
-            None => new_request_id()?,
-        };
+        let request_id = request_id_or_new(options.request_id.as_ref())?;
         let body = json!({
             "from": from,
             "to": to,

@@ -13,6 +13,15 @@ pub fn new_request_id() -> Result<String> {
     Ok(objstore::hex_lower(&b))
 }
 
+/// The request id a write sends: the caller's 16 bytes as 32 lowercase hex characters, else a
+/// fresh one ([`new_request_id`]).
+pub(crate) fn request_id_or_new(caller: Option<&[u8; 16]>) -> Result<String> {
+    match caller {
+        Some(id) => Ok(objstore::hex_lower(id)),
+        None => new_request_id(),
+    }
+}
+
 /// Percent-encodes one path segment or query value (RFC 3986 unreserved characters stay).
 pub fn encode_component(s: &str) -> String {
     let mut out = String::with_capacity(s.len());

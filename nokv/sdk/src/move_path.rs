@@ -107,8 +107,9 @@ impl MoveReceipt {
     }
 }
 
-/// Maps a refusal of the move to the SDK's typed errors: source errors name the source,
-/// destination errors ([`meta::Error::MoveDestination`]) name the destination.
+/// Maps a refusal of the move to the SDK's typed errors: source errors name the source (as a
+/// removal's do, [`crate::lifetime::map_path_error`]), destination errors
+/// ([`meta::Error::MoveDestination`]) name the destination.
 fn map_move_error(err: meta::Error, from: &NormPath, to: &NormPath, workbench_id: &str) -> Error {
     let path = |p: &NormPath| p.as_str().to_string();
     match err {
@@ -128,19 +129,8 @@ fn map_move_error(err: meta::Error, from: &NormPath, to: &NormPath, workbench_id
                 Err(other) => Error::from(other),
             }
         }
-        meta::Error::PathNotFound => Error::NotFound { path: path(from) },
-        meta::Error::PathIsDirectory => Error::NotArtifact { path: path(from) },
-        meta::Error::GenerationConflict { expected, actual } => Error::GenerationConflict {
-            path: path(from),
-            expected: Some(expected),
-            actual: Some(actual),
-        },
-        meta::Error::WorkspaceNotFound { .. } => Error::WorkbenchNotFound {
-            workbench_id: workbench_id.to_string(),
-        },
-        meta::Error::InvalidArgument(msg) => Error::InvalidArgument(msg),
-        meta::Error::ReadVersionConflict { .. } => Error::Busy,
-        other => Error::Meta(other),
+        // Source errors: as for any command on the one file at `from`.
+        other => crate::lifetime::map_path_error(other, from, workbench_id),
     }
 }
 

@@ -31,6 +31,7 @@ mod settings;
 
 pub use fsck::FsckOutcome;
 pub use gc::{MaintenanceHandle, MaintenanceReport};
+pub(crate) use remove::map_path_error;
 pub use remove::{PrefixRemoval, RemoveOptions, RemoveReceipt, RemovedPaths};
 
 pub use meta::ops::fsck::{Finding, FindingKind, FsckReport, FsckStats, RepairReport};

@@ -8,7 +8,9 @@
 //! request without its body ([`put_intent_digest`]); the body is compared by its SHA-256 against
 //! the published one, so a streamed body needs no second pass on a first run.
 //!
-//! What a put with a request id does first, before the checks of an ordinary put:
+//! What a put with a request id does first, before the checks of an ordinary put (decided by the
+//! one decider of caller-chosen operation ids, `Client::caller_operation_start` in
+//! `publication/append.rs`, plus the body comparison):
 //!
 //! - no operation under the id: the put runs under it (never through a reserved revision, whose
 //!   operation id is the handle's own);
@@ -26,21 +28,16 @@
 
 use std::io::Read;
 
-use meta::codec::PublishPhase;
-use meta::ops::publish::operation as ledger;
 use meta::{NormPath, OperationId};
 use sha2::{Digest, Sha256};
 
+use super::append::CallerOperation;
 use super::plan::{OpSpec, Source};
 use crate::client::{Client, PutOptions, PutReceipt, WriteCondition};
 use crate::error::{Error, Result};
 
 /// Domain separator of the intent digest of a put with a request id.
 pub const PUT_INTENT_DOMAIN: &[u8] = b"nokv.put.intent.v1\0";
-
-/// Most recovery rounds before a put with a request id gives up deciding (an orphan that keeps
-/// changing under it).
-const DECIDE_ATTEMPTS: usize = 4;
 
 /// The intent digest of a put with a request id: `sha256("nokv.put.intent.v1\0" | str
 /// workbench_id | str path | str content_type | condition | option(str manifest_id) | u32 field
@@ -123,71 +120,30 @@ impl Client {
     ) -> Result<PutStart> {
         let id = OperationId(request_id);
         let intent_digest = put_intent_digest(workbench_id, path, options)?;
-        let mismatch = || {
-            Error::Meta(meta::Error::OperationIntentMismatch {
-                operation_id: id.to_hex(),
-            })
-        };
-        for _ in 0..DECIDE_ATTEMPTS {
-            let restart = match ledger::get(self.meta(), &id)? {
-                None => false,
-                Some(op) if op.intent_digest != intent_digest => return Err(mismatch()),
-                Some(op) if op.phase == PublishPhase::Published => {
-                    let receipt =
-                        ledger::published_receipt(self.meta(), &id)?.ok_or_else(|| {
-                            Error::Meta(meta::Error::OperationState {
-                                operation_id: id.to_hex(),
-                                phase: "Published".into(),
-                                wanted: "its stored receipt is missing".into(),
-                            })
-                        })?;
-                    if source_digest(source)? != receipt.entry.body_digest_uri {
-                        return Err(mismatch());
-                    }
-                    return Ok(PutStart::Replay(PutReceipt {
-                        path: op.path.clone(),
-                        generation: receipt.generation,
-                        size_bytes: receipt.entry.logical_size,
-                        digest_uri: receipt.entry.body_digest_uri,
-                        content_type: receipt.entry.content_type,
-                        created: receipt.created,
-                        idempotent_replay: true,
+        match self.caller_operation_start(
+            id,
+            intent_digest,
+            "the same request is already running in this process",
+        )? {
+            CallerOperation::Published { path, receipt } => {
+                let receipt = *receipt;
+                if source_digest(source)? != receipt.entry.body_digest_uri {
+                    return Err(Error::Meta(meta::Error::OperationIntentMismatch {
+                        operation_id: id.to_hex(),
                     }));
                 }
-                Some(op) if op.phase == PublishPhase::Cleaned => true,
-                Some(op) => {
-                    let running = self
-                        .in_flight()
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .contains(&id);
-                    if running {
-                        return Err(Error::Meta(meta::Error::OperationState {
-                            operation_id: id.to_hex(),
-                            phase: format!("{:?}", op.phase),
-                            wanted: "the same request is already running in this process".into(),
-                        }));
-                    }
-                    // An orphan of an earlier process: recover it, then decide again.
-                    let after = self.recover_one(&id, &op)?;
-                    if after.phase == PublishPhase::Quarantined {
-                        return Err(Error::Meta(meta::Error::OperationState {
-                            operation_id: id.to_hex(),
-                            phase: "Quarantined".into(),
-                            wanted: "run `nokv operation recover` once the provider answers".into(),
-                        }));
-                    }
-                    continue;
-                }
-            };
-            return Ok(PutStart::Run(OpSpec {
-                id,
-                intent_digest,
-                restart,
-                reservable: false,
-            }));
+                Ok(PutStart::Replay(PutReceipt {
+                    path,
+                    generation: receipt.generation,
+                    size_bytes: receipt.entry.logical_size,
+                    digest_uri: receipt.entry.body_digest_uri,
+                    content_type: receipt.entry.content_type,
+                    created: receipt.created,
+                    idempotent_replay: true,
+                }))
+            }
+            CallerOperation::Run(spec) => Ok(PutStart::Run(spec)),
         }
-        Err(Error::Busy)
     }
 }
 

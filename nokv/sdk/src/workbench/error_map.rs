@@ -8,10 +8,34 @@ use crate::client::Client;
 use crate::error::Error;
 use nokv_protocol::errors::{ErrorCode, ToolError};
 
-/// When `workbench_id` expired (Unix ms), if it did; a failed lookup counts as not expired (the
-/// caller is already reporting an error).
-fn expired_at(client: &Client, workbench_id: &str) -> Option<u64> {
-    client.workbench_expired_at(workbench_id).ok().flatten()
+/// The refusal (`code`) of a workbench that is not live, as every front door reports it: for an
+/// expired workbench `` workbench `ID` expired at TIME; `` followed by `expired` (what that
+/// means), with `details.reason = "expired"` and `details.expired_at` (RFC 3339); otherwise ``
+/// workbench `ID` `` followed by `otherwise` (what to do). `details.path` is the workbench's
+/// presented path. A failed expiry lookup counts as not expired (the caller is already reporting
+/// an error).
+fn workbench_refusal(
+    client: &Client,
+    workbench_id: &str,
+    code: ErrorCode,
+    expired: &str,
+    otherwise: &str,
+) -> ToolError {
+    let wb_path = client.workbench_path(workbench_id);
+    match client.workbench_expired_at(workbench_id).ok().flatten() {
+        Some(at) => {
+            let at = crate::expiry::format_time(at);
+            ToolError::new(
+                code,
+                format!("workbench `{workbench_id}` expired at {at}; {expired}"),
+            )
+            .with_detail("path", Value::from(wb_path))
+            .with_detail("reason", Value::from("expired"))
+            .with_detail("expired_at", Value::from(at))
+        }
+        None => ToolError::new(code, format!("workbench `{workbench_id}` {otherwise}"))
+            .with_detail("path", Value::from(wb_path)),
+    }
 }
 
 /// The `NotFound` of a workbench that is not live, as every front door reports it: for an
@@ -19,24 +43,13 @@ fn expired_at(client: &Client, workbench_id: &str) -> Option<u64> {
 /// `details.reason = "expired"` and `details.expired_at` (RFC 3339); otherwise `` workbench `ID` ``
 /// followed by `otherwise` (what to do). `details.path` is the workbench's presented path.
 pub fn workbench_not_found(client: &Client, workbench_id: &str, otherwise: &str) -> ToolError {
-    let wb_path = client.workbench_path(workbench_id);
-    match expired_at(client, workbench_id) {
-        Some(at) => ToolError::new(
-            ErrorCode::NotFound,
-            format!(
-                "workbench `{workbench_id}` expired at {}; it is no longer listed or writable (its commits stay restorable with workbench_restore at_commit)",
-                crate::expiry::format_time(at)
-            ),
-        )
-        .with_detail("path", Value::from(wb_path))
-        .with_detail("reason", Value::from("expired"))
-        .with_detail("expired_at", Value::from(crate::expiry::format_time(at))),
-        None => ToolError::new(
-            ErrorCode::NotFound,
-            format!("workbench `{workbench_id}` {otherwise}"),
-        )
-        .with_detail("path", Value::from(wb_path)),
-    }
+    workbench_refusal(
+        client,
+        workbench_id,
+        ErrorCode::NotFound,
+        "it is no longer listed or writable (its commits stay restorable with workbench_restore at_commit)",
+        otherwise,
+    )
 }
 
 /// Maps an SDK error concerning `workbench_id` to the facade's typed error (the one mapping every
@@ -51,23 +64,13 @@ pub fn tool_error(client: &Client, workbench_id: &str, err: crate::error::Error)
             workbench_id,
             "does not exist; create it with workbench_create",
         ),
-        E::WorkbenchUnavailable { .. } => match expired_at(client, workbench_id) {
-            Some(at) => ToolError::new(
-                ErrorCode::AlreadyExists,
-                format!(
-                    "workbench `{workbench_id}` expired at {}; an expired name is never reused, choose another id",
-                    crate::expiry::format_time(at)
-                ),
-            )
-            .with_detail("path", Value::from(wb_path))
-            .with_detail("reason", Value::from("expired"))
-            .with_detail("expired_at", Value::from(crate::expiry::format_time(at))),
-            None => ToolError::new(
-                ErrorCode::AlreadyExists,
-                format!("workbench `{workbench_id}` is reserved by an unfinished or abandoned operation; choose another id"),
-            )
-            .with_detail("path", Value::from(wb_path)),
-        },
+        E::WorkbenchUnavailable { .. } => workbench_refusal(
+            client,
+            workbench_id,
+            ErrorCode::AlreadyExists,
+            "an expired name is never reused, choose another id",
+            "is reserved by an unfinished or abandoned operation; choose another id",
+        ),
         E::NotFound { path } => ToolError::not_found(&presented(&path)),
         E::LocalNameTooLong {
             path,
