@@ -49,6 +49,18 @@ pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Api
     }
 }
 
+/// The caller's request id of a write (`request_id`, 32 hex characters; the store itself
+/// dedupes a write under it, `nokv::publication::parse_operation_id`). Errors: the message
+/// for a malformed id (each route answers it in its own way: 400 or an error envelope).
+pub(crate) fn request_id(hex: Option<&str>) -> Result<Option<[u8; 16]>, &'static str> {
+    match hex {
+        None => Ok(None),
+        Some(hex) => nokv::publication::parse_operation_id(hex)
+            .map(Some)
+            .ok_or("request_id must be exactly 32 hex characters"),
+    }
+}
+
 /// A JSON response with `status`; `replayed` adds the replay header (a stored response of the
 /// same request id).
 pub(crate) fn json_response(status: StatusCode, body: Vec<u8>, replayed: bool) -> Response {
