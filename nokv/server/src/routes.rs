@@ -495,17 +495,7 @@ fn lookup(
         })?,
         None => client.meta().read(),
     };
-    let ws = read
-        .visible_workspace(id)
-        .map_err(|e| fail(nokv::client::map_workspace_error(e, id)))?;
-    let entry = read
-        .path_entry(&ws.incarnation, &norm)
-        .map_err(|e| fail(e.into()))?
-        .ok_or_else(|| {
-            fail(nokv::Error::NotFound {
-                path: norm.as_str().to_string(),
-            })
-        })?;
+    let entry = handler::entry_at(client, &read, id, &norm)?;
     Ok((read, entry))
 }
 
