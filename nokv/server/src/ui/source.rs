@@ -45,8 +45,10 @@ pub(crate) fn at_snapshot(at: Option<&str>) -> Value {
     }
 }
 
-/// A file opened for its bytes: the reader it was resolved at and its entry.
+/// A file opened for its bytes: the reader it was resolved at, its path and its entry.
 pub(crate) struct OpenFile {
+    /// The normalized workbench-relative path (with its section).
+    pub(crate) path: meta::NormPath,
     /// The read state (live or the snapshot's).
     pub(crate) reader: meta::Reader,
     /// The file's PathCurrent entry at that state.
@@ -89,7 +91,11 @@ pub(crate) fn open_file(
         }
     };
     let entry = entry_at(client, &reader, workbench, &norm).map_err(message)?;
-    Ok(OpenFile { reader, entry })
+    Ok(OpenFile {
+        path: norm,
+        reader,
+        entry,
+    })
 }
 
 /// `len` bytes of `file` from `offset` (clamped to its size), each block verified.
