@@ -12,20 +12,14 @@
 use std::time::Instant;
 
 use nokv::{Client, PutOptions};
-use nokv_benches::env_u64;
+use nokv_benches::{env_u64, percentiles, time_n};
 use nokv_server as server;
 use nokv_server::ServerOptions;
 use serde_json::json;
 
-fn percentiles(mut ms: Vec<f64>) -> (f64, f64, f64) {
-    ms.sort_by(f64::total_cmp);
-    let at = |q: f64| ms[((ms.len() as f64 - 1.0) * q).round() as usize];
-    (at(0.5), at(0.9), at(0.99))
-}
-
 fn main() {
     let files = env_u64("NOKV_BENCH_FILES").unwrap_or(10_000);
-    let samples = env_u64("NOKV_BENCH_PAGES").unwrap_or(200) as usize;
+    let samples = env_u64("NOKV_BENCH_PAGES").unwrap_or(200);
     let tmp = tempfile::tempdir_in(nokv_benches::bench_dir()).expect("tempdir");
     let store = tmp.path().join("store");
     let started = Instant::now();
@@ -156,14 +150,7 @@ fn main() {
         for _ in 0..5 {
             get();
         }
-        let ms: Vec<f64> = (0..samples)
-            .map(|_| {
-                let t = Instant::now();
-                get();
-                t.elapsed().as_secs_f64() * 1e3
-            })
-            .collect();
-        let (p50, p90, p99) = percentiles(ms);
+        let (p50, p90, p99) = percentiles(time_n(samples, get));
         println!("| {name} | {samples} | {p50:.2} | {p90:.2} | {p99:.2} |");
     }
     srv.shutdown().expect("shutdown");

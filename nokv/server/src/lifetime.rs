@@ -26,10 +26,13 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::error::ApiError;
-use super::handler::{blocking, idempotency_key, journaled, json_response, read_json, Shared};
+use super::handler::{
+    blocking, idempotency_key, journaled, json_response, read_json, request_id, Shared,
+};
 use super::journal;
 use nokv::client::Client;
 use nokv::lifetime::{FsckOutcome, RemoveOptions};
+use nokv::workbench::errors::ToolError;
 use nokv::workbench::removal_error;
 use nokv::workbench::{store_error, tool_error};
 
@@ -110,17 +113,9 @@ async fn remove(
     req: Request,
 ) -> Result<Response, ApiError> {
     write_route(state, headers, req, move |client, b: RemoveBody| {
-        let request_id = match b.request_id.as_deref() {
-            None => None,
-            Some(hex) => match nokv::publication::parse_operation_id(hex) {
-                Some(id) => Some(id),
-                None => {
-                    return nokv::workbench::errors::ToolError::invalid_arguments(
-                        "request_id must be exactly 32 hex characters",
-                    )
-                    .envelope()
-                }
-            },
+        let request_id = match request_id(b.request_id.as_deref()) {
+            Ok(rid) => rid,
+            Err(e) => return ToolError::invalid_arguments(e).envelope(),
         };
         let opts = RemoveOptions {
             expected_generation: b.expected_generation,

@@ -12,7 +12,7 @@ use axum::Router;
 use serde::Deserialize;
 
 use super::error::ApiError;
-use super::handler::Shared;
+use super::handler::{request_id, Shared};
 use super::lifetime::write_route;
 use nokv::move_path::MoveOptions;
 use nokv::workbench::errors::ToolError;
@@ -46,17 +46,9 @@ async fn move_file(
     req: Request,
 ) -> Result<Response, ApiError> {
     write_route(state, headers, req, move |client, b: MoveBody| {
-        let request_id = match b.request_id.as_deref() {
-            None => None,
-            Some(hex) => match nokv::publication::parse_operation_id(hex) {
-                Some(id) => Some(id),
-                None => {
-                    return ToolError::invalid_arguments(
-                        "request_id must be exactly 32 hex characters",
-                    )
-                    .envelope()
-                }
-            },
+        let request_id = match request_id(b.request_id.as_deref()) {
+            Ok(rid) => rid,
+            Err(e) => return ToolError::invalid_arguments(e).envelope(),
         };
         let opts = MoveOptions {
             expected_generation: b.expected_generation,

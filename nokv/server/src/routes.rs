@@ -20,8 +20,8 @@ use super::auth::{self, Decision};
 use super::body::{self, ChannelReader, ChannelWriter, PumpEnd};
 use super::error::ApiError;
 use super::handler::{
-    blocking, idempotency_key, journal_refusal, journaled, json_response, pump_error, read_json,
-    Shared,
+    self, blocking, idempotency_key, journal_refusal, journaled, json_response, pump_error,
+    read_json, Shared,
 };
 use super::journal::{self, Begin};
 use nokv::client::{Client, PutOptions, WriteCondition};
@@ -181,17 +181,7 @@ async fn tool(
     headers: HeaderMap,
     req: Request,
 ) -> Result<Response, ApiError> {
-    let request_id = match q.request_id.as_deref() {
-        None => None,
-        Some(hex) => Some(nokv::publication::parse_operation_id(hex).ok_or_else(|| {
-            ApiError::bad_request("request_id must be exactly 32 hex characters")
-        })?),
-    };
-    // A call under a request id is at most once in the store itself: the journal stays out.
-    let key = match request_id {
-        Some(_) => None,
-        None => idempotency_key(&headers)?,
-    };
+    let (request_id, key) = request_identity(q.request_id.as_deref(), &headers)?;
     let uri = req.uri().to_string();
     let (raw, input) = read_json(&state, req.into_body()).await?;
     let digest = journal::request_digest("POST", &uri, &raw);
@@ -230,6 +220,20 @@ async fn create_workbench(
     })
     .await??;
     Ok(json_response(status, body, replayed))
+}
+
+/// How a write is made at most once: the caller's `request_id` query parameter (32 hex
+/// characters, the store itself dedupes the write durably, without the journal's retention
+/// bound or its OutcomeUnknown after a crash, so the journal stays out), else the
+/// `Idempotency-Key` header of the request journal. Errors: 400 for a malformed id or key.
+fn request_identity(
+    request_id: Option<&str>,
+    headers: &HeaderMap,
+) -> Result<(Option<[u8; 16]>, Option<String>), ApiError> {
+    match handler::request_id(request_id).map_err(ApiError::bad_request)? {
+        None => Ok((None, idempotency_key(headers)?)),
+        rid => Ok((rid, None)),
+    }
 }
 
 /// Query of `POST /v1/tools/{tool}`.
@@ -275,18 +279,7 @@ async fn upload(
     headers: HeaderMap,
     req: Request,
 ) -> Result<Response, ApiError> {
-    let request_id = match q.request_id.as_deref() {
-        None => None,
-        Some(hex) => Some(nokv::publication::parse_operation_id(hex).ok_or_else(|| {
-            ApiError::bad_request("request_id must be exactly 32 hex characters")
-        })?),
-    };
-    // A put with a request id is at most once in the store itself (durably, without the
-    // journal's retention bound or its OutcomeUnknown after a crash): the journal stays out.
-    let key = match request_id {
-        Some(_) => None,
-        None => idempotency_key(&headers)?,
-    };
+    let (request_id, key) = request_identity(q.request_id.as_deref(), &headers)?;
     // Checked before a byte of the body is read: a malformed digest refuses the upload.
     let declared = match headers.get(CONTENT_SHA256) {
         None => None,
@@ -502,17 +495,7 @@ fn lookup(
         })?,
         None => client.meta().read(),
     };
-    let ws = read
-        .visible_workspace(id)
-        .map_err(|e| fail(nokv::client::map_workspace_error(e, id)))?;
-    let entry = read
-        .path_entry(&ws.incarnation, &norm)
-        .map_err(|e| fail(e.into()))?
-        .ok_or_else(|| {
-            fail(nokv::Error::NotFound {
-                path: norm.as_str().to_string(),
-            })
-        })?;
+    let entry = handler::entry_at(client, &read, id, &norm)?;
     Ok((read, entry))
 }
 

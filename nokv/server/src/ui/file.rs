@@ -36,7 +36,7 @@ pub(crate) fn page(cx: &Cx, workbench: &str, q: &Params) -> Page {
     let preview = render_preview(cx, workbench, &path, at, &file, kind, q);
     let body = html! {
         (super::tree::crumbs(cx, workbench, &path, at))
-        (card(cx, workbench, &path, at, &file))
+        (card(cx, workbench, at, &file))
         p {
             a #download href=(cx.download(workbench, &path, Some(file.version()))) download { "Download" }
             span.muted { " (" (layout::bytes(size)) "; supports Range requests; pinned at version " (file.version()) ")" }
@@ -49,22 +49,14 @@ pub(crate) fn page(cx: &Cx, workbench: &str, q: &Params) -> Page {
     Page::ok(title, "workbenches", body)
 }
 
-fn card(cx: &Cx, workbench: &str, path: &str, at: Option<&str>, file: &OpenFile) -> Markup {
+fn card(cx: &Cx, workbench: &str, at: Option<&str>, file: &OpenFile) -> Markup {
     let e = &file.entry;
-    let stat = tool(
-        cx,
-        "workbench_stat",
-        input(&[
-            ("id", json!(workbench)),
-            ("path", json!(path)),
-            ("at_snapshot", at_snapshot(at)),
-        ]),
+    // The path as workbench_stat presents it: `{root}/{workbench}/{normalized path}`.
+    let presented = format!(
+        "{}/{}",
+        cx.state.client.workbench_path(workbench),
+        file.path.as_str()
     );
-    let presented = stat
-        .as_ref()
-        .ok()
-        .and_then(|v| v["card"]["path"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| format!("{}/{path}", cx.state.client.workbench_path(workbench)));
     let fields = meta::command::projection::decode_projection(&e.index_projection)
         .map(|f| {
             f.iter()

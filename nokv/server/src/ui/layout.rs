@@ -11,6 +11,9 @@ use maud::{html, Markup, DOCTYPE};
 use super::super::auth::Access;
 use super::super::handler::Shared;
 use super::super::state::PathPrefix;
+/// One path segment of a link, percent-encoded (everything but unreserved characters).
+pub(crate) use nokv_protocol::url::encode_component as segment;
+use nokv_protocol::url::encode_path;
 
 /// What a page reads from its request: the server state and the prefix of every link.
 pub(crate) struct Cx {
@@ -57,7 +60,7 @@ impl Cx {
             "{}/v1/workbenches/{}/files/{}",
             self.base,
             segment(workbench),
-            path.split('/').map(segment).collect::<Vec<_>>().join("/")
+            encode_path(path)
         );
         if let Some(v) = version {
             out.push_str(&format!("?version={v}"));
@@ -74,19 +77,6 @@ pub(crate) fn query(pairs: &[(&str, &str)]) -> String {
         .filter(|(_, v)| !v.is_empty())
         .collect();
     serde_urlencoded::to_string(kept).unwrap_or_default()
-}
-
-/// One path segment, percent-encoded (everything but unreserved characters).
-pub(crate) fn segment(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// The decoded query string of a request, in order (repeated names kept: the search form's

@@ -20,6 +20,7 @@ mod gc;
 mod layout;
 mod lineage;
 mod login;
+mod memo;
 mod preview;
 mod query;
 mod snapshots;

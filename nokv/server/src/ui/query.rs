@@ -11,13 +11,11 @@
 //! A page with results then costs its query alone. Suggestions only: a remembered list never
 //! decides what a search may do, the tool's own validation does.
 
-use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
-
 use maud::{html, Markup};
 use serde_json::{json, Map, Value};
 
 use super::layout::{self, segment, Cx, Page, Params};
+use super::memo::{workspace_state, Memo};
 use super::source::tool;
 
 /// Predicate rows of the form.
@@ -90,15 +88,8 @@ fn list(text: Option<&str>) -> Vec<String> {
         .collect()
 }
 
-/// Remembered field-name lists per state (see the module docs); cleared when it holds
-/// [`REMEMBERED`] states.
-type Remembered = HashMap<String, Vec<String>>;
-const REMEMBERED: usize = 1024;
-
-fn remembered() -> &'static Mutex<Remembered> {
-    static NAMES: OnceLock<Mutex<Remembered>> = OnceLock::new();
-    NAMES.get_or_init(|| Mutex::new(HashMap::new()))
-}
+/// Remembered field-name lists per state (see the module docs).
+static NAMES: Memo<Vec<String>> = Memo::new(1024);
 
 /// The state the field names of `wb` (or the root's, for `None`) belong to; `None` when the
 /// workbench has no marker (nothing is remembered then).
@@ -109,11 +100,7 @@ fn state_key(cx: &Cx, wb: Option<&str>) -> Option<String> {
         None => Some(format!("{root}/*/{}", reader.version())),
         Some(id) => {
             let ws = reader.workspace(id).ok().flatten()?;
-            Some(format!(
-                "{root}/{id}/{}/{}",
-                ws.incarnation.to_hex(),
-                ws.workspace_revision
-            ))
+            Some(workspace_state(&root, id, &ws))
         }
     }
 }
@@ -122,21 +109,14 @@ fn state_key(cx: &Cx, wb: Option<&str>) -> Option<String> {
 /// per state.
 fn field_names(cx: &Cx, wb: Option<&str>) -> Vec<String> {
     let key = state_key(cx, wb);
-    if let Some(k) = &key {
-        let known = remembered().lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(names) = known.get(k) {
-            return names.clone();
-        }
+    if let Some(names) = key.as_deref().and_then(|k| NAMES.get(k)) {
+        return names;
     }
     let Some(names) = catalog_names(cx, wb) else {
         return Vec::new();
     };
     if let Some(k) = key {
-        let mut known = remembered().lock().unwrap_or_else(|p| p.into_inner());
-        if known.len() >= REMEMBERED {
-            known.clear();
-        }
-        known.insert(k, names.clone());
+        NAMES.put(k, names.clone());
     }
     names
 }

@@ -1,10 +1,12 @@
 //! What a page reads and how: Workbench facade calls (the tools' own validation, paging and
 //! error codes) and, for a file's bytes, the SDK's reader at the live state or at a snapshot —
 //! the same calls as `/v1/` (`workbench_list`, `workbench_stat`, `workbench_read`,
-//! `Client::snapshot_reader`, `Client::read_entry_range`).
+//! `Client::snapshot_reader`, the download route's entry lookup `handler::entry_at`,
+//! `Client::read_entry_range`).
 
 use serde_json::{json, Map, Value};
 
+use super::super::handler::entry_at;
 use super::layout::Cx;
 use nokv::snapshot::parse_selector;
 use nokv::workbench::errors::ToolError;
@@ -43,8 +45,10 @@ pub(crate) fn at_snapshot(at: Option<&str>) -> Value {
     }
 }
 
-/// A file opened for its bytes: the reader it was resolved at and its entry.
+/// A file opened for its bytes: the reader it was resolved at, its path and its entry.
 pub(crate) struct OpenFile {
+    /// The normalized workbench-relative path (with its section).
+    pub(crate) path: meta::NormPath,
     /// The read state (live or the snapshot's).
     pub(crate) reader: meta::Reader,
     /// The file's PathCurrent entry at that state.
@@ -86,18 +90,12 @@ pub(crate) fn open_file(
                 .1
         }
     };
-    let ws = reader
-        .visible_workspace(workbench)
-        .map_err(|e| fail(nokv::client::map_workspace_error(e, workbench)))?;
-    let entry = reader
-        .path_entry(&ws.incarnation, &norm)
-        .map_err(|e| fail(e.into()))?
-        .ok_or_else(|| {
-            fail(nokv::Error::NotFound {
-                path: norm.as_str().to_string(),
-            })
-        })?;
-    Ok(OpenFile { reader, entry })
+    let entry = entry_at(client, &reader, workbench, &norm).map_err(message)?;
+    Ok(OpenFile {
+        path: norm,
+        reader,
+        entry,
+    })
 }
 
 /// `len` bytes of `file` from `offset` (clamped to its size), each block verified.

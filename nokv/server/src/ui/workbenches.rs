@@ -12,12 +12,12 @@
 //! the last render are aggregated again.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
 
 use maud::html;
 use serde_json::{json, Value};
 
 use super::layout::{self, segment, Cx, Page, Params};
+use super::memo::{workspace_state, Memo};
 use super::source::{input, tool};
 
 /// Rows per page.
@@ -117,15 +117,8 @@ fn opt(v: Option<u64>) -> String {
     v.map_or_else(|| "—".into(), |n| n.to_string())
 }
 
-/// Remembered `(files, bytes)` per workbench state (see the module docs); cleared when it
-/// holds [`REMEMBERED`] states.
-type Remembered = HashMap<String, (u64, u64)>;
-const REMEMBERED: usize = 16 * 1024;
-
-fn remembered() -> &'static Mutex<Remembered> {
-    static SIZES: OnceLock<Mutex<Remembered>> = OnceLock::new();
-    SIZES.get_or_init(|| Mutex::new(HashMap::new()))
-}
+/// Remembered `(files, bytes)` per workbench state (see the module docs).
+static SIZES: Memo<(u64, u64)> = Memo::new(16 * 1024);
 
 fn rows(cx: &Cx, found: &[Value]) -> Vec<Row> {
     let reader = cx.state.client.meta().read();
@@ -138,32 +131,21 @@ fn rows(cx: &Cx, found: &[Value]) -> Vec<Row> {
             (id, ws)
         })
         .collect();
-    let key = |id: &str, ws: &meta::codec::WorkspaceCurrent| {
-        format!(
-            "{root}/{id}/{}/{}",
-            ws.incarnation.to_hex(),
-            ws.workspace_revision
-        )
-    };
     let mut sizes: HashMap<String, (Option<u64>, Option<u64>)> = HashMap::new();
     let mut missing = Vec::new();
-    {
-        let known = remembered().lock().unwrap_or_else(|p| p.into_inner());
-        for (id, ws) in &states {
-            match ws.as_ref().and_then(|w| known.get(&key(id, w))) {
-                Some(&(f, b)) => {
-                    sizes.insert(id.clone(), (Some(f), Some(b)));
-                }
-                None => missing.push(id.clone()),
+    for (id, ws) in &states {
+        match ws
+            .as_ref()
+            .and_then(|w| SIZES.get(&workspace_state(&root, id, w)))
+        {
+            Some((f, b)) => {
+                sizes.insert(id.clone(), (Some(f), Some(b)));
             }
+            None => missing.push(id.clone()),
         }
     }
     if !missing.is_empty() {
         let fresh = aggregate_sizes(cx, &missing);
-        let mut known = remembered().lock().unwrap_or_else(|p| p.into_inner());
-        if known.len() >= REMEMBERED {
-            known.clear();
-        }
         for (id, ws) in &states {
             if !missing.contains(id) {
                 continue;
@@ -171,7 +153,7 @@ fn rows(cx: &Cx, found: &[Value]) -> Vec<Row> {
             // Ids the index has no rows for are empty workbenches.
             let got = fresh.get(id).copied().unwrap_or((Some(0), Some(0)));
             if let (Some(w), (Some(f), Some(b))) = (ws, got) {
-                known.insert(key(id, w), (f, b));
+                SIZES.put(workspace_state(&root, id, w), (f, b));
             }
             sizes.insert(id.clone(), got);
         }
