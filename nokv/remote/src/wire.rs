@@ -22,26 +22,8 @@ pub(crate) fn request_id_or_new(caller: Option<&[u8; 16]>) -> Result<String> {
     }
 }
 
-/// Percent-encodes one path segment or query value (RFC 3986 unreserved characters stay).
-pub fn encode_component(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-/// Percent-encodes a workbench-relative path, keeping its `/` separators.
-pub(crate) fn encode_path(p: &str) -> String {
-    p.split('/')
-        .map(encode_component)
-        .collect::<Vec<_>>()
-        .join("/")
-}
+pub use nokv_protocol::url::encode_component;
+pub(crate) use nokv_protocol::url::encode_path;
 
 /// The value of response header `name`, when present and visible ASCII.
 pub(crate) fn header<'a>(
