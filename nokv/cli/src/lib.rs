@@ -25,15 +25,16 @@ mod verify_cmd;
 pub use args::{server_url, store_dir, Cli, Command};
 use tool_io::{
     append_input, collect_error, collect_precheck, collect_request_id, print_collected,
-    print_materialized, request_id_arg, run_tool, with_request_id, workbench_input, Bar,
+    print_materialized, run_tool, with_request_id, workbench_input, Bar,
 };
 
 use nokv::client::Client;
 use nokv::workbench::errors::ToolError;
 use nokv::workbench::{schema, store_error};
 use nokv_commands::{
-    append_envelope, commit_cmd, config_cmd, fsck_cmd, gc_cmd, print_json, read_only, restore_cmd,
-    rm_cmd, run_operation_with, snapshot_cmd, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE,
+    append_envelope, commit_cmd, config_cmd, fsck_cmd, gc_cmd, print_json, read_only,
+    request_id_arg, restore_cmd, rm_cmd, run_operation_with, snapshot_cmd, EXIT_OK,
+    EXIT_TOOL_ERROR, EXIT_USAGE,
 };
 
 /// Parses the process arguments and runs the command; returns the process exit code.

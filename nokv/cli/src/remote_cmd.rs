@@ -26,11 +26,11 @@ use std::io::{Read, Write};
 use crate::args::Command;
 use crate::tool_io::{
     append_input, collect_precheck, collect_request_id, print_collected, print_materialized,
-    request_id_arg, run_tool, with_request_id, workbench_input, Bar,
+    run_tool, with_request_id, workbench_input, Bar,
 };
 use nokv::workbench::errors::{ErrorCode, ToolError};
 use nokv_commands::request::CommandRequest;
-use nokv_commands::{print_json, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
+use nokv_commands::{print_json, request_id_arg, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
 use nokv_remote::RemoteClient;
 
 fn json_failure(out: &mut dyn Write, e: nokv::Error) -> u8 {

@@ -11,7 +11,7 @@ use nokv::publication::parse_operation_id;
 use nokv::workbench::errors::ToolError;
 use nokv::workbench::schema;
 use nokv::Store;
-use nokv_commands::{envelope_exit_code, print_json, EXIT_TOOL_ERROR, EXIT_USAGE};
+use nokv_commands::{envelope_exit_code, print_json, request_id_arg, EXIT_TOOL_ERROR, EXIT_USAGE};
 use serde_json::Value;
 
 /// A byte progress bar on stderr for collect/materialize; inert when `--quiet` or when stdout
@@ -166,20 +166,6 @@ pub(crate) fn with_request_id(
     nokv::client::PutOptions {
         request_id,
         ..options.clone()
-    }
-}
-
-/// Parses a `--request-id` (32 hex characters). Errors: the usage-error envelope and exit code.
-pub(crate) fn request_id_arg(
-    request_id: Option<&str>,
-) -> std::result::Result<Option<[u8; 16]>, (ToolError, u8)> {
-    match request_id.map(parse_operation_id) {
-        None => Ok(None),
-        Some(Some(id)) => Ok(Some(id)),
-        Some(None) => Err((
-            ToolError::invalid_arguments("--request-id must be exactly 32 hex characters"),
-            EXIT_USAGE,
-        )),
     }
 }
 

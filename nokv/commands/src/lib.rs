@@ -224,6 +224,25 @@ pub fn append_envelope(
     }
 }
 
+/// Parses a `--request-id` (32 hex characters, the form of [`parse_operation_id`]); `None` when
+/// none was given. Errors: the `InvalidArguments` error and the usage exit code.
+pub fn request_id_arg(request_id: Option<&str>) -> Result<Option<[u8; 16]>, (ToolError, u8)> {
+    match request_id.map(parse_operation_id) {
+        None => Ok(None),
+        Some(Some(id)) => Ok(Some(id)),
+        Some(None) => Err((
+            ToolError::invalid_arguments("--request-id must be exactly 32 hex characters"),
+            EXIT_USAGE,
+        )),
+    }
+}
+
+/// Prints the error envelope of `err` on `out`; returns `code`.
+pub(crate) fn print_failure(out: &mut dyn Write, err: ToolError, code: u8) -> u8 {
+    print_json(out, &err.envelope());
+    code
+}
+
 /// Exit code of a printed envelope: 0 for `"status":"success"`, else 1.
 pub fn envelope_exit_code(envelope: &Value) -> u8 {
     if envelope.get("status").and_then(Value::as_str) == Some("success") {
