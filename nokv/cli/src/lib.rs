@@ -32,9 +32,8 @@ use nokv::client::Client;
 use nokv::workbench::errors::ToolError;
 use nokv::workbench::{schema, store_error};
 use nokv_commands::{
-    append_envelope, commit_cmd, config_cmd, fsck_cmd, gc_cmd, print_json, read_only,
-    request_id_arg, restore_cmd, rm_cmd, run_operation_with, snapshot_cmd, EXIT_OK,
-    EXIT_TOOL_ERROR, EXIT_USAGE,
+    append_envelope, commit_cmd, config_cmd, fsck_cmd, gc_cmd, print_json, read_only, restore_cmd,
+    rm_cmd, run_operation_with, snapshot_cmd, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE,
 };
 
 /// Parses the process arguments and runs the command; returns the process exit code.
@@ -390,14 +389,7 @@ fn run_workbench(
     request_id: Option<&str>,
     out: &mut dyn Write,
 ) -> u8 {
-    let request_id = match request_id_arg(request_id) {
-        Ok(id) => id,
-        Err((err, code)) => {
-            print_json(out, &err.envelope());
-            return code;
-        }
-    };
-    let (name, input) = match workbench_input(tool, input) {
+    let (name, input, request_id) = match workbench_input(tool, input, request_id) {
         Ok(x) => x,
         Err((env, code)) => {
             print_json(out, &env);

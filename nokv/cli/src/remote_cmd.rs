@@ -30,7 +30,7 @@ use crate::tool_io::{
 };
 use nokv::workbench::errors::{ErrorCode, ToolError};
 use nokv_commands::request::CommandRequest;
-use nokv_commands::{print_json, request_id_arg, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
+use nokv_commands::{print_json, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
 use nokv_remote::RemoteClient;
 
 fn json_failure(out: &mut dyn Write, e: nokv::Error) -> u8 {
@@ -91,20 +91,14 @@ pub(crate) fn run_with(
             input,
             request_id,
         } => {
-            let request_id = match request_id_arg(request_id.as_deref()) {
-                Ok(id) => id,
-                Err((err, code)) => {
-                    print_json(out, &err.envelope());
-                    return code;
-                }
-            };
-            let (name, input) = match workbench_input(&tool, input.as_deref()) {
-                Ok(x) => x,
-                Err((env, code)) => {
-                    print_json(out, &env);
-                    return code;
-                }
-            };
+            let (name, input, request_id) =
+                match workbench_input(&tool, input.as_deref(), request_id.as_deref()) {
+                    Ok(x) => x,
+                    Err((env, code)) => {
+                        print_json(out, &env);
+                        return code;
+                    }
+                };
             run_tool(&remote, name, &input, request_id, out)
         }
         Command::Schema => {

@@ -169,13 +169,19 @@ pub(crate) fn with_request_id(
     }
 }
 
-/// The client-side checks of `nokv workbench` (tool name, JSON syntax, schema), in that order —
-/// all before any store is touched, so a refused call opens, creates and writes nothing.
-/// Errors: the envelope to print and the exit code.
+/// A checked `nokv workbench` call: the canonical tool name, its input and the parsed
+/// `--request-id`.
+pub(crate) type WorkbenchCall = (&'static str, Value, Option<[u8; 16]>);
+
+/// The client-side checks of `nokv workbench` (`--request-id`, tool name, JSON syntax, schema),
+/// in that order — all before any store is touched, so a refused call opens, creates and writes
+/// nothing. Errors: the envelope to print and the exit code.
 pub(crate) fn workbench_input(
     tool: &str,
     input: Option<&str>,
-) -> std::result::Result<(&'static str, Value), (Value, u8)> {
+    request_id: Option<&str>,
+) -> std::result::Result<WorkbenchCall, (Value, u8)> {
+    let request_id = request_id_arg(request_id).map_err(|(err, code)| (err.envelope(), code))?;
     let Some(name) = schema::canonical_tool_name(tool) else {
         return Err((ToolError::unknown_tool(tool).envelope(), EXIT_TOOL_ERROR));
     };
@@ -203,7 +209,7 @@ pub(crate) fn workbench_input(
     if let Err(err) = schema::validate(name, &input) {
         return Err((err.envelope(), EXIT_TOOL_ERROR));
     }
-    Ok((name, input))
+    Ok((name, input, request_id))
 }
 
 /// Prints the lines of a finished materialize (shared by the embedded and the remote path).
