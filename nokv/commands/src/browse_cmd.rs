@@ -18,7 +18,7 @@ use std::path::Path;
 use clap::Args;
 use serde_json::{json, Map, Value};
 
-use crate::{print_json, EXIT_OK, EXIT_TOOL_ERROR};
+use crate::{print_json, snapshot_selector, EXIT_OK, EXIT_TOOL_ERROR};
 use nokv::client::Client;
 use nokv::workbench::commit_tools::commit_error;
 use nokv::workbench::errors::ToolError;
@@ -136,14 +136,6 @@ pub fn run_ls_with(client: &Client, args: LsArgs, out: &mut dyn Write, err: &mut
         err,
     };
     ls(client, &args, &mut report)
-}
-
-/// The `at_snapshot` selector of a flag: an integer is a snapshot id, anything else a name.
-fn snapshot_selector(s: &str) -> Value {
-    match s.parse::<u64>() {
-        Ok(id) => Value::from(id),
-        Err(_) => Value::from(s),
-    }
 }
 
 fn ls(client: &Client, args: &LsArgs, report: &mut Report<'_>) -> u8 {

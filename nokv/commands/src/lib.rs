@@ -243,6 +243,17 @@ pub(crate) fn print_failure(out: &mut dyn Write, err: ToolError, code: u8) -> u8
     code
 }
 
+/// A snapshot named on the command line as the Workbench tools take it: all ASCII digits → the
+/// numeric snapshot id, anything else → the name (the rule of [`nokv::snapshot::parse_selector`]).
+pub(crate) fn snapshot_selector(snapshot: &str) -> Value {
+    if !snapshot.is_empty() && snapshot.bytes().all(|b| b.is_ascii_digit()) {
+        if let Ok(id) = snapshot.parse::<u64>() {
+            return Value::from(id);
+        }
+    }
+    Value::from(snapshot)
+}
+
 /// Exit code of a printed envelope: 0 for `"status":"success"`, else 1.
 pub fn envelope_exit_code(envelope: &Value) -> u8 {
     if envelope.get("status").and_then(Value::as_str) == Some("success") {
