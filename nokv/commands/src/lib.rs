@@ -267,3 +267,23 @@ pub fn print_json(out: &mut dyn Write, value: &Value) {
     let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "{}".to_string());
     let _ = writeln!(out, "{text}");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::snapshot_selector;
+    use serde_json::Value;
+
+    #[test]
+    fn a_snapshot_argument_is_an_id_only_when_it_is_all_digits() {
+        assert_eq!(snapshot_selector("7"), Value::from(7u64));
+        assert_eq!(snapshot_selector("007"), Value::from(7u64));
+        // `u64::from_str` accepts a sign; a snapshot id does not: "+5" is the alias "+5".
+        assert_eq!(snapshot_selector("+5"), Value::from("+5"));
+        assert_eq!(snapshot_selector("before"), Value::from("before"));
+        // Too large for an id: a name.
+        assert_eq!(
+            snapshot_selector("99999999999999999999"),
+            Value::from("99999999999999999999")
+        );
+    }
+}
