@@ -25,7 +25,7 @@ mod verify_cmd;
 pub use args::{server_url, store_dir, Cli, Command};
 use tool_io::{
     append_input, collect_error, collect_precheck, collect_request_id, print_collected,
-    print_materialized, request_id_arg, run_tool, with_request_id, workbench_input, Bar,
+    print_materialized, run_tool, with_request_id, workbench_input, Bar,
 };
 
 use nokv::client::Client;
@@ -389,14 +389,7 @@ fn run_workbench(
     request_id: Option<&str>,
     out: &mut dyn Write,
 ) -> u8 {
-    let request_id = match request_id_arg(request_id) {
-        Ok(id) => id,
-        Err((err, code)) => {
-            print_json(out, &err.envelope());
-            return code;
-        }
-    };
-    let (name, input) = match workbench_input(tool, input) {
+    let (name, input, request_id) = match workbench_input(tool, input, request_id) {
         Ok(x) => x,
         Err((env, code)) => {
             print_json(out, &env);
@@ -420,18 +413,12 @@ fn run_workbench(
     run_tool(&client, name, &input, request_id, out)
 }
 
-/// Whether the command line names the `workbench` subcommand: the first argument that is
-/// neither a flag nor the value of `--store` / `--server`.
+/// Whether the command line names the `workbench` subcommand (the first word of
+/// [`subcommand_path`]).
 fn is_workbench_call(args: &[std::ffi::OsString]) -> bool {
-    let mut rest = args.iter().skip(1);
-    while let Some(a) = rest.next() {
-        if a == "--store" || a == "--server" || a == "--control" || a == "--root" {
-            rest.next();
-        } else if !a.to_string_lossy().starts_with('-') {
-            return a == "workbench";
-        }
-    }
-    false
+    subcommand_path(args)
+        .first()
+        .is_some_and(|c| c == "workbench")
 }
 
 /// Whether a clap usage error is also answered with the JSON `InvalidArguments` envelope on
@@ -479,11 +466,6 @@ fn subcommand_path(args: &[std::ffi::OsString]) -> Vec<String> {
     path
 }
 
-/// The `InvalidArguments` envelope of a command-line usage error under `nokv workbench`: clap's
-/// message (plain text) plus `details {usage, reason}`.
-/// A usage error found after parsing (conflicting flags): `nokv: …` on stderr and, for
-/// `nokv workbench …` (which promises one JSON envelope on stdout), the `InvalidArguments`
-/// envelope on `out`; exit 2.
 /// The first sentence of clap's rendered error, with the indented lines that complete it when it
 /// ends in a colon (`the following required arguments were not provided: <TOOL>`).
 fn usage_summary(rendered: &str) -> String {
@@ -506,6 +488,9 @@ fn usage_summary(rendered: &str) -> String {
     first
 }
 
+/// A usage error found after parsing (conflicting flags): `nokv: …` on stderr and, for
+/// `nokv workbench …` (which promises one JSON envelope on stdout), the `InvalidArguments`
+/// envelope on `out`; exit 2.
 fn usage_error(args: &[std::ffi::OsString], out: &mut dyn Write, message: &str) -> ExitCode {
     eprintln!("nokv: {message}");
     if is_workbench_call(args) {

@@ -26,7 +26,7 @@ use std::io::{Read, Write};
 use crate::args::Command;
 use crate::tool_io::{
     append_input, collect_precheck, collect_request_id, print_collected, print_materialized,
-    request_id_arg, run_tool, with_request_id, workbench_input, Bar,
+    run_tool, with_request_id, workbench_input, Bar,
 };
 use nokv::workbench::errors::{ErrorCode, ToolError};
 use nokv_commands::request::CommandRequest;
@@ -91,20 +91,14 @@ pub(crate) fn run_with(
             input,
             request_id,
         } => {
-            let request_id = match request_id_arg(request_id.as_deref()) {
-                Ok(id) => id,
-                Err((err, code)) => {
-                    print_json(out, &err.envelope());
-                    return code;
-                }
-            };
-            let (name, input) = match workbench_input(&tool, input.as_deref()) {
-                Ok(x) => x,
-                Err((env, code)) => {
-                    print_json(out, &env);
-                    return code;
-                }
-            };
+            let (name, input, request_id) =
+                match workbench_input(&tool, input.as_deref(), request_id.as_deref()) {
+                    Ok(x) => x,
+                    Err((env, code)) => {
+                        print_json(out, &env);
+                        return code;
+                    }
+                };
             run_tool(&remote, name, &input, request_id, out)
         }
         Command::Schema => {

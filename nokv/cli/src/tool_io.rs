@@ -11,7 +11,7 @@ use nokv::publication::parse_operation_id;
 use nokv::workbench::errors::ToolError;
 use nokv::workbench::schema;
 use nokv::Store;
-use nokv_commands::{envelope_exit_code, print_json, EXIT_TOOL_ERROR, EXIT_USAGE};
+use nokv_commands::{envelope_exit_code, print_json, request_id_arg, EXIT_TOOL_ERROR, EXIT_USAGE};
 use serde_json::Value;
 
 /// A byte progress bar on stderr for collect/materialize; inert when `--quiet` or when stdout
@@ -169,27 +169,19 @@ pub(crate) fn with_request_id(
     }
 }
 
-/// Parses a `--request-id` (32 hex characters). Errors: the usage-error envelope and exit code.
-pub(crate) fn request_id_arg(
-    request_id: Option<&str>,
-) -> std::result::Result<Option<[u8; 16]>, (ToolError, u8)> {
-    match request_id.map(parse_operation_id) {
-        None => Ok(None),
-        Some(Some(id)) => Ok(Some(id)),
-        Some(None) => Err((
-            ToolError::invalid_arguments("--request-id must be exactly 32 hex characters"),
-            EXIT_USAGE,
-        )),
-    }
-}
+/// A checked `nokv workbench` call: the canonical tool name, its input and the parsed
+/// `--request-id`.
+pub(crate) type WorkbenchCall = (&'static str, Value, Option<[u8; 16]>);
 
-/// The client-side checks of `nokv workbench` (tool name, JSON syntax, schema), in that order —
-/// all before any store is touched, so a refused call opens, creates and writes nothing.
-/// Errors: the envelope to print and the exit code.
+/// The client-side checks of `nokv workbench` (`--request-id`, tool name, JSON syntax, schema),
+/// in that order — all before any store is touched, so a refused call opens, creates and writes
+/// nothing. Errors: the envelope to print and the exit code.
 pub(crate) fn workbench_input(
     tool: &str,
     input: Option<&str>,
-) -> std::result::Result<(&'static str, Value), (Value, u8)> {
+    request_id: Option<&str>,
+) -> std::result::Result<WorkbenchCall, (Value, u8)> {
+    let request_id = request_id_arg(request_id).map_err(|(err, code)| (err.envelope(), code))?;
     let Some(name) = schema::canonical_tool_name(tool) else {
         return Err((ToolError::unknown_tool(tool).envelope(), EXIT_TOOL_ERROR));
     };
@@ -217,7 +209,7 @@ pub(crate) fn workbench_input(
     if let Err(err) = schema::validate(name, &input) {
         return Err((err.envelope(), EXIT_TOOL_ERROR));
     }
-    Ok((name, input))
+    Ok((name, input, request_id))
 }
 
 /// Prints the lines of a finished materialize (shared by the embedded and the remote path).

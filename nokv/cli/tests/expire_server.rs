@@ -4,39 +4,22 @@
 //! (docs/metadata-format.md, "Workbench Expiry"). The clock-driven path is
 //! `expire_faketime.rs`; here a deadline already passed expires a workbench at once.
 
-use std::path::Path;
+mod cli_support;
+
 use std::process::Command;
 use std::time::Duration;
 
+use cli_support::{operation_failure, server};
 use nokv::expiry::{parse_time, Expiry};
 use nokv::lifetime::GcOptions;
-use nokv::{Error, PutOptions};
+use nokv::PutOptions;
 use nokv_remote::RemoteClient;
-use nokv_server::{RunningServer, ServerOptions};
 use serde_json::{json, Value};
-
-fn start(store: &Path) -> RunningServer {
-    nokv_server::start(ServerOptions {
-        store: store.to_path_buf(),
-        listen: "127.0.0.1:0".into(),
-        maintenance_interval: Duration::ZERO,
-        recovery_interval: Duration::ZERO,
-        ..ServerOptions::default()
-    })
-    .unwrap()
-}
-
-fn failure(e: Error) -> (String, String) {
-    match e {
-        Error::OperationFailed { code, message } => (code, message),
-        other => panic!("expected an operation error, got {other:?}"),
-    }
-}
 
 #[test]
 fn expiry_through_the_remote_sdk_the_cli_and_the_tool_route() {
     let dir = tempfile::tempdir().unwrap();
-    let srv = start(&dir.path().join("s"));
+    let srv = server(&dir.path().join("s"));
     let remote = RemoteClient::connect(&srv.url(), None).unwrap();
     for wb in ["wb", "other"] {
         remote.create_workbench(wb).unwrap();
@@ -72,7 +55,7 @@ fn expiry_through_the_remote_sdk_the_cli_and_the_tool_route() {
     assert_eq!(stat["code"], "NotFound", "{stat}");
     assert_eq!(stat["details"]["reason"], "expired");
     assert_eq!(stat["details"]["expired_at"], "2020-01-01T00:00:00Z");
-    let (code, message) = failure(remote.stat("wb", "outputs/a.bin").unwrap_err());
+    let (code, message) = operation_failure(remote.stat("wb", "outputs/a.bin").unwrap_err());
     assert_eq!(code, "NotFound");
     let found = remote.call_tool("workbench_find", &json!({})).unwrap();
     let ids: Vec<&str> = found["matches"]
@@ -82,7 +65,8 @@ fn expiry_through_the_remote_sdk_the_cli_and_the_tool_route() {
         .map(|m| m["workbench_id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, vec!["other"], "{message}");
-    let (code, message) = failure(remote.expire_workbench("wb", Expiry::Never).unwrap_err());
+    let (code, message) =
+        operation_failure(remote.expire_workbench("wb", Expiry::Never).unwrap_err());
     assert_eq!(code, "NotFound");
     assert!(
         message.contains("expired at 2020-01-01T00:00:00Z"),

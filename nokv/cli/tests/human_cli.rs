@@ -3,22 +3,13 @@
 //! `nokv completions` and `nokv man` are generated from the command tree; clap's usage errors of
 //! every subcommand answer a program with the JSON usage-error envelope.
 
+mod cli_support;
+
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
-use nokv_server::ServerOptions;
+use cli_support::{nokv, server};
 use serde_json::Value;
-
-fn nokv(target: &[&str], args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nokv"))
-        .args(target)
-        .args(args)
-        .env_remove("NOKV_SERVER")
-        .env_remove("NOKV_STORE")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run nokv")
-}
 
 fn ok(out: &Output) -> String {
     assert_eq!(
@@ -76,17 +67,6 @@ fn populate(target: &[&str], local: &Path) -> (String, String) {
         ok(&nokv(target, &["tag", "set", "wb", tag, c, "--create"]));
     }
     (first, second)
-}
-
-fn server(store: &Path) -> nokv_server::RunningServer {
-    nokv_server::start(ServerOptions {
-        store: store.to_path_buf(),
-        listen: "127.0.0.1:0".into(),
-        maintenance_interval: std::time::Duration::ZERO,
-        recovery_interval: std::time::Duration::ZERO,
-        ..ServerOptions::default()
-    })
-    .unwrap()
 }
 
 #[test]

@@ -8,11 +8,13 @@
 //! them and sets `NOKV_REQUIRE_FUSE=1`, which makes a missing piece fail the test; without it
 //! the test says why on stderr and returns.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod cli_support;
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use cli_support::{nokv, server};
 use nokv::client::{Client, PutOptions};
-use nokv_server::ServerOptions;
 
 /// A vfat image mounted through fusefat; unmounted on drop.
 struct VfatMount {
@@ -91,16 +93,6 @@ fn mount_or_skip(dir: &Path) -> Option<VfatMount> {
             None
         }
     }
-}
-
-fn nokv(target: &[&str], args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nokv"))
-        .args(target)
-        .args(args)
-        .env_remove("NOKV_SERVER")
-        .env_remove("NOKV_STORE")
-        .output()
-        .expect("run nokv")
 }
 
 /// Everything under `dir`, relative, sorted.
@@ -227,14 +219,7 @@ fn a_case_folding_destination_refuses_two_paths_that_differ_only_in_case() {
     drop(client);
 
     // Through `nokv serve`: the check runs where the files are written, with the same words.
-    let srv = nokv_server::start(ServerOptions {
-        store: store.clone(),
-        listen: "127.0.0.1:0".into(),
-        maintenance_interval: std::time::Duration::ZERO,
-        recovery_interval: std::time::Duration::ZERO,
-        ..ServerOptions::default()
-    })
-    .unwrap();
+    let srv = server(&store);
     let url = srv.url();
     let remote_dest = mount.mountpoint.join("remote");
     let out = nokv(

@@ -6,25 +6,17 @@
 //! and writes nothing. Embedded (every CLI call its own process, a reopened SDK client) and
 //! through `nokv serve`.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod cli_support;
 
+use std::path::Path;
+use std::process::Output;
+
+use cli_support::{nokv, server};
 use nokv::client::{Client, PutOptions, WriteCondition};
 use nokv_remote::RemoteClient;
-use nokv_server::ServerOptions;
 use serde_json::Value;
 
 const ID: &str = "0123456789abcdef0123456789abcdef";
-
-fn nokv(target: &[&str], args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nokv"))
-        .args(target)
-        .args(args)
-        .env_remove("NOKV_SERVER")
-        .env_remove("NOKV_STORE")
-        .output()
-        .expect("run nokv")
-}
 
 fn envelope(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
@@ -34,17 +26,6 @@ fn envelope(out: &Output) -> Value {
             String::from_utf8_lossy(&out.stderr)
         )
     })
-}
-
-fn server(store: &Path) -> nokv_server::RunningServer {
-    nokv_server::start(ServerOptions {
-        store: store.to_path_buf(),
-        listen: "127.0.0.1:0".into(),
-        maintenance_interval: std::time::Duration::ZERO,
-        recovery_interval: std::time::Duration::ZERO,
-        ..ServerOptions::default()
-    })
-    .unwrap()
 }
 
 /// Every Publish operation of the store (published or not), read after the calls: one per body

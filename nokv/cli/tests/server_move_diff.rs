@@ -3,39 +3,21 @@
 //! a directory refused) and `RemoteClient::diff` (`GET /v1/diff`) against a live workbench and
 //! its snapshot, plus `nokv --server URL mv|diff` through `POST /v1/commands/{command}`.
 
-use std::path::Path;
-use std::process::Command;
-use std::time::Duration;
+mod cli_support;
 
+use std::process::Command;
+
+use cli_support::{operation_failure, server};
 use nokv::diff::DiffOptions;
 use nokv::move_path::MoveOptions;
-use nokv::{Error, PutOptions};
+use nokv::PutOptions;
 use nokv_remote::RemoteClient;
-use nokv_server::{RunningServer, ServerOptions};
 use serde_json::Value;
-
-fn start(store: &Path) -> RunningServer {
-    nokv_server::start(ServerOptions {
-        store: store.to_path_buf(),
-        listen: "127.0.0.1:0".into(),
-        maintenance_interval: Duration::ZERO,
-        recovery_interval: Duration::ZERO,
-        ..ServerOptions::default()
-    })
-    .unwrap()
-}
-
-fn code(e: Error) -> (String, String) {
-    match e {
-        Error::OperationFailed { code, message } => (code, message),
-        other => panic!("expected an operation error, got {other:?}"),
-    }
-}
 
 #[test]
 fn move_and_diff_through_the_server() {
     let dir = tempfile::tempdir().unwrap();
-    let srv = start(&dir.path().join("s"));
+    let srv = server(&dir.path().join("s"));
     let remote = RemoteClient::connect(&srv.url(), None).unwrap();
     remote.create_workbench("wb").unwrap();
     let put = |p: &str, b: &[u8]| {
@@ -65,7 +47,7 @@ fn move_and_diff_through_the_server() {
     assert_eq!(status, Some(0), "{text}");
 
     // Create-only onto an existing file: AlreadyExists; at a stale generation: Conflict.
-    let (c, _) = code(
+    let (c, _) = operation_failure(
         remote
             .move_path(
                 "wb",
@@ -80,13 +62,13 @@ fn move_and_diff_through_the_server() {
         expected_destination_generation: Some(b.generation + 1),
         ..Default::default()
     };
-    let (c, _) = code(
+    let (c, _) = operation_failure(
         remote
             .move_path("wb", "outputs/a.txt", "outputs/b.txt", &stale)
             .unwrap_err(),
     );
     assert_eq!(c, "Conflict");
-    let (c, message) = code(
+    let (c, message) = operation_failure(
         remote
             .move_path("wb", "outputs/dir", "outputs/dir2", &MoveOptions::default())
             .unwrap_err(),
@@ -151,11 +133,11 @@ fn move_and_diff_through_the_server() {
     let err = remote
         .diff("wb@absent-snapshot", "wb", &DiffOptions::default())
         .unwrap_err();
-    assert_eq!(code(err).0, "SnapshotNotFound");
+    assert_eq!(operation_failure(err).0, "SnapshotNotFound");
     let err = remote
         .diff(&"ab".repeat(32), "wb", &DiffOptions::default())
         .unwrap_err();
-    assert_eq!(code(err).0, "NotFound");
+    assert_eq!(operation_failure(err).0, "NotFound");
 
     // The CLI through the server answers the same envelopes.
     let (status, text) = cli(&["mv", "wb", "outputs/dir", "outputs/dir2"]);

@@ -18,7 +18,7 @@ use std::path::Path;
 use clap::Args;
 use serde_json::{json, Map, Value};
 
-use crate::{print_json, EXIT_OK, EXIT_TOOL_ERROR};
+use crate::{print_json, snapshot_selector, EXIT_OK, EXIT_TOOL_ERROR};
 use nokv::client::Client;
 use nokv::workbench::commit_tools::commit_error;
 use nokv::workbench::errors::ToolError;
@@ -104,46 +104,47 @@ impl Report<'_> {
     }
 }
 
-/// Opens the existing store read-only for a browse command; a failure is reported.
-fn open(dir: &Path, report: &mut Report<'_>) -> Option<Client> {
+/// One browse command's body on an open client, reporting through `report`.
+type Browse<A> = fn(&Client, &A, &mut Report<'_>) -> u8;
+
+/// Runs `body` on the existing store in `dir`, opened read-only (a failure to open is reported
+/// like any other); returns the exit code.
+fn run_in_dir<A>(
+    dir: &Path,
+    args: &A,
+    json: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    body: Browse<A>,
+) -> u8 {
+    let mut report = Report { json, out, err };
     match crate::read_only::open_existing(dir, true) {
-        Ok(c) => Some(c),
-        Err(e) => {
-            report.fail(store_error(e));
-            None
-        }
+        Ok(client) => body(&client, args, &mut report),
+        Err(e) => report.fail(store_error(e)),
     }
+}
+
+/// Runs `body` on an open client (the server runs the browse commands for `nokv --server`);
+/// returns the exit code.
+fn run_on_client<A>(
+    client: &Client,
+    args: &A,
+    json: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    body: Browse<A>,
+) -> u8 {
+    body(client, args, &mut Report { json, out, err })
 }
 
 /// Runs `nokv ls` on the store in `dir` (opened read-only); returns the exit code.
 pub fn run_ls(dir: &Path, args: LsArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let mut report = Report {
-        json: args.json,
-        out,
-        err,
-    };
-    match open(dir, &mut report) {
-        Some(client) => ls(&client, &args, &mut report),
-        None => EXIT_TOOL_ERROR,
-    }
+    run_in_dir(dir, &args, args.json, out, err, ls)
 }
 
 /// [`run_ls`] on an open client (the server runs it for `nokv --server`).
 pub fn run_ls_with(client: &Client, args: LsArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let mut report = Report {
-        json: args.json,
-        out,
-        err,
-    };
-    ls(client, &args, &mut report)
-}
-
-/// The `at_snapshot` selector of a flag: an integer is a snapshot id, anything else a name.
-fn snapshot_selector(s: &str) -> Value {
-    match s.parse::<u64>() {
-        Ok(id) => Value::from(id),
-        Err(_) => Value::from(s),
-    }
+    run_on_client(client, &args, args.json, out, err, ls)
 }
 
 fn ls(client: &Client, args: &LsArgs, report: &mut Report<'_>) -> u8 {
@@ -217,15 +218,7 @@ fn ls(client: &Client, args: &LsArgs, report: &mut Report<'_>) -> u8 {
 
 /// Runs `nokv tree` on the store in `dir` (opened read-only); returns the exit code.
 pub fn run_tree(dir: &Path, args: TreeArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let mut report = Report {
-        json: args.json,
-        out,
-        err,
-    };
-    match open(dir, &mut report) {
-        Some(client) => tree(&client, &args, &mut report),
-        None => EXIT_TOOL_ERROR,
-    }
+    run_in_dir(dir, &args, args.json, out, err, tree)
 }
 
 /// [`run_tree`] on an open client (the server runs it for `nokv --server`).
@@ -235,12 +228,7 @@ pub fn run_tree_with(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> u8 {
-    let mut report = Report {
-        json: args.json,
-        out,
-        err,
-    };
-    tree(client, &args, &mut report)
+    run_on_client(client, &args, args.json, out, err, tree)
 }
 
 /// One directory of the rendered tree: subdirectories and files (name → size in bytes).
@@ -350,15 +338,7 @@ fn tree(client: &Client, args: &TreeArgs, report: &mut Report<'_>) -> u8 {
 
 /// Runs `nokv log` on the store in `dir` (opened read-only); returns the exit code.
 pub fn run_log(dir: &Path, args: LogArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let mut report = Report {
-        json: args.json,
-        out,
-        err,
-    };
-    match open(dir, &mut report) {
-        Some(client) => log(&client, &args, &mut report),
-        None => EXIT_TOOL_ERROR,
-    }
+    run_in_dir(dir, &args, args.json, out, err, log)
 }
 
 /// [`run_log`] on an open client (the server runs it for `nokv --server`).
@@ -368,12 +348,7 @@ pub fn run_log_with(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> u8 {
-    let mut report = Report {
-        json: args.json,
-        out,
-        err,
-    };
-    log(client, &args, &mut report)
+    run_on_client(client, &args, args.json, out, err, log)
 }
 
 /// The commits of a workbench's log, newest first (by the version that created them): the

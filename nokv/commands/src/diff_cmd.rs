@@ -10,7 +10,7 @@ use std::path::Path;
 
 use clap::{Args, ValueEnum};
 
-use crate::{print_json, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
+use crate::{print_failure as fail, print_json, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
 use nokv::client::Client;
 use nokv::diff::{DiffOptions, SideSpec, DEFAULT_PAGE, DEFAULT_PATCH_MAX_BYTES};
 use nokv::workbench::errors::ToolError;
@@ -64,11 +64,6 @@ fn default_limit() -> usize {
 
 fn default_patch_bound() -> u64 {
     DEFAULT_PATCH_MAX_BYTES
-}
-
-fn fail(out: &mut dyn Write, err: ToolError, code: u8) -> u8 {
-    print_json(out, &err.envelope());
-    code
 }
 
 /// The argument checks made before the store is opened: the two parsed sides.

@@ -10,10 +10,9 @@ use std::path::Path;
 
 use clap::Args;
 
-use crate::{print_json, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
+use crate::{print_failure as fail, print_json, request_id_arg, EXIT_OK, EXIT_TOOL_ERROR};
 use nokv::client::Client;
 use nokv::move_path::MoveOptions;
-use nokv::publication::parse_operation_id;
 use nokv::workbench::errors::ToolError;
 use nokv::workbench::{move_error, store_error};
 
@@ -43,22 +42,10 @@ pub struct MvArgs {
     pub request_id: Option<String>,
 }
 
-fn fail(out: &mut dyn Write, err: ToolError, code: u8) -> u8 {
-    print_json(out, &err.envelope());
-    code
-}
-
 /// The argument checks made before the store is opened: the parsed request id. Errors: the
 /// usage-error envelope and exit code.
 fn check(args: &MvArgs) -> Result<Option<[u8; 16]>, (ToolError, u8)> {
-    match args.request_id.as_deref().map(parse_operation_id) {
-        None => Ok(None),
-        Some(Some(id)) => Ok(Some(id)),
-        Some(None) => Err((
-            ToolError::invalid_arguments("--request-id must be exactly 32 hex characters"),
-            EXIT_USAGE,
-        )),
-    }
+    request_id_arg(args.request_id.as_deref())
 }
 
 /// Runs `nokv mv`; returns the exit code.

@@ -65,13 +65,13 @@ pub enum SnapshotCommand {
 }
 
 fn selector_args(snapshot: &str, args: &mut Map<String, Value>) {
-    if !snapshot.is_empty() && snapshot.bytes().all(|b| b.is_ascii_digit()) {
-        if let Ok(id) = snapshot.parse::<u64>() {
-            args.insert("snapshot_id".into(), Value::from(id));
-            return;
-        }
-    }
-    args.insert("name".into(), Value::from(snapshot));
+    let selector = crate::snapshot_selector(snapshot);
+    let key = if selector.is_u64() {
+        "snapshot_id"
+    } else {
+        "name"
+    };
+    args.insert(key.into(), selector);
 }
 
 /// Runs one `nokv snapshot` action; returns the exit code.

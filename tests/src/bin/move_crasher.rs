@@ -3,39 +3,20 @@
 //! `moves` for `i = START, START+1, …` while the source exists, printing `ACK <i> <generation>`
 //! on stdout after each move returned. The parent SIGKILLs it at a moment of its choosing.
 
-use std::io::Write;
-
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let Some(store) = args.next() else {
-        eprintln!("usage: move_crasher STORE [START]");
-        std::process::exit(2);
-    };
-    let start: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(0);
-    let client = match nokv::Client::open(&store) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("open: {e}");
-            std::process::exit(1);
-        }
-    };
-    let stdout = std::io::stdout();
-    for i in start.. {
-        let from = format!("src/file-{i}.bin");
-        if client.stat("moves", &from).is_err() {
-            break;
-        }
-        let to = format!("dst/file-{i}.bin");
-        match client.move_path("moves", &from, &to, &Default::default()) {
-            Ok(receipt) => {
-                let mut out = stdout.lock();
-                let _ = writeln!(out, "ACK {i} {}", receipt.generation);
-                let _ = out.flush();
-            }
-            Err(e) => {
-                eprintln!("move {i}: {e}");
-                std::process::exit(1);
-            }
-        }
-    }
+    nokv_tests::run_crash_child(
+        "move_crasher",
+        |_| Ok(()),
+        |client, i| {
+            let from = format!("src/file-{i}.bin");
+            client.stat("moves", &from).ok()?;
+            let to = format!("dst/file-{i}.bin");
+            Some(
+                client
+                    .move_path("moves", &from, &to, &Default::default())
+                    .map(|receipt| receipt.generation)
+                    .map_err(|e| format!("move {i}: {e}")),
+            )
+        },
+    );
 }
