@@ -116,7 +116,7 @@ pub(crate) async fn serve(Path(name): Path<String>) -> Response {
         "app.js" => (SCRIPT, "text/javascript; charset=utf-8"),
         _ => return (StatusCode::NOT_FOUND, "no such asset").into_response(),
     };
-    super::harden(
+    super::headers::harden(
         (
             [(header::CONTENT_TYPE, HeaderValue::from_static(kind))],
             body,

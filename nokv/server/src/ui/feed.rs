@@ -141,5 +141,5 @@ pub(crate) async fn events(State(s): State<Shared>, req: Request) -> Response {
         Ok(Err(e)) => (StatusCode::BAD_REQUEST, axum::Json(json!({ "error": e }))).into_response(),
         Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     };
-    super::harden(response, "default-src 'none'")
+    super::headers::harden(response, "default-src 'none'")
 }

@@ -320,7 +320,7 @@ pub(crate) async fn raw(State(s): State<Shared>, Path(id): Path<String>, req: Re
         Ok(Err((status, message))) => (status, message).into_response(),
         Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "the read failed").into_response(),
     };
-    super::harden(
+    super::headers::harden(
         response,
         "default-src 'none'; style-src 'unsafe-inline'; sandbox",
     )

@@ -63,7 +63,7 @@ fn login_page(base: &str, status: StatusCode, error: Option<&str>) -> Response {
             }
         }
     };
-    super::harden(
+    super::headers::harden(
         (
             status,
             [(

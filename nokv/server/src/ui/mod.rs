@@ -6,7 +6,7 @@
 //! `query`, `login`); `layout` is the page shell and the link builder, `source` opens the
 //! state a page reads (live or at a snapshot), `preview` turns a file's bytes into its preview,
 //! `dag` lays out the lineage picture, `assets` holds the stylesheet and the one script. Every
-//! page answers with the headers of [`harden`]: a strict `Content-Security-Policy` (no inline
+//! page answers with the headers of [`headers::harden`]: a strict `Content-Security-Policy` (no inline
 //! script, nothing from another origin), `nosniff`, no referrer, no caching. Templates are
 //! `maud`, which escapes every interpolated value; stored content never reaches the page
 //! unescaped (Markdown goes through an allow-list sanitizer, images only through `<img>` from
@@ -17,6 +17,7 @@ mod dag;
 mod feed;
 mod file;
 mod gc;
+mod headers;
 mod layout;
 mod lineage;
 mod login;
@@ -37,6 +38,8 @@ use axum::Router;
 
 use super::auth::Access;
 use super::handler::{blocking, Shared};
+pub(crate) use headers::inert;
+use headers::{harden, PAGE_POLICY};
 use layout::{Cx, Page, Params};
 
 /// The web view's routes (merged into the server's router; the guard lets every `/ui` path
@@ -78,52 +81,6 @@ pub(crate) async fn enter(access: Access, req: Request, next: Next) -> Response 
         .map(|p| p.0.clone())
         .unwrap_or_default();
     login::refused(&cx_base, None)
-}
-
-/// Marks a `/v1/` answer sent to a browser session (the download link) inert: a sandboxing
-/// policy, no content sniffing, and `attachment` so stored HTML or SVG never renders as a page
-/// of this origin.
-pub(crate) fn inert(mut response: Response) -> Response {
-    let h = response.headers_mut();
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static("default-src 'none'; sandbox"),
-    );
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert(
-        header::CONTENT_DISPOSITION,
-        HeaderValue::from_static("attachment"),
-    );
-    response
-}
-
-/// The page policy: scripts and styles only from this server's `/ui/assets/`, images from it
-/// (previews) and `data:` (none are produced from stored bytes), fetches to itself (the live
-/// feed), forms to itself, never framed.
-const PAGE_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
-     img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; \
-     base-uri 'none'";
-
-/// The headers every page carries (see the module docs); `policy` is its CSP.
-pub(crate) fn harden(mut response: Response, policy: &str) -> Response {
-    let h = response.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(policy) {
-        h.insert(header::CONTENT_SECURITY_POLICY, v);
-    }
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    response
 }
 
 /// Renders `build` on the blocking pool (pages read the store synchronously) into an HTML
