@@ -59,6 +59,7 @@ __all__ = [
     "RestoreProtocolMismatch",
     "CanonicalEncodingFailed",
     "ObjectUnavailable",
+    "Forbidden",
     "Internal",
     "Unavailable",
     "Unauthorized",
@@ -210,6 +211,11 @@ class CanonicalEncodingFailed(NoKVError):
 
 class ObjectUnavailable(NoKVError):
     """Object bytes could not be read or failed their SHA-256 check (retryable)."""
+
+
+class Forbidden(NoKVError, PermissionError):
+    """The token (or the read-only profile) lacks the scope the call needs; nothing was written
+    (``details["missing_scope"]``, ``["action"]``, ``["resource"]``)."""
 
 
 class Internal(NoKVError):

@@ -166,3 +166,51 @@ def test_modern_client_negotiates_and_calls_tools(store):
             assert stat["card"]["kind"] == "directory"
 
     anyio.run(main)
+
+
+READING_TOOLS = [
+    "workbench_list",
+    "workbench_stat",
+    "workbench_read",
+    "workbench_grep",
+    "workbench_search",
+    "workbench_aggregate",
+    "workbench_catalog",
+    "workbench_find",
+    "workbench_snapshot_list",
+]
+
+
+def test_read_only_profile_offers_only_reading_tools_and_refuses_writes(store):
+    expected = {t["name"]: t for t in nokv_schema()["tools"]}
+    # A first, writing session leaves one file behind.
+    async def seed(session, _init):
+        envelope(await session.call_tool("workbench_create", {"id": "inputs"}))
+        put = envelope(await session.call_tool(
+            "workbench_put_file", {"id": "inputs", "section": "input", "path": "a.txt", "text": "alpha\n"},
+        ))
+        assert put["status"] == "success", put
+
+    anyio.run(run(seed), store)
+
+    async def main():
+        params = StdioServerParameters(command=NOKV, args=["--store", str(store), "mcp", "--read-only"])
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                listed = await session.list_tools()
+                assert [t.name for t in listed.tools] == READING_TOOLS
+                for tool in listed.tools:
+                    assert tool.input_schema == expected[tool.name]["input_schema"], tool.name
+                    assert tool.annotations.read_only_hint is True
+                refused = await session.call_tool(
+                    "workbench_put_file", {"id": "inputs", "section": "input", "path": "b.txt", "text": "b"},
+                )
+                env = envelope(refused)
+                assert refused.is_error
+                assert env["code"] == "Forbidden"
+                assert env["details"]["missing_scope"] == "write:inputs"
+                listing = envelope(await session.call_tool("workbench_list", {"id": "inputs", "section": "input"}))
+                assert [e["name"] for e in listing["entries"]] == ["a.txt"]
+
+    anyio.run(main)

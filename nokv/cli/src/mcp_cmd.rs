@@ -13,6 +13,10 @@ pub struct McpArgs {
     /// Most tool calls running at once; further calls wait.
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub max_concurrent_calls: usize,
+    /// The read-only profile: offer only the nine reading tools; any other tool answers the
+    /// `Forbidden` envelope. An embedded store is then opened read-only for each call (no lock).
+    #[arg(long)]
+    pub read_only: bool,
 }
 
 /// Runs `nokv mcp` until stdin closes, SIGTERM or SIGINT; returns the exit code (0 after a clean
@@ -32,10 +36,12 @@ pub fn run_mcp(store: &Path, server: Option<&str>, args: &McpArgs) -> u8 {
                 return EXIT_USAGE;
             }
         },
+        None if args.read_only => Arc::new(EmbeddedBackend::read_only(store.to_path_buf())),
         None => Arc::new(EmbeddedBackend::new(store.to_path_buf())),
     };
     let options = McpOptions {
         max_concurrent_calls: args.max_concurrent_calls.max(1),
+        read_only: args.read_only,
         ..McpOptions::default()
     };
     match nokv_mcp::run_stdio(backend, &options) {

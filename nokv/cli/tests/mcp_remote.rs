@@ -548,3 +548,33 @@ fn two_mcp_servers_share_one_store_through_the_server() {
     assert!(a.wait_exit().success());
     assert!(b.wait_exit().success());
 }
+
+#[test]
+fn read_only_mcp_over_a_server_never_sends_a_write() {
+    let stub = Stub::start(None);
+    let mut mcp = McpChild::spawn(&["mcp", "--read-only", "--server", &stub.url], &[]);
+    mcp.initialize();
+    let listed = mcp.request("tools/list", json!({}));
+    let tools = listed["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 9);
+    assert!(tools
+        .iter()
+        .all(|t| t["annotations"]["readOnlyHint"] == true));
+    let refused = envelope_of(&mcp.call(
+        "workbench_put_file",
+        json!({"id": "shared", "section": "input", "path": "a", "text": "x"}),
+    ));
+    assert_eq!(refused["code"], "Forbidden");
+    assert_eq!(refused["details"]["missing_scope"], "write:shared");
+    assert!(stub.seen().is_empty(), "a refused write reaches no server");
+    let read = envelope_of(&mcp.call(
+        "workbench_stat",
+        json!({"id": "shared", "section": "input", "path": "a"}),
+    ));
+    let seen = stub.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].path, "/v1/tools/workbench_stat");
+    assert_eq!(seen[0].answered.as_ref(), Some(&read));
+    mcp.close_stdin();
+    assert!(mcp.wait_exit().success());
+}

@@ -467,3 +467,176 @@ fn calls_sent_together_take_effect_in_the_order_they_were_sent() {
         }
     }
 }
+
+/// Writes one file through a short embedded session, then closes it (releasing the lock).
+fn seed_store(store: &std::path::Path) {
+    let client = Client::open_with(store, ClientOptions::default()).expect("open");
+    let wb = Workbench::new(client);
+    assert_eq!(
+        wb.call("create", &json!({"id": "run-1"}))["status"],
+        "success"
+    );
+    let put = wb.call(
+        "put_file",
+        &json!({"id": "run-1", "section": "input", "path": "a.txt", "text": "alpha\n"}),
+    );
+    assert_eq!(put["status"], "success", "{put}");
+}
+
+#[test]
+fn read_only_profile_lists_only_the_nine_reading_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let mut mcp = McpChild::spawn(
+        &["--store", store.to_str().unwrap(), "mcp", "--read-only"],
+        &[],
+    );
+    mcp.initialize();
+    let listed = mcp.request("tools/list", json!({}));
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| t["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "workbench_list",
+            "workbench_stat",
+            "workbench_read",
+            "workbench_grep",
+            "workbench_search",
+            "workbench_aggregate",
+            "workbench_catalog",
+            "workbench_find",
+            "workbench_snapshot_list",
+        ]
+    );
+    // Every listed tool keeps its exact nokv schema and is annotated read-only.
+    let schema = nokv_schema();
+    for tool in listed["tools"].as_array().unwrap() {
+        let want = schema["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == tool["name"])
+            .expect("known tool");
+        assert_eq!(tool["inputSchema"], want["input_schema"]);
+        assert_eq!(tool["annotations"]["readOnlyHint"], true);
+    }
+    mcp.close_stdin();
+    assert!(mcp.wait_exit().success());
+}
+
+#[test]
+fn read_only_profile_refuses_every_write_tool_with_forbidden_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    seed_store(&store);
+    let mut mcp = McpChild::spawn(
+        &["--store", store.to_str().unwrap(), "mcp", "--read-only"],
+        &[],
+    );
+    mcp.initialize();
+    let digest = sha256_uri(b"x");
+    let writes = [
+        ("workbench_create", json!({"id": "run-2"}), "write:run-2"),
+        (
+            "workbench_put_file",
+            json!({"id": "run-1", "section": "input", "path": "b.txt", "text": "b"}),
+            "write:run-1",
+        ),
+        (
+            "append",
+            json!({"id": "run-1", "section": "input", "path": "a.txt", "text": "more"}),
+            "write:run-1",
+        ),
+        (
+            "workbench_edit",
+            json!({"id": "run-1", "section": "input", "path": "a.txt", "old_string": "alpha", "new_string": "beta"}),
+            "write:run-1",
+        ),
+        (
+            "workbench_commit",
+            json!({"id": "run-1", "manifest": {}, "content_digest_uri": digest}),
+            "lifecycle:run-1",
+        ),
+        (
+            "workbench_snapshot",
+            json!({"id": "run-1"}),
+            "lifecycle:run-1",
+        ),
+        (
+            "workbench_snapshot_renew",
+            json!({"id": "run-1", "snapshot_id": 0}),
+            "lifecycle:run-1",
+        ),
+        (
+            "workbench_snapshot_retire",
+            json!({"id": "run-1", "snapshot_id": 0}),
+            "lifecycle:run-1",
+        ),
+        (
+            "workbench_restore",
+            json!({"id": "run-1", "destination_id": "copy", "at_snapshot": 0}),
+            "lifecycle:copy",
+        ),
+    ];
+    for (tool, args, scope) in writes {
+        let result = mcp.call(tool, args);
+        assert_eq!(result["isError"], true, "{tool}");
+        let env = envelope_of(&result);
+        assert_eq!(env["code"], "Forbidden", "{tool}: {env}");
+        assert_eq!(env["retryable"], false);
+        assert_eq!(env["details"]["missing_scope"], scope, "{tool}");
+    }
+    // Reads work, see the seeded file, and the store holds exactly what was seeded.
+    let read = envelope_of(&mcp.call(
+        "workbench_read",
+        json!({"id": "run-1", "section": "input", "path": "a.txt"}),
+    ));
+    assert_eq!(read["items"][0]["value"], "alpha", "{read}");
+    let listed =
+        envelope_of(&mcp.call("workbench_list", json!({"id": "run-1", "section": "input"})));
+    assert_eq!(listed["entry_count"], 1, "{listed}");
+    let missing = envelope_of(&mcp.call("workbench_stat", json!({"id": "run-2"})));
+    assert_eq!(missing["code"], "NotFound", "{missing}");
+    // The read-only profile holds no lock: a writer opens the store while it runs.
+    let writer = open_now(&store).expect("no lock held by the read-only server");
+    drop(writer);
+    mcp.close_stdin();
+    assert!(mcp.wait_exit().success());
+}
+
+#[test]
+fn read_only_profile_reads_what_a_writer_published_after_it_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    seed_store(&store);
+    let mut mcp = McpChild::spawn(
+        &["--store", store.to_str().unwrap(), "mcp", "--read-only"],
+        &[],
+    );
+    mcp.initialize();
+    let first = envelope_of(&mcp.call(
+        "workbench_stat",
+        json!({"id": "run-1", "section": "input", "path": "b.txt"}),
+    ));
+    assert_eq!(first["code"], "NotFound");
+    {
+        let wb = Workbench::new(open_now(&store).expect("open"));
+        let put = wb.call(
+            "put_file",
+            &json!({"id": "run-1", "section": "input", "path": "b.txt", "text": "b"}),
+        );
+        assert_eq!(put["status"], "success");
+    }
+    let later = envelope_of(&mcp.call(
+        "workbench_stat",
+        json!({"id": "run-1", "section": "input", "path": "b.txt"}),
+    ));
+    assert_eq!(later["status"], "success", "{later}");
+    mcp.close_stdin();
+    assert!(mcp.wait_exit().success());
+}

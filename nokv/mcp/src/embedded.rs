@@ -51,6 +51,22 @@ impl EmbeddedBackend {
         Self::with_options(dir, ClientOptions::default())
     }
 
+    /// A backend of the read-only profile over the store in `dir`: every call opens the store
+    /// read-only ([`ClientOptions::read_only`]: no lock, nothing written, the state as of that
+    /// call) and closes it when it answers, so the backend never holds the store's lock and
+    /// always reads the newest durable state. A write tool answers the `InvalidState` envelope
+    /// of a read-only store (the MCP server's read-only profile refuses writes before they get
+    /// here). Opens nothing yet.
+    pub fn read_only(dir: impl Into<PathBuf>) -> Self {
+        Self::with_options(
+            dir,
+            ClientOptions {
+                read_only: true,
+                ..ClientOptions::default()
+            },
+        )
+    }
+
     /// A backend over the store in `dir` opened with `options` (its `create_if_missing` is
     /// decided per call: true only for `workbench_create`). Opens nothing yet.
     pub fn with_options(dir: impl Into<PathBuf>, options: ClientOptions) -> Self {
@@ -72,8 +88,13 @@ impl EmbeddedBackend {
         lock(&self.open).is_some()
     }
 
-    /// The facade over the open store, opening it first when needed.
+    /// The facade over the open store, opening it first when needed (a read-only backend opens
+    /// a fresh read-only handle for every call and keeps none).
     fn workbench(&self, create_if_missing: bool) -> Result<Workbench, ToolError> {
+        if self.options.read_only {
+            let client = Client::open_with(&self.dir, self.options.clone()).map_err(store_error)?;
+            return Ok(Workbench::new(client));
+        }
         let mut open = lock(&self.open);
         if let Some(store) = open.as_ref() {
             return Ok(store.workbench.clone());
@@ -111,6 +132,12 @@ impl ToolBackend for EmbeddedBackend {
     }
 
     fn describe(&self) -> String {
+        if self.options.read_only {
+            return format!(
+                "embedded store {} (opened read-only for each call; no lock held)",
+                self.dir.display()
+            );
+        }
         format!(
             "embedded store {} (this process is its single writer while it runs)",
             self.dir.display()

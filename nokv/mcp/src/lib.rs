@@ -22,6 +22,11 @@
 //!   to a `nokv serve` owner process as `POST {URL}/v1/tools/{tool}` with the JSON input as the
 //!   body and returns the envelope the server answered.
 //!
+//! The read-only profile ([`McpOptions::read_only`], `nokv mcp --read-only`) offers only the
+//! nine reading tools in `tools/list` and answers any other call with the `Forbidden` envelope
+//! (`details.missing_scope`) without reaching the backend; its embedded backend
+//! ([`EmbeddedBackend::read_only`]) opens the store read-only for each call.
+//!
 //! Serving ([`serve`], [`run_stdio`]): tool calls run concurrently on tokio's blocking pool, at
 //! most [`McpOptions::max_concurrent_calls`] at a time; stdout carries only protocol messages
 //! (logs go to stderr). The server stops on stdin EOF, SIGTERM or SIGINT: it refuses new calls,

@@ -20,6 +20,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::backend::{envelope_is_success, tool_hints, ToolBackend};
 use crate::framing::{self, AnsweringTransport, CheckedReader};
+use nokv::access::{check_tool, is_reading_tool, ScopeSet};
 use nokv::workbench::errors::{ErrorCode, ToolError};
 use nokv::workbench::schema;
 
@@ -34,6 +35,10 @@ pub struct McpOptions {
     /// without being buffered and without an answer (no id can be read from a line that is
     /// not read); the session goes on.
     pub max_message_bytes: usize,
+    /// The read-only profile (`nokv mcp --read-only`, default false): `tools/list` offers only
+    /// the nine reading tools, and a call of any other tool answers the `Forbidden` envelope
+    /// (`details.missing_scope`, e.g. `write:run-1`) without reaching the backend.
+    pub read_only: bool,
 }
 
 impl Default for McpOptions {
@@ -41,6 +46,7 @@ impl Default for McpOptions {
         McpOptions {
             max_concurrent_calls: 8,
             max_message_bytes: 128 * 1024 * 1024,
+            read_only: false,
         }
     }
 }
@@ -110,6 +116,8 @@ struct NokvMcp {
     gate: Arc<CallGate>,
     /// The session's ledger: a call starts in its turn of arrival (see [`framing::wait_turn`]).
     ledger: framing::SharedLedger,
+    /// What the session may call: everything, or `read` only ([`McpOptions::read_only`]).
+    scopes: ScopeSet,
 }
 
 impl ServerHandler for NokvMcp {
@@ -137,6 +145,9 @@ impl ServerHandler for NokvMcp {
         // Calls sent together take effect in the order they were sent: a write waits for every
         // earlier call's answer, a read for every earlier write's.
         framing::wait_turn(&self.ledger, &context.id).await;
+        if let Err(refused) = check_tool(&self.scopes, None, &name, &input) {
+            return Ok(CallToolResponse::from(tool_result(refused.envelope())));
+        }
         let envelope = match self.gate.enter().await {
             None => ToolError::new(
                 ErrorCode::InvalidState,
@@ -177,14 +188,16 @@ fn tool_result(envelope: Value) -> CallToolResult {
     }
 }
 
-/// The 18 tools as MCP tool definitions: `nokv schema`'s name, description and input schema,
-/// plus behaviour annotations from [`tool_hints`].
+/// The 18 tools (the nine reading tools with `read_only`) as MCP tool definitions:
+/// `nokv schema`'s name, description and input schema, plus behaviour annotations from
+/// [`tool_hints`].
 ///
 /// Errors: `InvalidData` when the built-in schema document does not hold an object schema for
 /// every tool (a broken build).
-fn tool_definitions() -> io::Result<Vec<Tool>> {
+fn tool_definitions(read_only: bool) -> io::Result<Vec<Tool>> {
     schema::TOOL_NAMES
         .iter()
+        .filter(|name| !read_only || is_reading_tool(name))
         .map(|name| {
             let Some(input_schema) = schema::input_schema(name).as_object() else {
                 return Err(io::Error::new(
@@ -237,7 +250,7 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
     S: Future<Output = ()>,
 {
-    let tools = Arc::new(tool_definitions()?);
+    let tools = Arc::new(tool_definitions(options.read_only)?);
     let gate = Arc::new(CallGate::new(options.max_concurrent_calls));
     let ledger = framing::new_ledger();
     let handler = NokvMcp {
@@ -245,6 +258,11 @@ where
         tools,
         gate: Arc::clone(&gate),
         ledger: Arc::clone(&ledger),
+        scopes: if options.read_only {
+            ScopeSet::read_only()
+        } else {
+            ScopeSet::admin()
+        },
     };
     let max_line = options.max_message_bytes.max(1);
     let (write, outbox, outbox_task) = framing::output(write, &ledger);
@@ -319,7 +337,12 @@ pub fn run_stdio(backend: Arc<dyn ToolBackend>, options: &McpOptions) -> io::Res
         .enable_all()
         .build()?;
     eprintln!(
-        "nokv mcp: serving the 18 Workbench tools over stdio; calls go to the {}",
+        "nokv mcp: serving {} over stdio; calls go to the {}",
+        if options.read_only {
+            "the 9 reading Workbench tools (read-only profile)"
+        } else {
+            "the 18 Workbench tools"
+        },
         backend.describe()
     );
     let result = runtime.block_on(async {
@@ -675,8 +698,21 @@ mod tests {
     }
 
     #[test]
+    fn read_only_tool_definitions_are_the_reading_tools_only() {
+        let tools = tool_definitions(true).unwrap();
+        assert_eq!(tools.len(), 9);
+        for tool in &tools {
+            assert!(
+                tool_hints(&tool.name).is_some_and(|h| h.read_only),
+                "{}",
+                tool.name
+            );
+        }
+    }
+
+    #[test]
     fn tool_definitions_are_the_18_schema_tools() {
-        let tools = tool_definitions().unwrap();
+        let tools = tool_definitions(false).unwrap();
         assert_eq!(tools.len(), 18);
         for (tool, name) in tools.iter().zip(schema::TOOL_NAMES) {
             assert_eq!(tool.name, name);

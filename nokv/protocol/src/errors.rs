@@ -85,6 +85,10 @@ error_codes! {
     CanonicalEncodingFailed,
     /// An object-store read or write failed transiently (retryable).
     ObjectUnavailable,
+    /// The caller's token (or the read-only profile) does not grant the scope the call needs;
+    /// nothing was written. `details {missing_scope, action, resource}` (docs/server.md,
+    /// "Scopes").
+    Forbidden,
     /// An unexpected internal failure; report it.
     Internal,
 }
@@ -287,6 +291,23 @@ impl ToolError {
         )
     }
 
+    /// `Forbidden`: the call needs `missing_scope` (written `ACTION[:RESOURCE]`, e.g.
+    /// `write:run-1`), which the caller does not hold; nothing was written. `details
+    /// {missing_scope, action, resource}` where `resource` is the workbench id, or null for a
+    /// store-wide action.
+    pub fn forbidden(missing_scope: &str, action: &str, resource: Option<&str>) -> Self {
+        ToolError::new(
+            ErrorCode::Forbidden,
+            format!(
+                "this call needs the scope {missing_scope}, which the caller's token does not \
+                 grant; use a token that holds it (docs/server.md, \"Scopes\")"
+            ),
+        )
+        .with_detail("missing_scope", missing_scope)
+        .with_detail("action", action)
+        .with_detail("resource", resource.map_or(Value::Null, Value::from))
+    }
+
     /// `InvalidUtf8` for a body that must be text; `details.path`.
     pub fn invalid_utf8(path: &str) -> Self {
         ToolError::new(
@@ -346,7 +367,7 @@ mod tests {
                 "the string form is the variant name"
             );
         }
-        assert_eq!(seen.len(), 24);
+        assert_eq!(seen.len(), 25);
         assert_eq!(ErrorCode::parse("Nope"), None);
     }
 

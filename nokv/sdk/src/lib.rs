@@ -28,7 +28,10 @@
 //! * [`workbench::Workbench`] — the transport-free facade of the 18 agent tools
 //!   (`docs/workbench.md`): JSON in, one JSON envelope out, typed error codes from
 //!   `nokv_protocol`.
+//! * [`access`] — who may do what: the scope model, what each tool needs, the token registry
+//!   and the audit trail that the front doors share.
 
+pub mod access;
 pub mod address;
 pub mod changes;
 pub mod client;
