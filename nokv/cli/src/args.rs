@@ -249,6 +249,15 @@ pub enum Command {
     /// Check every count, seal, index row and the recovery chain from authoritative rows; exit 1
     /// on findings. `--repair-index` rebuilds the SecondaryIndex rows first.
     Fsck(fsck_cmd::FsckArgs),
+    /// Access tokens of `nokv serve`: `create NAME --scope SCOPE… [--expires DURATION]`
+    /// (prints one JSON object whose `token` is the secret, shown once), `list`, `revoke NAME`.
+    /// On the store directly (no lock needed; a running server sees the change at once) or
+    /// `--server` with an admin token.
+    Token {
+        /// The token action.
+        #[command(subcommand)]
+        action: nokv_commands::token_cmd::TokenCommand,
+    },
     /// Durable store settings: `get NAME`, `set NAME VALUE`, `list`.
     Config {
         /// The config action.

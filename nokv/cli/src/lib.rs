@@ -260,6 +260,12 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
         Command::Gc(args) => gc_cmd::run_gc(&dir, args, &mut out),
         Command::Fsck(args) => fsck_cmd::run_fsck(&dir, args, &mut out),
         Command::Config { action } => config_cmd::run_config(&dir, action, &mut out),
+        Command::Token { action } => nokv_commands::token_cmd::run_token_with(
+            &nokv::access::TokenRegistry::at_store(&dir),
+            action,
+            nokv_commands::token_cmd::wall_unix_ms(),
+            &mut out,
+        ),
         Command::Verify(args) => verify_cmd::run_verify(&dir, &args, &mut out),
         Command::Demo => with_client(&dir, |client| {
             nokv_commands::demo::run_demo(client, &mut out)?;

@@ -123,6 +123,7 @@ pub(crate) fn run_with(
         Command::Gc(a) => command_call(&remote, CommandRequest::Gc(a), out),
         Command::Fsck(a) => command_call(&remote, CommandRequest::Fsck(a), out),
         Command::Config { action } => command_call(&remote, CommandRequest::Config(action), out),
+        Command::Token { action } => command_call(&remote, CommandRequest::Token(action), out),
         Command::Ls(a) => {
             let json = a.json;
             command_call_as(&remote, CommandRequest::Ls(a), json, out)

@@ -18,6 +18,7 @@ use nokv::workbench::errors::ToolError;
 use serde_json::Value;
 
 pub mod browse_cmd;
+pub mod command_access;
 pub mod commit_cmd;
 pub mod config_cmd;
 pub mod demo;
@@ -31,6 +32,7 @@ pub mod request;
 pub mod restore_cmd;
 pub mod rm_cmd;
 pub mod snapshot_cmd;
+pub mod token_cmd;
 
 /// Exit code of a successful command.
 pub const EXIT_OK: u8 = 0;

@@ -18,6 +18,7 @@ use crate::mv_cmd::MvArgs;
 use crate::restore_cmd::RestoreCommand;
 use crate::rm_cmd::RmArgs;
 use crate::snapshot_cmd::SnapshotCommand;
+use crate::token_cmd::TokenCommand;
 use crate::{OperationAction, EXIT_OK, EXIT_TOOL_ERROR};
 
 /// One CLI command the server runs on its open client: the DTO of
@@ -60,6 +61,8 @@ pub enum CommandRequest {
     Tree(TreeArgs),
     /// `nokv log …`.
     Log(LogArgs),
+    /// `nokv token …` (the store's token registry; `admin` only).
+    Token(TokenCommand),
 }
 
 impl CommandRequest {
@@ -121,6 +124,12 @@ impl CommandRequest {
             CommandRequest::Log(a) => {
                 crate::browse_cmd::run_log_with(client, a, &mut out, &mut err)
             }
+            CommandRequest::Token(a) => crate::token_cmd::run_token_with(
+                &nokv::access::TokenRegistry::at_store(client.dir()),
+                a,
+                crate::token_cmd::wall_unix_ms(),
+                &mut out,
+            ),
             CommandRequest::Demo => match crate::demo::run_demo(client, &mut out) {
                 Ok(_) => EXIT_OK,
                 Err(e) => {

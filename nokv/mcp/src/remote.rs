@@ -60,7 +60,7 @@ impl Default for RemoteOptions {
 /// | unknown tool name | `UnknownTool` (nothing sent) |
 /// | server unreachable after every attempt | `ObjectUnavailable` (retryable), `details.reason: "server_unreachable"` |
 /// | connection lost after the call was sent, every attempt (writes resend their request id) | `ObjectUnavailable` (retryable), `details.reason: "connection_lost"` |
-/// | HTTP 401/403 (the server's `Unauthorized`, or no envelope) | `InvalidArguments`, `details.reason: "unauthorized"` |
+/// | HTTP 401 or 403 without a Workbench envelope (the server's `Unauthorized`) | `InvalidArguments`, `details.reason: "unauthorized"` (a 403 `Forbidden` envelope passes through) |
 /// | HTTP 502/503/504 (the server's `Unavailable`, or no envelope) | `ObjectUnavailable` (retryable), `details.reason: "server_unavailable"` |
 /// | HTTP 408 (the server's `Timeout`) | `ObjectUnavailable` (retryable), `details.reason: "timeout"` |
 /// | any other response that is neither a success nor an error with a Workbench code | `Internal`, `details.reason: "bad_response"` |

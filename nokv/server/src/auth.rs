@@ -1,15 +1,23 @@
-//! Who may send a request: the bearer token of API clients and the session cookie of the web
-//! view (`/ui/`, see `docs/ui.md`, "Login").
+//! Who sent a request: the server's `--token-file` token (an admin), a token of the store's
+//! registry (`nokv token create`, [`nokv::access::TokenRegistry`]), or the session cookie of the
+//! web view (`/ui/`, see `docs/ui.md`, "Login"). What the caller may then do is decided by
+//! [`super::policy`].
 //!
 //! A browser cannot attach `Authorization: Bearer` to a link, so the web view's login form
-//! exchanges the token for a cookie. The cookie never holds the token itself: its value is
-//! `hex(SHA-256("nokv.ui.session.v1\0" ‖ token))`, a bearer-equivalent secret that stays valid
-//! exactly as long as the server's token does (`HttpOnly`, `SameSite=Strict`, `Path=/`). A
-//! session is accepted for the web view and for `GET`/`HEAD` of the `/v1/` byte endpoints (the
-//! download link); every write still needs the bearer token, so a forged cross-site request
-//! can never change the store.
+//! exchanges a token for a cookie. The cookie never holds the token itself: its value is
+//! `hex(SHA-256("nokv.ui.session.v1\0" ‖ token))`, a bearer-equivalent secret. For the
+//! `--token-file` token it is recomputed; for a registry token the server remembers, in memory,
+//! which token id a session value stands for, and checks that record on every request, so a
+//! revoked or expired token's sessions stop at once (a server restart ends them all: log in
+//! again). A session is accepted for the web view and for `GET`/`HEAD` of the `/v1/` byte
+//! endpoints (the download link); every write still needs the bearer token, so a forged
+//! cross-site request can never change the store.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
 
 use axum::http::{header, HeaderMap, Method};
+use nokv::access::{AuthFailure, Caller, TokenRegistry};
 use sha2::{Digest, Sha256};
 
 use super::handler::same_secret;
@@ -17,23 +25,91 @@ use super::handler::same_secret;
 /// Name of the web view's session cookie.
 pub(crate) const SESSION_COOKIE: &str = "nokv_session";
 
+/// Most web-view sessions of registry tokens a server remembers (the oldest is forgotten).
+const MAX_SESSIONS: usize = 4096;
+
 /// How a request authenticated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Access {
-    /// The server has no token (loopback only): everything is open.
+    /// The server has no token and an empty registry (loopback only): everything is open.
     Open,
     /// A correct `Authorization: Bearer` header.
     Bearer,
     /// A correct web-view session cookie.
     Session,
-    /// Neither.
-    Denied,
+    /// Neither; the reason (`missing`, `unknown`, `expired`, `revoked`, `registry_unreadable`).
+    Denied(&'static str),
 }
 
 impl Access {
     /// Whether a request with this access may see the web view's pages and assets.
     pub(crate) fn sees_ui(self) -> bool {
-        !matches!(self, Access::Denied)
+        !matches!(self, Access::Denied(_))
+    }
+}
+
+/// The web-view sessions of registry tokens: session value → token id.
+#[derive(Debug, Default)]
+pub(crate) struct Sessions {
+    map: Mutex<HashMap<String, String>>,
+}
+
+impl Sessions {
+    /// Remembers that `value` is a session of the token with record `id`.
+    pub(crate) fn insert(&self, value: String, id: String) {
+        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        if map.len() >= MAX_SESSIONS {
+            map.clear();
+        }
+        map.insert(value, id);
+    }
+
+    fn token_id(&self, value: &str) -> Option<String> {
+        let map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(value).cloned()
+    }
+}
+
+/// What a server authenticates against.
+pub(crate) struct Authority<'a> {
+    /// The `--token-file` token (an admin).
+    pub(crate) token: Option<&'a str>,
+    /// The store's token registry.
+    pub(crate) registry: &'a TokenRegistry,
+    /// The web view's registry-token sessions.
+    pub(crate) sessions: &'a Sessions,
+    /// Now, Unix ms (expiry).
+    pub(crate) now_ms: u64,
+}
+
+impl Authority<'_> {
+    /// Whether requests need a token: a `--token-file` token, or any record in the registry.
+    pub(crate) fn protected(&self) -> bool {
+        self.token.is_some() || self.registry.has_records()
+    }
+
+    /// The caller of a presented token text (the `--token-file` token compared in constant
+    /// time, else the registry). Errors: the refusal reason.
+    pub(crate) fn caller_of(&self, presented: &str) -> Result<Caller, &'static str> {
+        let presented = presented.trim();
+        if self
+            .token
+            .is_some_and(|t| same_secret(presented.as_bytes(), t.trim().as_bytes()))
+        {
+            return Ok(Caller::admin("admin"));
+        }
+        self.registry
+            .authenticate(presented, self.now_ms)
+            .map_err(reason)
+    }
+}
+
+fn reason(f: AuthFailure) -> &'static str {
+    match f {
+        AuthFailure::Unknown => "unknown",
+        AuthFailure::Expired => "expired",
+        AuthFailure::Revoked => "revoked",
+        AuthFailure::Unreadable => "registry_unreadable",
     }
 }
 
@@ -57,25 +133,56 @@ pub(crate) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> 
         .map(|(_, v)| v.trim())
 }
 
-/// Classifies a request against the server's `token` (constant-time comparisons).
-pub(crate) fn access(token: Option<&str>, headers: &HeaderMap) -> Access {
+/// Classifies a request and names its caller (constant-time secret comparisons).
+pub(crate) fn access(auth: &Authority<'_>, headers: &HeaderMap) -> (Access, Option<Caller>) {
+    if !auth.protected() {
+        return (Access::Open, Some(Caller::admin("anonymous")));
+    }
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if let Some(presented) = bearer {
+        return match auth.caller_of(presented) {
+            Ok(c) => (Access::Bearer, Some(c)),
+            Err(r) => (Access::Denied(r), None),
+        };
+    }
+    let Some(value) = cookie(headers, SESSION_COOKIE) else {
+        return (Access::Denied("missing"), None);
+    };
+    if let Some(token) = auth.token {
+        if same_secret(value.as_bytes(), session_value(token).as_bytes()) {
+            return (Access::Session, Some(Caller::admin("admin")));
+        }
+    }
+    match auth.sessions.token_id(value) {
+        Some(id) => match auth.registry.caller_by_id(&id, auth.now_ms) {
+            Ok(c) => (Access::Session, Some(c)),
+            Err(f) => (Access::Denied(reason(f)), None),
+        },
+        None => (Access::Denied("unknown"), None),
+    }
+}
+
+/// The `--control` dispatcher's coarse check before a root's own guard decides: without a
+/// server token everything passes; with one, the token itself, a bearer of a registry token's
+/// shape, or any session cookie (the root's guard verifies them against its own registry).
+pub(crate) fn may_reach_root(token: Option<&str>, headers: &HeaderMap) -> bool {
     let Some(token) = token else {
-        return Access::Open;
+        return true;
     };
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
-    if bearer.is_some_and(|p| same_secret(p.trim().as_bytes(), token.trim().as_bytes())) {
-        return Access::Bearer;
+    match bearer {
+        Some(p) => {
+            same_secret(p.trim().as_bytes(), token.trim().as_bytes())
+                || TokenRegistry::token_id(p).is_some()
+        }
+        None => cookie(headers, SESSION_COOKIE).is_some(),
     }
-    let expected = session_value(token);
-    if cookie(headers, SESSION_COOKIE)
-        .is_some_and(|c| same_secret(c.as_bytes(), expected.as_bytes()))
-    {
-        return Access::Session;
-    }
-    Access::Denied
 }
 
 /// Whether `path` (without a `/roots/<name>` prefix) belongs to the web view.
@@ -107,7 +214,7 @@ pub(crate) fn decide(access: Access, method: &Method, path: &str) -> Decision {
         Access::Session if *method == Method::GET || *method == Method::HEAD => {
             Decision::AllowInert
         }
-        Access::Session | Access::Denied => Decision::Refuse,
+        Access::Session | Access::Denied(_) => Decision::Refuse,
     }
 }
 
@@ -134,20 +241,62 @@ mod tests {
     }
 
     #[test]
-    fn access_tells_bearer_session_and_denied_apart() {
-        let t = Some("tok");
-        assert_eq!(access(None, &HeaderMap::new()), Access::Open);
+    fn access_tells_bearer_session_registry_and_denied_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = TokenRegistry::at_store(dir.path());
+        let sessions = Sessions::default();
+        let open = Authority {
+            token: None,
+            registry: &registry,
+            sessions: &sessions,
+            now_ms: 10,
+        };
+        assert_eq!(access(&open, &HeaderMap::new()).0, Access::Open);
+        let auth = Authority {
+            token: Some("tok"),
+            ..open
+        };
+        let (a, c) = access(&auth, &headers(&[("authorization", "Bearer tok")]));
+        assert_eq!(a, Access::Bearer);
+        assert_eq!(c.unwrap().name, "admin");
+        let cookie = format!("a=b; {SESSION_COOKIE}={}", session_value("tok"));
         assert_eq!(
-            access(t, &headers(&[("authorization", "Bearer tok")])),
-            Access::Bearer
+            access(&auth, &headers(&[("cookie", &cookie)])).0,
+            Access::Session
         );
-        let c = format!("a=b; {SESSION_COOKIE}={}", session_value("tok"));
-        assert_eq!(access(t, &headers(&[("cookie", &c)])), Access::Session);
         let wrong = format!("{SESSION_COOKIE}={}", session_value("nope"));
-        assert_eq!(access(t, &headers(&[("cookie", &wrong)])), Access::Denied);
         assert_eq!(
-            access(t, &headers(&[("authorization", "Bearer no")])),
-            Access::Denied
+            access(&auth, &headers(&[("cookie", &wrong)])).0,
+            Access::Denied("unknown")
+        );
+        assert_eq!(
+            access(&auth, &headers(&[("authorization", "Bearer no")])).0,
+            Access::Denied("unknown")
+        );
+        assert_eq!(
+            access(&auth, &HeaderMap::new()).0,
+            Access::Denied("missing")
+        );
+        // A registry token, and its session until it is revoked.
+        let ci = registry.create("ci", &["read".into()], None, 0).unwrap();
+        let bearer = format!("Bearer {}", ci.token);
+        let (a, c) = access(&auth, &headers(&[("authorization", &bearer)]));
+        assert_eq!((a, c.unwrap().name.as_str()), (Access::Bearer, "ci"));
+        let value = session_value(&ci.token);
+        sessions.insert(value.clone(), ci.record.id.clone());
+        let cookie = format!("{SESSION_COOKIE}={value}");
+        assert_eq!(
+            access(&auth, &headers(&[("cookie", &cookie)])).0,
+            Access::Session
+        );
+        registry.revoke("ci", 20).unwrap();
+        assert_eq!(
+            access(&auth, &headers(&[("cookie", &cookie)])).0,
+            Access::Denied("revoked")
+        );
+        assert_eq!(
+            access(&auth, &headers(&[("authorization", &bearer)])).0,
+            Access::Denied("revoked")
         );
     }
 
@@ -170,11 +319,11 @@ mod tests {
             Decision::Refuse
         );
         assert_eq!(
-            decide(Access::Denied, &Method::GET, "/ui/"),
-            Decision::Ui(Access::Denied)
+            decide(Access::Denied("missing"), &Method::GET, "/ui/"),
+            Decision::Ui(Access::Denied("missing"))
         );
         assert_eq!(
-            decide(Access::Denied, &Method::GET, "/uix"),
+            decide(Access::Denied("missing"), &Method::GET, "/uix"),
             Decision::Refuse
         );
     }

@@ -105,6 +105,10 @@ pub(crate) struct ChannelReader {
     current: Bytes,
     /// The end-of-body marker arrived.
     complete: bool,
+    /// Runs once when the end-of-body marker arrives, before the reader reports the end: an
+    /// error is returned instead of the end, so the publication reading this body fails and
+    /// publishes nothing (the upload route re-checks the caller's token here).
+    at_end: Option<Box<dyn FnOnce() -> io::Result<()> + Send>>,
 }
 
 impl ChannelReader {
@@ -113,7 +117,17 @@ impl ChannelReader {
             rx,
             current: Bytes::new(),
             complete: false,
+            at_end: None,
         }
+    }
+
+    /// The same reader with a check that runs when the whole body has arrived (see `at_end`).
+    pub(crate) fn with_end_check(
+        mut self,
+        check: Box<dyn FnOnce() -> io::Result<()> + Send>,
+    ) -> Self {
+        self.at_end = Some(check);
+        self
     }
 }
 
@@ -132,7 +146,12 @@ impl io::Read for ChannelReader {
                     ))
                 }
                 Some(Err(e)) => return Err(e),
-                Some(Ok(b)) if b.is_empty() => self.complete = true,
+                Some(Ok(b)) if b.is_empty() => {
+                    self.complete = true;
+                    if let Some(check) = self.at_end.take() {
+                        check()?;
+                    }
+                }
                 Some(Ok(b)) => self.current = b,
             }
         }

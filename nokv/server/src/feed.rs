@@ -6,7 +6,13 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Query, State};
+use std::io::Write;
+
+use axum::extract::{Extension, Query, Request, State};
+use nokv::access::{Action, Caller};
+
+use super::error::ApiError;
+use super::policy;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -27,10 +33,25 @@ pub(crate) struct ChangesQuery {
     poll_ms: Option<u64>,
 }
 
+/// `GET /v1/changes`. A caller who may not read every workbench gets only the events of the
+/// workbenches it may read (docs/server.md, "Scopes"); with `workbench=W` it needs `read` on W.
 pub(crate) async fn changes(
     State(state): State<Arc<AppState>>,
     Query(q): Query<ChangesQuery>,
-) -> Response {
+    Extension(caller): Extension<Caller>,
+    req: Request,
+) -> Result<Response, ApiError> {
+    let root = req
+        .extensions()
+        .get::<super::state::PathPrefix>()
+        .and_then(|p| p.0.strip_prefix("/roots/").map(str::to_string));
+    let filter = match &q.workbench {
+        Some(w) => {
+            policy::check(&caller, root.as_deref(), &[(Action::Read, Some(w.clone()))])?;
+            None
+        }
+        None => policy::feed_filter(&caller, root.as_deref()),
+    };
     let args = ChangesArgs {
         after: q.after,
         workbench: q.workbench,
@@ -44,15 +65,21 @@ pub(crate) async fn changes(
     tokio::task::spawn_blocking(move || {
         let stop = || closed.is_closed();
         let same = || Ok(s.client.clone());
-        nokv_commands::snapshot_cmd::run_changes_with(
-            s.client.clone(),
-            &args,
-            &mut writer,
-            &same,
-            &stop,
-        );
+        let mut filtered;
+        let out: &mut dyn Write = match filter {
+            None => &mut writer,
+            Some(keep) => {
+                filtered = LineFilter {
+                    inner: &mut writer,
+                    keep,
+                    line: Vec::new(),
+                };
+                &mut filtered
+            }
+        };
+        nokv_commands::snapshot_cmd::run_changes_with(s.client.clone(), &args, out, &same, &stop);
     });
-    (
+    Ok((
         StatusCode::OK,
         [(
             header::CONTENT_TYPE,
@@ -60,5 +87,31 @@ pub(crate) async fn changes(
         )],
         Body::new(body),
     )
-        .into_response()
+        .into_response())
+}
+
+/// Passes on only the whole lines `keep` accepts (the feed's NDJSON, one event per line).
+struct LineFilter<'a> {
+    inner: &'a mut dyn Write,
+    keep: policy::LineKeep,
+    line: Vec<u8>,
+}
+
+impl Write for LineFilter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        for &b in buf {
+            self.line.push(b);
+            if b == b'\n' {
+                let line = std::mem::take(&mut self.line);
+                if (self.keep)(&line) {
+                    self.inner.write_all(&line)?;
+                }
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }

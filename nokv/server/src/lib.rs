@@ -33,6 +33,7 @@ pub mod journal;
 mod lifetime;
 pub mod metrics;
 mod moves;
+mod policy;
 mod routes;
 mod runtime;
 mod state;
@@ -135,12 +136,15 @@ fn open_state(opts: ServerOptions, addr: SocketAddr) -> Result<Arc<AppState>> {
     let journal = journal::Journal::open(&opts.store.join("server"), opts.replay_retention)?;
     nokv::address::record(&opts.store, &format!("http://{addr}"));
     let workbench = Workbench::new(client.clone());
+    let opts_store = opts.store.clone();
     Ok(Arc::new(AppState {
         client,
         workbench,
         opts,
         metrics: metrics::Metrics::default(),
         journal,
+        registry: nokv::access::TokenRegistry::at_store(&opts_store),
+        sessions: auth::Sessions::default(),
     }))
 }
 

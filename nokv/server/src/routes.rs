@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
-use axum::extract::{MatchedPath, Path, Query, Request, State};
+use axum::extract::{Extension, MatchedPath, Path, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::auth::{self, Decision};
+use super::auth::{self, Access, Decision};
 use super::body::{self, ChannelReader, ChannelWriter, PumpEnd};
 use super::error::ApiError;
 use super::handler::{
@@ -24,6 +24,9 @@ use super::handler::{
     read_json, Shared,
 };
 use super::journal::{self, Begin};
+use super::policy;
+use axum::extract::{FromRequestParts, RawPathParams};
+use nokv::access::Caller;
 use nokv::client::{Client, PutOptions, WriteCondition};
 use nokv::workbench::errors::ToolError;
 use nokv::workbench::schema;
@@ -60,8 +63,10 @@ async fn no_route(req: Request) -> ApiError {
     ApiError::no_route(req.uri().path())
 }
 
-/// Authentication (bearer token, or the web view's session: [`auth::decide`]) and metrics
-/// around every request.
+/// Authentication (bearer token, registry token or the web view's session: [`auth::access`],
+/// [`auth::decide`]), the scope check of the route ([`policy::route_needs`]) and metrics around
+/// every request. The caller rides along as a request extension for the handlers that check
+/// their body ([`policy::check_tool`], [`policy::check_command`]) and record the audit trail.
 async fn guard(State(state): State<Shared>, req: Request, next: Next) -> Response {
     let started = Instant::now();
     let route = req
@@ -69,13 +74,34 @@ async fn guard(State(state): State<Shared>, req: Request, next: Next) -> Respons
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_string(), |m| m.as_str().to_string());
     let _in_flight = state.metrics.enter();
-    let access = auth::access(state.opts.token.as_deref(), req.headers());
+    let (access, caller) = auth::access(&state.authority(), req.headers());
     let ui = auth::is_ui_path(req.uri().path());
     let response = match auth::decide(access, req.method(), req.uri().path()) {
-        Decision::Allow => next.run(req).await,
-        Decision::AllowInert => super::ui::inert(next.run(req).await),
-        Decision::Ui(access) => super::ui::enter(access, req, next).await,
-        Decision::Refuse => ApiError::unauthorized().into_response(),
+        Decision::Allow | Decision::AllowInert => match caller {
+            Some(caller) => {
+                let inert =
+                    auth::decide(access, req.method(), req.uri().path()) == Decision::AllowInert;
+                match admit(&state, &route, caller, req).await {
+                    Ok(req) if inert => super::ui::inert(next.run(req).await),
+                    Ok(req) => next.run(req).await,
+                    Err(refusal) => refusal.into_response(),
+                }
+            }
+            None => unauthorized(access),
+        },
+        Decision::Ui(access) => {
+            // The web view shows the whole store: only a caller who may read all of it.
+            let access = match &caller {
+                Some(c) if !c.scopes.reads_everything(None) => Access::Denied("scope"),
+                _ => access,
+            };
+            let mut req = req;
+            if let Some(c) = caller {
+                req.extensions_mut().insert(c);
+            }
+            super::ui::enter(access, req, next).await
+        }
+        Decision::Refuse => unauthorized(access),
     };
     // The web view answers HTML pages, never API envelopes.
     let response = if ui {
@@ -87,6 +113,45 @@ async fn guard(State(state): State<Shared>, req: Request, next: Next) -> Respons
         .metrics
         .observe(&route, response.status().as_u16(), started.elapsed());
     response
+}
+
+/// 401 with `details.reason` (`missing`, `unknown`, `expired`, `revoked`, …).
+fn unauthorized(access: Access) -> Response {
+    let mut e = ApiError::unauthorized();
+    let reason = match access {
+        Access::Denied(r) => r,
+        _ => "missing",
+    };
+    e.details.insert("reason".into(), Value::from(reason));
+    if reason == "expired" || reason == "revoked" {
+        e.message = format!("the bearer token was {reason}; ask for a new one");
+    }
+    e.into_response()
+}
+
+/// The route's scope check ([`policy::route_needs`]); on success the request carries its
+/// caller. Errors: 403 `Forbidden`.
+async fn admit(
+    state: &Shared,
+    route: &str,
+    caller: Caller,
+    req: Request,
+) -> Result<Request, ApiError> {
+    let (mut parts, body) = req.into_parts();
+    let id = match RawPathParams::from_request_parts(&mut parts, state).await {
+        Ok(params) => params
+            .iter()
+            .find(|(k, _)| *k == "id")
+            .map(|(_, v)| v.to_string()),
+        Err(_) => None,
+    };
+    let root = super::state::root_of(&parts);
+    let needs = policy::route_needs(&parts.method, route, id.as_deref(), parts.uri.query());
+    if let policy::RouteNeeds::Scopes(needs) = &needs {
+        policy::check(&caller, root.as_deref(), needs)?;
+    }
+    parts.extensions.insert(caller);
+    Ok(Request::from_parts(parts, body))
 }
 
 /// The request refusals the HTTP stack answers itself — a query string or path that does not
@@ -178,18 +243,42 @@ async fn tool(
     State(state): State<Shared>,
     Path(name): Path<String>,
     Query(q): Query<ToolQuery>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     req: Request,
 ) -> Result<Response, ApiError> {
     let (request_id, key) = request_identity(q.request_id.as_deref(), &headers)?;
     let uri = req.uri().to_string();
+    let root = req
+        .extensions()
+        .get::<super::state::PathPrefix>()
+        .and_then(|p| p.0.strip_prefix("/roots/").map(str::to_string));
     let (raw, input) = read_json(&state, req.into_body()).await?;
+    // The tool's scopes, before anything runs (docs/server.md, "Scopes").
+    let whole = policy::check_tool(&caller, root.as_deref(), &name, &input)?;
+    let (workbench, input) = if whole {
+        (state.workbench.clone(), input)
+    } else {
+        let s = state.clone();
+        let (c, r, n) = (caller.clone(), root.clone(), name.clone());
+        let narrowed =
+            blocking(move || policy::narrow_tool(&c, r.as_deref(), &s.workbench, &n, &input))
+                .await?;
+        match narrowed {
+            policy::Narrowed::Run(w, i) => (w, i),
+            policy::Narrowed::Refused(e) => return Err(e),
+            policy::Narrowed::Answer(envelope) => {
+                let body = serde_json::to_vec(&envelope).unwrap_or_default();
+                return Ok(json_response(StatusCode::OK, body, false));
+            }
+        }
+    };
     let digest = journal::request_digest("POST", &uri, &raw);
     let s = state.clone();
     let (status, body, replayed) = blocking(move || {
         journaled(&s, key.as_deref(), digest, || match request_id {
-            Some(rid) => s.workbench.call_with_request_id(&name, &input, rid),
-            None => s.workbench.call(&name, &input),
+            Some(rid) => workbench.call_with_request_id(&name, &input, rid),
+            None => workbench.call(&name, &input),
         })
     })
     .await??;
@@ -339,9 +428,28 @@ async fn upload(
     let pump = body::pump(req.into_body(), tx, limit, idle);
     let s = state.clone();
     let work_key = key.clone();
+    // The caller's token is checked again once the whole body has arrived, before anything is
+    // published: a token revoked (or expired) during a long upload publishes nothing.
+    let refused_at_end = std::sync::Arc::new(std::sync::Mutex::new(None::<Access>));
+    let end_state = state.clone();
+    let end_headers = headers.clone();
+    let end_refusal = refused_at_end.clone();
     let work = blocking(move || {
         let run = || {
-            let mut reader = ChannelReader::new(rx);
+            let end_check = Box::new(move || {
+                let (access, _) = auth::access(&end_state.authority(), &end_headers);
+                if matches!(access, Access::Denied(_)) {
+                    if let Ok(mut slot) = end_refusal.lock() {
+                        *slot = Some(access);
+                    }
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::PermissionDenied,
+                        "the bearer token was refused before publication; nothing was published",
+                    ));
+                }
+                Ok(())
+            });
+            let mut reader = ChannelReader::new(rx).with_end_check(end_check);
             let result = s.client.put_reader(&id, &path, &mut reader, &options);
             // Drain what the client still sends so the pump never blocks on a full channel.
             let mut sink = [0u8; 8192];
@@ -391,6 +499,19 @@ async fn upload(
     });
     let (pumped, outcome) = tokio::join!(pump, work);
     let outcome = outcome?;
+    let refused = refused_at_end.lock().ok().and_then(|slot| *slot);
+    if let Some(access) = refused {
+        if let (
+            Some(k),
+            Upload::Ran {
+                journaled: true, ..
+            },
+        ) = (&key, &outcome)
+        {
+            state.journal.abandon(k);
+        }
+        return Ok(unauthorized(access));
+    }
     if matches!(
         pumped,
         PumpEnd::TooLarge(_) | PumpEnd::Idle | PumpEnd::Broken
@@ -759,14 +880,25 @@ async fn append(
 async fn command(
     State(state): State<Shared>,
     Path(name): Path<String>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     req: Request,
 ) -> Result<Response, ApiError> {
     let key = idempotency_key(&headers)?;
     let uri = req.uri().to_string();
+    let root = req
+        .extensions()
+        .get::<super::state::PathPrefix>()
+        .and_then(|p| p.0.strip_prefix("/roots/").map(str::to_string));
     let (raw, args) = read_json(&state, req.into_body()).await?;
     let request = nokv_commands::request::CommandRequest::parse(&name, args)
         .map_err(ApiError::bad_request)?;
+    policy::check_command(&caller, root.as_deref(), &request)?;
+    // A created token's secret is in the answer: it is never kept in the request journal.
+    let key = match request {
+        nokv_commands::request::CommandRequest::Token(_) => None,
+        _ => key,
+    };
     let digest = journal::request_digest("POST", &uri, &raw);
     let s = state.clone();
     let (status, body, replayed) =

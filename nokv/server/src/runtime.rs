@@ -25,10 +25,13 @@ pub(crate) fn bind(opts: &ServerOptions) -> Result<(TcpListener, SocketAddr)> {
             "the bearer token is empty; put a secret in --token-file or NOKV_TOKEN".into(),
         ));
     }
-    if opts.token.is_none() && !is_loopback(&addr) {
+    if opts.token.is_none()
+        && !is_loopback(&addr)
+        && !nokv::access::TokenRegistry::at_store(&opts.store).has_records()
+    {
         return Err(Error::InvalidArgument(format!(
             "refusing to listen on non-loopback address {addr} without a bearer token \
-             (--token-file F or NOKV_TOKEN)"
+             (--token-file F or NOKV_TOKEN, or tokens made with `nokv token create`)"
         )));
     }
     let listener = TcpListener::bind(addr).map_err(|source| Error::LocalIo {

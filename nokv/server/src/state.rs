@@ -8,7 +8,7 @@ use std::time::Duration;
 use nokv::client::Client;
 use nokv::workbench::Workbench;
 
-use super::{journal, metrics};
+use super::{auth, journal, metrics};
 
 /// Configuration of one server.
 #[derive(Debug, Clone)]
@@ -75,6 +75,30 @@ pub(crate) struct AppState {
     pub(crate) opts: ServerOptions,
     pub(crate) metrics: metrics::Metrics,
     pub(crate) journal: journal::Journal,
+    /// The store's token registry (`<store>/access/tokens.json`), re-read when it changes.
+    pub(crate) registry: nokv::access::TokenRegistry,
+    /// The web view's sessions of registry tokens.
+    pub(crate) sessions: auth::Sessions,
+}
+
+impl AppState {
+    /// What requests authenticate against, now.
+    pub(crate) fn authority(&self) -> auth::Authority<'_> {
+        auth::Authority {
+            token: self.opts.token.as_deref(),
+            registry: &self.registry,
+            sessions: &self.sessions,
+            now_ms: self.client.now_unix_ms(),
+        }
+    }
+}
+
+/// The root a request is served under: the name in its [`PathPrefix`] (`/roots/NAME`), `None`
+/// on a single-store server.
+pub(crate) fn root_of(req: &axum::http::request::Parts) -> Option<String> {
+    req.extensions
+        .get::<PathPrefix>()
+        .and_then(|p| p.0.strip_prefix("/roots/").map(str::to_string))
 }
 
 /// Whether `addr` is a loopback address (127.0.0.0/8 or ::1).

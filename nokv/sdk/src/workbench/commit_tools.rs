@@ -248,11 +248,14 @@ pub(super) fn find(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<
     let mut examined = 0usize;
     let mut pinned = read_version;
     let mut more = true;
+    // Where the scan continues (past hidden workbenches too); `after` is the cursor's anchor,
+    // the last workbench the caller may see.
+    let mut scan_after = after.clone();
     'pages: while more && examined < FIND_SCAN_BUDGET && matches.len() < limit {
         let page = match meta::ops::find::find_page(
             shard,
             pinned,
-            after.as_deref(),
+            scan_after.as_deref(),
             (FIND_SCAN_BUDGET - examined).min(254),
         ) {
             Ok(p) => p,
@@ -270,6 +273,10 @@ pub(super) fn find(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<
         for (i, cand) in page.candidates.into_iter().enumerate() {
             // Whether any workbench follows this candidate (in this page or a later one).
             let followed = i + 1 < page_len || page.more;
+            scan_after = Some(cand.workbench_id.clone());
+            if !wb.may_see(&cand.workbench_id) {
+                continue;
+            }
             examined += 1;
             after = Some(cand.workbench_id.clone());
             let is_committed = cand.head.is_some();

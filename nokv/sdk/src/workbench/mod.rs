@@ -49,7 +49,7 @@ pub use error_map::{
     meta_tool_error, move_error, removal_error, store_error, tool_error, workbench_not_found,
     METADATA_DAMAGED, REQUEST_ID_REUSED,
 };
-pub use facade::Workbench;
+pub use facade::{Visibility, Workbench};
 pub use nokv_protocol::errors;
 pub use snapshot_tools::snapshot_error;
 

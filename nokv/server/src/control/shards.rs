@@ -281,6 +281,7 @@ impl Acquirer {
             }
         };
         let journal = journal::Journal::open(&dir.join("server"), self.base.replay_retention)?;
+        let registry = nokv::access::TokenRegistry::at_store(&dir);
         let opts = ServerOptions {
             store: dir,
             ..self.base.clone()
@@ -291,6 +292,8 @@ impl Acquirer {
             opts,
             metrics: metrics::Metrics::default(),
             journal,
+            registry,
+            sessions: super::super::auth::Sessions::default(),
         });
         let router = routes::router(state.clone());
         let (stop_background, stopped) = tokio::sync::watch::channel(false);

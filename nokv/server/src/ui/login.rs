@@ -13,7 +13,7 @@ use maud::{html, PreEscaped, DOCTYPE};
 use sha2::{Digest, Sha256};
 
 use super::super::auth::{session_value, SESSION_COOKIE};
-use super::super::handler::{same_secret, Shared};
+use super::super::handler::Shared;
 use super::super::state::PathPrefix;
 
 const LOGIN_STYLE: &str = "body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1b1f24}\
@@ -85,7 +85,7 @@ pub(crate) fn refused(base: &str, error: Option<&str>) -> Response {
 /// `GET /ui/login`.
 pub(crate) async fn form(State(s): State<Shared>, req: Request) -> Response {
     let base = prefix(&req);
-    if s.opts.token.is_none() {
+    if !s.authority().protected() {
         return see_other(&format!("{base}/ui/"), None);
     }
     login_page(&base, StatusCode::OK, None)
@@ -103,12 +103,14 @@ fn see_other(location: &str, cookie: Option<String>) -> Response {
 }
 
 /// `POST /ui/login` (form field `token`): sets the session cookie and redirects to the
-/// workbench list, or answers the form again with 401.
+/// workbench list, or answers the form again with 401. The server's own token and any registry
+/// token that may read the whole store log in (the web view shows all of it); a registry
+/// token's session is remembered in memory and ends when the token is revoked or expires.
 pub(crate) async fn submit(State(s): State<Shared>, req: Request) -> Response {
     let base = prefix(&req);
-    let Some(token) = s.opts.token.clone() else {
+    if !s.authority().protected() {
         return see_other(&format!("{base}/ui/"), None);
-    };
+    }
     let body: Bytes = match axum::body::to_bytes(req.into_body(), 16 * 1024).await {
         Ok(b) => b,
         Err(_) => return refused(&base, Some("The form could not be read.")),
@@ -119,13 +121,21 @@ pub(crate) async fn submit(State(s): State<Shared>, req: Request) -> Response {
         .find(|(k, _)| k == "token")
         .map(|(_, v)| v.trim().to_string())
         .unwrap_or_default();
-    if !same_secret(presented.as_bytes(), token.trim().as_bytes()) {
-        return refused(&base, Some("Wrong token."));
+    let caller = match s.authority().caller_of(&presented) {
+        Ok(c) => c,
+        Err(_) => return refused(&base, Some("Wrong token.")),
+    };
+    if !caller.scopes.reads_everything(None) {
+        return refused(
+            &base,
+            Some("This token may not read the whole store, which the web view shows."),
+        );
     }
-    let cookie = format!(
-        "{SESSION_COOKIE}={}; Path=/; HttpOnly; SameSite=Strict",
-        session_value(&token)
-    );
+    let value = session_value(&presented);
+    if let Some(id) = nokv::access::TokenRegistry::token_id(&presented) {
+        s.sessions.insert(value.clone(), id.to_string());
+    }
+    let cookie = format!("{SESSION_COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict");
     see_other(&format!("{base}/ui/"), Some(cookie))
 }
 
