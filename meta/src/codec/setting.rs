@@ -4,6 +4,7 @@
 //! | key | value |
 //! |-----|-------|
 //! | `setting` \| `history_retention_versions` | u16 1, u64 versions |
+//! | `setting` \| `audit_retention_days` | u16 1, u64 days |
 //!
 //! A setting row is absent until it is first set; readers then use the documented default of the
 //! setting (see [`crate::ops::settings`]). Like the pending-operation registry rows of
@@ -27,8 +28,12 @@ pub const VALUE_VERSION: u16 = 1;
 /// "configured diagnostic floor"). `0` keeps only what history holds require.
 pub const HISTORY_RETENTION_VERSIONS: &str = "history_retention_versions";
 
+/// How long the audit trail of the store's front doors keeps a record, in days
+/// (docs/server.md, "Audit trail"); `0` keeps records forever. Meta stores the number only.
+pub const AUDIT_RETENTION_DAYS: &str = "audit_retention_days";
+
 /// Every setting name this build knows, sorted.
-pub const SETTING_NAMES: [&str; 1] = [HISTORY_RETENTION_VERSIONS];
+pub const SETTING_NAMES: [&str; 2] = [AUDIT_RETENTION_DAYS, HISTORY_RETENTION_VERSIONS];
 
 /// The key of setting `name`: `"setting|" | name` (ASCII).
 ///

@@ -1,7 +1,10 @@
 //! Durable store settings (System rows of [`crate::codec::setting`]).
 //!
-//! One setting exists today:
+//! Two settings exist today:
 //!
+//! - **`audit_retention_days`** (u64 days, default 90, at most 36,500; `0` keeps forever): how
+//!   long the audit trail of the front doors keeps a record (docs/server.md, "Audit trail").
+//!   Meta only stores it.
 //! - **`history_retention_versions`** (u64 commit versions, default
 //!   [`crate::ops::snapshot::DEFAULT_HISTORY_RETENTION_VERSIONS`] = 1024): the diagnostic part of
 //!   the MVCC history floor (docs/metadata-format.md, "Snapshot Lifecycle And History Holds": "History is
@@ -30,7 +33,10 @@ use crate::ids::RequestId;
 use crate::shard::MetaShard;
 use crate::store::{Snapshot, TxnStore};
 
-pub use crate::codec::setting::{HISTORY_RETENTION_VERSIONS, SETTING_NAMES};
+pub use crate::codec::setting::{AUDIT_RETENTION_DAYS, HISTORY_RETENTION_VERSIONS, SETTING_NAMES};
+
+/// Largest accepted `audit_retention_days` (100 years).
+pub const MAX_AUDIT_RETENTION_DAYS: u64 = 36_500;
 
 /// Largest accepted `history_retention_versions` (2^48 commit versions; larger values are
 /// indistinguishable from "keep everything" and are refused as likely mistakes).
@@ -75,6 +81,11 @@ fn known(name: &str) -> Result<&'static str> {
 }
 
 fn validate(name: &str, value: u64) -> Result<()> {
+    if name == AUDIT_RETENTION_DAYS && value > MAX_AUDIT_RETENTION_DAYS {
+        return Err(Error::invalid(format!(
+            "{AUDIT_RETENTION_DAYS} must be at most {MAX_AUDIT_RETENTION_DAYS}"
+        )));
+    }
     if name == HISTORY_RETENTION_VERSIONS && value > MAX_HISTORY_RETENTION_VERSIONS {
         return Err(Error::invalid(format!(
             "{HISTORY_RETENTION_VERSIONS} must be at most {MAX_HISTORY_RETENTION_VERSIONS}"

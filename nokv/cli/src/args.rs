@@ -258,6 +258,10 @@ pub enum Command {
         #[command(subcommand)]
         action: nokv_commands::token_cmd::TokenCommand,
     },
+    /// The audit trail of mutating calls, oldest first, one JSON object per line: who (token
+    /// name, `local:<user>`), what (tool, workbench, path, generations, request id), when and
+    /// the outcome. `--workbench`, `--token NAME`, `--since T|DURATION`, `--limit N`.
+    Audit(nokv_commands::audit_cmd::AuditArgs),
     /// Durable store settings: `get NAME`, `set NAME VALUE`, `list`.
     Config {
         /// The config action.

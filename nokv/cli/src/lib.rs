@@ -13,6 +13,7 @@ use serde_json::Value;
 
 mod args;
 mod cat_cmd;
+mod local_audit;
 mod manual_cmd;
 mod mcp_cmd;
 mod remote_cmd;
@@ -107,6 +108,9 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
             return ExitCode::from(remote_cmd::run(url, cli.quiet, cli.command, &mut out));
         }
     }
+    // A mutating command on the store itself is recorded in its audit trail with the local user.
+    let audit = local_audit::pending(&cli.command);
+    let mut out = local_audit::Tee::new(out, audit.is_some());
     let code = match cli.command {
         Command::Serve(args) => serve_cmd::run_serve(&dir, args),
         Command::Workbench {
@@ -138,7 +142,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
         Command::Man { dir: pages } => manual_cmd::run_man(pages.as_deref(), &mut out),
         // The MCP transport writes stdout from another thread: release this thread's lock first.
         Command::Mcp(args) => {
-            drop(out);
+            out.release();
             mcp_cmd::run_mcp(&dir, server.as_deref(), &args)
         }
         Command::Materialize {
@@ -260,6 +264,12 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
         Command::Gc(args) => gc_cmd::run_gc(&dir, args, &mut out),
         Command::Fsck(args) => fsck_cmd::run_fsck(&dir, args, &mut out),
         Command::Config { action } => config_cmd::run_config(&dir, action, &mut out),
+        Command::Audit(args) => nokv_commands::audit_cmd::run_audit_with(
+            &nokv::access::AuditLog::at_store(&dir),
+            &args,
+            nokv_commands::token_cmd::wall_unix_ms(),
+            &mut out,
+        ),
         Command::Token { action } => nokv_commands::token_cmd::run_token_with(
             &nokv::access::TokenRegistry::at_store(&dir),
             action,
@@ -317,6 +327,10 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
                 }
             }
         }
+    };
+    let code = match audit {
+        Some(entry) => local_audit::finish(&dir, entry, code, out.copied()),
+        None => code,
     };
     ExitCode::from(code)
 }

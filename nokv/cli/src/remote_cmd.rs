@@ -124,6 +124,7 @@ pub(crate) fn run_with(
         Command::Fsck(a) => command_call(&remote, CommandRequest::Fsck(a), out),
         Command::Config { action } => command_call(&remote, CommandRequest::Config(action), out),
         Command::Token { action } => command_call(&remote, CommandRequest::Token(action), out),
+        Command::Audit(a) => command_call(&remote, CommandRequest::Audit(a), out),
         Command::Ls(a) => {
             let json = a.json;
             command_call_as(&remote, CommandRequest::Ls(a), json, out)

@@ -68,7 +68,8 @@ impl CommandRequest {
             | CommandRequest::Gc(_)
             | CommandRequest::Fsck(_)
             | CommandRequest::Config(_)
-            | CommandRequest::Token(_) => all(Action::Admin),
+            | CommandRequest::Token(_)
+            | CommandRequest::Audit(_) => all(Action::Admin),
             CommandRequest::Rm(a) => wb(Action::Write, &a.workbench),
             CommandRequest::Mv(a) => wb(Action::Write, &a.workbench),
             CommandRequest::Diff(d) => [&d.a, &d.b]
@@ -82,7 +83,9 @@ impl CommandRequest {
         }
     }
 
-    /// Whether the command changes the store (the audit trail records these).
+    /// Whether the command changes the store or its token registry (the audit trail records
+    /// these): not `gc --dry-run|--explain`, `fsck` without `--repair-index`, `config get|list`,
+    /// `operation list` or any listing.
     pub fn mutates(&self) -> bool {
         match self {
             CommandRequest::Commit(c) => !matches!(c.action, Some(CommitAction::Show { .. })),
@@ -91,16 +94,19 @@ impl CommandRequest {
             }
             CommandRequest::Snapshot(s) => !matches!(s, SnapshotCommand::List { .. }),
             CommandRequest::Restore(r) => !matches!(r, RestoreCommand::Status { .. }),
-            CommandRequest::Operation(_)
-            | CommandRequest::Demo
+            CommandRequest::Operation(o) => matches!(o, crate::OperationAction::Recover),
+            CommandRequest::Gc(g) => !g.dry_run && g.explain.is_none(),
+            CommandRequest::Fsck(f) => f.repair_index,
+            CommandRequest::Config(c) => {
+                matches!(c, crate::config_cmd::ConfigCommand::Set { .. })
+            }
+            CommandRequest::Demo
             | CommandRequest::Rm(_)
             | CommandRequest::Mv(_)
-            | CommandRequest::Gc(_)
-            | CommandRequest::Fsck(_)
-            | CommandRequest::Config(_)
             | CommandRequest::Expire(_) => true,
             CommandRequest::Token(t) => t.mutates(),
             CommandRequest::Find(_)
+            | CommandRequest::Audit(_)
             | CommandRequest::Diff(_)
             | CommandRequest::Ls(_)
             | CommandRequest::Tree(_)
@@ -111,6 +117,51 @@ impl CommandRequest {
     /// The workbench the command is about, for the audit trail (the first one it names).
     pub fn workbench(&self) -> Option<String> {
         self.needs().into_iter().find_map(|(_, w)| w)
+    }
+
+    /// The workbench-relative path the command is about (`rm`, `mv` source), for the audit
+    /// trail.
+    pub fn path(&self) -> Option<String> {
+        match self {
+            CommandRequest::Rm(a) => Some(a.path.clone()),
+            CommandRequest::Mv(a) => Some(a.from.clone()),
+            _ => None,
+        }
+    }
+
+    /// The audit trail's name of the command: `rm`, `snapshot create`, `token revoke`, …
+    pub fn audit_name(&self) -> String {
+        let (name, args) = self.to_wire();
+        let sub = match &args {
+            serde_json::Value::String(s) => Some(s.to_lowercase()),
+            serde_json::Value::Object(o) if o.len() == 1 => {
+                o.keys().next().map(|k| k.to_lowercase())
+            }
+            _ => None,
+        };
+        match (self, sub) {
+            (CommandRequest::Token(crate::token_cmd::TokenCommand::Create { name, .. }), _) => {
+                format!("token create {name}")
+            }
+            (CommandRequest::Token(crate::token_cmd::TokenCommand::Revoke { name }), _) => {
+                format!("token revoke {name}")
+            }
+            (CommandRequest::Commit(c), _) => match &c.action {
+                None => name,
+                Some(CommitAction::Retire { .. }) => "commit retire".into(),
+                Some(CommitAction::Show { .. }) => "commit show".into(),
+            },
+            (
+                CommandRequest::Tag(_)
+                | CommandRequest::Snapshot(_)
+                | CommandRequest::Restore(_)
+                | CommandRequest::Operation(_)
+                | CommandRequest::Config(_)
+                | CommandRequest::Token(_),
+                Some(sub),
+            ) => format!("{name} {sub}"),
+            _ => name,
+        }
     }
 }
 

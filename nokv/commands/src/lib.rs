@@ -17,6 +17,7 @@ use nokv::publication::parse_operation_id;
 use nokv::workbench::errors::ToolError;
 use serde_json::Value;
 
+pub mod audit_cmd;
 pub mod browse_cmd;
 pub mod command_access;
 pub mod commit_cmd;

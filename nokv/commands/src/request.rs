@@ -7,6 +7,7 @@ use nokv::client::Client;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::audit_cmd::AuditArgs;
 use crate::browse_cmd::{LogArgs, LsArgs, TreeArgs};
 use crate::commit_cmd::{CommitArgs, FindArgs, TagCommand};
 use crate::config_cmd::ConfigCommand;
@@ -63,6 +64,8 @@ pub enum CommandRequest {
     Log(LogArgs),
     /// `nokv token …` (the store's token registry; `admin` only).
     Token(TokenCommand),
+    /// `nokv audit …` (the store's audit trail; `admin` only).
+    Audit(AuditArgs),
 }
 
 impl CommandRequest {
@@ -127,6 +130,12 @@ impl CommandRequest {
             CommandRequest::Token(a) => crate::token_cmd::run_token_with(
                 &nokv::access::TokenRegistry::at_store(client.dir()),
                 a,
+                crate::token_cmd::wall_unix_ms(),
+                &mut out,
+            ),
+            CommandRequest::Audit(a) => crate::audit_cmd::run_audit_with(
+                &nokv::access::AuditLog::at_store(client.dir()),
+                &a,
                 crate::token_cmd::wall_unix_ms(),
                 &mut out,
             ),

@@ -22,6 +22,7 @@
 //! Transport failures (auth, malformed DTOs, limits, timeouts) are 4xx/5xx with a JSON error
 //! body of the envelope's shape ([`error::ApiError`]).
 
+mod audit;
 mod auth;
 mod body;
 pub mod control;
@@ -145,6 +146,7 @@ fn open_state(opts: ServerOptions, addr: SocketAddr) -> Result<Arc<AppState>> {
         journal,
         registry: nokv::access::TokenRegistry::at_store(&opts_store),
         sessions: auth::Sessions::default(),
+        audit: nokv::access::AuditLog::at_store(&opts_store),
     }))
 }
 

@@ -50,6 +50,7 @@ pub(crate) fn router(state: Shared) -> Router {
         .route("/v1/workbenches/{id}/append/{*path}", post(append))
         .route("/v1/commands/{command}", post(command))
         .route("/v1/changes", get(super::feed::changes))
+        .route("/v1/audit", get(super::audit::query))
         .merge(super::lifetime::routes())
         .merge(super::ui::routes())
         .merge(super::moves::routes())
@@ -81,10 +82,15 @@ async fn guard(State(state): State<Shared>, req: Request, next: Next) -> Respons
             Some(caller) => {
                 let inert =
                     auth::decide(access, req.method(), req.uri().path()) == Decision::AllowInert;
-                match admit(&state, &route, caller, req).await {
+                let (admitted, pending) = admit(&state, &route, caller, req).await;
+                let response = match admitted {
                     Ok(req) if inert => super::ui::inert(next.run(req).await),
                     Ok(req) => next.run(req).await,
                     Err(refusal) => refusal.into_response(),
+                };
+                match pending {
+                    Some(p) => super::audit::finish(&state, p, response).await,
+                    None => response,
                 }
             }
             None => unauthorized(access),
@@ -130,28 +136,44 @@ fn unauthorized(access: Access) -> Response {
 }
 
 /// The route's scope check ([`policy::route_needs`]); on success the request carries its
-/// caller. Errors: 403 `Forbidden`.
+/// caller. Also opens the audit record of a mutating request ([`super::audit::pending`]), which
+/// a refusal completes too. Errors: 403 `Forbidden`.
 async fn admit(
     state: &Shared,
     route: &str,
     caller: Caller,
     req: Request,
-) -> Result<Request, ApiError> {
+) -> (Result<Request, ApiError>, Option<super::audit::Pending>) {
     let (mut parts, body) = req.into_parts();
-    let id = match RawPathParams::from_request_parts(&mut parts, state).await {
-        Ok(params) => params
-            .iter()
-            .find(|(k, _)| *k == "id")
-            .map(|(_, v)| v.to_string()),
-        Err(_) => None,
-    };
+    let params: Vec<(String, String)> =
+        match RawPathParams::from_request_parts(&mut parts, state).await {
+            Ok(params) => params
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+    let id = params
+        .iter()
+        .find(|(k, _)| k == "id")
+        .map(|(_, v)| v.as_str());
     let root = super::state::root_of(&parts);
-    let needs = policy::route_needs(&parts.method, route, id.as_deref(), parts.uri.query());
+    let pending = super::audit::pending(
+        &parts.method,
+        route,
+        &params,
+        parts.uri.query(),
+        &parts.headers,
+        &caller,
+    );
+    let needs = policy::route_needs(&parts.method, route, id, parts.uri.query());
     if let policy::RouteNeeds::Scopes(needs) = &needs {
-        policy::check(&caller, root.as_deref(), needs)?;
+        if let Err(refusal) = policy::check(&caller, root.as_deref(), needs) {
+            return (Err(refusal), pending);
+        }
     }
     parts.extensions.insert(caller);
-    Ok(Request::from_parts(parts, body))
+    (Ok(Request::from_parts(parts, body)), pending)
 }
 
 /// The request refusals the HTTP stack answers itself — a query string or path that does not
@@ -273,6 +295,7 @@ async fn tool(
             }
         }
     };
+    let note = tool_note(&name, &input);
     let digest = journal::request_digest("POST", &uri, &raw);
     let s = state.clone();
     let (status, body, replayed) = blocking(move || {
@@ -282,7 +305,27 @@ async fn tool(
         })
     })
     .await??;
-    Ok(json_response(status, body, replayed))
+    let mut response = json_response(status, body, replayed);
+    response.extensions_mut().insert(note);
+    Ok(response)
+}
+
+/// What the audit trail records of a tool call beyond its route: the workbench, the path
+/// (`section/path`) and a replace's expected generation.
+fn tool_note(name: &str, input: &Value) -> super::audit::AuditNote {
+    let s = |k: &str| input.get(k).and_then(Value::as_str).map(str::to_string);
+    let path = match (s("section"), s("path")) {
+        (Some(section), Some(path)) => Some(format!("{section}/{path}")),
+        (None, path) => path,
+        (Some(section), None) => Some(section),
+    };
+    super::audit::AuditNote {
+        mutating: true,
+        tool: nokv::workbench::schema::canonical_tool_name(name).map(str::to_string),
+        workbench: s("id"),
+        path,
+        expected_generation: input.get("expected_generation").and_then(Value::as_u64),
+    }
 }
 
 /// `POST /v1/workbenches/{id}`: creates the workbench (or finds the visible one).
@@ -899,12 +942,21 @@ async fn command(
         nokv_commands::request::CommandRequest::Token(_) => None,
         _ => key,
     };
+    let note = super::audit::AuditNote {
+        mutating: request.mutates(),
+        tool: Some(request.audit_name()),
+        workbench: request.workbench(),
+        path: request.path(),
+        expected_generation: None,
+    };
     let digest = journal::request_digest("POST", &uri, &raw);
     let s = state.clone();
     let (status, body, replayed) =
         blocking(move || journaled(&s, key.as_deref(), digest, || request.run(&s.client)))
             .await??;
-    Ok(json_response(status, body, replayed))
+    let mut response = json_response(status, body, replayed);
+    response.extensions_mut().insert(note);
+    Ok(response)
 }
 
 /// The background passes: maintenance (snapshot reaper + GC, on its own thread, see
@@ -951,7 +1003,12 @@ pub(crate) fn spawn_background(
             if !maintenance.is_zero() && last_compaction.elapsed() >= maintenance {
                 last_compaction = Instant::now();
                 let s = state.clone();
-                let _ = blocking(move || s.journal.compact_if_needed()).await;
+                let _ = blocking(move || {
+                    let compacted = s.journal.compact_if_needed();
+                    super::audit::prune(&s);
+                    compacted
+                })
+                .await;
             }
             if !recovery.is_zero() && last_recovery.elapsed() >= recovery {
                 last_recovery = Instant::now();

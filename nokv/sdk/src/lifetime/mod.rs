@@ -33,6 +33,7 @@ pub use fsck::FsckOutcome;
 pub use gc::{MaintenanceHandle, MaintenanceReport};
 pub(crate) use remove::map_path_error;
 pub use remove::{PrefixRemoval, RemoveOptions, RemoveReceipt, RemovedPaths};
+pub use settings::DEFAULT_AUDIT_RETENTION_DAYS;
 
 pub use meta::ops::fsck::{Finding, FindingKind, FsckReport, FsckStats, RepairReport};
 pub use meta::ops::gc::explain::{ExpiryRelease, Explanation, Holder, Verdict};
@@ -40,4 +41,6 @@ pub use meta::ops::gc::{
     CollectedRevision, GcOptions, GcReport, HoldHolder, HoldInfo, InterruptedRevision,
     QuarantinedRevision, WaitReason, WaitingRevision,
 };
-pub use meta::ops::settings::{SetReceipt, SettingValue, HISTORY_RETENTION_VERSIONS};
+pub use meta::ops::settings::{
+    SetReceipt, SettingValue, AUDIT_RETENTION_DAYS, HISTORY_RETENTION_VERSIONS,
+};

@@ -6,15 +6,19 @@ use meta::RequestId;
 use crate::client::Client;
 use crate::error::{Error, Result};
 
+/// `audit_retention_days` while never set: 90 days.
+pub const DEFAULT_AUDIT_RETENTION_DAYS: u64 = 90;
+
 impl Client {
     fn setting_default(&self, name: &str) -> u64 {
         match name {
             ops::HISTORY_RETENTION_VERSIONS => self.snapshot_policy().history_retention_versions,
+            ops::AUDIT_RETENTION_DAYS => DEFAULT_AUDIT_RETENTION_DAYS,
             _ => 0,
         }
     }
 
-    /// The durable setting `name` (today: `history_retention_versions`): its stored value and
+    /// The durable setting `name` (`history_retention_versions`, `audit_retention_days`): its stored value and
     /// the value in effect (the client's [`crate::client::ClientOptions::snapshot_policy`] default while
     /// never set).
     ///
@@ -40,7 +44,7 @@ impl Client {
     pub fn config_set(&self, name: &str, value: &str) -> Result<SetReceipt> {
         let parsed: u64 = value.trim().parse().map_err(|_| {
             Error::InvalidArgument(format!(
-                "`{value}` is not a number of versions (a decimal integer ≥ 0)"
+                "`{value}` is not a setting value (a decimal integer ≥ 0)"
             ))
         })?;
         let receipt = ops::set(self.meta(), RequestId::random()?, name, parsed).map_err(invalid)?;

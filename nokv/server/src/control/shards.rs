@@ -282,6 +282,7 @@ impl Acquirer {
         };
         let journal = journal::Journal::open(&dir.join("server"), self.base.replay_retention)?;
         let registry = nokv::access::TokenRegistry::at_store(&dir);
+        let audit = nokv::access::AuditLog::at_store(&dir);
         let opts = ServerOptions {
             store: dir,
             ..self.base.clone()
@@ -294,6 +295,7 @@ impl Acquirer {
             journal,
             registry,
             sessions: super::super::auth::Sessions::default(),
+            audit,
         });
         let router = routes::router(state.clone());
         let (stop_background, stopped) = tokio::sync::watch::channel(false);
