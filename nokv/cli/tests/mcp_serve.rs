@@ -294,3 +294,59 @@ fn stdin_closed_after_pipelined_puts_through_a_real_server_answers_each_once() {
     assert_eq!(answers.len(), sent.len(), "every put is answered");
     assert!(sent.iter().all(|id| answers.get(id) == Some(&1)));
 }
+
+#[test]
+fn a_read_token_through_mcp_is_forbidden_every_write_and_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    {
+        let client = nokv::Client::open(&store).unwrap();
+        client.create_workbench("inputs").unwrap();
+    }
+    let reg = nokv::access::TokenRegistry::at_store(&store);
+    let reviewer = reg
+        .create("reviewer", &["read".to_string()], None, 0)
+        .unwrap()
+        .token;
+    // No --token-file: the registry alone protects the server.
+    let served = Served::start(&store, None);
+    // Without the read-only profile the tools are listed, and the server refuses the writes.
+    let mut mcp = McpChild::spawn(
+        &["--server", &served.url, "mcp"],
+        &[("NOKV_TOKEN", reviewer.as_str())],
+    );
+    mcp.initialize();
+    let refused = envelope_of(&mcp.call(
+        "workbench_put_file",
+        json!({"id": "inputs", "section": "input", "path": "a", "text": "x"}),
+    ));
+    assert_eq!(refused["code"], "Forbidden", "{refused}");
+    assert_eq!(refused["details"]["missing_scope"], "write:inputs");
+    let created = envelope_of(&mcp.call("workbench_create", json!({"id": "new"})));
+    assert_eq!(
+        created["details"]["missing_scope"], "write:new",
+        "{created}"
+    );
+    let listed = envelope_of(&mcp.call("workbench_list", json!({"id": "inputs"})));
+    assert_eq!(listed["status"], "success", "{listed}");
+    mcp.close_stdin();
+    assert!(mcp.wait_exit().success());
+    // With --read-only the client sees only the reading tools.
+    let mut ro = McpChild::spawn(
+        &["--server", &served.url, "mcp", "--read-only"],
+        &[("NOKV_TOKEN", reviewer.as_str())],
+    );
+    ro.initialize();
+    let tools = ro.request("tools/list", json!({}));
+    assert_eq!(tools["tools"].as_array().unwrap().len(), 9);
+    ro.close_stdin();
+    assert!(ro.wait_exit().success());
+    // Nothing was written: the audit trail holds the two refusals, by the reviewer.
+    let records = nokv::access::AuditLog::at_store(&store)
+        .query(&nokv::access::AuditFilter::default())
+        .unwrap();
+    assert_eq!(records.len(), 2, "{records:?}");
+    assert!(records
+        .iter()
+        .all(|r| r.actor == "reviewer" && r.outcome == "Forbidden"));
+}
