@@ -270,6 +270,20 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
             nokv_commands::token_cmd::wall_unix_ms(),
             &mut out,
         ),
+        Command::Token { .. } if !local_audit::store_exists(&dir) => {
+            print_json(
+                &mut out,
+                &nokv::workbench::errors::ToolError::new(
+                    nokv::workbench::errors::ErrorCode::NotFound,
+                    format!(
+                        "no store at {}; create one first (nokv init, or any write)",
+                        dir.display()
+                    ),
+                )
+                .envelope(),
+            );
+            EXIT_TOOL_ERROR
+        }
         Command::Token { action } => nokv_commands::token_cmd::run_token_with(
             &nokv::access::TokenRegistry::at_store(&dir),
             action,

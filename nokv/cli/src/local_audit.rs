@@ -15,7 +15,7 @@ use crate::args::Command;
 /// nothing.
 pub(crate) fn pending(command: &Command) -> Option<AuditEntry> {
     let entry = |tool: &str, workbench: Option<String>, path: Option<String>| AuditEntry {
-        actor: actor(),
+        actor: nokv::access::audit::local_actor(),
         tool: tool.to_string(),
         workbench,
         path,
@@ -87,7 +87,7 @@ pub(crate) fn pending(command: &Command) -> Option<AuditEntry> {
 /// `printed`. Nothing is recorded for a directory that holds no store (a failed first create).
 /// A record that cannot be written is reported on stderr and turns a success into exit code 1.
 pub(crate) fn finish(dir: &Path, mut entry: AuditEntry, code: u8, printed: &[u8]) -> u8 {
-    if !dir.join("nokv-store.json").exists() && !dir.join("meta").exists() {
+    if !store_exists(dir) {
         return code;
     }
     let mut answer: Value = serde_json::from_slice(printed).unwrap_or(Value::Null);
@@ -111,12 +111,9 @@ pub(crate) fn finish(dir: &Path, mut entry: AuditEntry, code: u8, printed: &[u8]
     }
 }
 
-/// `local:<user>`: the login name from `$USER` or `$LOGNAME`, else `local:unknown`.
-fn actor() -> String {
-    let user = std::env::var("USER")
-        .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| "unknown".into());
-    format!("local:{user}")
+/// Whether `dir` holds a store (its configuration file or its metadata directory).
+pub(crate) fn store_exists(dir: &Path) -> bool {
+    dir.join("nokv-store.json").exists() || dir.join("meta").exists()
 }
 
 /// Stdout that also keeps a copy of what was written while `capture` is on.

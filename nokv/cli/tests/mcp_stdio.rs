@@ -640,3 +640,36 @@ fn read_only_profile_reads_what_a_writer_published_after_it_started() {
     mcp.close_stdin();
     assert!(mcp.wait_exit().success());
 }
+
+#[test]
+fn embedded_write_tools_are_in_the_audit_trail_with_the_local_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let mut mcp = McpChild::spawn(
+        &["--store", store.to_str().unwrap(), "mcp"],
+        &[("USER", "ana")],
+    );
+    mcp.initialize();
+    envelope_of(&mcp.call("workbench_create", json!({"id": "run-1"})));
+    let put = envelope_of(&mcp.call(
+        "workbench_put_file",
+        json!({"id": "run-1", "section": "input", "path": "a.txt", "text": "a"}),
+    ));
+    envelope_of(&mcp.call("workbench_stat", json!({"id": "run-1"})));
+    mcp.close_stdin();
+    assert!(mcp.wait_exit().success());
+    let records = nokv::access::AuditLog::at_store(&store)
+        .query(&nokv::access::AuditFilter::default())
+        .unwrap();
+    let tools: Vec<&str> = records.iter().map(|r| r.tool.as_str()).collect();
+    assert_eq!(
+        tools,
+        ["workbench_create", "workbench_put_file"],
+        "reads are not recorded"
+    );
+    assert!(records
+        .iter()
+        .all(|r| r.actor == "local:ana" && r.outcome == "success"));
+    assert_eq!(records[1].path.as_deref(), Some("input/a.txt"));
+    assert_eq!(records[1].generation_after, put["generation"].as_u64());
+}

@@ -7,6 +7,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::backend::{tool_hints, ToolBackend};
+use nokv::access::audit::{describe_answer, local_actor};
+use nokv::access::{AuditEntry, AuditLog};
 use nokv::client::{Client, ClientOptions};
 use nokv::lifetime::MaintenanceHandle;
 use nokv::workbench::errors::ToolError;
@@ -36,6 +38,9 @@ pub struct EmbeddedBackend {
     options: ClientOptions,
     open: Mutex<Option<OpenStore>>,
     writes: Mutex<()>,
+    /// The store's audit trail: every write tool call is recorded with the local user as its
+    /// actor (docs/server.md, "Audit trail").
+    audit: AuditLog,
 }
 
 #[derive(Debug)]
@@ -70,8 +75,10 @@ impl EmbeddedBackend {
     /// A backend over the store in `dir` opened with `options` (its `create_if_missing` is
     /// decided per call: true only for `workbench_create`). Opens nothing yet.
     pub fn with_options(dir: impl Into<PathBuf>, options: ClientOptions) -> Self {
+        let dir = dir.into();
         EmbeddedBackend {
-            dir: dir.into(),
+            audit: AuditLog::at_store(&dir),
+            dir,
             options,
             open: Mutex::new(None),
             writes: Mutex::new(()),
@@ -128,7 +135,32 @@ impl ToolBackend for EmbeddedBackend {
         };
         let read_only = tool_hints(name).is_some_and(|h| h.read_only);
         let _serialized = (!read_only).then(|| lock(&self.writes));
-        workbench.call(name, input)
+        let envelope = workbench.call(name, input);
+        if read_only {
+            return envelope;
+        }
+        // The answer leaves only once its audit record is durable.
+        let s = |k: &str| input.get(k).and_then(Value::as_str).map(str::to_string);
+        let mut entry = AuditEntry {
+            actor: local_actor(),
+            tool: name.to_string(),
+            workbench: s("id"),
+            path: match (s("section"), s("path")) {
+                (Some(section), Some(path)) => Some(format!("{section}/{path}")),
+                (_, path) => path,
+            },
+            generation_before: input.get("expected_generation").and_then(Value::as_u64),
+            ..AuditEntry::default()
+        };
+        describe_answer(&mut entry, None, &envelope);
+        match self.audit.append(&entry, workbench.client().now_unix_ms()) {
+            Ok(_) => envelope,
+            Err(e) => ToolError::internal(format!(
+                "the call ran but its audit record could not be written ({e}); check the state \
+                 with workbench_stat before retrying"
+            ))
+            .envelope(),
+        }
     }
 
     fn describe(&self) -> String {

@@ -293,6 +293,15 @@ impl AuditLog {
     }
 }
 
+/// The actor of a process working on the store itself (the embedded CLI, an embedded
+/// `nokv mcp`): `local:<user>` from `$USER`, else `$LOGNAME`, else `local:unknown`.
+pub fn local_actor() -> String {
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| "unknown".into());
+    format!("local:{user}")
+}
+
 /// Fills `entry`'s outcome, generations and missing target fields from a front door's answer:
 /// a tool or route envelope (`status`/`code`, `generation`, `removed_generation`,
 /// `from_generation`, `replaced_generation`, `relative_path`, `workbench_id`), a server
