@@ -583,3 +583,46 @@ fn the_token_file_token_is_an_admin_beside_registry_tokens() {
     );
     server.shutdown().unwrap();
 }
+
+#[test]
+fn a_token_revoked_while_a_tool_body_arrives_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let (server, t) = setup(&store);
+    let addr = server.addr();
+    let reg = TokenRegistry::at_store(&store);
+    let now = nokv_commands::token_cmd::wall_unix_ms();
+    let slow = reg
+        .create("slow", &["write:run-*".to_string()], None, now)
+        .unwrap()
+        .token;
+    let body =
+        json!({"id": "run-1", "section": "outputs", "path": "late.txt", "text": "x".repeat(4096)})
+            .to_string();
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let head = format!(
+        "POST /v1/tools/put_file HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\nAuthorization: Bearer {slow}\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(&body.as_bytes()[..100]).unwrap();
+    s.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    reg.revoke("slow", nokv_commands::token_cmd::wall_unix_ms())
+        .unwrap();
+    s.write_all(&body.as_bytes()[100..]).unwrap();
+    let (status, answer) = read_response(&mut s);
+    let answer = json_of(&answer);
+    assert_eq!(status, 401, "{answer}");
+    assert_eq!(answer["details"]["reason"], "revoked");
+    let (status, _) = http(
+        addr,
+        "GET",
+        "/v1/workbenches/run-1/stat/outputs/late.txt",
+        Some(&t.boss),
+        "",
+    );
+    assert_eq!(status, 404, "nothing was written");
+    server.shutdown().unwrap();
+}

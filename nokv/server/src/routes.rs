@@ -121,18 +121,32 @@ async fn guard(State(state): State<Shared>, req: Request, next: Next) -> Respons
     response
 }
 
+/// Checks the request's token again once its body has been read, before anything runs: a
+/// token revoked or expired while a slow body arrived writes nothing. Errors: 401.
+fn still_authorized(state: &Shared, headers: &HeaderMap) -> Result<(), ApiError> {
+    match auth::access(&state.authority(), headers).0 {
+        Access::Denied(reason) => Err(refusal(reason)),
+        _ => Ok(()),
+    }
+}
+
 /// 401 with `details.reason` (`missing`, `unknown`, `expired`, `revoked`, …).
 fn unauthorized(access: Access) -> Response {
-    let mut e = ApiError::unauthorized();
     let reason = match access {
         Access::Denied(r) => r,
         _ => "missing",
     };
+    refusal(reason).into_response()
+}
+
+/// The 401 `Unauthorized` error for `reason`.
+fn refusal(reason: &'static str) -> ApiError {
+    let mut e = ApiError::unauthorized();
     e.details.insert("reason".into(), Value::from(reason));
     if reason == "expired" || reason == "revoked" {
         e.message = format!("the bearer token was {reason}; ask for a new one");
     }
-    e.into_response()
+    e
 }
 
 /// The route's scope check ([`policy::route_needs`]); on success the request carries its
@@ -276,6 +290,7 @@ async fn tool(
         .get::<super::state::PathPrefix>()
         .and_then(|p| p.0.strip_prefix("/roots/").map(str::to_string));
     let (raw, input) = read_json(&state, req.into_body()).await?;
+    still_authorized(&state, &headers)?;
     // The tool's scopes, before anything runs (docs/server.md, "Scopes").
     let whole = policy::check_tool(&caller, root.as_deref(), &name, &input)?;
     let (workbench, input) = if whole {
@@ -898,6 +913,7 @@ async fn append(
     )
     .await
     .map_err(pump_error)?;
+    still_authorized(&state, &headers)?;
     let digest = journal::request_digest("POST", &uri, &bytes);
     let s = state.clone();
     let (status, body, replayed) = blocking(move || {
@@ -936,6 +952,7 @@ async fn command(
     let (raw, args) = read_json(&state, req.into_body()).await?;
     let request = nokv_commands::request::CommandRequest::parse(&name, args)
         .map_err(ApiError::bad_request)?;
+    still_authorized(&state, &headers)?;
     policy::check_command(&caller, root.as_deref(), &request)?;
     // A created token's secret is in the answer: it is never kept in the request journal.
     let key = match request {
