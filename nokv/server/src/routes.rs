@@ -953,18 +953,23 @@ async fn command(
     let request = nokv_commands::request::CommandRequest::parse(&name, args)
         .map_err(ApiError::bad_request)?;
     still_authorized(&state, &headers)?;
-    policy::check_command(&caller, root.as_deref(), &request)?;
-    // A created token's secret is in the answer: it is never kept in the request journal.
-    let key = match request {
-        nokv_commands::request::CommandRequest::Token(_) => None,
-        _ => key,
-    };
     let note = super::audit::AuditNote {
         mutating: request.mutates(),
         tool: Some(request.audit_name()),
         workbench: request.workbench(),
         path: request.path(),
         expected_generation: None,
+    };
+    if let Err(refused) = policy::check_command(&caller, root.as_deref(), &request) {
+        // The trail records the refusal only of a command that would have changed something.
+        let mut response = refused.into_response();
+        response.extensions_mut().insert(note);
+        return Ok(response);
+    }
+    // A created token's secret is in the answer: it is never kept in the request journal.
+    let key = match request {
+        nokv_commands::request::CommandRequest::Token(_) => None,
+        _ => key,
     };
     let digest = journal::request_digest("POST", &uri, &raw);
     let s = state.clone();
