@@ -15,6 +15,7 @@ pub struct McpArgs {
     pub max_concurrent_calls: usize,
     /// The read-only profile: offer only the nine reading tools; any other tool answers the
     /// `Forbidden` envelope. An embedded store is then opened read-only for each call (no lock).
+    /// With `--server` and a token that may only read, the profile is on without the flag.
     #[arg(long)]
     pub read_only: bool,
 }
@@ -28,20 +29,30 @@ pub struct McpArgs {
 /// process (bearer token from $NOKV_TOKEN), as [`crate::server_url`] resolves it for every
 /// command: `--server`, else $NOKV_SERVER when `--store` is not given.
 pub fn run_mcp(store: &Path, server: Option<&str>, args: &McpArgs) -> u8 {
+    let mut read_only = args.read_only;
     let backend: Arc<dyn ToolBackend> = match server {
-        Some(url) => match RemoteBackend::from_env(url) {
-            Ok(b) => Arc::new(b),
-            Err(e) => {
-                eprintln!("nokv mcp: {}", e.message);
-                return EXIT_USAGE;
+        Some(url) => {
+            match RemoteBackend::from_env(url) {
+                Ok(b) => {
+                    // A token that may only read gets the read-only profile without the flag.
+                    if !read_only && b.token_reads_only() == Some(true) {
+                        eprintln!("nokv mcp: the server's token may only read: serving the read-only profile");
+                        read_only = true;
+                    }
+                    Arc::new(b)
+                }
+                Err(e) => {
+                    eprintln!("nokv mcp: {}", e.message);
+                    return EXIT_USAGE;
+                }
             }
-        },
+        }
         None if args.read_only => Arc::new(EmbeddedBackend::read_only(store.to_path_buf())),
         None => Arc::new(EmbeddedBackend::new(store.to_path_buf())),
     };
     let options = McpOptions {
         max_concurrent_calls: args.max_concurrent_calls.max(1),
-        read_only: args.read_only,
+        read_only,
         ..McpOptions::default()
     };
     match nokv_mcp::run_stdio(backend, &options) {

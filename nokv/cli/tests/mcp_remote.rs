@@ -52,6 +52,8 @@ struct Stub {
     seen: Mutex<Vec<Seen>>,
     /// Envelope answered per request id (the server's request journal, in memory).
     replies: Mutex<std::collections::HashMap<String, Value>>,
+    /// `GET /v1/whoami` requests received.
+    whoami: std::sync::atomic::AtomicUsize,
     _store: tempfile::TempDir,
 }
 
@@ -68,6 +70,7 @@ impl Stub {
             script: Mutex::new(VecDeque::new()),
             seen: Mutex::new(Vec::new()),
             replies: Mutex::new(std::collections::HashMap::new()),
+            whoami: std::sync::atomic::AtomicUsize::new(0),
             _store: store,
         });
         let server = Arc::clone(&stub);
@@ -118,6 +121,18 @@ impl Stub {
         }
         let mut body = vec![0u8; len];
         reader.read_exact(&mut body).unwrap();
+        // `nokv mcp --server` asks once at start whether its token may only read; this stub
+        // predates the question and answers it like an older server (404), counted apart.
+        if method == "GET" && path == "/v1/whoami" {
+            self.whoami
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            respond(
+                &mut conn,
+                404,
+                r#"{"status":"error","code":"NotFound","message":"no endpoint","retryable":false,"details":{}}"#,
+            );
+            return;
+        }
         let input: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         let mut seen = Seen {
             method,
@@ -445,6 +460,11 @@ fn nokv_mcp_with_server_flag_serves_the_server_envelopes() {
     assert!(
         stub.seen().is_empty(),
         "listing tools asks the server nothing"
+    );
+    assert_eq!(
+        stub.whoami.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "one question at start: may the token only read?"
     );
 
     let calls = [

@@ -296,7 +296,8 @@ fn stdin_closed_after_pipelined_puts_through_a_real_server_answers_each_once() {
 }
 
 #[test]
-fn a_read_token_through_mcp_is_forbidden_every_write_and_reads() {
+fn a_scoped_token_through_mcp_is_forbidden_what_it_lacks_and_a_read_token_gets_the_read_only_profile(
+) {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
     {
@@ -304,49 +305,71 @@ fn a_read_token_through_mcp_is_forbidden_every_write_and_reads() {
         client.create_workbench("inputs").unwrap();
     }
     let reg = nokv::access::TokenRegistry::at_store(&store);
+    let scratch = reg
+        .create(
+            "scratcher",
+            &["read".to_string(), "write:scratch-*".to_string()],
+            None,
+            0,
+        )
+        .unwrap()
+        .token;
     let reviewer = reg
         .create("reviewer", &["read".to_string()], None, 0)
         .unwrap()
         .token;
     // No --token-file: the registry alone protects the server.
     let served = Served::start(&store, None);
-    // Without the read-only profile the tools are listed, and the server refuses the writes.
+    // A token that may write somewhere: every tool is listed, the server refuses what it lacks
+    // and the Forbidden envelope passes through.
     let mut mcp = McpChild::spawn(
         &["--server", &served.url, "mcp"],
-        &[("NOKV_TOKEN", reviewer.as_str())],
+        &[("NOKV_TOKEN", scratch.as_str())],
     );
     mcp.initialize();
+    let tools = mcp.request("tools/list", json!({}));
+    assert_eq!(tools["tools"].as_array().unwrap().len(), 18);
     let refused = envelope_of(&mcp.call(
         "workbench_put_file",
         json!({"id": "inputs", "section": "input", "path": "a", "text": "x"}),
     ));
     assert_eq!(refused["code"], "Forbidden", "{refused}");
     assert_eq!(refused["details"]["missing_scope"], "write:inputs");
-    let created = envelope_of(&mcp.call("workbench_create", json!({"id": "new"})));
-    assert_eq!(
-        created["details"]["missing_scope"], "write:new",
-        "{created}"
-    );
+    let created = envelope_of(&mcp.call("workbench_create", json!({"id": "scratch-1"})));
+    assert_eq!(created["status"], "success", "{created}");
     let listed = envelope_of(&mcp.call("workbench_list", json!({"id": "inputs"})));
     assert_eq!(listed["status"], "success", "{listed}");
     mcp.close_stdin();
     assert!(mcp.wait_exit().success());
-    // With --read-only the client sees only the reading tools.
-    let mut ro = McpChild::spawn(
-        &["--server", &served.url, "mcp", "--read-only"],
-        &[("NOKV_TOKEN", reviewer.as_str())],
-    );
-    ro.initialize();
-    let tools = ro.request("tools/list", json!({}));
-    assert_eq!(tools["tools"].as_array().unwrap().len(), 9);
-    ro.close_stdin();
-    assert!(ro.wait_exit().success());
-    // Nothing was written: the audit trail holds the two refusals, by the reviewer.
+    // A token that may only read gets the read-only profile, with or without the flag.
+    for flags in [&["mcp"][..], &["mcp", "--read-only"][..]] {
+        let mut args = vec!["--server", served.url.as_str()];
+        args.extend_from_slice(flags);
+        let mut ro = McpChild::spawn(&args, &[("NOKV_TOKEN", reviewer.as_str())]);
+        ro.initialize();
+        let tools = ro.request("tools/list", json!({}));
+        assert_eq!(tools["tools"].as_array().unwrap().len(), 9, "{flags:?}");
+        let refused = envelope_of(&ro.call("workbench_create", json!({"id": "new"})));
+        assert_eq!(
+            refused["details"]["missing_scope"], "write:new",
+            "{refused}"
+        );
+        ro.close_stdin();
+        assert!(ro.wait_exit().success());
+    }
+    // The trail holds the server's refusal and the one write, each with its actor.
     let records = nokv::access::AuditLog::at_store(&store)
         .query(&nokv::access::AuditFilter::default())
         .unwrap();
-    assert_eq!(records.len(), 2, "{records:?}");
-    assert!(records
+    let seen: Vec<(&str, &str, &str)> = records
         .iter()
-        .all(|r| r.actor == "reviewer" && r.outcome == "Forbidden"));
+        .map(|r| (r.actor.as_str(), r.tool.as_str(), r.outcome.as_str()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("scratcher", "workbench_put_file", "Forbidden"),
+            ("scratcher", "workbench_create", "success")
+        ]
+    );
 }

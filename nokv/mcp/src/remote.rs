@@ -136,6 +136,31 @@ impl RemoteBackend {
         &self.base
     }
 
+    /// Whether the server says this backend's token may only read (`GET /v1/whoami`:
+    /// `read_only` true). `None` when the server cannot be asked or answers otherwise (an older
+    /// server, no connection): the caller then decides without it.
+    pub fn token_reads_only(&self) -> Option<bool> {
+        let mut request = self
+            .agent
+            .get(format!("{}/v1/whoami", self.base))
+            .header("Accept", "application/json");
+        if let Some(token) = &self.token {
+            request = request.header("Authorization", format!("Bearer {token}"));
+        }
+        let mut response = request.call().ok()?;
+        if response.status().as_u16() != 200 {
+            return None;
+        }
+        let bytes = response
+            .body_mut()
+            .with_config()
+            .limit(64 * 1024)
+            .read_to_vec()
+            .ok()?;
+        let v: Value = serde_json::from_slice(&bytes).ok()?;
+        v.get("read_only").and_then(Value::as_bool)
+    }
+
     /// The endpoint URL of a canonical tool name.
     fn endpoint(&self, tool: &str) -> String {
         format!("{}{TOOLS_PATH}{tool}", self.base)

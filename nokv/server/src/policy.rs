@@ -48,7 +48,7 @@ pub(crate) fn route_needs(
     let all = |a: Action| RouteNeeds::Scopes(vec![(a, None)]);
     let read = *method == Method::GET || *method == Method::HEAD;
     match route {
-        "/healthz" | "/v1/schema" => RouteNeeds::Nothing,
+        "/healthz" | "/v1/schema" | "/v1/whoami" => RouteNeeds::Nothing,
         "/metrics" => all(Action::Read),
         "/v1/tools/{tool}" | "/v1/commands/{command}" | "/v1/changes" => RouteNeeds::InHandler,
         "/v1/workbenches/{id}" => on(Action::Write),

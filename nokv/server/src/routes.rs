@@ -51,6 +51,7 @@ pub(crate) fn router(state: Shared) -> Router {
         .route("/v1/commands/{command}", post(command))
         .route("/v1/changes", get(super::feed::changes))
         .route("/v1/audit", get(super::audit::query))
+        .route("/v1/whoami", get(whoami))
         .merge(super::lifetime::routes())
         .merge(super::ui::routes())
         .merge(super::moves::routes())
@@ -268,6 +269,24 @@ async fn metrics(State(state): State<Shared>) -> Response {
         text,
     )
         .into_response()
+}
+
+/// `GET /v1/whoami`: the caller's name, its scopes as written, and `read_only` (no scope grants
+/// more than `read`); `nokv mcp --server` serves the read-only profile to a read-only token.
+async fn whoami(Extension(caller): Extension<Caller>) -> Response {
+    let scopes: Vec<String> = caller
+        .scopes
+        .scopes()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    axum::Json(json!({
+        "status": "success",
+        "name": caller.name,
+        "scopes": scopes,
+        "read_only": !caller.scopes.writes_anything(),
+    }))
+    .into_response()
 }
 
 async fn schema_doc() -> Response {
