@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use axum::http::{header, HeaderMap, Method};
-use nokv::access::{AuthFailure, Caller, TokenRegistry};
+use nokv::access::{AuthFailure, Caller, Lookup, TokenRegistry};
 use sha2::{Digest, Sha256};
 
 use super::handler::same_secret;
@@ -133,20 +133,28 @@ pub(crate) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> 
         .map(|(_, v)| v.trim())
 }
 
-/// Classifies a request and names its caller (constant-time secret comparisons).
+/// Classifies a request and names its caller (constant-time secret comparisons). One read of
+/// the registry per request.
 pub(crate) fn access(auth: &Authority<'_>, headers: &HeaderMap) -> (Access, Option<Caller>) {
-    if !auth.protected() {
-        return (Access::Open, Some(Caller::admin("anonymous")));
-    }
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    if let Some(presented) = bearer {
-        return match auth.caller_of(presented) {
-            Ok(c) => (Access::Bearer, Some(c)),
-            Err(r) => (Access::Denied(r), None),
-        };
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    if let (Some(presented), Some(token)) = (bearer, auth.token) {
+        if same_secret(presented.as_bytes(), token.trim().as_bytes()) {
+            return (Access::Bearer, Some(Caller::admin("admin")));
+        }
+    }
+    match auth.registry.lookup(bearer, auth.now_ms) {
+        Lookup::Empty if auth.token.is_none() => {
+            return (Access::Open, Some(Caller::admin("anonymous")))
+        }
+        Lookup::Caller(c) => return (Access::Bearer, Some(c)),
+        Lookup::Refused(f) if bearer.is_some() => return (Access::Denied(reason(f)), None),
+        // A bearer that is neither the server's token nor a registry token.
+        Lookup::Empty if bearer.is_some() => return (Access::Denied("unknown"), None),
+        _ => {}
     }
     let Some(value) = cookie(headers, SESSION_COOKIE) else {
         return (Access::Denied("missing"), None);

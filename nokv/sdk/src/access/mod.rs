@@ -10,6 +10,8 @@ pub mod token;
 pub mod tool_access;
 
 pub use audit::{AuditEntry, AuditFilter, AuditLog, AuditRecord};
-pub use registry::{AccessError, AuthFailure, Caller, CreatedToken, TokenRecord, TokenRegistry};
+pub use registry::{
+    AccessError, AuthFailure, Caller, CreatedToken, Lookup, TokenRecord, TokenRegistry,
+};
 pub use scope::{glob_matches, Action, Resource, Scope, ScopeError, ScopeSet, Target};
 pub use tool_access::{check_tool, forbidden, is_reading_tool, tool_action, tool_needs, ToolNeeds};

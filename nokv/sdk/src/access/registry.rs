@@ -208,6 +208,23 @@ struct Parsed {
     stamp: Option<Stamp>,
     by_id: HashMap<String, (TokenRecord, ScopeSet, Vec<u8>, Vec<u8>)>,
     records: usize,
+    /// Token texts this parse has verified by their HMAC, by id: a later request with the same
+    /// text is compared with it in constant time instead of computing the HMAC again. Dropped
+    /// with the parse, so a changed registry verifies afresh.
+    verified: Mutex<HashMap<String, String>>,
+}
+
+/// What a presented token (or its absence) means to the registry ([`TokenRegistry::lookup`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// The registry holds no record at all (a server without a `--token-file` is then open).
+    Empty,
+    /// No token was presented, and the registry holds records.
+    Missing,
+    /// The token's caller.
+    Caller(Caller),
+    /// The token was refused.
+    Refused(AuthFailure),
 }
 
 /// The token registry of one store (see the module docs). Cheap to share: readers hold the
@@ -242,12 +259,26 @@ impl TokenRegistry {
     /// The caller a presented token text stands for at `now_ms`. Errors: [`AuthFailure`].
     pub fn authenticate(&self, text: &str, now_ms: u64) -> Result<Caller, AuthFailure> {
         let parsed = self.current().ok_or(AuthFailure::Unreadable)?;
-        let id = token::token_id(text.trim()).ok_or(AuthFailure::Unknown)?;
-        let (_, _, salt, hash) = parsed.by_id.get(id).ok_or(AuthFailure::Unknown)?;
-        if !token::verify(salt, hash, text.trim()) {
-            return Err(AuthFailure::Unknown);
+        verify_in(&parsed, text, now_ms)
+    }
+
+    /// One read of the registry for one request: whether it is empty, and the caller of
+    /// `presented` (the bearer token, if any) at `now_ms`. An unreadable registry refuses
+    /// ([`AuthFailure::Unreadable`]).
+    pub fn lookup(&self, presented: Option<&str>, now_ms: u64) -> Lookup {
+        let Some(parsed) = self.current() else {
+            return Lookup::Refused(AuthFailure::Unreadable);
+        };
+        if parsed.records == 0 {
+            return Lookup::Empty;
         }
-        self.caller_by_id(id, now_ms)
+        match presented {
+            None => Lookup::Missing,
+            Some(text) => match verify_in(&parsed, text, now_ms) {
+                Ok(c) => Lookup::Caller(c),
+                Err(f) => Lookup::Refused(f),
+            },
+        }
     }
 
     /// The record id of a presented token text (`None` when it has no token shape).
@@ -435,9 +466,36 @@ impl TokenRegistry {
             stamp,
             by_id,
             records: file.tokens.len(),
+            verified: Mutex::new(HashMap::new()),
         });
         *cache = Some(Arc::clone(&parsed));
         Some(parsed)
+    }
+}
+
+/// The caller of `text` in `parsed` at `now_ms`: the record by id, the text verified by its
+/// HMAC (or, when this parse verified the same id before, compared in constant time with the
+/// text verified then), then the record's state.
+fn verify_in(parsed: &Parsed, text: &str, now_ms: u64) -> Result<Caller, AuthFailure> {
+    let text = text.trim();
+    let id = token::token_id(text).ok_or(AuthFailure::Unknown)?;
+    let (record, scopes, salt, hash) = parsed.by_id.get(id).ok_or(AuthFailure::Unknown)?;
+    let known = lock_cache(&parsed.verified)
+        .get(id)
+        .is_some_and(|seen| token::same_text(seen, text));
+    if !known {
+        if !token::verify(salt, hash, text) {
+            return Err(AuthFailure::Unknown);
+        }
+        lock_cache(&parsed.verified).insert(id.to_string(), text.to_string());
+    }
+    match record.state(now_ms) {
+        "revoked" => Err(AuthFailure::Revoked),
+        "expired" => Err(AuthFailure::Expired),
+        _ => Ok(Caller {
+            name: record.name.clone(),
+            scopes: scopes.clone(),
+        }),
     }
 }
 
@@ -490,6 +548,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let reg = TokenRegistry::at_store(dir.path());
         assert!(!reg.has_records());
+        assert_eq!(reg.lookup(Some("nokv_x"), 0), Lookup::Empty);
         let ci = reg
             .create("ci", &["write:run-*".into()], None, 1_000)
             .unwrap();
@@ -511,6 +570,14 @@ mod tests {
             reg.authenticate(&short.token, 61_000),
             Err(AuthFailure::Expired)
         );
+        // Verified once, compared afterwards; a text with the same id but another secret is
+        // still refused.
+        assert_eq!(reg.authenticate(&ci.token, 2_001).unwrap().name, "ci");
+        let mut forged = ci.token.clone();
+        let last = forged.pop().unwrap();
+        forged.push(if last == '0' { '1' } else { '0' });
+        assert_eq!(reg.authenticate(&forged, 2_002), Err(AuthFailure::Unknown));
+        assert_eq!(reg.lookup(None, 2_003), Lookup::Missing);
         assert_eq!(
             reg.authenticate("nokv_nope", 2_000),
             Err(AuthFailure::Unknown)

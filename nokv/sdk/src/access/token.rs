@@ -82,6 +82,13 @@ pub fn verify(salt: &[u8], expected: &[u8], text: &str) -> bool {
     mac.verify_slice(expected).is_ok()
 }
 
+/// Whether two texts are equal, in time that depends only on their lengths (token texts all
+/// have one length).
+pub fn same_text(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 /// `HMAC-SHA256(salt, text)`.
 fn hash(salt: &[u8], text: &str) -> Vec<u8> {
     match HmacSha256::new_from_slice(salt) {
