@@ -114,7 +114,11 @@ impl Client {
             Some(objects) => objects.clone(),
             None => crate::store_config::objects::open_objects(&dir, store_config.as_ref())?,
         };
-        let mut client = Client::from_parts(dir, meta, objects, ownership, &options);
+        let shared_lock = meta.holt_db().is_some_and(holt::Db::shares_writer_lock);
+        let mut client = Client::from_parts(dir.clone(), meta, objects, ownership, &options);
+        if shared_lock {
+            client.set_session(crate::writers::Session::start(&dir)?);
+        }
         if options.recover_at_open {
             // Orphans are recovered before the handle is used; a failure (e.g. the provider is
             // unreachable) leaves them for the next pass and never blocks reads.
@@ -144,6 +148,16 @@ impl Client {
                     // Long-running writers keep their MVCC history bounded between reaper runs.
                     history_policy: Some(options.snapshot_policy),
                     require_initialized,
+                    holt: holt::Options {
+                        writer_lock: match options.writer_idle_release {
+                            Some(idle_release) => holt::WriterLock::Shared {
+                                idle_release,
+                                wait: options.lock_wait,
+                            },
+                            None => holt::WriterLock::Held,
+                        },
+                        ..holt::Options::default()
+                    },
                     ..Default::default()
                 },
             );
