@@ -327,7 +327,6 @@ fn run_mcp(bin: &Path, store: &Path, millis: u64) -> Door {
         }
         i += 1;
     }
-    drop(send);
     // End of input: the server answers what it has and exits.
     drop(stdin);
     let _ = child.wait();
