@@ -26,7 +26,7 @@ use objstore::ObjectStore;
 use crate::error::{Error, Result};
 use crate::index_fields::IndexFields;
 use crate::reservations::ReservationPool;
-use crate::writers::Session;
+use crate::writers::Registration;
 
 /// Default block size of new bodies: 4 MiB (docs/metadata-format.md, "Upload And Append").
 pub const DEFAULT_BLOCK_SIZE: usize = 4 * 1024 * 1024;
@@ -286,9 +286,9 @@ struct Inner {
     /// The shard-owner lease of an etcd-backed store (released when the last clone drops).
     #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
     ownership: Option<Ownership>,
-    /// This writer's session file, when the store's writer lock is shared between processes
+    /// This writer's registration file, when the store's writer lock is shared between processes
     /// (`crate::writers`); dropped last, after the metadata is closed.
-    session: Option<Session>,
+    registration: Option<Registration>,
 }
 
 /// The lease type an etcd-backed store's client holds; a build without the `etcd` feature opens
@@ -336,7 +336,7 @@ impl Client {
                 snapshot_policy: options.snapshot_policy,
                 clock: options.clock.clone(),
                 ownership,
-                session: None,
+                registration: None,
             }),
         }
     }
@@ -352,18 +352,21 @@ impl Client {
         }
     }
 
-    /// Registers this handle's writer session (only while the handle is unshared, before the
+    /// Registers this handle's writer registration (only while the handle is unshared, before the
     /// open returns it).
-    pub(crate) fn set_session(&mut self, session: Session) {
+    pub(crate) fn set_registration(&mut self, registration: Registration) {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
-            inner.session = Some(session);
+            inner.registration = Some(registration);
         }
     }
 
     /// How many other writer processes of this store are alive (`crate::writers`); 0 when the
     /// writer lock is not shared.
     pub(crate) fn other_writers_alive(&self) -> u64 {
-        self.inner.session.as_ref().map_or(0, Session::others_alive)
+        self.inner
+            .registration
+            .as_ref()
+            .map_or(0, Registration::others_alive)
     }
 
     /// True for a client opened read-only ([`ClientOptions::read_only`]).

@@ -117,7 +117,7 @@ impl Client {
         let shared_lock = meta.holt_db().is_some_and(holt::Db::shares_writer_lock);
         let mut client = Client::from_parts(dir.clone(), meta, objects, ownership, &options);
         if shared_lock {
-            client.set_session(crate::writers::Session::start(&dir)?);
+            client.set_registration(crate::writers::Registration::start(&dir)?);
         }
         if options.recover_at_open {
             // Orphans are recovered before the handle is used; a failure (e.g. the provider is
