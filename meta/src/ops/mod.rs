@@ -80,23 +80,7 @@ pub(crate) fn sequenced_retrying<T>(
     mut section: impl FnMut(&mut crate::shard::sequencer::Sequenced<'_>) -> crate::error::Result<T>,
 ) -> crate::error::Result<T> {
     for _ in 0..MAX_ATTEMPTS {
-        let attempt = |seq: &mut crate::shard::sequencer::Sequenced<'_>| {
-            let advanced_before = seq.advanced_epoch();
-            match section(seq) {
-                // The section's own owner-epoch advance (the first write of a new acquisition
-                // of a shared lock) made its plan stale: plan again on top of it in the same
-                // section, so the advance and the command share one fdatasync
-                // (docs/metadata-format.md, "Owner epochs of a shared writer lock"). Nothing
-                // of the refused command was submitted, and a section advances at most once.
-                Err(crate::error::Error::ReadVersionConflict { .. })
-                    if !advanced_before && seq.advanced_epoch() =>
-                {
-                    section(seq)
-                }
-                other => other,
-            }
-        };
-        match shard.sequenced(attempt) {
+        match shard.sequenced(&mut section) {
             Err(crate::error::Error::ReadVersionConflict { .. })
             | Err(crate::error::Error::CommandPredicateFailed) => continue,
             other => return other,

@@ -79,8 +79,6 @@ pub struct Sequenced<'a> {
     /// The pin on a holt writer lock shared between processes, held from before the section
     /// plans until everything it submitted is durable (`None` otherwise).
     hold: Option<holt::WriterHold>,
-    /// This section advanced the owner epoch (the first write of a new acquisition term).
-    advanced: bool,
 }
 
 impl std::fmt::Debug for Sequenced<'_> {
@@ -117,17 +115,7 @@ impl Sequenced<'_> {
     /// [`MetaShard::owner_step`] with this section's acquisition term and pending writes.
     fn owner_step(&mut self, maintain: bool) -> Result<()> {
         let term = self.hold.as_ref().map(holt::WriterHold::term);
-        let before = self.pending.len();
-        let out = self.shard.owner_step(maintain, term, &mut self.pending);
-        self.advanced |= self.pending.len() > before;
-        out
-    }
-
-    /// Whether this section advanced the owner epoch (pipelined, so a command planned on a
-    /// snapshot taken before it meets a stale read version and is planned again on top of it,
-    /// in the same section: `crate::ops::sequenced_retrying`).
-    pub(crate) fn advanced_epoch(&self) -> bool {
-        self.advanced
+        self.shard.owner_step(maintain, term, &mut self.pending)
     }
 
     /// Executes `cmd` (built on [`Sequenced::snapshot`]) through the executor's checks (see
@@ -210,12 +198,22 @@ impl MetaShard {
             pending: Vec::new(),
             read: 0,
             hold,
-            advanced: false,
         };
-        let value = {
-            Held::enter(id);
-            let _held = Held(id);
-            section(&mut seq)
+        // A new acquisition of a shared lock advances the owner epoch before the section plans
+        // anything (pipelined: the section's first command joins its fdatasync), so every
+        // snapshot of the section sees the new epoch and every command header built in it
+        // carries it (docs/metadata-format.md, "Owner epochs of a shared writer lock").
+        let advance = match seq.hold {
+            Some(_) => seq.owner_step(false),
+            None => Ok(()),
+        };
+        let value = match advance {
+            Ok(()) => {
+                Held::enter(id);
+                let _held = Held(id);
+                section(&mut seq)
+            }
+            Err(e) => Err(e.into()),
         };
         let Sequenced {
             shard: _,
@@ -223,7 +221,6 @@ impl MetaShard {
             pending,
             read,
             hold,
-            advanced: _,
         } = seq;
         drop(guard);
         // The lock is released here: the next section plans on top while this one waits.

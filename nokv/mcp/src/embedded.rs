@@ -114,7 +114,7 @@ impl ToolBackend for EmbeddedBackend {
 
     fn describe(&self) -> String {
         format!(
-            "embedded store {} (this process is its single writer while it runs)",
+            "embedded store {} (shared with other writer processes: the writer lock is held only while a call writes)",
             self.dir.display()
         )
     }

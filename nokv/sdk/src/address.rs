@@ -57,7 +57,8 @@ fn read(path: &Path) -> Option<Record> {
 }
 
 /// The URL of the `nokv serve` process recorded in `store`, when that process is alive (Linux:
-/// `/proc/<pid>` exists). Call it only after the store's lock was refused.
+/// `/proc/<pid>` exists). The record can outlive its process (a reused pid): confirm it with the
+/// store's lock before relying on it.
 pub fn serving(store: &Path) -> Option<String> {
     let r = read(&record_path(store))?;
     let proc_root = Path::new("/proc");

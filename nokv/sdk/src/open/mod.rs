@@ -15,6 +15,11 @@ use objstore::ObjectStore;
 use crate::client::{Client, ClientOptions};
 use crate::error::{not_writable, store_dir_error, Error, Result};
 
+/// How long a writer sharing the lock waits for it when a live `nokv serve` is recorded for the
+/// store (see `Client::open_holt_meta`): a server never releases the lock, so a refusal within
+/// this wait means the store is served.
+const SERVED_PROBE: std::time::Duration = std::time::Duration::from_millis(250);
+
 impl Client {
     /// Opens (creating when missing) the embedded store in `dir` with default options.
     ///
@@ -140,6 +145,15 @@ impl Client {
         // Objects are only ever written after the metadata was initialized: empty metadata
         // beside objects is lost metadata, never a new store.
         let require_initialized = holds_objects(&dir.join("objects"));
+        // A live `nokv serve` recorded for this store holds the lock for its whole life: a
+        // writer sharing the lock waits only long enough to confirm that (the record may be
+        // stale — its process gone or its pid reused), then says where the store is served.
+        let served = options.writer_idle_release.is_some() && crate::address::serving(dir).is_some();
+        let wait = if served {
+            options.lock_wait.min(SERVED_PROBE)
+        } else {
+            options.lock_wait
+        };
         let meta = loop {
             let opened = MetaShard::open(
                 dir.join("meta"),
@@ -152,7 +166,7 @@ impl Client {
                         writer_lock: match options.writer_idle_release {
                             Some(idle_release) => holt::WriterLock::Shared {
                                 idle_release,
-                                wait: options.lock_wait,
+                                wait,
                             },
                             None => holt::WriterLock::Held,
                         },
