@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use nokv::{Client, PutOptions};
-use nokv_benches::{env_list, env_u64};
+use nokv_benches::{env_list, env_u64, percentiles, time_n};
 use nokv_remote::RemoteClient;
 use nokv_server as server;
 use nokv_server::ServerOptions;
@@ -56,25 +56,6 @@ fn throughput(
         failed.load(Ordering::Relaxed),
         start.elapsed().as_secs_f64(),
     )
-}
-
-fn percentiles(mut samples: Vec<Duration>) -> (f64, f64, f64) {
-    samples.sort();
-    let at = |q: f64| {
-        let i = ((samples.len() as f64 - 1.0) * q).round() as usize;
-        samples[i].as_secs_f64() * 1000.0
-    };
-    (at(0.5), at(0.9), at(0.99))
-}
-
-fn time_n(n: u64, mut f: impl FnMut()) -> Vec<Duration> {
-    (0..n)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed()
-        })
-        .collect()
 }
 
 fn main() {

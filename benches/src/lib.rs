@@ -47,3 +47,25 @@ pub fn run_for(workers: usize, secs: u64, op: &(dyn Fn(usize, u64) + Sync)) -> (
     });
     (done.into_inner(), start.elapsed().as_secs_f64())
 }
+
+/// The wall time of each of `n` calls of `f`.
+pub fn time_n(n: u64, mut f: impl FnMut()) -> Vec<std::time::Duration> {
+    (0..n)
+        .map(|_| {
+            let t = std::time::Instant::now();
+            f();
+            t.elapsed()
+        })
+        .collect()
+}
+
+/// p50, p90 and p99 of `samples` in milliseconds (nearest rank). Panics when `samples` is
+/// empty (a bench aborts).
+pub fn percentiles(mut samples: Vec<std::time::Duration>) -> (f64, f64, f64) {
+    samples.sort();
+    let at = |q: f64| {
+        let i = ((samples.len() as f64 - 1.0) * q).round() as usize;
+        samples[i].as_secs_f64() * 1000.0
+    };
+    (at(0.5), at(0.9), at(0.99))
+}

@@ -78,6 +78,13 @@ pub enum Error {
         /// The workbench-relative path of the file that is a proper prefix of the target.
         file: String,
     },
+    /// A path move was refused because of its destination (docs/metadata-format.md, "Move One
+    /// Path"): the inner error is what a publication at the destination would have been refused
+    /// with (`PathAlreadyExists`, `GenerationConflict` with `actual = 0` for an absent
+    /// destination, `PathIsDirectory`, `AncestorIsFile`). Errors without this wrapper concern
+    /// the source path. Nothing was written.
+    #[error("move destination refused: {0}")]
+    MoveDestination(Box<Error>),
     /// The path generation differs from the expected one. `0` stands for "absent".
     #[error("generation conflict: expected {expected}, actual {actual}")]
     GenerationConflict {

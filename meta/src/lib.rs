@@ -77,6 +77,7 @@ extern crate self as meta;
 #[path = "../tests/fixtures/engine.rs"]
 pub(crate) mod test_engine;
 
+pub mod clock;
 pub mod codec;
 pub mod command;
 pub mod error;
@@ -94,7 +95,7 @@ pub mod workspace_state;
 
 pub use codec::{
     manifest_digest_uri, ArtifactRevision, ChangeEvent, ChangeKind, CommandResult, ManifestRow,
-    PathEntry, RevisionState, WorkspaceCurrent, WorkspaceState,
+    MovedFrom, PathEntry, RevisionState, WorkspaceCurrent, WorkspaceState,
 };
 pub use error::{Error, Result};
 pub use ids::{

@@ -17,6 +17,65 @@ use crate::path::{
 };
 use crate::store::{Predicate, ScanItem, ScanSpec, ShardSnapshot, Snapshot, MAX_SCAN_ITEMS};
 
+/// Whether the marker `ws` is live at `snap` for a process whose wall clock reads `wall_unix_ms`:
+/// `Visible` and either without an expiry deadline or with one after the store clock
+/// ([`crate::clock::store_clock_now`], one System point read, made only for a marker with a
+/// deadline). The one visibility rule of expiry (docs/metadata-format.md, "Workbench Expiry").
+/// A scan that judges many markers uses [`Liveness`] (the store clock read once).
+///
+/// Errors: a corrupt lease-clock row; storage errors.
+pub fn workspace_live<S: Snapshot>(
+    snap: &S,
+    ws: &WorkspaceCurrent,
+    wall_unix_ms: u64,
+) -> Result<bool> {
+    Liveness::new(snap, wall_unix_ms).live(ws)
+}
+
+/// [`workspace_live`] for the many markers of one scan at one snapshot (a listing, a query,
+/// `find`): the store clock is read at most once, on the first marker whose deadline is after
+/// the wall clock, instead of once per such marker.
+pub(crate) struct Liveness<'s, S: Snapshot> {
+    snap: &'s S,
+    wall_unix_ms: u64,
+    /// The store clock at `snap`, once read.
+    clock_unix_ms: std::cell::Cell<Option<u64>>,
+}
+
+impl<'s, S: Snapshot> Liveness<'s, S> {
+    /// The rule at `snap` for a process whose wall clock reads `wall_unix_ms`.
+    pub(crate) fn new(snap: &'s S, wall_unix_ms: u64) -> Self {
+        Liveness {
+            snap,
+            wall_unix_ms,
+            clock_unix_ms: std::cell::Cell::new(None),
+        }
+    }
+
+    /// Whether `ws` is live (see [`workspace_live`]).
+    ///
+    /// Errors: a corrupt lease-clock row; storage errors.
+    pub(crate) fn live(&self, ws: &WorkspaceCurrent) -> Result<bool> {
+        if ws.state != WorkspaceState::Visible {
+            return Ok(false);
+        }
+        match ws.expires_at_unix_ms {
+            None => Ok(true),
+            Some(d) if d <= self.wall_unix_ms => Ok(false),
+            Some(d) => Ok(d > self.store_clock()?),
+        }
+    }
+
+    fn store_clock(&self) -> Result<u64> {
+        if let Some(now) = self.clock_unix_ms.get() {
+            return Ok(now);
+        }
+        let now = crate::clock::store_clock_now(self.snap, self.wall_unix_ms)?;
+        self.clock_unix_ms.set(Some(now));
+        Ok(now)
+    }
+}
+
 /// One direct child of a directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Child {
@@ -43,6 +102,9 @@ pub struct ChildPage {
 pub struct Reader {
     snap: ShardSnapshot,
     root: RootId,
+    /// The reading process's wall clock at the reader's creation, Unix ms (workbench expiry is
+    /// decided on `max(this, persisted high-water)`).
+    wall_unix_ms: u64,
 }
 
 fn scan_limit(remaining: usize) -> usize {
@@ -50,8 +112,12 @@ fn scan_limit(remaining: usize) -> usize {
 }
 
 impl Reader {
-    pub(crate) fn new(snap: ShardSnapshot, root: RootId) -> Self {
-        Reader { snap, root }
+    pub(crate) fn new(snap: ShardSnapshot, root: RootId, wall_unix_ms: u64) -> Self {
+        Reader {
+            snap,
+            root,
+            wall_unix_ms,
+        }
     }
 
     /// The read version every result of this reader reflects.
@@ -73,14 +139,42 @@ impl Reader {
             .transpose()
     }
 
-    /// The marker of a `Visible` workbench. Errors: [`Error::WorkspaceNotFound`] when absent or
-    /// not `Visible` (staging rows are invisible), plus the errors of [`Reader::workspace`].
+    /// The marker of a live workbench: `Visible` and not past its expiry deadline on the store
+    /// clock (docs/metadata-format.md, "Workbench Expiry").
+    ///
+    /// Errors: [`Error::WorkspaceNotFound`] when absent, not `Visible` (staging rows are
+    /// invisible) or expired, plus the errors of [`Reader::workspace`].
     pub fn visible_workspace(&self, workbench_id: &str) -> Result<WorkspaceCurrent> {
         match self.workspace(workbench_id)? {
-            Some(w) if w.state == WorkspaceState::Visible => Ok(w),
+            Some(w) if workspace_live(&self.snap, &w, self.wall_unix_ms)? => Ok(w),
             _ => Err(Error::WorkspaceNotFound {
                 workbench_id: workbench_id.to_owned(),
             }),
+        }
+    }
+
+    /// The store clock at this reader's version, Unix ms: `max(the reading process's wall clock
+    /// at the reader's creation, persisted lease-clock high-water)` (docs/metadata-format.md,
+    /// "Workbench Expiry").
+    ///
+    /// Errors: a corrupt lease-clock row; storage errors.
+    pub fn store_clock_unix_ms(&self) -> Result<u64> {
+        crate::clock::store_clock_now(&self.snap, self.wall_unix_ms)
+    }
+
+    /// When `workbench_id` expired, Unix ms (its deadline), if its marker is `Expired` or
+    /// `Visible` past its deadline on the store clock; `None` for a live, absent or never-visible
+    /// workbench. Front doors use it to say why a workbench is not found.
+    ///
+    /// Errors: the errors of [`Reader::workspace`]; a corrupt lease-clock row.
+    pub fn workspace_expired_at(&self, workbench_id: &str) -> Result<Option<u64>> {
+        match self.workspace(workbench_id)? {
+            None => Ok(None),
+            Some(w) if w.expires_at_unix_ms.is_none() => Ok(None),
+            Some(w) => Ok(w.expired_at(crate::clock::store_clock_now(
+                &self.snap,
+                self.wall_unix_ms,
+            )?)),
         }
     }
 

@@ -11,4 +11,8 @@ pub enum WorkspaceState {
     Visible = 2,
     /// Failed staging incarnation.
     Retired = 3,
+    /// A `Visible` workbench whose expiry deadline passed, as recorded by the first writer that
+    /// observed it (docs/metadata-format.md, "Workbench Expiry"): invisible, terminal, its name
+    /// never reused.
+    Expired = 4,
 }

@@ -118,6 +118,14 @@ fn workspace_current_matches_golden_bytes() {
         v.encode(),
         WorkspaceCurrent::decode,
     );
+    let v = workspace_current_expired();
+    check_value(
+        "workspace_current",
+        "value.expired",
+        &v,
+        v.encode(),
+        WorkspaceCurrent::decode,
+    );
 }
 
 #[test]
@@ -222,6 +230,12 @@ fn commit_matches_golden_bytes() {
     check_value("commit", "value", &v, v.encode(), Commit::decode);
     assert_eq!(v.tree_digest_uri(), format!("sha256:{}", "d1".repeat(32)));
     assert_eq!(v.parent_count(), 2);
+    // Version 3 appends the build's source read version; version 2 records stay readable.
+    let v3 = Commit {
+        source_read_version: Some(42),
+        ..commit()
+    };
+    check_value("commit", "value.v3", &v3, v3.encode(), Commit::decode);
 }
 
 #[test]
@@ -728,7 +742,12 @@ fn durable_enum_discriminants_are_exactly_the_seed_registry() {
         WorkspaceState::ALL,
         WorkspaceState::to_u8,
         WorkspaceState::from_u8,
-        &[("Staging", 1), ("Visible", 2), ("Retired", 3)],
+        &[
+            ("Staging", 1),
+            ("Visible", 2),
+            ("Retired", 3),
+            ("Expired", 4),
+        ],
     );
     table(
         RevisionState::ALL,
@@ -942,6 +961,8 @@ fn durable_enum_discriminants_are_exactly_the_seed_registry() {
 fn value_versions_follow_the_durable_format_registry() {
     // Publication-owned workspace/path/revision records and immutable commit records: 2.
     assert_eq!(workspace_current::VALUE_VERSION, 2);
+    // A marker with an expiry deadline (or Expired) is version 3.
+    assert_eq!(workspace_current::VALUE_VERSION_EXPIRY, 3);
     assert_eq!(path_current::VALUE_VERSION, 2);
     assert_eq!(artifact_revision::VALUE_VERSION, 2);
     assert_eq!(artifact_manifest::VALUE_VERSION, 2);

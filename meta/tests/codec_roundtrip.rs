@@ -423,12 +423,13 @@ proptest! {
     fn workspace_rows_round_trip(
         r in root(), wb in wb_id(), i in inc(), n in any::<u64>(),
         st in pick(WorkspaceState::ALL), o in proptest::option::of(opid()),
-        cv in any::<u64>(), mv in any::<u64>(),
+        cv in any::<u64>(), mv in any::<u64>(), ex in proptest::option::of(any::<u64>()),
     ) {
         let k = WorkspaceCurrentKey { root: r, workbench_id: wb.clone() };
         rt(&k, k.encode(), WorkspaceCurrentKey::decode)?;
         let v = WorkspaceCurrent { incarnation: i, workspace_revision: n, state: st,
-            owning_operation: o, created_version: cv, modified_version: mv };
+            owning_operation: o, created_version: cv, modified_version: mv,
+            expires_at_unix_ms: if st == WorkspaceState::Expired { Some(ex.unwrap_or(1)) } else { ex } };
         rt(&v, v.encode(), WorkspaceCurrent::decode)?;
         let ck = WorkspaceIncarnationClaimKey { root: r, incarnation: i };
         rt(&ck, ck.encode(), WorkspaceIncarnationClaimKey::decode)?;
@@ -503,7 +504,8 @@ proptest! {
             unique_revision_count: nums[1], revision_digest: ds[1], parents,
             parent_digest: ds[2], producer: strs.3.clone(), lineage, consumer_count: nums[2],
             consumer_epoch: nums[3], last_zero_consumer_version: lz, state: st,
-            retirement_cursor: cur, created_version: nums[4] };
+            retirement_cursor: cur, created_version: nums[4],
+            source_read_version: lz };
         rt(&v, v.encode(), Commit::decode)?;
         let mk = CommitMemberKey { root: r, commit_id: c, path: pa };
         rt(&mk, mk.encode(), CommitMemberKey::decode)?;

@@ -22,6 +22,7 @@ fn command(s: &MetaShard, request_id: RequestId, name: &str, digest_byte: u8) ->
         owning_operation: None,
         created_version: read_version + 1,
         modified_version: read_version + 1,
+        expires_at_unix_ms: None,
     };
     let key = workspace_current::key(&s.root_id(), name);
     let mut cmd = s.command_header(

@@ -3,20 +3,22 @@
 //! the retention window and the GcBarrier, stale candidates, dry runs, the budget, and the
 //! durable `history_retention_versions` setting.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use meta::codec::{GcPhase, Operation, OperationKind, RevisionState};
-use meta::ops::gc::{
-    self, Boundary, DeleteOutcome, GcOptions, ObjectRemover, OwnedObject, ProbeOutcome, WaitReason,
-};
+use meta::ops::gc::{self, Boundary, DeleteOutcome, GcOptions, ProbeOutcome, WaitReason};
 use meta::ops::remove::{remove, RemoveRequest};
 use meta::ops::settings;
-use meta::ops::snapshot::SnapshotPolicy;
 use meta::{
     normalize, ArtifactRevisionId, ManifestRow, MetaShard, OpenOptions, PathCondition,
     PublishRequest, RequestId,
 };
+
+#[path = "fixtures/gc_provider.rs"]
+mod gc_provider;
+
+use gc_provider::{zero_retention, Provider};
 
 fn open(dir: &Path) -> MetaShard {
     MetaShard::open(dir, OpenOptions::default()).expect("open")
@@ -40,51 +42,6 @@ fn key(shard: &MetaShard, rev: ArtifactRevisionId, index: u64) -> String {
         shard.root_id(),
         rev
     )
-}
-
-/// The scripted provider: the set of present objects, and queued outcomes for DELETE / HEAD
-/// (default: DELETE removes, HEAD reports presence).
-#[derive(Default)]
-struct Provider {
-    objects: BTreeSet<String>,
-    deletes: VecDeque<DeleteOutcome>,
-    probes: VecDeque<ProbeOutcome>,
-    delete_calls: Vec<String>,
-    probe_calls: usize,
-}
-
-impl ObjectRemover for Provider {
-    fn delete(&mut self, object: &OwnedObject) -> DeleteOutcome {
-        self.delete_calls.push(object.key.clone());
-        match self.deletes.pop_front() {
-            Some(DeleteOutcome::Deleted) | None => {
-                self.objects.remove(&object.key);
-                DeleteOutcome::Deleted
-            }
-            Some(DeleteOutcome::Quarantined(e)) => {
-                // The DELETE reached the service, the answer was lost.
-                self.objects.remove(&object.key);
-                DeleteOutcome::Quarantined(e)
-            }
-            Some(other) => other,
-        }
-    }
-
-    fn probe(&mut self, object: &OwnedObject) -> ProbeOutcome {
-        self.probe_calls += 1;
-        match self.probes.pop_front() {
-            Some(p) => p,
-            None if self.objects.contains(&object.key) => ProbeOutcome::Present,
-            None => ProbeOutcome::Absent,
-        }
-    }
-}
-
-fn zero_retention() -> SnapshotPolicy {
-    SnapshotPolicy {
-        history_retention_versions: 0,
-        ..SnapshotPolicy::default()
-    }
 }
 
 /// Publishes a body of `blocks` objects at `path` (create or replace) and records its objects.

@@ -443,6 +443,7 @@ fn plant(shard: &MetaShard, name: &str, state: WorkspaceState, marker: bool) {
         owning_operation: None,
         created_version: cv,
         modified_version: cv,
+        expires_at_unix_ms: None,
     };
     let mut mutations = vec![
         Mutation::put(

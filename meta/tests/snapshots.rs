@@ -512,6 +512,7 @@ fn snapshot_event_and_result_codecs_have_golden_bytes_and_reject_unknown_kinds()
         path: None,
         before_generation: None,
         after_generation: Some(5),
+        moved_from: None,
     };
     let b = e.encode();
     let mut expected = vec![0, 2, 0, 0, 0, 1, b'w'];

@@ -71,6 +71,9 @@ class PutResult:
     content_type: str
     replace: bool
     created: bool
+    #: True when this is the stored receipt of an earlier put with the same ``request_id``
+    #: (nothing was written by this call).
+    idempotent_replay: bool
 
 class AppendResult:
     """What ``Workbench.append`` did."""
@@ -104,6 +107,9 @@ class Change:
     before_generation: Optional[int]
     after_generation: Optional[int]
     snapshot_id: Optional[int]
+    #: Source path of an ``artifact_moved`` change (``path`` is the destination).
+    moved_from: Optional[str]
+    moved_from_generation: Optional[int]
 
 class ChangeIter(Iterator[Change]):
     def __iter__(self) -> ChangeIter: ...
@@ -156,6 +162,7 @@ class Core:
         content_type: Optional[str] = None,
         fields: Optional[Dict[str, Any]] = None,
         index_json: bool = False,
+        request_id: Optional[str] = None,
     ) -> PutResult: ...
     def append(self, workbench_id: str, key: str, data: Any, *, content_type: Optional[str] = None) -> AppendResult: ...
     def stat(self, workbench_id: str, key: str, *, at_snapshot: Optional[_Selector] = None) -> Stat: ...
@@ -208,5 +215,33 @@ class Core:
         recursive: bool = False,
         expected_generation: Optional[int] = None,
         request_id: Optional[str] = None,
+    ) -> Dict[str, Any]: ...
+    def expire(
+        self,
+        workbench_id: str,
+        *,
+        after: Optional[str] = None,
+        at: Optional[str] = None,
+        never: bool = False,
+    ) -> Dict[str, Any]: ...
+    def move_path(
+        self,
+        workbench_id: str,
+        from_key: str,
+        to_key: str,
+        *,
+        expected_generation: Optional[int] = None,
+        expected_destination_generation: Optional[int] = None,
+        request_id: Optional[str] = None,
+    ) -> Dict[str, Any]: ...
+    def diff(
+        self,
+        a: str,
+        b: str,
+        *,
+        cursor: Optional[str] = None,
+        limit: int = 1000,
+        patch: bool = False,
+        patch_max_bytes: int = 262144,
     ) -> Dict[str, Any]: ...
     def object_count(self) -> int: ...

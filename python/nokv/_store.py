@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as _dt
 import io
 import json
+import math
 import os
 from typing import (
     Any,
@@ -146,6 +148,49 @@ class Store:
         """
         self._core.call("workbench_create", {"id": workbench_id})
         return Workbench(self, workbench_id)
+
+    def expire(
+        self,
+        workbench_id: str,
+        *,
+        after: Union[str, _dt.timedelta, None] = None,
+        at: Union[str, _dt.datetime, None] = None,
+        never: bool = False,
+    ) -> Dict[str, Any]:
+        """Records, moves or removes a workbench's expiry deadline (``nokv expire``). Give
+        exactly one of ``after`` (a duration: ``"90m"``, ``"2h"``, ``"7d"`` or a
+        :class:`datetime.timedelta`, counted from the store clock), ``at`` (an RFC 3339 text or
+        a timezone-aware :class:`datetime.datetime`; a time already passed expires the workbench
+        at once) or ``never=True``.
+
+        Once expired a workbench is not listed, every call on it raises :class:`nokv.NotFound`
+        with ``details["reason"] == "expired"`` and ``details["expired_at"]``, and setting the
+        clock back does not bring it back. The next GC pass removes its uncommitted files;
+        commits, tags and snapshots keep what they reference, and a commit stays restorable
+        (``restore(..., at_commit=...)``).
+
+        Returns:
+            ``{workbench_id, expires_at, expires_at_unix_ms, previous_expires_at,
+            previous_expires_at_unix_ms, expired, clock, clock_unix_ms, changed,
+            commit_version}`` (times as RFC 3339 text in UTC, or ``None``).
+
+        Raises:
+            NotFound: no such workbench, or it already expired.
+            InvalidArguments: not exactly one of the three; a bad duration or time; a naive
+                ``datetime``.
+        """
+        if isinstance(after, _dt.timedelta):
+            seconds = after.total_seconds()
+            if seconds < 0:
+                raise InvalidArguments("after must not be negative")
+            after = f"{int(math.ceil(seconds))}s"
+        if isinstance(at, _dt.datetime):
+            if at.tzinfo is None:
+                raise InvalidArguments(
+                    "at must be timezone-aware (e.g. datetime.now(timezone.utc))"
+                )
+            at = at.astimezone(_dt.timezone.utc).isoformat().replace("+00:00", "Z")
+        return self._core.expire(workbench_id, after=after, at=at, never=never)
 
     # -- the 18 tools, as the CLI prints them ------------------------------------------------
 
@@ -482,6 +527,47 @@ class Store:
             index_json=index_json,
         )
 
+    def diff(
+        self,
+        a: str,
+        b: str,
+        *,
+        cursor: Optional[str] = None,
+        limit: int = 1000,
+        patch: bool = False,
+        patch_max_bytes: int = 262144,
+    ) -> Dict[str, Any]:
+        """One page of the diff from ``a`` to ``b`` (``nokv diff``).
+
+        Each side is a workbench id (its live tree), ``"WB@SNAPSHOT"`` (a snapshot id or name)
+        or a commit id (64 hex characters). Paths are compared by revision, then by digest,
+        size and content type: the answer lists the ``added``, ``removed`` and ``changed``
+        paths in path order with each side's ``{generation, size_bytes, digest,
+        content_type}``. Two states of one workbench (its live tree, its snapshots, its commits)
+        are compared in time proportional to the paths that changed between them.
+
+        Args:
+            a: Side A.
+            b: Side B.
+            cursor: ``next_cursor`` of the previous page.
+            limit: At most this many changes per page (1..=10000).
+            patch: Add a unified text diff (``patch``) to each change whose sides are UTF-8 text
+                of at most ``patch_max_bytes`` each (else ``patch_skipped``).
+            patch_max_bytes: Size bound per side (at most 4 MiB).
+
+        Returns:
+            ``{a, b, count, changes: [{path, change, a, b, patch?, patch_skipped?}],
+            next_cursor, strategy, rows_read, events_read}``.
+
+        Raises:
+            NotFound: a missing workbench, snapshot or commit.
+            InvalidArguments: a malformed side or cursor.
+            InvalidState: an expired snapshot or a retiring commit.
+        """
+        return self._core.diff(
+            a, b, cursor=cursor, limit=limit, patch=patch, patch_max_bytes=patch_max_bytes
+        )
+
     def object_count(self) -> int:
         """Objects in the store's object provider (diagnostics; lists the provider)."""
         return self._core.object_count()
@@ -530,6 +616,7 @@ class Workbench:
         content_type: Optional[str] = None,
         fields: Optional[Mapping[str, Any]] = None,
         index_json: bool = False,
+        request_id: Optional[str] = None,
     ) -> PutResult:
         """Publishes a whole body at ``path``: immutable, all or nothing (readers see the old or
         the new body, never a part).
@@ -543,11 +630,17 @@ class Workbench:
         bool, int, float, str, bytes, aware datetime); ``index_json`` also indexes the body's
         top-level JSON scalars.
 
+        ``request_id`` (32 hex characters, chosen per logical put) makes the put safe to rerun:
+        the same call again — after a timeout, a lost reply, in another process — returns the
+        first receipt with ``idempotent_replay=True`` and writes nothing, embedded or connected.
+
         Raises:
             AlreadyExists: create-only and the path exists.
             NotFound: replace and the path (or the workbench) does not exist.
             Conflict: the generation moved (``details["conflict"] == "PathGeneration"``).
-            InvalidArguments: a bad path, a reserved path, bad fields.
+            InvalidArguments: a bad path, a reserved path, bad fields, a malformed
+                ``request_id``, or a ``request_id`` already used for another put
+                (``details["reason"] == "request_id_reused"``).
         """
         return self._core.put(
             self.id,
@@ -558,6 +651,7 @@ class Workbench:
             content_type=content_type,
             fields=dict(fields) if fields is not None else None,
             index_json=index_json,
+            request_id=request_id,
         )
 
     def append(
@@ -584,6 +678,17 @@ class Workbench:
         args = _split(path)
         args.update(id=self.id, old_string=old, new_string=new, replace_all=replace_all)
         return self._core.call("workbench_edit", args)
+
+    def expire(
+        self,
+        *,
+        after: Union[str, _dt.timedelta, None] = None,
+        at: Union[str, _dt.datetime, None] = None,
+        never: bool = False,
+    ) -> Dict[str, Any]:
+        """Records, moves or removes this workbench's expiry deadline; see
+        :meth:`Store.expire`."""
+        return self._store.expire(self.id, after=after, at=at, never=never)
 
     def remove(
         self,
@@ -638,6 +743,61 @@ class Workbench:
             expected_generation=expected_generation,
             request_id=request_id,
         )
+
+    def move(
+        self,
+        src: str,
+        dst: str,
+        *,
+        expected_generation: Optional[int] = None,
+        expected_destination_generation: Optional[int] = None,
+        request_id: Optional[str] = None,
+    ) -> Dict[str, Any]:
+        """Moves the file at ``src`` to ``dst`` in this workbench (``nokv mv``).
+
+        One metadata command and no byte copied: afterwards ``src`` is absent and ``dst`` names
+        the same revision (size, digest, content type, index fields) at a new generation, with
+        one ``artifact_moved`` change. A concurrent reader sees the file at exactly one of the two
+        paths; snapshots and commits taken before keep reading both paths as they were.
+        Directory rename is not supported: a ``src`` with files under it is refused.
+
+        Args:
+            src: Workbench-relative path of the file to move.
+            dst: Workbench-relative destination. Must be absent unless
+                ``expected_destination_generation`` is given.
+            expected_generation: Move only when ``src`` is at this generation.
+            expected_destination_generation: Replace the file at ``dst``, which must be at this
+                generation.
+            request_id: 32 hex characters making the call replayable: the same id again (after
+                a lost answer, say) returns the original result with ``idempotent_replay:
+                True`` instead of :class:`nokv.NotFound`. Default: a fresh id.
+
+        Returns:
+            ``{workbench_id, from, to, path, from_generation, generation, replaced_generation,
+            size_bytes, digest, content_type, commit_version, idempotent_replay}``.
+
+        Raises:
+            NotFound: nothing at ``src``, or no such workbench.
+            NotArtifact: ``src`` is a directory (``details["reason"] ==
+                "directory_rename_unsupported"``).
+            AlreadyExists: a file (or, with ``details["kind"] == "directory"``, a directory) is
+                at ``dst``.
+            NotDirectory: ``dst`` lies below a file.
+            Conflict: a stale ``expected_generation`` or ``expected_destination_generation``
+                (``details["path"]`` names the side); nothing moved.
+            InvalidArguments: ``src == dst``, a reserved manifest, a bad path or request id, a
+                request id reused for another command.
+        """
+        return self._core.move_path(
+            self.id,
+            src,
+            dst,
+            expected_generation=expected_generation,
+            expected_destination_generation=expected_destination_generation,
+            request_id=request_id,
+        )
+
+    mv = move
 
     # -- reads -----------------------------------------------------------------------------
 

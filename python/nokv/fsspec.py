@@ -37,7 +37,7 @@ from typing import Any, Dict, List, Optional, Union
 from fsspec.spec import AbstractFileSystem
 
 from ._store import ArtifactFile, Store, Workbench, open as _open_store
-from .errors import InvalidArguments, NotDirectory, NotFound
+from .errors import InvalidArguments, NotArtifact, NotDirectory, NotFound
 
 __all__ = ["NoKVFileSystem", "NoKVWriteFile"]
 
@@ -200,6 +200,41 @@ class NoKVFileSystem(AbstractFileSystem):
     def pipe_file(self, path: str, value: bytes, mode: str = "overwrite", **kwargs: Any) -> None:
         """Publishes ``value`` at ``path``: create-only unless ``replace=True`` is passed."""
         self.workbench.put(self._strip_protocol(path), value, replace=bool(kwargs.get("replace", False)))
+
+    def mv(
+        self,
+        path1: str,
+        path2: str,
+        recursive: bool = False,
+        maxdepth: Optional[int] = None,
+        **kwargs: Any,
+    ) -> None:
+        """Moves one file in one metadata command (no byte copied, see
+        :meth:`nokv.Workbench.move`): create-only at ``path2`` unless ``replace=True`` is passed,
+        which replaces a file there under a generation compare-and-swap. Directory rename is not
+        supported: a directory ``path1`` (or ``recursive=True``) is refused with
+        :class:`nokv.NotArtifact`."""
+        if not isinstance(path1, str) or not isinstance(path2, str):
+            raise InvalidArguments("the nokv filesystem moves one file at a time")
+        src = self._strip_protocol(path1)
+        dst = self._strip_protocol(path2)
+        if recursive:
+            raise NotArtifact(
+                f"recursive move of {src!r}: directory rename is not supported; move the files "
+                "under it one by one",
+                details={"path": src, "reason": "directory_rename_unsupported"},
+            )
+        expected_destination_generation = None
+        if kwargs.get("replace", False):
+            try:
+                expected_destination_generation = self.workbench.stat(dst).generation
+            except NotFound:
+                expected_destination_generation = None
+        self.workbench.move(
+            src,
+            dst,
+            expected_destination_generation=expected_destination_generation,
+        )
 
     def _open(
         self,

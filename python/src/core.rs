@@ -426,6 +426,16 @@ impl Core {
     }
 }
 
+/// A `request_id=` argument: 32 hex characters as its 16 bytes.
+fn request_id_arg(py: Python<'_>, request_id: Option<&str>) -> PyResult<Option<[u8; 16]>> {
+    request_id
+        .map(|hex| {
+            nokv::publication::parse_operation_id(hex)
+                .ok_or_else(|| errors::invalid(py, "request_id must be exactly 32 hex characters"))
+        })
+        .transpose()
+}
+
 /// The result fields of a success envelope (without `status`), or the exception of an error
 /// envelope.
 fn envelope_fields(py: Python<'_>, envelope: Value) -> PyResult<Map<String, Value>> {
@@ -616,9 +626,11 @@ impl Core {
         to_py(py, &Value::Object(out), parse_float)
     }
 
-    /// Publishes a body at `key` (create-only, or replace under a generation CAS).
+    /// Publishes a body at `key` (create-only, or replace under a generation CAS); with
+    /// `request_id` (32 hex characters) a rerun returns the first receipt
+    /// (`idempotent_replay=True`) and writes nothing.
     #[pyo3(signature = (workbench_id, key, data, *, replace=false, expected_generation=None,
-        content_type=None, fields=None, index_json=false))]
+        content_type=None, fields=None, index_json=false, request_id=None))]
     #[allow(clippy::too_many_arguments)]
     fn put(
         &self,
@@ -631,8 +643,10 @@ impl Core {
         content_type: Option<String>,
         fields: Option<&Bound<'_, PyAny>>,
         index_json: bool,
+        request_id: Option<&str>,
     ) -> PyResult<PutResult> {
         let inner = self.inner(py)?;
+        let request_id = request_id_arg(py, request_id)?;
         if expected_generation.is_some() && !replace {
             return Err(errors::invalid(
                 py,
@@ -689,6 +703,7 @@ impl Core {
                 .unwrap_or_default(),
             index_json,
             expected_digest_uri: None,
+            request_id,
         };
         let receipt = py
             .detach(|| put_body(inner.store(), workbench_id, key, body, &options))
@@ -707,6 +722,7 @@ impl Core {
             content_type: receipt.content_type,
             replace,
             created: receipt.created,
+            idempotent_replay: receipt.idempotent_replay,
         })
     }
 
@@ -1424,12 +1440,7 @@ impl Core {
                 "expected_generation and request_id apply to one path, not to recursive=True",
             ));
         }
-        let id = match request_id.as_deref() {
-            None => None,
-            Some(hex) => Some(nokv::publication::parse_operation_id(hex).ok_or_else(|| {
-                errors::invalid(py, "request_id must be exactly 32 hex characters")
-            })?),
-        };
+        let id = request_id_arg(py, request_id.as_deref())?;
         let inner = match &*inner {
             Inner::Embedded(e) => e,
             Inner::Remote(r) => {
@@ -1457,14 +1468,151 @@ impl Core {
             py.detach(|| client.remove(workbench_id, key, &options))
                 .map(|r| r.envelope(workbench_id, &client.workbench_path(workbench_id)))
         };
-        let mut out = result.map_err(|e| {
+        let out = result.map_err(|e| {
             errors::to_pyerr(py, &nokv::workbench::removal_error(client, workbench_id, e))
         })?;
         // The SDK returns the envelope's payload: the CLI's envelope without `status`.
-        if let Some(map) = out.as_object_mut() {
-            map.remove("status");
+        to_py(py, &Value::Object(envelope_fields(py, out)?), None)
+    }
+
+    /// Records, moves or removes a workbench's expiry deadline (`nokv expire`): exactly one of
+    /// `after` (a duration text such as `"2h"`), `at` (an RFC 3339 time) or `never=true`.
+    /// Returns what `nokv expire` prints, without `status`.
+    #[pyo3(signature = (workbench_id, *, after=None, at=None, never=false))]
+    fn expire<'py>(
+        &self,
+        py: Python<'py>,
+        workbench_id: &str,
+        after: Option<String>,
+        at: Option<String>,
+        never: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let inner = self.inner(py)?;
+        let given = usize::from(after.is_some()) + usize::from(at.is_some()) + usize::from(never);
+        if given != 1 {
+            return Err(errors::invalid(
+                py,
+                "give exactly one of after=, at= or never=True",
+            ));
         }
-        to_py(py, &out, None)
+        let inner = match &*inner {
+            Inner::Embedded(e) => e,
+            Inner::Remote(r) => {
+                // `nokv expire` on the server: its envelope keeps every error's details.
+                let args =
+                    json!({"workbench": workbench_id, "after": after, "at": at, "never": never});
+                let out = Self::remote_command(py, r, "expire", args)?;
+                return to_py(py, &Value::Object(out), None);
+            }
+        };
+        let invalid = |e: nokv::Error| errors::invalid(py, e.to_string());
+        let expiry = match (after, at) {
+            (Some(d), _) => {
+                nokv::expiry::Expiry::After(nokv::expiry::parse_duration(&d).map_err(invalid)?)
+            }
+            (None, Some(t)) => {
+                nokv::expiry::Expiry::At(nokv::expiry::parse_time(&t).map_err(invalid)?)
+            }
+            (None, None) => nokv::expiry::Expiry::Never,
+        };
+        let client = &inner.client;
+        let receipt = py
+            .detach(|| client.expire_workbench(workbench_id, expiry))
+            .map_err(|e| errors::sdk(py, client, workbench_id, e))?;
+        let out = nokv::expiry::receipt_envelope(&receipt);
+        to_py(py, &Value::Object(envelope_fields(py, out)?), None)
+    }
+
+    /// Moves the file at `from_key` to `to_key` of the same workbench in one metadata command
+    /// (no byte copied); returns what `nokv mv` prints, without `status`.
+    #[pyo3(signature = (workbench_id, from_key, to_key, *, expected_generation=None, expected_destination_generation=None, request_id=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn move_path<'py>(
+        &self,
+        py: Python<'py>,
+        workbench_id: &str,
+        from_key: &str,
+        to_key: &str,
+        expected_generation: Option<u64>,
+        expected_destination_generation: Option<u64>,
+        request_id: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let inner = self.inner(py)?;
+        let id = request_id_arg(py, request_id.as_deref())?;
+        let inner = match &*inner {
+            Inner::Embedded(e) => e,
+            Inner::Remote(r) => {
+                // `nokv mv` on the server: its envelope keeps every error's details.
+                let args = json!({
+                    "workbench": workbench_id,
+                    "from": from_key,
+                    "to": to_key,
+                    "expected_generation": expected_generation,
+                    "expected_destination_generation": expected_destination_generation,
+                    "request_id": request_id,
+                });
+                let out = Self::remote_command(py, r, "mv", args)?;
+                return to_py(py, &Value::Object(out), None);
+            }
+        };
+        let client = &inner.client;
+        let options = nokv::move_path::MoveOptions {
+            expected_generation,
+            expected_destination_generation,
+            request_id: id,
+        };
+        let out = py
+            .detach(|| client.move_path(workbench_id, from_key, to_key, &options))
+            .map(|r| r.envelope(workbench_id, &client.workbench_path(workbench_id)))
+            .map_err(|e| {
+                errors::to_pyerr(py, &nokv::workbench::move_error(client, workbench_id, e))
+            })?;
+        to_py(py, &Value::Object(envelope_fields(py, out)?), None)
+    }
+
+    /// One page of the diff from side `a` to side `b` (each `WB`, `WB@SNAPSHOT` or a commit id);
+    /// returns what `nokv diff` prints, without `status`.
+    #[pyo3(signature = (a, b, *, cursor=None, limit=1000, patch=false, patch_max_bytes=262144))]
+    #[allow(clippy::too_many_arguments)]
+    fn diff<'py>(
+        &self,
+        py: Python<'py>,
+        a: &str,
+        b: &str,
+        cursor: Option<String>,
+        limit: usize,
+        patch: bool,
+        patch_max_bytes: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let inner = self.inner(py)?;
+        let options = nokv::diff::DiffOptions {
+            cursor,
+            limit,
+            patch,
+            patch_max_bytes,
+        };
+        let out = match &*inner {
+            Inner::Remote(r) => {
+                let v = py
+                    .detach(|| r.client.diff(a, b, &options))
+                    .map_err(|e| errors::remote(py, e))?;
+                return to_py(py, &v, None);
+            }
+            Inner::Embedded(e) => {
+                let client = &e.client;
+                let sides = nokv::diff::SideSpec::parse(a)
+                    .and_then(|sa| nokv::diff::SideSpec::parse(b).map(|sb| (sa, sb)));
+                let (sa, sb) = sides.map_err(|err| errors::invalid(py, err.to_string()))?;
+                py.detach(|| client.diff(&sa, &sb, &options))
+                    .map(|r| r.envelope())
+                    .map_err(|err| {
+                        let wb = nokv::diff::SideSpec::error_workbench(&sa, &sb);
+                        errors::to_pyerr(py, &nokv::workbench::diff_error(client, &wb, err))
+                    })?
+            }
+        };
+        let out = envelope_fields(py, out)?;
+        to_py(py, &Value::Object(out), None)
     }
 
     /// Number of objects (blocks and markers) in the store's object provider (diagnostics; lists
@@ -1771,6 +1919,8 @@ fn remote_changes_page(
             before_generation: n("before_generation"),
             after_generation: n("after_generation"),
             snapshot_id: n("snapshot_id"),
+            moved_from: s("moved_from"),
+            moved_from_generation: n("moved_from_generation"),
         });
     }
     Ok(page)

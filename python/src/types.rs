@@ -186,6 +186,9 @@ pub struct PutResult {
     pub replace: bool,
     /// True when the path was absent before.
     pub created: bool,
+    /// True when this is the stored receipt of an earlier put with the same `request_id`
+    /// (nothing was written by this call).
+    pub idempotent_replay: bool,
 }
 
 #[pymethods]
@@ -258,6 +261,10 @@ pub struct Change {
     pub after_generation: Option<u64>,
     /// Snapshot id of snapshot events.
     pub snapshot_id: Option<u64>,
+    /// Source path of an `artifact_moved` change (`path` is the destination).
+    pub moved_from: Option<String>,
+    /// Generation the source path had when it was moved.
+    pub moved_from_generation: Option<u64>,
 }
 
 #[pymethods]
@@ -282,6 +289,8 @@ impl From<nokv::changes::ChangeItem> for Change {
             before_generation: c.before_generation,
             after_generation: c.after_generation,
             snapshot_id: c.snapshot_id,
+            moved_from: c.moved_from,
+            moved_from_generation: c.moved_from_generation,
         }
     }
 }

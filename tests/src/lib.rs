@@ -270,6 +270,51 @@ impl CrashWriter {
     }
 }
 
+/// The body of a crash child binary, the other side of [`CrashWriter`]: takes `STORE [START]`
+/// from the command line, opens the store, runs `setup` once, then `step(client, i)` for
+/// `i = START, START+1, …`, printing (and flushing) `ACK <i> <generation>` after each step that
+/// returned a generation, until `step` answers `None`. A usage error exits 2; a failed open, setup
+/// or step prints its message on stderr and exits 1.
+pub fn run_crash_child(
+    name: &str,
+    setup: impl FnOnce(&Client) -> Result<(), String>,
+    mut step: impl FnMut(&Client, u64) -> Option<Result<u64, String>>,
+) {
+    use std::io::Write;
+    let mut args = std::env::args().skip(1);
+    let Some(store) = args.next() else {
+        eprintln!("usage: {name} STORE [START]");
+        std::process::exit(2);
+    };
+    let start: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let client = match Client::open(&store) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("open: {e}");
+            std::process::exit(1);
+        }
+    };
+    if let Err(e) = setup(&client) {
+        eprintln!("{e}");
+        std::process::exit(1);
+    }
+    let stdout = std::io::stdout();
+    for i in start.. {
+        match step(&client, i) {
+            None => break,
+            Some(Ok(generation)) => {
+                let mut out = stdout.lock();
+                let _ = writeln!(out, "ACK {i} {generation}");
+                let _ = out.flush();
+            }
+            Some(Err(e)) => {
+                eprintln!("{e}");
+                std::process::exit(1);
+            }
+        }
+    }
+}
+
 /// Runs a [`CrashWriter`] from `start` and SIGKILLs it right after its `acks`-th
 /// acknowledgement (while the next put is in flight); returns the acknowledgements.
 pub fn crash_writer_killed_after(

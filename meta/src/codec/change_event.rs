@@ -9,6 +9,16 @@
 //! `WorkspaceCreated=1, ArtifactPublished=2, ArtifactAppended=3, ArtifactRemoved=4`.
 //! `ArtifactRemoved` is emitted by path removal ([`crate::ops::remove`]): `before_generation` is
 //! the removed generation, `after_generation` is `None`.
+//! `ArtifactMoved=5` is emitted by a path move ([`crate::ops::move_path`]): `path` is the
+//! destination, `before_generation` the destination's replaced generation (`None`: created),
+//! `after_generation` its new generation, and `moved_from` the source path with the generation
+//! it had.
+//!
+//! Format version 3 (written only for an event with `moved_from`, i.e. `ArtifactMoved`) appends
+//! `str from_path | u64 from_generation` to the version-2 fields. The encoder writes the lowest
+//! version that holds the event, so every other event keeps its version-2 bytes; the decoder
+//! accepts both and requires `moved_from` exactly for `ArtifactMoved`.
+//!
 //! Snapshot lifecycle kinds: `SnapshotCreated=16, SnapshotRenewed=17, SnapshotRetired=18,
 //! SnapshotReaped=19`; their compact after projection `after_generation` carries the numeric
 //! snapshot id (`path` and `before_generation` are `None`).
@@ -19,8 +29,10 @@ use crate::ids::{RootId, WorkspaceIncarnationId};
 use crate::path::NormPath;
 
 const FAMILY: &str = "change_event";
-/// Value format version.
+/// Value format version of every event without a move source.
 pub const VALUE_VERSION: u16 = 2;
+/// Value format version of an `ArtifactMoved` event (version 2 plus the move source).
+pub const MOVED_VALUE_VERSION: u16 = 3;
 
 durable_enum!(
     /// Typed change event kind (discriminants documented in the module docs).
@@ -33,6 +45,8 @@ durable_enum!(
         ArtifactAppended = 3,
         /// A path removal (`before_generation` = removed generation).
         ArtifactRemoved = 4,
+        /// A path move: `path` is the destination, `moved_from` the source.
+        ArtifactMoved = 5,
         /// A leased snapshot was minted (`after_generation` = snapshot id).
         SnapshotCreated = 16,
         /// A leased snapshot's lease was extended (`after_generation` = snapshot id).
@@ -59,6 +73,17 @@ pub struct ChangeEvent {
     pub before_generation: Option<u64>,
     /// Generation after the change (`None` when the path became absent).
     pub after_generation: Option<u64>,
+    /// The source of an `ArtifactMoved` event (`None` for every other kind).
+    pub moved_from: Option<MovedFrom>,
+}
+
+/// Where a moved artifact came from: the source path (now absent) and its generation then.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MovedFrom {
+    /// The source path.
+    pub path: NormPath,
+    /// The generation the source path had when it was moved.
+    pub generation: u64,
 }
 
 /// `root_id` — the prefix of the root-wide feed.
@@ -119,23 +144,34 @@ pub fn decode_key(key: &[u8]) -> Result<(u64, u32)> {
 }
 
 impl ChangeEvent {
-    /// Encodes the value (format version 2).
+    /// Encodes the value: format version 2, or 3 when `moved_from` is set.
     pub fn encode(&self) -> Vec<u8> {
-        Enc::version(VALUE_VERSION)
-            .str(&self.workbench_id)
+        let version = if self.moved_from.is_some() {
+            MOVED_VALUE_VERSION
+        } else {
+            VALUE_VERSION
+        };
+        let mut e = Enc::version(version);
+        e.str(&self.workbench_id)
             .raw(self.incarnation.as_bytes())
             .u8(self.kind.to_u8())
             .opt_str(self.path.as_ref().map(|p| p.as_str()))
             .opt_u64(self.before_generation)
-            .opt_u64(self.after_generation)
-            .finish()
+            .opt_u64(self.after_generation);
+        if let Some(from) = &self.moved_from {
+            e.str(from.path.as_str()).u64(from.generation);
+        }
+        e.finish()
     }
 
-    /// Decodes the value; the embedded path is revalidated by the shared normalizer.
-    /// Errors: [`Error::Codec`].
+    /// Decodes the value (version 2 or 3); the embedded paths are revalidated by the shared
+    /// normalizer.
+    ///
+    /// Errors: [`Error::Codec`] (also for a version-3 value of another kind than
+    /// `ArtifactMoved`, or an `ArtifactMoved` value without its source).
     pub fn decode(b: &[u8]) -> Result<Self> {
         let mut d = Dec::new(FAMILY, b);
-        d.expect_version(VALUE_VERSION)?;
+        let version = d.version_in(&[VALUE_VERSION, MOVED_VALUE_VERSION])?;
         let workbench_id = d.string()?;
         let incarnation = WorkspaceIncarnationId(d.b16()?);
         let kind = ChangeKind::from_u8(d.u8()?)?;
@@ -147,6 +183,20 @@ impl ChangeEvent {
         };
         let before_generation = d.opt_u64()?;
         let after_generation = d.opt_u64()?;
+        let moved_from = if version == MOVED_VALUE_VERSION {
+            let s = d.string()?;
+            let path = crate::path::normalize_stored(&s)
+                .map_err(|e| d.err(format!("bad moved-from path: {e}")))?;
+            Some(MovedFrom {
+                path,
+                generation: d.u64()?,
+            })
+        } else {
+            None
+        };
+        if moved_from.is_some() != (kind == ChangeKind::ArtifactMoved) {
+            return Err(d.err("a move source belongs exactly to ArtifactMoved events"));
+        }
         d.finish()?;
         Ok(ChangeEvent {
             workbench_id,
@@ -155,6 +205,7 @@ impl ChangeEvent {
             path,
             before_generation,
             after_generation,
+            moved_from,
         })
     }
 }
@@ -172,6 +223,7 @@ mod tests {
             path: None,
             before_generation: None,
             after_generation: None,
+            moved_from: None,
         };
         let b = e.encode();
         let mut expected = vec![0, 2, 0, 0, 0, 1, b'w'];
@@ -193,5 +245,45 @@ mod tests {
         let k = key(&RootId([0; 16]), 5, 2);
         assert_eq!(decode_key(&k).unwrap(), (5, 2));
         assert!(decode_key(&k[..27]).is_err());
+    }
+
+    #[test]
+    fn moved_event_is_version_3_and_only_for_artifact_moved() {
+        let e = ChangeEvent {
+            workbench_id: "w".into(),
+            incarnation: WorkspaceIncarnationId([1; 16]),
+            kind: ChangeKind::ArtifactMoved,
+            path: Some(crate::path::normalize("b").unwrap()),
+            before_generation: None,
+            after_generation: Some(9),
+            moved_from: Some(MovedFrom {
+                path: crate::path::normalize("a").unwrap(),
+                generation: 4,
+            }),
+        };
+        let b = e.encode();
+        let mut expected = vec![0, 3, 0, 0, 0, 1, b'w'];
+        expected.extend_from_slice(&[1; 16]);
+        expected.extend_from_slice(&[5, 1, 0, 0, 0, 1, b'b', 0, 1]);
+        expected.extend_from_slice(&9u64.to_be_bytes());
+        expected.extend_from_slice(&[0, 0, 0, 1, b'a']);
+        expected.extend_from_slice(&4u64.to_be_bytes());
+        assert_eq!(b, expected);
+        assert_eq!(ChangeEvent::decode(&b).unwrap(), e);
+        for cut in 0..b.len() {
+            assert!(ChangeEvent::decode(&b[..cut]).is_err(), "cut at {cut}");
+        }
+        // A version-3 value of another kind, and a version-2 ArtifactMoved, fail closed.
+        let mut other_kind = b.clone();
+        other_kind[7 + 16] = 2;
+        assert!(ChangeEvent::decode(&other_kind).is_err());
+        let without_source = ChangeEvent {
+            moved_from: None,
+            ..e.clone()
+        };
+        assert!(ChangeEvent::decode(&without_source.encode()).is_err());
+        let mut v4 = b;
+        v4[1] = 4;
+        assert!(ChangeEvent::decode(&v4).is_err());
     }
 }

@@ -15,6 +15,10 @@
 //!   number (e.g. a new tag generation);
 //! - `5` Removed: `bytes(PathEntry value)` — the PathEntry a path removal deleted (its generation
 //!   is the removed generation; see [`crate::ops::remove`]);
+//! - `6` Moved: `u64 from_generation | option(u64 replaced_generation) | bytes(PathEntry value)`
+//!   — a path move (see [`crate::ops::move_path`]): the generation the source had, the
+//!   generation the destination had when it was replaced (`None`: created), and the PathEntry
+//!   written at the destination;
 //! - `16` SnapshotLifecycle: `u64 snapshot_id | bytes(SnapshotRef value)` — the SnapshotRef a
 //!   snapshot command (create, renew, retire, reap, consumer attach/release) wrote.
 
@@ -72,6 +76,16 @@ pub enum CommandResult {
     /// A path was removed (docs/metadata-format.md, "Ordinary put/replace/remove").
     Removed {
         /// The PathEntry the removal deleted.
+        entry: PathEntry,
+    },
+    /// A path was moved to another path of the same workbench (docs/metadata-format.md, "Move
+    /// One Path").
+    Moved {
+        /// The generation the source path had when it was moved.
+        from_generation: u64,
+        /// The generation the destination had when the move replaced it (`None`: created).
+        replaced_generation: Option<u64>,
+        /// The PathEntry written at the destination (same revision, new generation).
         entry: PathEntry,
     },
     /// A snapshot lifecycle command (docs/metadata-format.md, "Snapshot Lifecycle And History Holds") wrote
@@ -132,6 +146,16 @@ impl CommandResult {
             CommandResult::Removed { entry } => {
                 e.u8(5).bytes(&entry.encode());
             }
+            CommandResult::Moved {
+                from_generation,
+                replaced_generation,
+                entry,
+            } => {
+                e.u8(6)
+                    .u64(*from_generation)
+                    .opt_u64(*replaced_generation)
+                    .bytes(&entry.encode());
+            }
             CommandResult::SnapshotLifecycle {
                 snapshot_id,
                 snapshot,
@@ -180,6 +204,16 @@ impl CommandResult {
             5 => CommandResult::Removed {
                 entry: PathEntry::decode(d.bytes()?)?,
             },
+            6 => {
+                let from_generation = d.u64()?;
+                let replaced_generation = d.opt_u64()?;
+                let entry = PathEntry::decode(d.bytes()?)?;
+                CommandResult::Moved {
+                    from_generation,
+                    replaced_generation,
+                    entry,
+                }
+            }
             16 => CommandResult::SnapshotLifecycle {
                 snapshot_id: SnapshotId(d.u64()?),
                 snapshot: SnapshotRef::decode(d.bytes()?)?,
@@ -297,6 +331,7 @@ mod tests {
                 owning_operation: None,
                 created_version: 1,
                 modified_version: 1,
+                expires_at_unix_ms: None,
             },
         };
         assert_eq!(CommandResult::decode(&ws.encode()).unwrap(), ws);
@@ -318,5 +353,40 @@ mod tests {
         bad[0] = 4;
         assert!(CommandResult::decode(&bad).is_err());
         assert!(CommandDedupe::decode(&b[..b.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn moved_result_golden_bytes_and_rejections() {
+        let moved = CommandResult::Moved {
+            from_generation: 7,
+            replaced_generation: Some(4),
+            entry: sample(),
+        };
+        let enc = moved.encode();
+        let entry = sample().encode();
+        let mut expected = vec![6];
+        expected.extend_from_slice(&7u64.to_be_bytes());
+        expected.push(1);
+        expected.extend_from_slice(&4u64.to_be_bytes());
+        expected.extend_from_slice(&(entry.len() as u32).to_be_bytes());
+        expected.extend_from_slice(&entry);
+        assert_eq!(enc, expected);
+        assert_eq!(CommandResult::decode(&enc).unwrap(), moved);
+        let created = CommandResult::Moved {
+            from_generation: 7,
+            replaced_generation: None,
+            entry: sample(),
+        };
+        assert_eq!(created.encode()[9], 0);
+        assert_eq!(CommandResult::decode(&created.encode()).unwrap(), created);
+        for cut in 0..enc.len() {
+            assert!(CommandResult::decode(&enc[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut bad_tag = enc.clone();
+        bad_tag[9] = 2;
+        assert!(CommandResult::decode(&bad_tag).is_err());
+        let mut trailing = enc;
+        trailing.push(0);
+        assert!(CommandResult::decode(&trailing).is_err());
     }
 }

@@ -27,6 +27,11 @@
 //! u64   created_version
 //! ```
 //!
+//! Format version 3 appends `u64 source_read_version` (the read version the build froze the
+//! source workbench at; docs/metadata-format.md, "Diff"). The encoder writes version 2 when the
+//! field is absent (records sealed before it existed keep their bytes) and 3 when it is present;
+//! the decoder accepts both.
+//!
 //! `tree_digest_uri` and `parent_count` are derived ([`Commit::tree_digest_uri`],
 //! [`Commit::parent_count`]) rather than stored twice, so they can never disagree with the sealed
 //! digest and parent list. Parents must be strictly ascending (unique); the decoder rejects
@@ -40,6 +45,8 @@ use crate::ids::{to_hex, ArtifactRevisionId, CommitId, RootId, WorkspaceIncarnat
 const FAMILY: &str = "commit";
 /// Value format version (immutable commit record).
 pub const VALUE_VERSION: u16 = 2;
+/// Value format version of a record carrying its `source_read_version`.
+pub const VALUE_VERSION_WITH_SOURCE_VERSION: u16 = 3;
 
 durable_enum!(
     /// Commit lifecycle (discriminants of docs/metadata-format.md).
@@ -124,6 +131,9 @@ pub struct Commit {
     pub retirement_cursor: Option<ClosureCursor>,
     /// Commit version that sealed the record.
     pub created_version: u64,
+    /// The read version the build froze the source workbench at (`None` in records sealed
+    /// before format version 3 recorded it).
+    pub source_read_version: Option<u64>,
 }
 
 impl Commit {
@@ -137,9 +147,13 @@ impl Commit {
         self.parents.len() as u64
     }
 
-    /// Encodes the value (format version 2).
+    /// Encodes the value (format version 2, or 3 with `source_read_version`).
     pub fn encode(&self) -> Vec<u8> {
-        let mut e = Enc::version(VALUE_VERSION);
+        let mut e = Enc::version(if self.source_read_version.is_some() {
+            VALUE_VERSION_WITH_SOURCE_VERSION
+        } else {
+            VALUE_VERSION
+        });
         e.str(&self.source_workbench_id)
             .raw(self.source_incarnation.as_bytes())
             .str(&self.content_digest_uri)
@@ -170,6 +184,9 @@ impl Commit {
             }
         }
         e.u64(self.created_version);
+        if let Some(v) = self.source_read_version {
+            e.u64(v);
+        }
         e.finish()
     }
 
@@ -177,7 +194,7 @@ impl Commit {
     /// truncation, trailing bytes, unordered or duplicate parents).
     pub fn decode(b: &[u8]) -> Result<Self> {
         let mut d = Dec::new(FAMILY, b);
-        d.expect_version(VALUE_VERSION)?;
+        let version = d.version_in(&[VALUE_VERSION, VALUE_VERSION_WITH_SOURCE_VERSION])?;
         let source_workbench_id = d.string()?;
         let source_incarnation = WorkspaceIncarnationId(d.b16()?);
         let content_digest_uri = d.string()?;
@@ -209,6 +226,11 @@ impl Commit {
             None
         };
         let created_version = d.u64()?;
+        let source_read_version = if version == VALUE_VERSION_WITH_SOURCE_VERSION {
+            Some(d.u64()?)
+        } else {
+            None
+        };
         d.finish()?;
         Ok(Commit {
             source_workbench_id,
@@ -230,6 +252,7 @@ impl Commit {
             state,
             retirement_cursor,
             created_version,
+            source_read_version,
         })
     }
 }

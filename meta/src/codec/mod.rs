@@ -57,7 +57,7 @@ pub mod workspace_incarnation_claim;
 
 pub use artifact_manifest::{manifest_digest_uri, ArtifactManifestKey, ManifestRow};
 pub use artifact_revision::{ArtifactRevision, ArtifactRevisionKey, RevisionState};
-pub use change_event::{ChangeEvent, ChangeEventKey, ChangeKind};
+pub use change_event::{ChangeEvent, ChangeEventKey, ChangeKind, MovedFrom};
 pub use command_dedupe::{CommandDedupe, CommandDedupeKey, CommandResult};
 pub use commit::{Commit, CommitKey, CommitState};
 pub use commit_consumer::{CommitConsumer, CommitConsumerKey, CommitConsumerKind, ConsumerOwner};

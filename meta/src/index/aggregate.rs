@@ -372,7 +372,7 @@ fn run_aggregate<S: Snapshot>(
     limits: QueryLimits,
 ) -> Result<AggregateResult> {
     req.validate()?;
-    let mut engine = Engine::new(snap, shard.root_id(), limits);
+    let mut engine = Engine::new(snap, shard.root_id(), limits, shard.wall_unix_ms());
     let scope = engine.resolve_scope(&req.scope)?;
     let max_groups = engine.limits().max_groups;
     let mut groups: BTreeMap<GroupKey, Vec<Acc>> = BTreeMap::new();

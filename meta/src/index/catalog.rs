@@ -184,7 +184,7 @@ fn run_catalog<S: Snapshot>(
             "field_prefix may contain only ASCII letters, digits, '_', '.' and '-' (≤128 bytes)",
         ));
     }
-    let mut engine = Engine::new(snap, shard.root_id(), limits);
+    let mut engine = Engine::new(snap, shard.root_id(), limits, shard.wall_unix_ms());
     let scope = engine.resolve_scope(&req.scope)?;
     let scope_depth = scope.path.as_ref().map_or(0, NormPath::len_components);
     let root_wide = scope.workspace.is_none();

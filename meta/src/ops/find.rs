@@ -9,7 +9,7 @@
 
 use crate::codec::{
     path_current, workspace_current, Commit, PathEntry, WorkbenchCommitHead,
-    WorkbenchCommitHeadKey, WorkspaceCurrent, WorkspaceCurrentKey, WorkspaceState,
+    WorkbenchCommitHeadKey, WorkspaceCurrent, WorkspaceCurrentKey,
 };
 use crate::error::{Error, Result};
 use crate::family::Family;
@@ -66,6 +66,7 @@ pub fn find_page(
         Some(v) => store.snapshot_at(v)?,
     };
     let root = shard.root_id();
+    let live = crate::read::Liveness::new(&snap, shard.wall_unix_ms());
     if let Some(a) = after {
         crate::ids::validate_workbench_id(a)?;
     }
@@ -88,7 +89,7 @@ pub fn find_page(
             };
             marker = Some(key.clone());
             let ws = WorkspaceCurrent::decode(&value)?;
-            if ws.state != WorkspaceState::Visible {
+            if !live.live(&ws)? {
                 continue;
             }
             if candidates.len() == limit {

@@ -11,10 +11,13 @@
 
 pub mod changes;
 pub mod commit;
+pub mod diff;
+pub mod expiry;
 pub mod find;
 pub mod fsck;
 pub mod gc;
 pub mod lease_clock;
+pub mod move_path;
 pub mod publish;
 pub mod remove;
 pub mod restore;

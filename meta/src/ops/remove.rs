@@ -47,7 +47,9 @@ use crate::command::projection::{index_mutations, MAX_INDEX_MUTATIONS};
 use crate::command::{Mutation, Predicate, MAX_COMMAND_EVENTS};
 use crate::error::{Error, Result};
 use crate::family::Family;
-use crate::ids::{validate_workbench_id, ArtifactRevisionId, RequestId, RootId};
+use crate::ids::{
+    validate_workbench_id, ArtifactRevisionId, RequestId, RootId, WorkspaceIncarnationId,
+};
 use crate::path::NormPath;
 use crate::shard::MetaShard;
 use crate::store::{ScanItem, ScanSpec, Snapshot};
@@ -118,23 +120,85 @@ pub fn command_digest(req: &RemoveRequest) -> [u8; 32] {
     h.finalize().into()
 }
 
+/// The file at `path` of incarnation `inc` at `snap` (one PathCurrent point read): its key, its
+/// stored bytes and its entry, checked against `expected_generation` when one is given. Shared
+/// by a removal and the source of a move ([`crate::ops::move_path`]).
+///
+/// Errors: [`Error::PathIsDirectory`] (no file, but files lie under it: one limit-1 probe);
+/// [`Error::PathNotFound`]; [`Error::GenerationConflict`]; codec and storage errors.
+pub(crate) fn file_at<S: Snapshot>(
+    snap: &S,
+    root: &RootId,
+    inc: &WorkspaceIncarnationId,
+    path: &NormPath,
+    expected_generation: Option<u64>,
+) -> Result<(Vec<u8>, Vec<u8>, PathEntry)> {
+    let key = path_current::key(root, inc, path);
+    let Some(bytes) = snap.get(Family::PathCurrent, &key)? else {
+        // No file here: an implicit directory is named as such (a prefix removal takes it).
+        if crate::read::has_descendants(snap, root, inc, path)? {
+            return Err(Error::PathIsDirectory);
+        }
+        return Err(Error::PathNotFound);
+    };
+    let entry = PathEntry::decode(&bytes)?;
+    if let Some(expected) = expected_generation {
+        if expected != entry.generation {
+            return Err(Error::GenerationConflict {
+                expected,
+                actual: entry.generation,
+            });
+        }
+    }
+    Ok((key, bytes, entry))
+}
+
+/// The ArtifactRevision row a PathCurrent entry names, with its stored bytes (for the Equals
+/// predicate of the command that changes its count).
+///
+/// Errors: [`Error::Codec`] when the row is missing or corrupt; storage errors.
+pub(crate) fn named_revision<S: Snapshot>(
+    snap: &S,
+    root: &RootId,
+    rev: &ArtifactRevisionId,
+) -> Result<(Vec<u8>, ArtifactRevision)> {
+    let Some(bytes) = snap.get(Family::ArtifactRevision, &artifact_revision::key(root, rev))?
+    else {
+        return Err(Error::codec(
+            "artifact_revision",
+            format!("PathCurrent names missing revision {rev}"),
+        ));
+    };
+    let row = ArtifactRevision::decode(&bytes)?;
+    Ok((bytes, row))
+}
+
 /// Accumulates the predicates, mutations and events of removing several paths of one
-/// incarnation in one command.
-struct Removal<'a> {
+/// incarnation in one command (shared with the reclamation of an expired workbench,
+/// [`crate::ops::expiry`]).
+pub(crate) struct Removal<'a> {
     root: RootId,
     ws: &'a WorkspaceCurrent,
     workbench_id: &'a str,
     cv: u64,
-    predicates: Vec<Predicate>,
-    mutations: Vec<Mutation>,
+    pub(crate) predicates: Vec<Predicate>,
+    pub(crate) mutations: Vec<Mutation>,
+    /// SecondaryIndex mutations so far (bounded by [`MAX_INDEX_MUTATIONS`]).
     index_mutations: usize,
-    events: Vec<ChangeEvent>,
+    /// Paths added so far.
+    paths: usize,
+    pub(crate) events: Vec<ChangeEvent>,
     /// Revisions whose count changes: original bytes, row and number of released references.
     touched: BTreeMap<ArtifactRevisionId, (Vec<u8>, ArtifactRevision, u64)>,
 }
 
 impl<'a> Removal<'a> {
-    fn new(root: RootId, ws: &'a WorkspaceCurrent, workbench_id: &'a str, cv: u64) -> Self {
+    pub(crate) fn new(
+        root: RootId,
+        ws: &'a WorkspaceCurrent,
+        workbench_id: &'a str,
+        cv: u64,
+    ) -> Self {
         Removal {
             root,
             ws,
@@ -143,33 +207,28 @@ impl<'a> Removal<'a> {
             predicates: Vec::new(),
             mutations: Vec::new(),
             index_mutations: 0,
+            paths: 0,
             events: Vec::new(),
             touched: BTreeMap::new(),
         }
     }
 
-    /// The index mutations of removing `entry` at `path` (for the batch bound check).
-    fn index_rows(&self, path: &NormPath, entry: &PathEntry) -> Result<Vec<Mutation>> {
-        index_mutations(
-            &self.root,
-            &self.ws.incarnation,
-            self.workbench_id,
-            path,
-            Some(entry),
-            None,
-        )
-    }
-
-    /// Adds the removal of `path` (whose PathCurrent row holds `bytes` = `entry`).
-    fn add<S: Snapshot>(
+    /// Adds the removal of `path` (whose PathCurrent row holds `bytes` = `entry`) unless its
+    /// SecondaryIndex rows would take the command past [`MAX_INDEX_MUTATIONS`]; the first path
+    /// is always added. Returns whether it was added (false: the batch is full, nothing added).
+    pub(crate) fn add<S: Snapshot>(
         &mut self,
         snap: &S,
         path: &NormPath,
         bytes: Vec<u8>,
         entry: &PathEntry,
-        index: Vec<Mutation>,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let inc = self.ws.incarnation;
+        let index = index_mutations(&self.root, &inc, self.workbench_id, path, Some(entry), None)?;
+        if self.paths > 0 && self.index_mutations + index.len() > MAX_INDEX_MUTATIONS {
+            return Ok(false);
+        }
+        self.paths += 1;
         let pkey = path_current::key(&self.root, &inc, path);
         self.predicates
             .push(Predicate::equals(Family::PathCurrent, pkey.clone(), bytes));
@@ -192,14 +251,7 @@ impl<'a> Removal<'a> {
         if let Some(slot) = self.touched.get_mut(&rev) {
             slot.2 += 1;
         } else {
-            let akey = artifact_revision::key(&self.root, &rev);
-            let Some(abytes) = snap.get(Family::ArtifactRevision, &akey)? else {
-                return Err(Error::codec(
-                    "artifact_revision",
-                    format!("PathCurrent names missing revision {rev}"),
-                ));
-            };
-            let row = ArtifactRevision::decode(&abytes)?;
+            let (abytes, row) = named_revision(snap, &self.root, &rev)?;
             self.touched.insert(rev, (abytes, row, 1));
         }
         self.index_mutations += index.len();
@@ -211,12 +263,13 @@ impl<'a> Removal<'a> {
             path: Some(path.clone()),
             before_generation: Some(entry.generation),
             after_generation: None,
+            moved_from: None,
         });
-        Ok(())
+        Ok(true)
     }
 
     /// Appends the revision rows, GcCandidates and the WorkspaceCurrent advance.
-    fn finish(&mut self, ws_key: Vec<u8>, ws_bytes: Vec<u8>) -> Result<()> {
+    pub(crate) fn finish(&mut self, ws_key: Vec<u8>, ws_bytes: Vec<u8>) -> Result<()> {
         for (id, (bytes, mut row, releases)) in std::mem::take(&mut self.touched) {
             let key = artifact_revision::key(&self.root, &id);
             // The one reference-release helper: count −1 / epoch +1 per reference; the release
@@ -236,11 +289,7 @@ impl<'a> Removal<'a> {
             self.mutations
                 .push(Mutation::put(Family::ArtifactRevision, key, row.encode()));
         }
-        let next = WorkspaceCurrent {
-            workspace_revision: self.ws.workspace_revision.saturating_add(1),
-            modified_version: self.cv,
-            ..self.ws.clone()
-        };
+        let next = self.ws.advanced(self.cv);
         self.predicates.push(Predicate::equals(
             Family::WorkspaceCurrent,
             ws_key.clone(),
@@ -297,7 +346,8 @@ pub fn remove(shard: &MetaShard, req: &RemoveRequest) -> Result<RemoveReceipt> {
     })
 }
 
-/// What one removal attempt turns into at a snapshot.
+/// What one single-path attempt (a removal, or a move: [`crate::ops::move_path`]) turns into at a
+/// snapshot.
 pub(crate) enum Planned {
     /// The stored result of an earlier identical request.
     Replay(Box<crate::command::CommandOutcome>),
@@ -319,31 +369,22 @@ pub(crate) fn plan<S: Snapshot>(
     if let Some(out) = replay_lookup(snap, &root, &req.request_id, &digest)? {
         return Ok(Planned::Replay(Box::new(out)));
     }
-    let (ws_key, ws_bytes, ws) = super::tag::visible_ws(snap, &root, &req.workbench_id)?;
-    let pkey = path_current::key(&root, &ws.incarnation, &req.path);
-    let Some(bytes) = snap.get(Family::PathCurrent, &pkey)? else {
-        // No file here: an implicit directory is named as such (a prefix removal takes it).
-        if crate::read::has_descendants(snap, &root, &ws.incarnation, &req.path)? {
-            return Err(Error::PathIsDirectory);
-        }
-        return Err(Error::PathNotFound);
-    };
-    let entry = PathEntry::decode(&bytes)?;
-    if let Some(expected) = req.expected_generation {
-        if expected != entry.generation {
-            return Err(Error::GenerationConflict {
-                expected,
-                actual: entry.generation,
-            });
-        }
-    }
+    let (ws_key, ws_bytes, ws) =
+        super::tag::visible_ws(snap, &root, &req.workbench_id, shard.wall_unix_ms())?;
+    let (_, bytes, entry) = file_at(
+        snap,
+        &root,
+        &ws.incarnation,
+        &req.path,
+        req.expected_generation,
+    )?;
     let read_version = snap.version();
     let cv = read_version
         .checked_add(1)
         .ok_or_else(|| Error::invalid("commit version exhausted"))?;
     let mut removal = Removal::new(root, &ws, &req.workbench_id, cv);
-    let index = removal.index_rows(&req.path, &entry)?;
-    removal.add(snap, &req.path, bytes, &entry, index)?;
+    // One path: always within the bound.
+    removal.add(snap, &req.path, bytes, &entry)?;
     removal.finish(ws_key, ws_bytes)?;
     let mut cmd = shard.command_header(
         req.request_id,
@@ -433,7 +474,8 @@ pub fn remove_batch(
     digest_input.update(prefix.as_str().as_bytes());
     let digest: [u8; 32] = digest_input.finalize().into();
     super::run_step(shard, |snap| {
-        let (ws_key, ws_bytes, ws) = super::tag::visible_ws(snap, &root, workbench_id)?;
+        let (ws_key, ws_bytes, ws) =
+            super::tag::visible_ws(snap, &root, workbench_id, shard.wall_unix_ms())?;
         let (paths, kept_reserved) = next_paths(snap, &root, &ws, prefix, want)?;
         if paths.is_empty() {
             return Ok(super::Step::Done(BatchOutcome {
@@ -452,11 +494,9 @@ pub fn remove_batch(
         let total = paths.len();
         for (path, bytes) in paths {
             let entry = PathEntry::decode(&bytes)?;
-            let index = removal.index_rows(&path, &entry)?;
-            if !removed.is_empty() && removal.index_mutations + index.len() > MAX_INDEX_MUTATIONS {
+            if !removal.add(snap, &path, bytes, &entry)? {
                 break;
             }
-            removal.add(snap, &path, bytes, &entry, index)?;
             removed.push((path, entry.generation));
         }
         let done = removed.len() == total && total < want;

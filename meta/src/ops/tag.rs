@@ -21,7 +21,7 @@
 
 use crate::codec::{
     workspace_current, CommandResult, Commit, CommitConsumer, CommitConsumerKey, CommitState,
-    ConsumerOwner, Tag, TagKey, WorkspaceCurrent, WorkspaceState,
+    ConsumerOwner, Tag, TagKey, WorkspaceCurrent,
 };
 use crate::command::{MetadataCommand, Mutation, Predicate};
 use crate::error::{Error, Result};
@@ -95,6 +95,7 @@ pub(crate) fn visible_ws(
     snap: &impl Snapshot,
     root: &RootId,
     workbench_id: &str,
+    wall_unix_ms: u64,
 ) -> Result<(Vec<u8>, Vec<u8>, WorkspaceCurrent)> {
     let key = workspace_current::key(root, workbench_id);
     let not_found = || Error::WorkspaceNotFound {
@@ -104,7 +105,7 @@ pub(crate) fn visible_ws(
         .get(Family::WorkspaceCurrent, &key)?
         .ok_or_else(not_found)?;
     let ws = WorkspaceCurrent::decode(&bytes)?;
-    if ws.state != WorkspaceState::Visible {
+    if !crate::read::workspace_live(snap, &ws, wall_unix_ms)? {
         return Err(not_found());
     }
     Ok((key, bytes, ws))
@@ -205,7 +206,7 @@ pub fn set_tag(
     let tag = TagName::new(tag)?;
     let root = shard.root_id();
     run(shard, |snap| {
-        let (ws_key, ws_bytes, ws) = visible_ws(snap, &root, workbench_id)?;
+        let (ws_key, ws_bytes, ws) = visible_ws(snap, &root, workbench_id, shard.wall_unix_ms())?;
         let inc = ws.incarnation;
         let tk = tag_key(&root, &inc, &tag);
         let old_bytes = snap.get(Family::Tag, &tk)?;
@@ -303,7 +304,7 @@ pub fn get_tag(shard: &MetaShard, workbench_id: &str, tag: &str) -> Result<Optio
     let tag = TagName::new(tag)?;
     let root = shard.root_id();
     let snap = shard.inner.store.snapshot();
-    let (_, _, ws) = visible_ws(&snap, &root, workbench_id)?;
+    let (_, _, ws) = visible_ws(&snap, &root, workbench_id, shard.wall_unix_ms())?;
     Ok(snap
         .get(Family::Tag, &tag_key(&root, &ws.incarnation, &tag))?
         .map(|b| Tag::decode(&b))
@@ -329,7 +330,7 @@ pub fn delete_tag(
     let tag = TagName::new(tag)?;
     let root = shard.root_id();
     run(shard, |snap| {
-        let (ws_key, ws_bytes, ws) = visible_ws(snap, &root, workbench_id)?;
+        let (ws_key, ws_bytes, ws) = visible_ws(snap, &root, workbench_id, shard.wall_unix_ms())?;
         let inc = ws.incarnation;
         let tk = tag_key(&root, &inc, &tag);
         let old_bytes = snap.get(Family::Tag, &tk)?;
@@ -375,7 +376,7 @@ pub fn delete_tag(
 pub fn list_tags(shard: &MetaShard, workbench_id: &str) -> Result<Vec<TagInfo>> {
     let root = shard.root_id();
     let snap = shard.inner.store.snapshot();
-    let (_, _, ws) = visible_ws(&snap, &root, workbench_id)?;
+    let (_, _, ws) = visible_ws(&snap, &root, workbench_id, shard.wall_unix_ms())?;
     let prefix = crate::codec::tag::incarnation_prefix(&root, &ws.incarnation);
     let mut out = Vec::new();
     snap.for_each_row(Family::Tag, &prefix, "tag", |key, value| {

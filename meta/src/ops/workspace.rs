@@ -40,15 +40,22 @@ pub fn create_workspace(shard: &MetaShard, workbench_id: &str) -> Result<CreateW
         let snap = seq.snapshot();
         if let Some(b) = snap.get(Family::WorkspaceCurrent, &ws_key)? {
             let ws = WorkspaceCurrent::decode(&b)?;
-            if ws.state == WorkspaceState::Visible {
+            if crate::read::workspace_live(&snap, &ws, shard.wall_unix_ms())? {
                 return Ok(CreateWorkspaceOutcome {
                     workspace: ws,
                     created: false,
                 });
             }
+            // An expired workbench keeps its name (docs/metadata-format.md, "Workbench Expiry"):
+            // reported as Expired even before a writer recorded the state.
+            let state = if ws.state == WorkspaceState::Visible {
+                WorkspaceState::Expired
+            } else {
+                ws.state
+            };
             return Err(Error::WorkspaceUnavailable {
                 workbench_id: workbench_id.to_owned(),
-                state: ws.state,
+                state,
             });
         }
         // A write is due: a writer's first write advances its owner epoch (a commit), after
@@ -64,6 +71,7 @@ pub fn create_workspace(shard: &MetaShard, workbench_id: &str) -> Result<CreateW
             owning_operation: None,
             created_version: commit_version,
             modified_version: commit_version,
+            expires_at_unix_ms: None,
         };
         let mut h = Sha256::new();
         h.update(b"nokv.workspace.create.v1\0");
@@ -102,6 +110,7 @@ pub fn create_workspace(shard: &MetaShard, workbench_id: &str) -> Result<CreateW
             path: None,
             before_generation: None,
             after_generation: None,
+            moved_from: None,
         }];
         drop(snap);
         seq.execute(cmd)?;

@@ -24,6 +24,7 @@ fn command_entry() -> RecoveryEntry {
                 owning_operation: None,
                 created_version: 10,
                 modified_version: 10,
+                expires_at_unix_ms: None,
             },
         },
     }

@@ -4,10 +4,11 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use super::owner::{Owner, OwnerState};
 use super::snapshot_policy::SnapshotPolicy;
+use crate::clock::{SystemWallClock, WallClock};
 use crate::codec::system::{RecoveryTail, KEY_RECOVERY_TAIL};
 use crate::codec::{RootActivationState, RootFence, RootPlacement};
 use crate::command::ShardFence;
@@ -66,6 +67,9 @@ pub(crate) struct Inner {
     pub(crate) sequencer: Sequencer,
     /// Writer state; `None` for a read-only handle.
     pub(crate) owner: Option<Owner>,
+    /// The wall clock deadlines are evaluated on (workbench expiry; see
+    /// [`MetaShard::set_wall_clock`]).
+    pub(crate) wall_clock: RwLock<Arc<dyn WallClock>>,
 }
 
 impl Inner {
@@ -260,6 +264,7 @@ impl MetaShard {
                 presentation_root: gate.presentation_root,
                 sequencer: Default::default(),
                 owner: None,
+                wall_clock: RwLock::new(Arc::new(SystemWallClock)),
             }),
         })
     }
@@ -302,6 +307,7 @@ impl MetaShard {
                     retention: opts.outbox_retention,
                     history_policy: opts.history_policy,
                 }),
+                wall_clock: RwLock::new(Arc::new(SystemWallClock)),
             }),
         })
     }
@@ -421,7 +427,33 @@ impl MetaShard {
 
     /// A reader at the current version.
     pub fn read(&self) -> Reader {
-        Reader::new(self.inner.store.snapshot(), self.root_id())
+        Reader::new(
+            self.inner.store.snapshot(),
+            self.root_id(),
+            self.wall_unix_ms(),
+        )
+    }
+
+    /// Installs the wall clock this handle evaluates deadlines on (workbench expiry,
+    /// docs/metadata-format.md, "Workbench Expiry"); the default is the operating system's clock.
+    /// The SDK installs its `ClientOptions::clock`, so tests drive expiry with a manual clock.
+    pub fn set_wall_clock(&self, clock: Arc<dyn WallClock>) {
+        *self
+            .inner
+            .wall_clock
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = clock;
+    }
+
+    /// The installed wall clock now, Unix ms (see [`MetaShard::set_wall_clock`]). The store
+    /// clock a deadline is compared with is `max(this, persisted high-water)`
+    /// ([`crate::clock::store_clock_now`]).
+    pub fn wall_unix_ms(&self) -> u64 {
+        self.inner
+            .wall_clock
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .now_unix_ms()
     }
 
     /// A reader at an older `version`.
@@ -432,6 +464,7 @@ impl MetaShard {
         Ok(Reader::new(
             self.inner.store.snapshot_at(version)?,
             self.root_id(),
+            self.wall_unix_ms(),
         ))
     }
 

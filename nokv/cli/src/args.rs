@@ -8,10 +8,11 @@ use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
 use nokv_commands::{
-    commit_cmd, config_cmd, fsck_cmd, gc_cmd, restore_cmd, rm_cmd, snapshot_cmd, OperationAction,
+    browse_cmd, commit_cmd, config_cmd, diff_cmd, expire_cmd, fsck_cmd, gc_cmd, mv_cmd,
+    restore_cmd, rm_cmd, snapshot_cmd, OperationAction,
 };
 
-use crate::{mcp_cmd, root_cmd, serve_cmd, shard_cmd, verify_cmd};
+use crate::{cat_cmd, mcp_cmd, root_cmd, serve_cmd, shard_cmd, verify_cmd};
 
 /// NoKV — workspace and artifact store for AI agents.
 #[derive(Debug, Parser)]
@@ -56,9 +57,41 @@ pub enum Command {
         tool: String,
         /// Tool input as JSON, or `-` to read it from stdin (default `{}`).
         input: Option<String>,
+        /// Request id of a `put_file` call: 32 hex characters (16 bytes), chosen by the caller
+        /// per logical put. Rerunning the same call with the same id (after a timeout or a lost
+        /// reply) returns the first receipt with `"idempotent_replay": true` and writes nothing;
+        /// the same id with another body or path is refused (`InvalidArguments`,
+        /// `details.reason = "request_id_reused"`). Kept outside the JSON input, whose schema
+        /// is the tool's exact contract.
+        #[arg(long, value_name = "HEX32")]
+        request_id: Option<String>,
     },
     /// Print every tool's name, description and input schema (JSON).
     Schema,
+    /// List a directory of a workbench: `nokv ls WB [PATH] [-l] [--at-snapshot S] [--json]`
+    /// (names, directories ending in `/`; `-l` adds kind and size).
+    Ls(browse_cmd::LsArgs),
+    /// Print one file's body on stdout: `nokv cat WB PATH` (streamed, every block verified).
+    Cat(cat_cmd::CatArgs),
+    /// Print every file of a workbench (or under PATH) as a tree with sizes:
+    /// `nokv tree WB [PATH] [--json]`.
+    Tree(browse_cmd::TreeArgs),
+    /// Print a workbench's commits, newest first, with their parents and tags:
+    /// `nokv log WB [-n N] [--json]`.
+    Log(browse_cmd::LogArgs),
+    /// Print a shell completion script for `nokv`: `nokv completions bash|zsh|fish|elvish|powershell`
+    /// (e.g. `nokv completions bash > /etc/bash_completion.d/nokv`).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the `nokv(1)` man page (roff) on stdout (`nokv man > nokv.1`), or with `--dir DIR`
+    /// write one page per command there (`nokv.1`, `nokv-ls.1`, …) and list them.
+    Man {
+        /// Write one page per command into this directory (created when missing).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Serve the 18 Workbench tools over MCP (JSON-RPC on stdin/stdout) until stdin closes or
     /// SIGTERM: on the embedded store (this process owns it while it runs) or, with `--server
     /// URL`, through a `nokv serve` process shared by many clients.
@@ -95,6 +128,12 @@ pub enum Command {
         /// Also index the file's top-level JSON scalar members (the file must be a JSON object).
         #[arg(long)]
         index_json: bool,
+        /// Request id: 32 hex characters (16 bytes), chosen by the caller per logical collect and
+        /// used as the file's publication id. Rerunning the same collect with the same id
+        /// returns the first receipt (`idempotent replay`) and writes nothing; the same id with
+        /// another file body or destination path is refused.
+        #[arg(long, value_name = "HEX32")]
+        request_id: Option<String>,
     },
     /// Append bytes to an artifact of an existing workbench (the artifact is created when
     /// missing; a missing workbench is `NotFound` — create it first with `nokv workbench
@@ -191,6 +230,19 @@ pub enum Command {
     /// Remove an artifact (`nokv rm WB PATH [--expected-generation G] [--request-id HEX32]`) or
     /// everything under a prefix (`nokv rm -r WB PREFIX`); prints one JSON envelope.
     Rm(rm_cmd::RmArgs),
+    /// Expire a workbench (`nokv expire WB --after DURATION | --at TIME | --never`): once expired
+    /// it is not listed and answers NotFound; the next `nokv gc` removes its uncommitted paths
+    /// and its commits stay restorable. Prints one JSON envelope.
+    Expire(expire_cmd::ExpireArgs),
+    /// Move one file to another path of the same workbench in one metadata command, no byte
+    /// copied (`nokv mv WB FROM TO [--expected-generation G] [--expected-destination-generation
+    /// G] [--request-id HEX32]`); prints one JSON envelope. Directories are not renamed.
+    Mv(mv_cmd::MvArgs),
+    /// Compare two trees — each a workbench (live), `WB@SNAPSHOT` or a commit id: the added,
+    /// removed and changed paths with generations, sizes and digests, paged (`--cursor`); JSON
+    /// by default, `--format table` to read; `--patch` adds unified text diffs. Opens the store
+    /// read-only.
+    Diff(diff_cmd::DiffArgs),
     /// Garbage collection: one pass (`--dry-run`, `--max-revisions N`), or `--explain WB PATH |
     /// REVISION` to say why a revision is kept.
     Gc(gc_cmd::GcArgs),

@@ -12,6 +12,8 @@ use clap::Parser;
 use serde_json::Value;
 
 mod args;
+mod cat_cmd;
+mod manual_cmd;
 mod mcp_cmd;
 mod remote_cmd;
 mod root_cmd;
@@ -22,8 +24,8 @@ mod verify_cmd;
 
 pub use args::{server_url, store_dir, Cli, Command};
 use tool_io::{
-    append_input, collect_precheck, print_collected, print_materialized, run_tool, workbench_input,
-    Bar,
+    append_input, collect_error, collect_precheck, collect_request_id, print_collected,
+    print_materialized, run_tool, with_request_id, workbench_input, Bar,
 };
 
 use nokv::client::Client;
@@ -44,13 +46,30 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
             if !err.use_stderr() {
                 return ExitCode::from(EXIT_OK); // --help / --version
             }
-            // `nokv workbench …` promises one JSON envelope on stdout, even for usage errors.
-            if is_workbench_call(&args) {
-                print_json(&mut std::io::stdout().lock(), &usage_envelope(&err));
+            // `nokv workbench …` promises one JSON envelope on stdout, even for usage errors;
+            // so does every command under `--json` or with stdout read by a program.
+            if wants_json_usage_error(&args) {
+                print_json(&mut std::io::stdout().lock(), &usage_envelope(&args, &err));
             }
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    // Generated from the command tree: no store, no server.
+    match &cli.command {
+        Command::Completions { shell } => {
+            return ExitCode::from(manual_cmd::run_completions(
+                *shell,
+                &mut std::io::stdout().lock(),
+            ))
+        }
+        Command::Man { dir } => {
+            return ExitCode::from(manual_cmd::run_man(
+                dir.as_deref(),
+                &mut std::io::stdout().lock(),
+            ))
+        }
+        _ => {}
+    }
     let dir = store_dir(cli.store.as_deref());
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -90,13 +109,33 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
     }
     let code = match cli.command {
         Command::Serve(args) => serve_cmd::run_serve(&dir, args),
-        Command::Workbench { tool, input } => {
-            run_workbench(&dir, &tool, input.as_deref(), &mut out)
-        }
+        Command::Workbench {
+            tool,
+            input,
+            request_id,
+        } => run_workbench(
+            &dir,
+            &tool,
+            input.as_deref(),
+            request_id.as_deref(),
+            &mut out,
+        ),
         Command::Schema => {
             print_json(&mut out, &schema::describe_all());
             EXIT_OK
         }
+        Command::Ls(args) => {
+            nokv_commands::browse_cmd::run_ls(&dir, args, &mut out, &mut std::io::stderr())
+        }
+        Command::Tree(args) => {
+            nokv_commands::browse_cmd::run_tree(&dir, args, &mut out, &mut std::io::stderr())
+        }
+        Command::Log(args) => {
+            nokv_commands::browse_cmd::run_log(&dir, args, &mut out, &mut std::io::stderr())
+        }
+        Command::Cat(args) => cat_cmd::run_cat(&dir, &args, &mut out),
+        Command::Completions { shell } => manual_cmd::run_completions(shell, &mut out),
+        Command::Man { dir: pages } => manual_cmd::run_man(pages.as_deref(), &mut out),
         // The MCP transport writes stdout from another thread: release this thread's lock first.
         Command::Mcp(args) => {
             drop(out);
@@ -127,26 +166,38 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
             replace,
             fields,
             index_json,
-        } => with_client(&dir, |client| {
-            let index = collect_precheck(&file, &path, &fields, index_json)?;
-            client.create_workbench(&workbench)?;
-            let ct = content_type
-                .unwrap_or_else(|| nokv::materialize::guess_content_type(&path).to_string());
-            let mut bar = Bar::new(cli.quiet);
-            let c = nokv::materialize::collect_indexed(
-                client,
-                &workbench,
-                &file,
-                &path,
-                &ct,
-                replace,
-                &index,
-                &mut |e| bar.event(e),
-            );
-            bar.finish();
-            print_collected(&mut out, &c?);
-            Ok(())
-        }),
+            request_id,
+        } => {
+            let request_id = match collect_request_id(request_id.as_deref()) {
+                Ok(id) => id,
+                Err(code) => return ExitCode::from(code),
+            };
+            with_client(&dir, |client| {
+                let index = collect_precheck(&file, &path, &fields, index_json)?;
+                client.create_workbench(&workbench)?;
+                let ct = content_type
+                    .unwrap_or_else(|| nokv::materialize::guess_content_type(&path).to_string());
+                let mut bar = Bar::new(cli.quiet);
+                let c = nokv::materialize::collect_with(
+                    &file,
+                    &path,
+                    &ct,
+                    replace,
+                    &index,
+                    &mut |e| bar.event(e),
+                    &mut |reader, options| {
+                        let options = with_request_id(options, request_id);
+                        client.put_reader(&workbench, &path, reader, &options)
+                    },
+                );
+                bar.finish();
+                print_collected(
+                    &mut out,
+                    &c.map_err(|e| collect_error(client, &workbench, e))?,
+                );
+                Ok(())
+            })
+        }
         Command::Append {
             workbench,
             path,
@@ -203,6 +254,9 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
             &mut out,
         ),
         Command::Rm(args) => rm_cmd::run_rm(&dir, args, &mut out),
+        Command::Expire(args) => nokv_commands::expire_cmd::run_expire(&dir, args, &mut out),
+        Command::Mv(args) => nokv_commands::mv_cmd::run_mv(&dir, args, &mut out),
+        Command::Diff(args) => nokv_commands::diff_cmd::run_diff(&dir, args, &mut out),
         Command::Gc(args) => gc_cmd::run_gc(&dir, args, &mut out),
         Command::Fsck(args) => fsck_cmd::run_fsck(&dir, args, &mut out),
         Command::Config { action } => config_cmd::run_config(&dir, action, &mut out),
@@ -328,8 +382,14 @@ fn run_append(
     code
 }
 
-fn run_workbench(dir: &Path, tool: &str, input: Option<&str>, out: &mut dyn Write) -> u8 {
-    let (name, input) = match workbench_input(tool, input) {
+fn run_workbench(
+    dir: &Path,
+    tool: &str,
+    input: Option<&str>,
+    request_id: Option<&str>,
+    out: &mut dyn Write,
+) -> u8 {
+    let (name, input, request_id) = match workbench_input(tool, input, request_id) {
         Ok(x) => x,
         Err((env, code)) => {
             print_json(out, &env);
@@ -350,28 +410,62 @@ fn run_workbench(dir: &Path, tool: &str, input: Option<&str>, out: &mut dyn Writ
             return EXIT_TOOL_ERROR;
         }
     };
-    run_tool(&client, name, &input, out)
+    run_tool(&client, name, &input, request_id, out)
 }
 
-/// Whether the command line names the `workbench` subcommand: the first argument that is
-/// neither a flag nor the value of `--store` / `--server`.
+/// Whether the command line names the `workbench` subcommand (the first word of
+/// [`subcommand_path`]).
 fn is_workbench_call(args: &[std::ffi::OsString]) -> bool {
+    subcommand_path(args)
+        .first()
+        .is_some_and(|c| c == "workbench")
+}
+
+/// Whether a clap usage error is also answered with the JSON `InvalidArguments` envelope on
+/// stdout: always under `nokv workbench` (it promises one envelope), and for every other command
+/// when `--json` is on the command line or stdout is not a terminal (a program reads it) —
+/// except `nokv mcp`, whose stdout is the MCP protocol channel. clap's human usage text stays on
+/// stderr in every case.
+fn wants_json_usage_error(args: &[std::ffi::OsString]) -> bool {
+    use std::io::IsTerminal;
+    if is_workbench_call(args) {
+        return true;
+    }
+    if subcommand_path(args).first().is_some_and(|c| c == "mcp") {
+        return false;
+    }
+    args.iter().skip(1).any(|a| a == "--json") || !std::io::stdout().is_terminal()
+}
+
+/// The subcommand path of a command line for the usage text (`ls`, `snapshot create`, …): the
+/// leading words that are neither flags nor values of the global flags, as far as they name
+/// subcommands of the clap tree.
+fn subcommand_path(args: &[std::ffi::OsString]) -> Vec<String> {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    let mut path = Vec::new();
     let mut rest = args.iter().skip(1);
     while let Some(a) = rest.next() {
-        if a == "--store" || a == "--server" {
+        let a = a.to_string_lossy();
+        if matches!(a.as_ref(), "--store" | "--server" | "--control" | "--root") {
             rest.next();
-        } else if !a.to_string_lossy().starts_with('-') {
-            return a == "workbench";
+            continue;
+        }
+        if a.starts_with('-') {
+            continue;
+        }
+        match cmd.find_subcommand(a.as_ref()) {
+            Some(sub) => {
+                path.push(sub.get_name().to_string());
+                let next = sub.clone();
+                cmd = next;
+            }
+            None => break,
         }
     }
-    false
+    path
 }
 
-/// The `InvalidArguments` envelope of a command-line usage error under `nokv workbench`: clap's
-/// message (plain text) plus `details {usage, reason}`.
-/// A usage error found after parsing (conflicting flags): `nokv: …` on stderr and, for
-/// `nokv workbench …` (which promises one JSON envelope on stdout), the `InvalidArguments`
-/// envelope on `out`; exit 2.
 /// The first sentence of clap's rendered error, with the indented lines that complete it when it
 /// ends in a colon (`the following required arguments were not provided: <TOOL>`).
 fn usage_summary(rendered: &str) -> String {
@@ -394,6 +488,9 @@ fn usage_summary(rendered: &str) -> String {
     first
 }
 
+/// A usage error found after parsing (conflicting flags): `nokv: …` on stderr and, for
+/// `nokv workbench …` (which promises one JSON envelope on stdout), the `InvalidArguments`
+/// envelope on `out`; exit 2.
 fn usage_error(args: &[std::ffi::OsString], out: &mut dyn Write, message: &str) -> ExitCode {
     eprintln!("nokv: {message}");
     if is_workbench_call(args) {
@@ -402,18 +499,49 @@ fn usage_error(args: &[std::ffi::OsString], out: &mut dyn Write, message: &str) 
     ExitCode::from(EXIT_USAGE)
 }
 
-fn usage_envelope(err: &clap::Error) -> Value {
+/// The `InvalidArguments` envelope of a clap usage error: clap's first sentence, the usage of
+/// the command that was called, and `details {usage, reason, command}` (`reason`: clap's error
+/// kind, e.g. `MissingRequiredArgument`; `command`: the subcommand path, e.g. `snapshot create`,
+/// empty for `nokv` itself).
+fn usage_envelope(args: &[std::ffi::OsString], err: &clap::Error) -> Value {
     let rendered = err.render().to_string();
     let first = usage_summary(&rendered);
-    ToolError::invalid_arguments(format!(
-        "{first}; usage: nokv [--store DIR] workbench <tool> ['<json>' | -]"
-    ))
-    .with_detail(
-        "usage",
-        "nokv [--store DIR] workbench <tool> ['<json>' | -]",
-    )
-    .with_detail("reason", format!("{:?}", err.kind()))
-    .envelope()
+    let path = subcommand_path(args);
+    let usage = if is_workbench_call(args) {
+        WORKBENCH_USAGE.to_string()
+    } else {
+        usage_of(&path)
+    };
+    ToolError::invalid_arguments(format!("{first}; usage: {usage}"))
+        .with_detail("usage", usage)
+        .with_detail("reason", format!("{:?}", err.kind()))
+        .with_detail("command", path.join(" "))
+        .envelope()
+}
+
+/// The usage of `nokv workbench`.
+const WORKBENCH_USAGE: &str = "nokv [--store DIR] workbench <tool> ['<json>' | -]";
+
+/// The usage of the (sub)command at `path` (`["snapshot", "create"]`; empty: `nokv` itself),
+/// as clap renders it, without the `Usage:` prefix.
+fn usage_of(path: &[String]) -> String {
+    use clap::CommandFactory;
+    let mut at = Cli::command();
+    // Built first, so a nested subcommand's usage names its whole path (`nokv snapshot create`).
+    at.build();
+    for name in path {
+        match at.find_subcommand(name) {
+            Some(sub) => at = sub.clone(),
+            None => break,
+        }
+    }
+    let rendered = at.render_usage().to_string();
+    rendered
+        .trim()
+        .strip_prefix("Usage:")
+        .unwrap_or(&rendered)
+        .trim()
+        .to_string()
 }
 
 #[cfg(test)]

@@ -25,8 +25,8 @@ use std::io::{Read, Write};
 
 use crate::args::Command;
 use crate::tool_io::{
-    append_input, collect_precheck, print_collected, print_materialized, run_tool, workbench_input,
-    Bar,
+    append_input, collect_precheck, collect_request_id, print_collected, print_materialized,
+    run_tool, with_request_id, workbench_input, Bar,
 };
 use nokv::workbench::errors::{ErrorCode, ToolError};
 use nokv_commands::request::CommandRequest;
@@ -86,15 +86,20 @@ pub(crate) fn run_with(
     out: &mut dyn Write,
 ) -> u8 {
     match command {
-        Command::Workbench { tool, input } => {
-            let (name, input) = match workbench_input(&tool, input.as_deref()) {
-                Ok(x) => x,
-                Err((env, code)) => {
-                    print_json(out, &env);
-                    return code;
-                }
-            };
-            run_tool(&remote, name, &input, out)
+        Command::Workbench {
+            tool,
+            input,
+            request_id,
+        } => {
+            let (name, input, request_id) =
+                match workbench_input(&tool, input.as_deref(), request_id.as_deref()) {
+                    Ok(x) => x,
+                    Err((env, code)) => {
+                        print_json(out, &env);
+                        return code;
+                    }
+                };
+            run_tool(&remote, name, &input, request_id, out)
         }
         Command::Schema => {
             print_json(out, &nokv::workbench::schema::describe_all());
@@ -112,9 +117,28 @@ pub(crate) fn run_with(
         }
         Command::Demo => command_call(&remote, CommandRequest::Demo, out),
         Command::Rm(a) => command_call(&remote, CommandRequest::Rm(a), out),
+        Command::Expire(a) => command_call(&remote, CommandRequest::Expire(a), out),
+        Command::Mv(a) => command_call(&remote, CommandRequest::Mv(a), out),
+        Command::Diff(a) => command_call(&remote, CommandRequest::Diff(a), out),
         Command::Gc(a) => command_call(&remote, CommandRequest::Gc(a), out),
         Command::Fsck(a) => command_call(&remote, CommandRequest::Fsck(a), out),
         Command::Config { action } => command_call(&remote, CommandRequest::Config(action), out),
+        Command::Ls(a) => {
+            let json = a.json;
+            command_call_as(&remote, CommandRequest::Ls(a), json, out)
+        }
+        Command::Tree(a) => {
+            let json = a.json;
+            command_call_as(&remote, CommandRequest::Tree(a), json, out)
+        }
+        Command::Log(a) => {
+            let json = a.json;
+            command_call_as(&remote, CommandRequest::Log(a), json, out)
+        }
+        Command::Cat(a) => crate::cat_cmd::run_cat_remote(&remote, &a, out),
+        // Generated from the command tree: answered locally.
+        Command::Completions { shell } => crate::manual_cmd::run_completions(shell, out),
+        Command::Man { dir } => crate::manual_cmd::run_man(dir.as_deref(), out),
         Command::Append {
             workbench,
             path,
@@ -205,7 +229,12 @@ pub(crate) fn run_with(
             replace,
             fields,
             index_json,
+            request_id,
         } => {
+            let request_id = match collect_request_id(request_id.as_deref()) {
+                Ok(id) => id,
+                Err(code) => return code,
+            };
             let mut bar = Bar::new(quiet);
             let result = (|| -> nokv::Result<nokv::materialize::CollectedFile> {
                 let index = collect_precheck(&file, &path, &fields, index_json)?;
@@ -219,7 +248,10 @@ pub(crate) fn run_with(
                     replace,
                     &index,
                     &mut |e| bar.event(e),
-                    &mut |reader, options| remote.put_reader(&workbench, &path, reader, options),
+                    &mut |reader, options| {
+                        let options = with_request_id(options, request_id);
+                        remote.put_reader(&workbench, &path, reader, &options)
+                    },
                 )
             })();
             bar.finish();
@@ -248,6 +280,18 @@ pub(crate) fn run_with(
 
 /// `POST /v1/commands/{command}`: prints what the server's run of the command printed.
 fn command_call(remote: &RemoteClient, request: CommandRequest, out: &mut dyn Write) -> u8 {
+    let json = request_is_json(&request.to_wire().0);
+    command_call_as(remote, request, json, out)
+}
+
+/// [`command_call`] of a command whose output is JSON when `json` (a failure to reach the server
+/// is then an error envelope on stdout, else `nokv: …` on stderr).
+fn command_call_as(
+    remote: &RemoteClient,
+    request: CommandRequest,
+    json: bool,
+    out: &mut dyn Write,
+) -> u8 {
     let (name, args) = request.to_wire();
     match remote.command(&name, &args) {
         Ok(o) => {
@@ -255,7 +299,7 @@ fn command_call(remote: &RemoteClient, request: CommandRequest, out: &mut dyn Wr
             let _ = std::io::stderr().write_all(o.stderr.as_bytes());
             o.exit_code
         }
-        Err(e) => match request_is_json(&name) {
+        Err(e) => match json {
             true => json_failure(out, e),
             false => text_failure(&e),
         },

@@ -11,7 +11,7 @@ use nokv::publication::parse_operation_id;
 use nokv::workbench::errors::ToolError;
 use nokv::workbench::schema;
 use nokv::Store;
-use nokv_commands::{envelope_exit_code, print_json, EXIT_TOOL_ERROR, EXIT_USAGE};
+use nokv_commands::{envelope_exit_code, print_json, request_id_arg, EXIT_TOOL_ERROR, EXIT_USAGE};
 use serde_json::Value;
 
 /// A byte progress bar on stderr for collect/materialize; inert when `--quiet` or when stdout
@@ -110,21 +110,78 @@ pub(crate) fn append_input(
     }
 }
 
-/// Runs one checked tool call on `store` (embedded or remote), prints its envelope and returns
-/// the exit code of the envelope: the one `nokv workbench` path of both front doors.
-pub(crate) fn run_tool(store: &dyn Store, name: &str, input: &Value, out: &mut dyn Write) -> u8 {
-    let result = store.call_tool(name, input);
+/// Runs one checked tool call on `store` (embedded or remote), under the caller's request id
+/// when one was given, prints its envelope and returns the exit code of the envelope: the one
+/// `nokv workbench` path of both front doors.
+pub(crate) fn run_tool(
+    store: &dyn Store,
+    name: &str,
+    input: &Value,
+    request_id: Option<[u8; 16]>,
+    out: &mut dyn Write,
+) -> u8 {
+    let result = match request_id {
+        Some(rid) => store.call_tool_with_request_id(name, input, rid),
+        None => store.call_tool(name, input),
+    };
     print_json(out, &result);
     envelope_exit_code(&result)
 }
 
-/// The client-side checks of `nokv workbench` (tool name, JSON syntax, schema), in that order —
-/// all before any store is touched, so a refused call opens, creates and writes nothing.
-/// Errors: the envelope to print and the exit code.
+/// The `--request-id` of `nokv collect` (human output): a malformed one prints `nokv: …` on
+/// stderr; the error is the usage exit code.
+pub(crate) fn collect_request_id(
+    request_id: Option<&str>,
+) -> std::result::Result<Option<[u8; 16]>, u8> {
+    request_id_arg(request_id).map_err(|(err, code)| {
+        eprintln!("nokv: {}", err.message);
+        code
+    })
+}
+
+/// A failed collect as the CLI reports it: the refusals of a request id (bound to another
+/// request; running right now) in the facade's words, as `--server` prints them; every other
+/// error as it is.
+pub(crate) fn collect_error(client: &Client, workbench: &str, e: nokv::Error) -> nokv::Error {
+    match e {
+        nokv::Error::Meta(
+            meta::Error::OperationIntentMismatch { .. } | meta::Error::OperationState { .. },
+        ) => {
+            let t = nokv::workbench::tool_error(client, workbench, e);
+            nokv::Error::OperationFailed {
+                code: t.code.as_str().to_string(),
+                message: t.message,
+            }
+        }
+        other => other,
+    }
+}
+
+/// `options` with the caller's request id (collect passes the file's publication options
+/// through this before its put: the request id is the file's publication id).
+pub(crate) fn with_request_id(
+    options: &nokv::client::PutOptions,
+    request_id: Option<[u8; 16]>,
+) -> nokv::client::PutOptions {
+    nokv::client::PutOptions {
+        request_id,
+        ..options.clone()
+    }
+}
+
+/// A checked `nokv workbench` call: the canonical tool name, its input and the parsed
+/// `--request-id`.
+pub(crate) type WorkbenchCall = (&'static str, Value, Option<[u8; 16]>);
+
+/// The client-side checks of `nokv workbench` (`--request-id`, tool name, JSON syntax, schema),
+/// in that order — all before any store is touched, so a refused call opens, creates and writes
+/// nothing. Errors: the envelope to print and the exit code.
 pub(crate) fn workbench_input(
     tool: &str,
     input: Option<&str>,
-) -> std::result::Result<(&'static str, Value), (Value, u8)> {
+    request_id: Option<&str>,
+) -> std::result::Result<WorkbenchCall, (Value, u8)> {
+    let request_id = request_id_arg(request_id).map_err(|(err, code)| (err.envelope(), code))?;
     let Some(name) = schema::canonical_tool_name(tool) else {
         return Err((ToolError::unknown_tool(tool).envelope(), EXIT_TOOL_ERROR));
     };
@@ -152,7 +209,7 @@ pub(crate) fn workbench_input(
     if let Err(err) = schema::validate(name, &input) {
         return Err((err.envelope(), EXIT_TOOL_ERROR));
     }
-    Ok((name, input))
+    Ok((name, input, request_id))
 }
 
 /// Prints the lines of a finished materialize (shared by the embedded and the remote path).
@@ -173,11 +230,17 @@ pub(crate) fn print_materialized(
     );
 }
 
-/// Prints the line of a finished collect (shared by the embedded and the remote path).
+/// Prints the line of a finished collect (shared by the embedded and the remote path); a
+/// replayed one (same `--request-id`) ends in `  idempotent replay`.
 pub(crate) fn print_collected(out: &mut dyn Write, c: &nokv::materialize::CollectedFile) {
+    let replay = if c.idempotent_replay {
+        "  idempotent replay"
+    } else {
+        ""
+    };
     let _ = writeln!(
         out,
-        "{}  {}  {} bytes  generation {}",
+        "{}  {}  {} bytes  generation {}{replay}",
         c.digest_uri, c.path, c.size_bytes, c.generation
     );
 }

@@ -246,10 +246,15 @@ fn cli_usage_errors_are_one_invalid_arguments_envelope_with_exit_2() {
     let out = nokv_stdin(&s, &["workbench", "list", "-"], "id=wb");
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(envelope(&out)["code"], "InvalidArguments");
-    // Other subcommands keep clap's plain usage text (no envelope promised there).
+    // Every other subcommand answers a program (stdout is not a terminal here) with the same
+    // envelope, naming its own usage; clap's text stays on stderr.
     let out = nokv(&s, &["schema", "--bogus"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(out.stdout.is_empty());
+    let e = envelope(&out);
+    assert_eq!(e["code"], "InvalidArguments");
+    assert_eq!(e["details"]["usage"], "nokv schema [OPTIONS]");
+    assert_eq!(e["details"]["command"], "schema");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--bogus"));
 }
 
 #[test]

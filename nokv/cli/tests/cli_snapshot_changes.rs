@@ -45,10 +45,13 @@ fn changes_cursor_resumes_in_a_new_process_without_gaps_or_duplicates() {
     for i in 0..5 {
         put(&store, &format!("a{i}"));
     }
-    // A limit of 0 events is a usage error (it printed one event), and prints no event.
+    // A limit of 0 events is a usage error (it printed one event), and prints no event: only
+    // the usage-error envelope (stdout is not a terminal here).
     let zero = nokv(&store, &["changes", "--limit", "0"]);
     assert_eq!(zero.status.code(), Some(2));
-    assert!(zero.stdout.is_empty(), "{zero:?}");
+    let usage: serde_json::Value = serde_json::from_slice(&zero.stdout).expect("one envelope");
+    assert_eq!(usage["code"], "InvalidArguments", "{zero:?}");
+    assert_eq!(usage["details"]["command"], "changes");
     let first = nokv(&store, &["changes", "--limit", "3"]);
     assert_eq!(first.status.code(), Some(0));
     let first = lines(&first);

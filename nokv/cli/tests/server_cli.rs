@@ -32,10 +32,11 @@
 //! `reads_on_one_store_are_identical_through_the_server` then compares the read tools on ONE
 //! store, server first, then embedded after shutdown: byte-for-byte equal, nothing ignored.
 
+mod cli_support;
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use nokv_server::ServerOptions;
 use serde_json::Value;
 
 fn run(target: &[&str], args: &[&str], stdin: Option<&[u8]>) -> Output {
@@ -351,14 +352,7 @@ fn every_cli_command_prints_the_same_through_the_server() {
     let local_b = tmp.path().join("local-b");
     std::fs::create_dir_all(&local_a).unwrap();
     std::fs::create_dir_all(&local_b).unwrap();
-    let server = nokv_server::start(ServerOptions {
-        store: b.clone(),
-        listen: "127.0.0.1:0".into(),
-        maintenance_interval: std::time::Duration::ZERO,
-        recovery_interval: std::time::Duration::ZERO,
-        ..ServerOptions::default()
-    })
-    .unwrap();
+    let server = cli_support::server(&b);
     let url = server.url();
     let embedded_target = ["--store", a.to_str().unwrap()];
     let remote_target = ["--server", url.as_str()];
@@ -451,14 +445,7 @@ fn reads_on_one_store_are_identical_through_the_server() {
         tool("catalog", r#"{"id":"wb"}"#),
         tool("find", r#"{}"#),
     ];
-    let server = nokv_server::start(ServerOptions {
-        store: store.clone(),
-        listen: "127.0.0.1:0".into(),
-        maintenance_interval: std::time::Duration::ZERO,
-        recovery_interval: std::time::Duration::ZERO,
-        ..ServerOptions::default()
-    })
-    .unwrap();
+    let server = cli_support::server(&store);
     let url = server.url();
     let remote: Vec<Output> = read_steps
         .iter()

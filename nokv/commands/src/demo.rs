@@ -906,6 +906,7 @@ fn put_if_changed(
         index_fields: fields,
         index_json: false,
         expected_digest_uri: None,
+        request_id: None,
     };
     client.put(workbench_id, path, bytes, &options)?;
     Ok(true)

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 
 use crate::{EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
 use nokv::client::Client;
+use nokv::expiry::format_time;
 use nokv::lifetime::{
     CollectedRevision, Explanation, GcOptions, GcReport, HoldHolder, HoldInfo, Holder, Verdict,
     WaitReason,
@@ -127,8 +128,18 @@ fn reason_json(r: &WaitReason) -> Value {
     }
 }
 
-fn collected_json(c: &CollectedRevision) -> Value {
+/// The expired workbench whose sweep (in this pass) released `rev`, if any: `(workbench,
+/// expired at)`.
+fn expiry_of(r: &GcReport, rev: &meta::ArtifactRevisionId) -> Option<(String, String)> {
+    r.expired_workbenches
+        .iter()
+        .find(|w| w.released_revisions.contains(rev))
+        .map(|w| (w.workbench_id.clone(), format_time(w.expired_at_unix_ms)))
+}
+
+fn collected_json(r: &GcReport, c: &CollectedRevision) -> Value {
     json!({
+        "released_by_expiry": expiry_of(r, &c.revision).map(|(wb, at)| json!({"workbench_id": wb, "expired_at": at})),
         "revision": c.revision.to_hex(),
         "logical_size": c.logical_size,
         "objects": c.objects,
@@ -147,7 +158,14 @@ pub fn report_json(r: &GcReport) -> Value {
         "history_floor": r.history_floor,
         "history_retention_versions": r.history_retention_versions,
         "barrier_generation": r.barrier_generation,
-        "deleted": r.collected.iter().map(collected_json).collect::<Vec<_>>(),
+        "deleted": r.collected.iter().map(|c| collected_json(r, c)).collect::<Vec<_>>(),
+        "expired_workbenches": r.expired_workbenches.iter().map(|w| json!({
+            "workbench_id": w.workbench_id,
+            "expired_at": format_time(w.expired_at_unix_ms),
+            "marked_expired": w.marked,
+            "paths_removed": w.paths_released,
+            "released_revisions": w.released_revisions.iter().map(|r| r.to_hex()).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
         "objects_deleted": r.objects_deleted(),
         "bytes_deleted": r.bytes_deleted(),
         "quarantined": r.quarantined.iter().map(|q| json!({"revision": q.revision.to_hex(), "evidence": q.evidence})).collect::<Vec<_>>(),
@@ -164,6 +182,21 @@ pub fn report_json(r: &GcReport) -> Value {
 
 fn print_report(r: &GcReport, out: &mut dyn Write) {
     let verb = if r.dry_run { "would delete" } else { "deleted" };
+    for w in &r.expired_workbenches {
+        let _ = writeln!(
+            out,
+            "workbench {} expired at {}: {}{} path(s), releasing {} revision(s)",
+            w.workbench_id,
+            format_time(w.expired_at_unix_ms),
+            if w.marked { "recorded expired; " } else { "" },
+            if r.dry_run {
+                format!("would remove {}", w.paths_released)
+            } else {
+                format!("removed {}", w.paths_released)
+            },
+            w.released_revisions.len()
+        );
+    }
     for c in &r.collected {
         let deps = if c.released_dependencies.is_empty() {
             String::new()
@@ -175,11 +208,14 @@ fn print_report(r: &GcReport, out: &mut dyn Write) {
         };
         let _ = writeln!(
             out,
-            "{verb} revision {}: {} object(s), {} bytes{deps}{}",
+            "{verb} revision {}: {} object(s), {} bytes{deps}{}{}",
             c.revision,
             c.objects,
             c.object_bytes,
-            if c.reconciled { " (reconciled)" } else { "" }
+            if c.reconciled { " (reconciled)" } else { "" },
+            expiry_of(r, &c.revision).map_or(String::new(), |(wb, at)| format!(
+                " (released by the expiry of workbench {wb} at {at})"
+            ))
         );
     }
     for q in &r.quarantined {
@@ -236,16 +272,20 @@ fn holder_text(h: &Holder) -> String {
             path,
             visible,
             generation,
+            expired_at_unix_ms,
             ..
         } => format!(
             "path {}/{}{}{}",
             workbench_id.as_deref().unwrap_or("?"),
             path,
             generation.map_or(String::new(), |g| format!(" (generation {g})")),
-            if *visible {
-                ""
-            } else {
-                " [not visible: a restore is staging it]"
+            match expired_at_unix_ms {
+                Some(at) => format!(
+                    " [workbench expired at {}: the next gc removes this path]",
+                    format_time(*at)
+                ),
+                None if *visible => String::new(),
+                None => " [not visible: a restore is staging it]".to_owned(),
             }
         ),
         Holder::Commit {
@@ -326,6 +366,11 @@ pub fn explanation_json(e: &Explanation) -> Value {
         "own_bytes": e.own_bytes,
         "dependency_count": e.dependency_count,
         "held_by": e.holders.iter().map(holder_text).collect::<Vec<_>>(),
+        "released_by_expiry": e.released_by_expiry.iter().map(|x| json!({
+            "workbench_id": x.workbench_id,
+            "path": x.path.as_str(),
+            "expired_at": format_time(x.expired_at_unix_ms),
+        })).collect::<Vec<_>>(),
         "verdict": verdict_text(&e.verdict),
         "history_floor": e.history_floor,
         "tip": e.tip,
@@ -351,7 +396,35 @@ fn print_explanation(e: &Explanation, out: &mut dyn Write) {
             let _ = writeln!(out, "  {}", holder_text(h));
         }
     }
+    for x in &e.released_by_expiry {
+        let _ = writeln!(
+            out,
+            "released by expiry: path {}/{} went when workbench {} expired at {}",
+            x.workbench_id,
+            x.path,
+            x.workbench_id,
+            format_time(x.expired_at_unix_ms)
+        );
+    }
     let _ = writeln!(out, "verdict: {}", verdict_text(&e.verdict));
+}
+
+/// `--explain WB PATH` of a workbench that expired and whose paths the sweep removed: the
+/// answer names the expiry (exit 0), as JSON (`workbench_id`, `path`, `expired_at`, `verdict`)
+/// or text.
+fn print_expired_path(wb: &str, path: &str, at: u64, json_out: bool, out: &mut dyn Write) {
+    let verdict = format!(
+        "removed: workbench {wb} expired at {}; gc removed its paths and collects each body nothing else holds (its commits, tags and snapshots keep theirs; a commit stays restorable)",
+        format_time(at)
+    );
+    if json_out {
+        crate::print_json(
+            out,
+            &json!({"workbench_id": wb, "path": path, "expired_at": format_time(at), "verdict": verdict}),
+        );
+    } else {
+        let _ = writeln!(out, "path {wb}/{path}: {verdict}");
+    }
 }
 
 /// Runs `nokv gc`; returns the exit code. `--explain` only reads, so it opens the store
@@ -391,6 +464,18 @@ pub(crate) fn run_gc_with(
                     print_explanation(&e, out);
                 }
                 EXIT_OK
+            }
+            Err(nokv::Error::WorkbenchNotFound { .. }) if target.len() == 2 => {
+                match client.workbench_expired_at(&target[0]) {
+                    Ok(Some(at)) => {
+                        print_expired_path(&target[0], &target[1], at, args.json, out);
+                        EXIT_OK
+                    }
+                    _ => {
+                        let _ = writeln!(err, "nokv: workbench `{}` does not exist", target[0]);
+                        EXIT_TOOL_ERROR
+                    }
+                }
             }
             Err(e) => {
                 let _ = writeln!(err, "nokv: {e}");

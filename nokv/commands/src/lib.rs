@@ -1,7 +1,7 @@
 //! # nokv-commands — the store commands the `nokv` CLI and `nokv serve` share
 //!
-//! `nokv commit|tag|find|snapshot|changes|restore|operation|rm|gc|fsck|config|demo`: each command
-//! parses its arguments (clap derive, also serde for the wire), runs on an open
+//! `nokv commit|tag|find|snapshot|changes|restore|operation|rm|mv|diff|gc|fsck|config|expire|demo|ls|tree|log`:
+//! each command parses its arguments (clap derive, also serde for the wire), runs on an open
 //! [`nokv::Client`] and prints what the user reads. The CLI calls these on the embedded store;
 //! `nokv serve` runs the same code for `POST /v1/commands/{command}` ([`request::CommandRequest`]),
 //! so a command answers identically through `--server`.
@@ -17,11 +17,15 @@ use nokv::publication::parse_operation_id;
 use nokv::workbench::errors::ToolError;
 use serde_json::Value;
 
+pub mod browse_cmd;
 pub mod commit_cmd;
 pub mod config_cmd;
 pub mod demo;
+pub mod diff_cmd;
+pub mod expire_cmd;
 pub mod fsck_cmd;
 pub mod gc_cmd;
+pub mod mv_cmd;
 pub mod read_only;
 pub mod request;
 pub mod restore_cmd;
@@ -220,6 +224,36 @@ pub fn append_envelope(
     }
 }
 
+/// Parses a `--request-id` (32 hex characters, the form of [`parse_operation_id`]); `None` when
+/// none was given. Errors: the `InvalidArguments` error and the usage exit code.
+pub fn request_id_arg(request_id: Option<&str>) -> Result<Option<[u8; 16]>, (ToolError, u8)> {
+    match request_id.map(parse_operation_id) {
+        None => Ok(None),
+        Some(Some(id)) => Ok(Some(id)),
+        Some(None) => Err((
+            ToolError::invalid_arguments("--request-id must be exactly 32 hex characters"),
+            EXIT_USAGE,
+        )),
+    }
+}
+
+/// Prints the error envelope of `err` on `out`; returns `code`.
+pub(crate) fn print_failure(out: &mut dyn Write, err: ToolError, code: u8) -> u8 {
+    print_json(out, &err.envelope());
+    code
+}
+
+/// A snapshot named on the command line as the Workbench tools take it: all ASCII digits → the
+/// numeric snapshot id, anything else → the name (the rule of [`nokv::snapshot::parse_selector`]).
+pub(crate) fn snapshot_selector(snapshot: &str) -> Value {
+    if !snapshot.is_empty() && snapshot.bytes().all(|b| b.is_ascii_digit()) {
+        if let Ok(id) = snapshot.parse::<u64>() {
+            return Value::from(id);
+        }
+    }
+    Value::from(snapshot)
+}
+
 /// Exit code of a printed envelope: 0 for `"status":"success"`, else 1.
 pub fn envelope_exit_code(envelope: &Value) -> u8 {
     if envelope.get("status").and_then(Value::as_str) == Some("success") {
@@ -232,4 +266,24 @@ pub fn envelope_exit_code(envelope: &Value) -> u8 {
 pub fn print_json(out: &mut dyn Write, value: &Value) {
     let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "{}".to_string());
     let _ = writeln!(out, "{text}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::snapshot_selector;
+    use serde_json::Value;
+
+    #[test]
+    fn a_snapshot_argument_is_an_id_only_when_it_is_all_digits() {
+        assert_eq!(snapshot_selector("7"), Value::from(7u64));
+        assert_eq!(snapshot_selector("007"), Value::from(7u64));
+        // `u64::from_str` accepts a sign; a snapshot id does not: "+5" is the alias "+5".
+        assert_eq!(snapshot_selector("+5"), Value::from("+5"));
+        assert_eq!(snapshot_selector("before"), Value::from("before"));
+        // Too large for an id: a name.
+        assert_eq!(
+            snapshot_selector("99999999999999999999"),
+            Value::from("99999999999999999999")
+        );
+    }
 }

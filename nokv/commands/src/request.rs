@@ -7,10 +7,14 @@ use nokv::client::Client;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::browse_cmd::{LogArgs, LsArgs, TreeArgs};
 use crate::commit_cmd::{CommitArgs, FindArgs, TagCommand};
 use crate::config_cmd::ConfigCommand;
+use crate::diff_cmd::DiffArgs;
+use crate::expire_cmd::ExpireArgs;
 use crate::fsck_cmd::FsckArgs;
 use crate::gc_cmd::GcArgs;
+use crate::mv_cmd::MvArgs;
 use crate::restore_cmd::RestoreCommand;
 use crate::rm_cmd::RmArgs;
 use crate::snapshot_cmd::SnapshotCommand;
@@ -38,12 +42,24 @@ pub enum CommandRequest {
     Demo,
     /// `nokv rm …`.
     Rm(RmArgs),
+    /// `nokv mv …`.
+    Mv(MvArgs),
+    /// `nokv diff …`.
+    Diff(DiffArgs),
     /// `nokv gc …`.
     Gc(GcArgs),
     /// `nokv fsck …`.
     Fsck(FsckArgs),
     /// `nokv config …`.
     Config(ConfigCommand),
+    /// `nokv expire …`.
+    Expire(ExpireArgs),
+    /// `nokv ls …`.
+    Ls(LsArgs),
+    /// `nokv tree …`.
+    Tree(TreeArgs),
+    /// `nokv log …`.
+    Log(LogArgs),
 }
 
 impl CommandRequest {
@@ -88,12 +104,22 @@ impl CommandRequest {
                 crate::run_operation_with(Ok(client.clone()), a, &mut out, &mut err)
             }
             CommandRequest::Rm(a) => crate::rm_cmd::run_rm_with(client, a, &mut out),
+            CommandRequest::Mv(a) => crate::mv_cmd::run_mv_with(client, a, &mut out),
+            CommandRequest::Diff(a) => crate::diff_cmd::run_diff_with(client, a, &mut out),
             CommandRequest::Gc(a) => crate::gc_cmd::run_gc_with(client, a, &mut out, &mut err),
             CommandRequest::Fsck(a) => {
                 crate::fsck_cmd::run_fsck_with(client, a, &mut out, &mut err)
             }
             CommandRequest::Config(a) => {
                 crate::config_cmd::run_config_with(client, a, &mut out, &mut err)
+            }
+            CommandRequest::Expire(a) => crate::expire_cmd::run_expire_with(client, a, &mut out),
+            CommandRequest::Ls(a) => crate::browse_cmd::run_ls_with(client, a, &mut out, &mut err),
+            CommandRequest::Tree(a) => {
+                crate::browse_cmd::run_tree_with(client, a, &mut out, &mut err)
+            }
+            CommandRequest::Log(a) => {
+                crate::browse_cmd::run_log_with(client, a, &mut out, &mut err)
             }
             CommandRequest::Demo => match crate::demo::run_demo(client, &mut out) {
                 Ok(_) => EXIT_OK,

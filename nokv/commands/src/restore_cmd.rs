@@ -117,11 +117,7 @@ pub fn run_restore_with(client: &Client, cmd: RestoreCommand, out: &mut dyn Writ
             args.insert("id".into(), Value::from(source));
             args.insert("destination_id".into(), Value::from(destination));
             if let Some(s) = snapshot {
-                let sel = match s.parse::<u64>() {
-                    Ok(n) if s.bytes().all(|b| b.is_ascii_digit()) => Value::from(n),
-                    _ => Value::from(s),
-                };
-                args.insert("at_snapshot".into(), sel);
+                args.insert("at_snapshot".into(), crate::snapshot_selector(&s));
             }
             if let Some(c) = commit {
                 args.insert("at_commit".into(), Value::from(c));

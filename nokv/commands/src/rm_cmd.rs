@@ -9,10 +9,11 @@ use std::path::Path;
 
 use clap::Args;
 
-use crate::{print_json, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE};
+use crate::{
+    print_failure as fail, print_json, request_id_arg, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE,
+};
 use nokv::client::Client;
 use nokv::lifetime::RemoveOptions;
-use nokv::publication::parse_operation_id;
 use nokv::workbench::errors::ToolError;
 use nokv::workbench::removal_error;
 use nokv::workbench::store_error;
@@ -37,11 +38,6 @@ pub struct RmArgs {
     pub request_id: Option<String>,
 }
 
-fn fail(out: &mut dyn Write, err: ToolError, code: u8) -> u8 {
-    print_json(out, &err.envelope());
-    code
-}
-
 /// The argument checks of `nokv rm`, made before the store is opened: the parsed request id.
 /// Errors: the usage-error envelope and exit code.
 fn check(args: &RmArgs) -> Result<Option<[u8; 16]>, (ToolError, u8)> {
@@ -53,14 +49,7 @@ fn check(args: &RmArgs) -> Result<Option<[u8; 16]>, (ToolError, u8)> {
             EXIT_USAGE,
         ));
     }
-    match args.request_id.as_deref().map(parse_operation_id) {
-        None => Ok(None),
-        Some(Some(id)) => Ok(Some(id)),
-        Some(None) => Err((
-            ToolError::invalid_arguments("--request-id must be exactly 32 hex characters"),
-            EXIT_USAGE,
-        )),
-    }
+    request_id_arg(args.request_id.as_deref())
 }
 
 /// Runs `nokv rm`; returns the exit code.

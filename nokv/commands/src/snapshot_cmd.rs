@@ -65,13 +65,13 @@ pub enum SnapshotCommand {
 }
 
 fn selector_args(snapshot: &str, args: &mut Map<String, Value>) {
-    if !snapshot.is_empty() && snapshot.bytes().all(|b| b.is_ascii_digit()) {
-        if let Ok(id) = snapshot.parse::<u64>() {
-            args.insert("snapshot_id".into(), Value::from(id));
-            return;
-        }
-    }
-    args.insert("name".into(), Value::from(snapshot));
+    let selector = crate::snapshot_selector(snapshot);
+    let key = if selector.is_u64() {
+        "snapshot_id"
+    } else {
+        "name"
+    };
+    args.insert(key.into(), selector);
 }
 
 /// Runs one `nokv snapshot` action; returns the exit code.
@@ -227,7 +227,7 @@ pub fn run_changes_with(
             };
             for item in feed {
                 let item = item?;
-                let line = json!({
+                let mut line = json!({
                     "cursor": item.cursor,
                     "commit_version": item.commit_version,
                     "event_sequence": item.event_sequence,
@@ -238,6 +238,14 @@ pub fn run_changes_with(
                     "after_generation": item.after_generation,
                     "snapshot_id": item.snapshot_id,
                 });
+                // Only a move names a second path (docs/metadata-format.md, "ChangeEvent").
+                if let (Some(map), Some(from)) = (line.as_object_mut(), &item.moved_from) {
+                    map.insert("moved_from".into(), json!(from));
+                    map.insert(
+                        "moved_from_generation".into(),
+                        json!(item.moved_from_generation),
+                    );
+                }
                 let text = serde_json::to_string(&line).unwrap_or_default();
                 let _ = writeln!(out, "{text}");
                 let _ = out.flush();

@@ -8,6 +8,8 @@
 //!   returns; [`errors::ErrorCode::ALL`] is the list the Python SDK's exception classes are built
 //!   from.
 //! * [`headers`] — the HTTP header names of the `/v1/` protocol (docs/server.md).
+//! * [`url`] — the percent-encoding of a `/v1/` URL's path segments and query values.
 
 pub mod errors;
 pub mod headers;
+pub mod url;

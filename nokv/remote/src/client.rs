@@ -331,6 +331,14 @@ impl RemoteClient {
         })
     }
 
+    /// `GET` of a JSON envelope (retried on connection failures).
+    pub(crate) fn get_json(&self, path: &str) -> Result<Value> {
+        self.retrying(|| {
+            let resp = self.exchange("GET", path, None, &[], Payload::None)?;
+            self.read_json(resp)
+        })
+    }
+
     /// `GET /healthz`. Errors: [`Error::Connection`], [`Error::Server`].
     pub fn health(&self) -> Result<Value> {
         self.retrying(|| {
@@ -365,13 +373,36 @@ impl RemoteClient {
         )
     }
 
+    /// `POST /v1/tools/{tool}?request_id=HEX32`: `workbench_put_file` under the caller's request
+    /// id (see `nokv::workbench::Workbench::call_with_request_id`); the server's store dedupes
+    /// it, so resends after a lost answer (retried like every write) and reruns in later
+    /// processes return the first receipt with `idempotent_replay: true`.
+    ///
+    /// Errors: [`Error::Connection`], [`Error::Server`].
+    pub fn call_tool_with_request_id(
+        &self,
+        tool: &str,
+        input: &Value,
+        request_id: [u8; 16],
+    ) -> Result<Value> {
+        self.post_json(
+            &format!(
+                "/v1/tools/{}?request_id={}",
+                encode_component(tool),
+                objstore::hex_lower(&request_id)
+            ),
+            input,
+            true,
+        )
+    }
+
     /// Runs one of the CLI's commands on the server (`name`: `commit`, `tag`, `find`,
     /// `snapshot`, `restore`, `operation`, `demo`; `args`: the command's arguments as the
     /// protocol DTO, see `docs/server.md`) and returns what the CLI prints.
     ///
     /// Errors: [`Error::Connection`], [`Error::Server`].
     pub fn command(&self, name: &str, args: &Value) -> Result<CommandOutput> {
-        let write = !matches!(name, "find");
+        let write = !matches!(name, "find" | "ls" | "tree" | "log");
         let v = self.post_json(
             &format!("/v1/commands/{}", encode_component(name)),
             args,

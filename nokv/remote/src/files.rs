@@ -12,7 +12,7 @@ use nokv::error::{Error, Result};
 use crate::client::{Payload, RemoteClient};
 use crate::wire::{
     content_range_end, encode_component, encode_path, entry_from_json, envelope_result, field_arg,
-    header, is_transport_code, new_request_id, server_error,
+    header, is_transport_code, new_request_id, request_id_or_new, server_error,
 };
 
 /// Most bytes one range request of a resumed download asks for (one 4 MiB block: the server
@@ -55,6 +55,9 @@ impl RemoteClient {
         if options.index_json {
             q.push("index_json=true".into());
         }
+        if let Some(id) = &options.request_id {
+            q.push(format!("request_id={}", objstore::hex_lower(id)));
+        }
         if !options.index_fields.is_empty() {
             let specs = options
                 .index_fields
@@ -89,6 +92,10 @@ impl RemoteClient {
                 .unwrap_or_default()
                 .to_string(),
             created: v.get("created").and_then(Value::as_bool).unwrap_or(false),
+            idempotent_replay: v
+                .get("idempotent_replay")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
         })
     }
 
@@ -110,7 +117,9 @@ impl RemoteClient {
             encode_path(path),
             Self::upload_query(options)?
         );
-        let key = new_request_id()?;
+        // The `Idempotency-Key`: the caller's request id (the server then dedupes the put in the
+        // store itself, docs/server.md), else a fresh one.
+        let key = request_id_or_new(options.request_id.as_ref())?;
         // The declared digest the server checks before publishing: the caller's, else the body's.
         let declared = options
             .expected_digest_uri
@@ -134,7 +143,9 @@ impl RemoteClient {
     /// Publishes a body streamed from `reader` (see [`nokv::Client::put_reader`]; memory bounded
     /// by the transfer buffers). Not retried: the stream cannot be replayed — on
     /// [`Error::Connection`] nothing or everything was published (the server publishes only
-    /// complete bodies); [`RemoteClient::stat`] tells which.
+    /// complete bodies); [`RemoteClient::stat`] tells which — or, with
+    /// [`PutOptions::request_id`], simply send the same put again: the store answers the first
+    /// receipt (`idempotent_replay`) if the first one was published.
     ///
     /// Errors: as [`RemoteClient::put`].
     pub fn put_reader(
@@ -150,7 +161,9 @@ impl RemoteClient {
             encode_path(path),
             Self::upload_query(options)?
         );
-        let key = new_request_id()?;
+        // The `Idempotency-Key`: the caller's request id (the server then dedupes the put in the
+        // store itself, docs/server.md), else a fresh one.
+        let key = request_id_or_new(options.request_id.as_ref())?;
         // A declared digest is checked by the server before it publishes (see `PutOptions`).
         let declared: Vec<_> = options
             .expected_digest_uri

@@ -32,11 +32,15 @@
 //! Modules, each importing only those below it: `wire` (request ids, URL encoding, answers to
 //! SDK types; a leaf), [`routing`] (root → owner through the control plane), `client` (the
 //! type, its constructors and the transport with retries), then `files` (the data path),
-//! `lifetime` (removal, GC, fsck, settings) and `store` ([`nokv::Store`] over the others).
+//! `lifetime` (removal, GC, fsck, settings), `expiry` ([`RemoteClient::expire_workbench`]) and
+//! `store` ([`nokv::Store`] over the others).
 
 mod client;
+mod diff;
+mod expiry;
 mod files;
 mod lifetime;
+mod moves;
 pub mod routing;
 mod store;
 mod wire;

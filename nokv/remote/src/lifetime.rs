@@ -7,7 +7,9 @@
 use serde_json::{json, Value};
 
 use crate::client::{Payload, RemoteClient};
-use crate::wire::{encode_component, envelope_result, new_request_id, server_error};
+use crate::wire::{
+    encode_component, envelope_result, new_request_id, request_id_or_new, server_error,
+};
 use nokv::client::Client;
 use nokv::error::{Error, Result};
 use nokv::lifetime::{
@@ -72,14 +74,6 @@ impl RemoteClient {
         })
     }
 
-    /// `GET` of a JSON envelope (retried on connection failures).
-    fn get_json(&self, path: &str) -> Result<Value> {
-        self.retrying(|| {
-            let resp = self.exchange("GET", path, None, &[], Payload::None)?;
-            self.read_json(resp)
-        })
-    }
-
     /// Removes the artifact at `path` (see [`Client::remove`]). Without
     /// `options.request_id` a fresh one is sent, so a retry after a lost response is an exact
     /// replay (`idempotent_replay = true`) instead of `NotFound`.
@@ -92,10 +86,7 @@ impl RemoteClient {
         path: &str,
         options: &RemoveOptions,
     ) -> Result<RemoveReceipt> {
-        let request_id = match options.request_id {
-            Some(id) => objstore::hex_lower(&id),
-            None => new_request_id()?,
-        };
+        let request_id = request_id_or_new(options.request_id.as_ref())?;
         let body = json!({
             "path": path,
             "expected_generation": options.expected_generation,

@@ -22,6 +22,11 @@ impl Store for RemoteClient {
         RemoteClient::call_tool(self, tool, input).unwrap_or_else(error_envelope)
     }
 
+    fn call_tool_with_request_id(&self, tool: &str, input: &Value, request_id: [u8; 16]) -> Value {
+        RemoteClient::call_tool_with_request_id(self, tool, input, request_id)
+            .unwrap_or_else(error_envelope)
+    }
+
     fn put(
         &self,
         workbench_id: &str,
@@ -65,6 +70,16 @@ impl Store for RemoteClient {
 
     fn remove_prefix(&self, workbench_id: &str, prefix: &str) -> Result<PrefixRemoval> {
         RemoteClient::remove_prefix(self, workbench_id, prefix)
+    }
+
+    fn move_path(
+        &self,
+        workbench_id: &str,
+        from: &str,
+        to: &str,
+        options: &nokv::move_path::MoveOptions,
+    ) -> Result<nokv::move_path::MoveReceipt> {
+        RemoteClient::move_path(self, workbench_id, from, to, options)
     }
 }
 

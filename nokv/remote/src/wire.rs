@@ -13,26 +13,17 @@ pub fn new_request_id() -> Result<String> {
     Ok(objstore::hex_lower(&b))
 }
 
-/// Percent-encodes one path segment or query value (RFC 3986 unreserved characters stay).
-pub fn encode_component(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
+/// The request id a write sends: the caller's 16 bytes as 32 lowercase hex characters, else a
+/// fresh one ([`new_request_id`]).
+pub(crate) fn request_id_or_new(caller: Option<&[u8; 16]>) -> Result<String> {
+    match caller {
+        Some(id) => Ok(objstore::hex_lower(id)),
+        None => new_request_id(),
     }
-    out
 }
 
-/// Percent-encodes a workbench-relative path, keeping its `/` separators.
-pub(crate) fn encode_path(p: &str) -> String {
-    p.split('/')
-        .map(encode_component)
-        .collect::<Vec<_>>()
-        .join("/")
-}
+pub use nokv_protocol::url::encode_component;
+pub(crate) use nokv_protocol::url::encode_path;
 
 /// The value of response header `name`, when present and visible ASCII.
 pub(crate) fn header<'a>(

@@ -29,7 +29,7 @@ pub struct ChangeItem {
     /// Stable workbench id.
     pub workbench_id: String,
     /// Event kind in snake case: `workspace_created`, `artifact_published`,
-    /// `artifact_appended`, `snapshot_created`, `snapshot_renewed`, `snapshot_retired`,
+    /// `artifact_appended`, `artifact_removed`, `artifact_moved`, `snapshot_created`, `snapshot_renewed`, `snapshot_retired`,
     /// `snapshot_reaped`, … (one per ChangeKind).
     pub kind: String,
     /// Workbench-relative path of artifact events.
@@ -40,6 +40,10 @@ pub struct ChangeItem {
     pub after_generation: Option<u64>,
     /// Snapshot id of snapshot events.
     pub snapshot_id: Option<u64>,
+    /// The source path of an `artifact_moved` event (`path` is the destination).
+    pub moved_from: Option<String>,
+    /// The generation the source path had when it was moved (`artifact_moved` only).
+    pub moved_from_generation: Option<u64>,
 }
 
 /// Snake-case name of a ChangeKind (`SnapshotCreated` → `snapshot_created`).
@@ -141,6 +145,12 @@ impl Changes {
             } else {
                 None
             },
+            moved_from: r
+                .event
+                .moved_from
+                .as_ref()
+                .map(|m| m.path.as_str().to_string()),
+            moved_from_generation: r.event.moved_from.as_ref().map(|m| m.generation),
         }
     }
 }

@@ -161,6 +161,13 @@ pub struct PutOptions {
     /// its staged blocks are deleted and [`Error::DigestMismatch`] is returned — nothing is
     /// published. Checked on the digest the publication computes anyway (no second pass).
     pub expected_digest_uri: Option<String>,
+    /// The caller's request id (16 bytes; the CLI takes 32 hex characters): rerunning the same
+    /// put with the same id — after a lost reply, a timeout, in this or any later process —
+    /// returns the first receipt with [`PutReceipt::idempotent_replay`] set and writes nothing;
+    /// the same id with another workbench, path, content type, condition, manifest id, index
+    /// fields or body is refused (`Error::Meta(meta::Error::OperationIntentMismatch)`). `None`
+    /// (the default) publishes under a fresh id. See docs/design.md, "Request ids of a put".
+    pub request_id: Option<[u8; 16]>,
 }
 
 impl PutOptions {
@@ -175,6 +182,7 @@ impl PutOptions {
             index_fields: IndexFields::new(),
             index_json: false,
             expected_digest_uri: None,
+            request_id: None,
         }
     }
 }
@@ -194,6 +202,9 @@ pub struct PutReceipt {
     pub content_type: String,
     /// True when the path was absent before.
     pub created: bool,
+    /// True when this is the stored receipt of an earlier put with the same
+    /// [`PutOptions::request_id`] (nothing was written by this call).
+    pub idempotent_replay: bool,
 }
 
 /// What a successful append returns.
@@ -324,6 +335,8 @@ impl Client {
         ownership: Option<Ownership>,
         options: &ClientOptions,
     ) -> Client {
+        // Deadlines the metadata evaluates (workbench expiry) use the same clock as leases.
+        meta.set_wall_clock(options.clock.clone());
         Client {
             inner: Arc::new(Inner {
                 dir,

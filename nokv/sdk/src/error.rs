@@ -121,6 +121,27 @@ pub enum Error {
         /// `opened read-only`, `read-only file system` or `no write permission`.
         reason: String,
     },
+    /// A materialize would merge two workbench paths into one local file: the destination's
+    /// file system treats `path` and `other_path` (workbench-relative) as the same name because
+    /// it folds letter case (`Report.txt` / `report.txt`; vfat, exFAT, NTFS, macOS by default)
+    /// or normalizes Unicode (NFC / NFD spellings; macOS). `folding` says which:
+    /// `"case"`, `"unicode"` or `"case and unicode"`. The destination was probed before
+    /// anything was written, so nothing was written (docs/design.md, "Materialize onto a
+    /// folding file system").
+    #[error(
+        "`{path}` and `{other_path}` would be the same file in the local destination, whose file \
+         system folds {folding} in names; nothing was written — materialize them into a \
+         destination that keeps names apart (or one narrower prefix at a time), or rename one \
+         in the workbench"
+    )]
+    LocalNameCollision {
+        /// The first workbench-relative path (in listing order).
+        path: String,
+        /// The workbench-relative path the destination would merge with it.
+        other_path: String,
+        /// What the destination folds: `"case"`, `"unicode"` or `"case and unicode"`.
+        folding: String,
+    },
     /// A materialize cannot write the workbench path `path` (workbench-relative) to its local
     /// destination: one of its components is `name_bytes` bytes long, over the `limit_bytes` the
     /// destination's file system allows for one file name (typically 255). The store accepts such

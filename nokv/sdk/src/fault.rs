@@ -4,7 +4,8 @@
 //! upload, commit, restore, GC) calls [`point`] with a stable name right after a phase boundary
 //! has been made durable: `after-begin`, `after-upload`, `after-finalizing-cas` (only a body
 //! staged over several ledger commands has a separate Finalizing step), `after-publish` (the
-//! publication is durable; the caller has not been answered), `multipart-after-upload-id`, `multipart-after-first-part`, `commit-after-<step>`,
+//! publication is durable; the caller has not been answered), `multipart-after-upload-id`, `multipart-after-first-part`, `move-after-command` (a path
+//! move is durable; the caller has not been answered), `commit-after-<step>`,
 //! `restore-after-<phase>`, `gc-after-<phase>`. With the cargo feature `fault-points`, a process
 //! whose [`FAULT_POINT_ENV`] names that point writes `NOKV_FAULT_POINT reached: <name>` to
 //! stderr and kills itself with SIGKILL — no destructor, flush or cleanup runs, exactly as when

@@ -23,7 +23,8 @@
 //!   open; durable idempotent append), [`commit`] (durable commits, lineage, tags),
 //!   [`snapshot`] (leased snapshots), [`restore`] (restore into a new workbench without copying
 //!   bytes), [`changes`] (the change feed), [`lifetime`] (removal, GC and `--explain`, fsck,
-//!   settings, background maintenance) and [`materialize`] (verified local-file adapters).
+//!   settings, background maintenance), [`expiry`] (expiring workbenches) and [`materialize`]
+//!   (verified local-file adapters).
 //! * [`workbench::Workbench`] — the transport-free facade of the 18 agent tools
 //!   (`docs/workbench.md`): JSON in, one JSON envelope out, typed error codes from
 //!   `nokv_protocol`.
@@ -34,13 +35,17 @@ pub mod client;
 pub mod commit;
 #[cfg(feature = "etcd")]
 pub mod control;
+pub mod diff;
 pub mod error;
+pub mod expiry;
 pub mod fault;
 mod health;
 pub mod index_fields;
 pub mod json;
 pub mod lifetime;
 pub mod materialize;
+pub mod move_path;
+pub mod name_folding;
 mod open;
 mod periodic;
 pub mod publication;

@@ -147,10 +147,13 @@ pub type CopyBody<'a> =
 /// Before anything is written, every path is checked against what `dest` can hold: a path that
 /// is both a file and a directory, or a component longer than the destination file system
 /// allows for one name (statvfs `f_namemax`, typically 255 bytes), or a local path over
-/// `PATH_MAX` (4,096 bytes), fails the call with nothing written.
+/// `PATH_MAX` (4,096 bytes), or two paths the destination would hold as one because its file
+/// system folds case or normalizes Unicode (probed, see [`crate::name_folding`]), fails the call
+/// with nothing written.
 ///
 /// Errors: [`Error::InvalidArgument`] (a path that is both a file and a directory; a symlinked
 /// directory leading outside `dest`), [`Error::LocalNameTooLong`], [`Error::LocalPathTooLong`],
+/// [`Error::LocalNameCollision`],
 /// [`Error::DigestMismatch`],
 /// [`Error::LocalIo`], and `copy`'s errors.
 pub fn write_files(
@@ -195,6 +198,18 @@ pub fn write_files(
                 limit_bytes: LOCAL_PATH_MAX,
             });
         }
+    }
+    // A destination that folds case or normalizes Unicode would merge two paths into one file:
+    // ask it how it compares names, and refuse before anything is written.
+    let folding = crate::name_folding::probe(dest)?;
+    if let Some((path, other_path)) =
+        crate::name_folding::first_collision(folding, files.iter().map(|(p, _)| p.as_str()))
+    {
+        return Err(Error::LocalNameCollision {
+            path,
+            other_path,
+            folding: folding.describe().to_string(),
+        });
     }
     std::fs::create_dir_all(dest).map_err(|source| Error::LocalIo {
         op: "create directory",
@@ -401,6 +416,9 @@ pub struct CollectedFile {
     pub size_bytes: u64,
     /// `sha256:` URI of the body (equal to the local file's digest).
     pub digest_uri: String,
+    /// True when the receipt is the stored one of an earlier collect with the same request id
+    /// (nothing was written; see [`crate::client::PutOptions::request_id`]).
+    pub idempotent_replay: bool,
 }
 
 /// Publishes the local file `local` at `path` in `workbench_id` (streamed), then verifies the
@@ -537,6 +555,7 @@ pub fn collect_with(
         // The file changing while it is read refuses the publication instead of publishing a
         // body no one hashed.
         expected_digest_uri: Some(before.clone()),
+        request_id: None,
     };
     let mut reader = CountingReader {
         inner: BufReader::with_capacity(1 << 20, file),
@@ -556,6 +575,7 @@ pub fn collect_with(
         generation: receipt.generation,
         size_bytes: receipt.size_bytes,
         digest_uri: receipt.digest_uri,
+        idempotent_replay: receipt.idempotent_replay,
     })
 }
 

@@ -29,6 +29,11 @@ pub trait Store: Send + Sync {
     /// envelope. Never fails outside the envelope: a transport failure is an error envelope too.
     fn call_tool(&self, tool: &str, input: &Value) -> Value;
 
+    /// Runs `workbench_put_file` under the caller's 16-byte request id
+    /// ([`Workbench::call_with_request_id`]): a rerun returns the first receipt with
+    /// `idempotent_replay: true`. Never fails outside the envelope.
+    fn call_tool_with_request_id(&self, tool: &str, input: &Value, request_id: [u8; 16]) -> Value;
+
     /// Publishes `body` at `path` of `workbench_id` ([`Client::put`]).
     ///
     /// Errors: those of [`Client::put`] (plus the transport's, remote).
@@ -80,6 +85,17 @@ pub trait Store: Send + Sync {
     ///
     /// Errors: those of [`Client::remove_prefix`] (plus the transport's, remote).
     fn remove_prefix(&self, workbench_id: &str, prefix: &str) -> Result<PrefixRemoval>;
+
+    /// Moves one file to another path of the same workbench ([`Client::move_path`]).
+    ///
+    /// Errors: those of [`Client::move_path`] (plus the transport's, remote).
+    fn move_path(
+        &self,
+        workbench_id: &str,
+        from: &str,
+        to: &str,
+        options: &crate::move_path::MoveOptions,
+    ) -> Result<crate::move_path::MoveReceipt>;
 }
 
 impl Store for Client {
@@ -89,6 +105,10 @@ impl Store for Client {
 
     fn call_tool(&self, tool: &str, input: &Value) -> Value {
         Workbench::new(self.clone()).call(tool, input)
+    }
+
+    fn call_tool_with_request_id(&self, tool: &str, input: &Value, request_id: [u8; 16]) -> Value {
+        Workbench::new(self.clone()).call_with_request_id(tool, input, request_id)
     }
 
     fn put(
@@ -134,5 +154,15 @@ impl Store for Client {
 
     fn remove_prefix(&self, workbench_id: &str, prefix: &str) -> Result<PrefixRemoval> {
         Client::remove_prefix(self, workbench_id, prefix)
+    }
+
+    fn move_path(
+        &self,
+        workbench_id: &str,
+        from: &str,
+        to: &str,
+        options: &crate::move_path::MoveOptions,
+    ) -> Result<crate::move_path::MoveReceipt> {
+        Client::move_path(self, workbench_id, from, to, options)
     }
 }

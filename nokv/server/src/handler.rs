@@ -1,6 +1,7 @@
 //! The plumbing every route handler shares: the shared state handle, the blocking pool, the
 //! request id of a write (`Idempotency-Key`), the request journal that runs a write at most once
-//! per request id, JSON bodies in and out, and the constant-time token comparison.
+//! per request id, JSON bodies in and out, the constant-time token comparison, and the path
+//! entry a read route resolves.
 
 use std::sync::Arc;
 
@@ -13,6 +14,7 @@ use super::body::{self, PumpEnd};
 use super::error::ApiError;
 use super::journal::{self, Begin};
 use super::state::AppState;
+use nokv_protocol::errors::ToolError;
 use nokv_protocol::headers::{IDEMPOTENCY_KEY, REPLAYED};
 
 /// The server state every handler shares (axum `State`).
@@ -25,6 +27,28 @@ pub(crate) fn same_secret(a: &[u8], b: &[u8]) -> bool {
         return false;
     }
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The PathCurrent entry of `path` in workbench `id` as `read` sees it (the live state, an
+/// older read version or a snapshot's): one WorkspaceCurrent and one PathCurrent point read.
+/// Errors: the facade's tool error (`NotFound` for an unknown workbench or path).
+pub(crate) fn entry_at(
+    client: &nokv::Client,
+    read: &meta::Reader,
+    id: &str,
+    path: &meta::NormPath,
+) -> Result<meta::PathEntry, ToolError> {
+    let fail = |e: nokv::Error| nokv::workbench::tool_error(client, id, e);
+    let ws = read
+        .visible_workspace(id)
+        .map_err(|e| fail(nokv::client::map_workspace_error(e, id)))?;
+    read.path_entry(&ws.incarnation, path)
+        .map_err(|e| fail(e.into()))?
+        .ok_or_else(|| {
+            fail(nokv::Error::NotFound {
+                path: path.as_str().to_string(),
+            })
+        })
 }
 
 /// Runs `f` on the blocking pool. Errors: 500 when it panicked.
@@ -46,6 +70,18 @@ pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Api
                 "Idempotency-Key must be 1..=128 characters of [A-Za-z0-9._:-]",
             )),
         },
+    }
+}
+
+/// The caller's request id of a write (`request_id`, 32 hex characters; the store itself
+/// dedupes a write under it, `nokv::publication::parse_operation_id`). Errors: the message
+/// for a malformed id (each route answers it in its own way: 400 or an error envelope).
+pub(crate) fn request_id(hex: Option<&str>) -> Result<Option<[u8; 16]>, &'static str> {
+    match hex {
+        None => Ok(None),
+        Some(hex) => nokv::publication::parse_operation_id(hex)
+            .map(Some)
+            .ok_or("request_id must be exactly 32 hex characters"),
     }
 }
 

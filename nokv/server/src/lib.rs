@@ -14,23 +14,29 @@
 //!   always on a non-loopback address (the server refuses to start without one);
 //! - request-id replay: a write sent with `Idempotency-Key` is executed at most once; a retry after
 //!   a lost response returns the original response (see [`journal`]);
+//! - a read-only web view under `/ui/` (see `docs/ui.md`): server-rendered pages over the same
+//!   client and facade calls, behind the same token (a login form and a session cookie);
 //! - background: the snapshot reaper and publish-operation recovery, on intervals;
 //! - SIGTERM / SIGINT: stop accepting, drain in-flight requests (bounded), close the store.
 //!
 //! Transport failures (auth, malformed DTOs, limits, timeouts) are 4xx/5xx with a JSON error
 //! body of the envelope's shape ([`error::ApiError`]).
 
+mod auth;
 mod body;
 pub mod control;
+mod diff;
 pub mod error;
 mod feed;
 mod handler;
 pub mod journal;
 mod lifetime;
 pub mod metrics;
+mod moves;
 mod routes;
 mod runtime;
 mod state;
+mod ui;
 
 pub use nokv_protocol::headers::{CONTENT_SHA256, IDEMPOTENCY_KEY, REPLAYED};
 pub use state::{is_loopback, ServerOptions};

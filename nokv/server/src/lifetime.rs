@@ -26,10 +26,13 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::error::ApiError;
-use super::handler::{blocking, idempotency_key, journaled, json_response, read_json, Shared};
+use super::handler::{
+    blocking, idempotency_key, journaled, json_response, read_json, request_id, Shared,
+};
 use super::journal;
 use nokv::client::Client;
 use nokv::lifetime::{FsckOutcome, RemoveOptions};
+use nokv::workbench::errors::ToolError;
 use nokv::workbench::removal_error;
 use nokv::workbench::{store_error, tool_error};
 
@@ -54,7 +57,7 @@ fn dto<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ApiError> {
 
 /// Runs a write: reads the JSON body, parses the DTO, then runs `run` at most once per request
 /// id on the blocking pool.
-async fn write_route<T, F>(
+pub(crate) async fn write_route<T, F>(
     state: Shared,
     headers: HeaderMap,
     req: Request,
@@ -78,7 +81,7 @@ where
 }
 
 /// Runs a read on the blocking pool and answers its envelope.
-async fn read_route(
+pub(crate) async fn read_route(
     state: Shared,
     run: impl FnOnce(&Client) -> Value + Send + 'static,
 ) -> Result<Response, ApiError> {
@@ -110,17 +113,9 @@ async fn remove(
     req: Request,
 ) -> Result<Response, ApiError> {
     write_route(state, headers, req, move |client, b: RemoveBody| {
-        let request_id = match b.request_id.as_deref() {
-            None => None,
-            Some(hex) => match nokv::publication::parse_operation_id(hex) {
-                Some(id) => Some(id),
-                None => {
-                    return nokv::workbench::errors::ToolError::invalid_arguments(
-                        "request_id must be exactly 32 hex characters",
-                    )
-                    .envelope()
-                }
-            },
+        let request_id = match request_id(b.request_id.as_deref()) {
+            Ok(rid) => rid,
+            Err(e) => return ToolError::invalid_arguments(e).envelope(),
         };
         let opts = RemoveOptions {
             expected_generation: b.expected_generation,

@@ -16,11 +16,12 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use super::auth::{self, Decision};
 use super::body::{self, ChannelReader, ChannelWriter, PumpEnd};
 use super::error::ApiError;
 use super::handler::{
-    blocking, idempotency_key, journal_refusal, journaled, json_response, pump_error, read_json,
-    same_secret, Shared,
+    self, blocking, idempotency_key, journal_refusal, journaled, json_response, pump_error,
+    read_json, Shared,
 };
 use super::journal::{self, Begin};
 use nokv::client::{Client, PutOptions, WriteCondition};
@@ -47,6 +48,9 @@ pub(crate) fn router(state: Shared) -> Router {
         .route("/v1/commands/{command}", post(command))
         .route("/v1/changes", get(super::feed::changes))
         .merge(super::lifetime::routes())
+        .merge(super::ui::routes())
+        .merge(super::moves::routes())
+        .merge(super::diff::routes())
         .fallback(no_route)
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .with_state(state)
@@ -56,7 +60,8 @@ async fn no_route(req: Request) -> ApiError {
     ApiError::no_route(req.uri().path())
 }
 
-/// Authentication and metrics around every request.
+/// Authentication (bearer token, or the web view's session: [`auth::decide`]) and metrics
+/// around every request.
 async fn guard(State(state): State<Shared>, req: Request, next: Next) -> Response {
     let started = Instant::now();
     let route = req
@@ -64,23 +69,20 @@ async fn guard(State(state): State<Shared>, req: Request, next: Next) -> Respons
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_string(), |m| m.as_str().to_string());
     let _in_flight = state.metrics.enter();
-    let response = match &state.opts.token {
-        Some(token) => {
-            let presented = req
-                .headers()
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "));
-            match presented {
-                Some(p) if same_secret(p.trim().as_bytes(), token.trim().as_bytes()) => {
-                    next.run(req).await
-                }
-                _ => ApiError::unauthorized().into_response(),
-            }
-        }
-        None => next.run(req).await,
+    let access = auth::access(state.opts.token.as_deref(), req.headers());
+    let ui = auth::is_ui_path(req.uri().path());
+    let response = match auth::decide(access, req.method(), req.uri().path()) {
+        Decision::Allow => next.run(req).await,
+        Decision::AllowInert => super::ui::inert(next.run(req).await),
+        Decision::Ui(access) => super::ui::enter(access, req, next).await,
+        Decision::Refuse => ApiError::unauthorized().into_response(),
     };
-    let response = envelope_rejection(response).await;
+    // The web view answers HTML pages, never API envelopes.
+    let response = if ui {
+        response
+    } else {
+        envelope_rejection(response).await
+    };
     state
         .metrics
         .observe(&route, response.status().as_u16(), started.elapsed());
@@ -175,17 +177,19 @@ async fn schema_doc() -> Response {
 async fn tool(
     State(state): State<Shared>,
     Path(name): Path<String>,
+    Query(q): Query<ToolQuery>,
     headers: HeaderMap,
     req: Request,
 ) -> Result<Response, ApiError> {
-    let key = idempotency_key(&headers)?;
+    let (request_id, key) = request_identity(q.request_id.as_deref(), &headers)?;
     let uri = req.uri().to_string();
     let (raw, input) = read_json(&state, req.into_body()).await?;
     let digest = journal::request_digest("POST", &uri, &raw);
     let s = state.clone();
     let (status, body, replayed) = blocking(move || {
-        journaled(&s, key.as_deref(), digest, || {
-            s.workbench.call(&name, &input)
+        journaled(&s, key.as_deref(), digest, || match request_id {
+            Some(rid) => s.workbench.call_with_request_id(&name, &input, rid),
+            None => s.workbench.call(&name, &input),
         })
     })
     .await??;
@@ -218,6 +222,29 @@ async fn create_workbench(
     Ok(json_response(status, body, replayed))
 }
 
+/// How a write is made at most once: the caller's `request_id` query parameter (32 hex
+/// characters, the store itself dedupes the write durably, without the journal's retention
+/// bound or its OutcomeUnknown after a crash, so the journal stays out), else the
+/// `Idempotency-Key` header of the request journal. Errors: 400 for a malformed id or key.
+fn request_identity(
+    request_id: Option<&str>,
+    headers: &HeaderMap,
+) -> Result<(Option<[u8; 16]>, Option<String>), ApiError> {
+    match handler::request_id(request_id).map_err(ApiError::bad_request)? {
+        None => Ok((None, idempotency_key(headers)?)),
+        rid => Ok((rid, None)),
+    }
+}
+
+/// Query of `POST /v1/tools/{tool}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ToolQuery {
+    /// The caller's request id of a `workbench_put_file` call, 32 hex characters
+    /// (`Workbench::call_with_request_id`).
+    request_id: Option<String>,
+}
+
 /// Query of `PUT /v1/workbenches/{id}/files/{path}`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -238,6 +265,9 @@ pub(crate) struct UploadQuery {
     index_json: bool,
     /// Custom index fields, a JSON array of `name[:TYPE]=value` strings (the CLI's `--field`).
     fields: Option<String>,
+    /// The caller's request id, 32 hex characters ([`PutOptions::request_id`]): the store
+    /// itself dedupes the put, so the request journal is not consulted.
+    request_id: Option<String>,
 }
 
 /// `PUT /v1/workbenches/{id}/files/{path}`: streams the body into one publication (memory
@@ -249,7 +279,7 @@ async fn upload(
     headers: HeaderMap,
     req: Request,
 ) -> Result<Response, ApiError> {
-    let key = idempotency_key(&headers)?;
+    let (request_id, key) = request_identity(q.request_id.as_deref(), &headers)?;
     // Checked before a byte of the body is read: a malformed digest refuses the upload.
     let declared = match headers.get(CONTENT_SHA256) {
         None => None,
@@ -280,6 +310,7 @@ async fn upload(
     options.manifest_id = q.manifest_id.clone();
     options.index_json = q.index_json;
     options.expected_digest_uri = declared.clone();
+    options.request_id = request_id;
     if q.replace {
         options.condition = WriteCondition::Replace {
             expected_generation: q.expected_generation,
@@ -336,6 +367,7 @@ async fn upload(
                         "content_type": r.content_type,
                         "created": r.created,
                         "replace": q.replace,
+                        "idempotent_replay": r.idempotent_replay,
                     })
                 }
                 Err(e) => nokv::workbench::tool_error(&s.client, &id, e).envelope(),
@@ -463,17 +495,7 @@ fn lookup(
         })?,
         None => client.meta().read(),
     };
-    let ws = read
-        .visible_workspace(id)
-        .map_err(|e| fail(nokv::client::map_workspace_error(e, id)))?;
-    let entry = read
-        .path_entry(&ws.incarnation, &norm)
-        .map_err(|e| fail(e.into()))?
-        .ok_or_else(|| {
-            fail(nokv::Error::NotFound {
-                path: norm.as_str().to_string(),
-            })
-        })?;
+    let entry = handler::entry_at(client, &read, id, &norm)?;
     Ok((read, entry))
 }
 

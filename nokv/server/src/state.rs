@@ -81,3 +81,9 @@ pub(crate) struct AppState {
 pub fn is_loopback(addr: &SocketAddr) -> bool {
     addr.ip().is_loopback()
 }
+
+/// The path prefix under which a served root's routes are reached (`/roots/<name>` behind
+/// `nokv serve --control`; absent on a single-store server). A request extension set by the
+/// control plane's dispatcher; the web view prefixes its links with it.
+#[derive(Debug, Clone)]
+pub(crate) struct PathPrefix(pub(crate) String);

@@ -3,40 +3,24 @@
 //! content, see [`nokv_tests::crash_body`]) in a loop, printing `ACK <i> <generation>` on stdout
 //! after each `put_file` returned. The parent SIGKILLs it at a moment of its choosing.
 
-use std::io::Write;
-
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let Some(store) = args.next() else {
-        eprintln!("usage: crash_writer STORE [START]");
-        std::process::exit(2);
-    };
-    let start: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(0);
-    let client = match nokv::Client::open(&store) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("open: {e}");
-            std::process::exit(1);
-        }
-    };
-    if let Err(e) = client.create_workbench("crash") {
-        eprintln!("create: {e}");
-        std::process::exit(1);
-    }
-    let stdout = std::io::stdout();
-    for i in start.. {
-        let body = nokv_tests::crash_body(i);
-        let options = nokv::PutOptions::create("application/octet-stream", "crash_writer");
-        match client.put("crash", &format!("outputs/file-{i}.bin"), &body, &options) {
-            Ok(receipt) => {
-                let mut out = stdout.lock();
-                let _ = writeln!(out, "ACK {i} {}", receipt.generation);
-                let _ = out.flush();
-            }
-            Err(e) => {
-                eprintln!("put {i}: {e}");
-                std::process::exit(1);
-            }
-        }
-    }
+    nokv_tests::run_crash_child(
+        "crash_writer",
+        |client| {
+            client
+                .create_workbench("crash")
+                .map(|_| ())
+                .map_err(|e| format!("create: {e}"))
+        },
+        |client, i| {
+            let body = nokv_tests::crash_body(i);
+            let options = nokv::PutOptions::create("application/octet-stream", "crash_writer");
+            Some(
+                client
+                    .put("crash", &format!("outputs/file-{i}.bin"), &body, &options)
+                    .map(|receipt| receipt.generation)
+                    .map_err(|e| format!("put {i}: {e}")),
+            )
+        },
+    );
 }

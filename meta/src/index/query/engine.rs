@@ -10,13 +10,14 @@ use crate::codec::{
     change_event, path_current, workspace_current, workspace_incarnation_claim,
     WorkspaceCurrentKey, WorkspaceIncarnationClaim,
 };
-use crate::codec::{PathEntry, WorkspaceCurrent, WorkspaceState};
+use crate::codec::{PathEntry, WorkspaceCurrent};
 use crate::error::{Error, Result};
 use crate::family::Family;
 use crate::ids::{RootId, WorkspaceIncarnationId};
 use crate::index::value_codec::string_prefix_bound;
 use crate::index::{FieldId, IndexValue};
 use crate::path::{ordered_components, NormPath};
+use crate::read::Liveness;
 use crate::store::{ScanItem, ScanSpec, Snapshot, MAX_SCAN_ITEMS};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -51,16 +52,20 @@ pub(crate) struct Engine<'a, S: Snapshot> {
     limits: QueryLimits,
     pub(crate) stats: QueryStats,
     visible: HashMap<WorkspaceIncarnationId, Option<Arc<str>>>,
+    /// Workbench expiry on the querying process's wall clock (the store clock read once per
+    /// query, see [`crate::read::workspace_live`]).
+    live: Liveness<'a, S>,
 }
 
 impl<'a, S: Snapshot> Engine<'a, S> {
-    pub(crate) fn new(snap: &'a S, root: RootId, limits: QueryLimits) -> Self {
+    pub(crate) fn new(snap: &'a S, root: RootId, limits: QueryLimits, wall_unix_ms: u64) -> Self {
         Engine {
             snap,
             root,
             limits,
             stats: QueryStats::default(),
             visible: HashMap::new(),
+            live: Liveness::new(snap, wall_unix_ms),
         }
     }
 
@@ -99,8 +104,12 @@ impl<'a, S: Snapshot> Engine<'a, S> {
                     )?
                     .map(|b| WorkspaceCurrent::decode(&b))
                     .transpose()?;
+                let live = match &ws {
+                    Some(ws) => self.live.live(ws)?,
+                    None => false,
+                };
                 match ws {
-                    Some(ws) if ws.state == WorkspaceState::Visible => {
+                    Some(ws) if live => {
                         let name: Arc<str> = Arc::from(id.as_str());
                         self.visible.insert(ws.incarnation, Some(Arc::clone(&name)));
                         Some((ws.incarnation, name, ws))
@@ -156,7 +165,7 @@ impl<'a, S: Snapshot> Engine<'a, S> {
                     &workspace_current::key(&self.root, &claim.workbench_id),
                 )?;
                 match ws.map(|b| WorkspaceCurrent::decode(&b)).transpose()? {
-                    Some(ws) if ws.state == WorkspaceState::Visible && ws.incarnation == *inc => {
+                    Some(ws) if ws.incarnation == *inc && self.live.live(&ws)? => {
                         Some(Arc::from(claim.workbench_id.as_str()))
                     }
                     _ => None,
@@ -188,7 +197,7 @@ impl<'a, S: Snapshot> Engine<'a, S> {
                 self.examine()?;
                 let id = WorkspaceCurrentKey::decode(&key)?.workbench_id;
                 let ws = WorkspaceCurrent::decode(&value)?;
-                if ws.state == WorkspaceState::Visible {
+                if self.live.live(&ws)? {
                     let name: Arc<str> = Arc::from(id.as_str());
                     self.visible.insert(ws.incarnation, Some(Arc::clone(&name)));
                     out.push((ws.incarnation, name));

@@ -23,7 +23,7 @@ use std::sync::Arc;
 /// [`Error::ResourceExhausted`]; codec and storage errors.
 pub fn search(shard: &MetaShard, req: &SearchRequest, limits: QueryLimits) -> Result<SearchPage> {
     let snap = shard.inner.store.snapshot();
-    run_search(&snap, shard.root_id(), req, limits)
+    run_search(&snap, shard.root_id(), req, limits, shard.wall_unix_ms())
 }
 
 /// Runs a search at an explicit retained read `version` (MVCC history; e.g. the version before
@@ -38,7 +38,7 @@ pub fn search_at(
     limits: QueryLimits,
 ) -> Result<SearchPage> {
     let snap = shard.inner.store.snapshot_at(version)?;
-    run_search(&snap, shard.root_id(), req, limits)
+    run_search(&snap, shard.root_id(), req, limits, shard.wall_unix_ms())
 }
 
 pub(super) struct Hit {
@@ -53,9 +53,10 @@ pub(super) fn run_search<S: Snapshot>(
     root: RootId,
     req: &SearchRequest,
     limits: QueryLimits,
+    wall_unix_ms: u64,
 ) -> Result<SearchPage> {
     req.validate()?;
-    let mut engine = Engine::new(snap, root, limits);
+    let mut engine = Engine::new(snap, root, limits, wall_unix_ms);
     let scope = engine.resolve_scope(&req.scope)?;
     let offset = match req.resume {
         None => 0,

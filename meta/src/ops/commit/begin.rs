@@ -12,7 +12,6 @@ use super::state::{
 use crate::codec::{
     path_current, BuildCommitOperation, BuildCommitPhase, ClosureCursor, CommitState, HeadRef,
     HistoryHold, HistoryHoldState, OperationKind, OperationResult, PathEntry, WorkbenchCommitHead,
-    WorkspaceState,
 };
 use crate::command::{Mutation, Predicate};
 use crate::error::{Error, Result};
@@ -60,7 +59,7 @@ pub fn begin(shard: &MetaShard, req: &BuildCommitRequest) -> Result<BuildHandle>
                 workbench_id: req.workbench_id.clone(),
             });
         };
-        if ws.state != WorkspaceState::Visible {
+        if !crate::read::workspace_live(snap, &ws, shard.wall_unix_ms())? {
             return Err(Error::WorkspaceNotFound {
                 workbench_id: req.workbench_id.clone(),
             });

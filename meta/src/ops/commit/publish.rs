@@ -12,7 +12,7 @@ use crate::codec::{
     artifact_revision, path_current, revision_ref, ArtifactRevision, BuildCommitPhase,
     BuildCommitResult, ChangeEvent, ChangeKind, Commit, CommitConsumer, CommitState, ConsumerOwner,
     HeadRef, OperationKind, OperationResult, PathEntry, RefOwner, RevisionRef, RevisionState,
-    WorkbenchCommitHead, WorkspaceCurrent, WorkspaceState,
+    WorkbenchCommitHead, WorkspaceState,
 };
 use crate::command::projection as index_projection;
 use crate::command::{Mutation, Predicate};
@@ -189,11 +189,7 @@ pub(super) fn publish_commit(shard: &MetaShard, op_id: &OperationId) -> Result<&
             old.as_ref(),
             Some(&entry),
         )?);
-        let ws_next = WorkspaceCurrent {
-            workspace_revision: ws.workspace_revision.saturating_add(1),
-            modified_version: cv,
-            ..ws
-        };
+        let ws_next = ws.advanced(cv);
         mutations.push(Mutation::put(
             Family::WorkspaceCurrent,
             ws_key,
@@ -220,6 +216,7 @@ pub(super) fn publish_commit(shard: &MetaShard, op_id: &OperationId) -> Result<&
             state: CommitState::Sealed,
             retirement_cursor: None,
             created_version: cv,
+            source_read_version: Some(op.source_read_version),
         };
         mutations.push(Mutation::put(
             Family::Commit,
@@ -303,6 +300,7 @@ pub(super) fn publish_commit(shard: &MetaShard, op_id: &OperationId) -> Result<&
             path: Some(vpath.clone()),
             before_generation: old.as_ref().map(|e| e.generation),
             after_generation: Some(cv),
+            moved_from: None,
         }];
         Ok(Built::Command(Box::new(cmd), Ok(())))
     })?;

@@ -50,6 +50,9 @@ pub enum Holder {
         visible: bool,
         /// The path's current generation, if its PathCurrent row names this revision.
         generation: Option<u64>,
+        /// When the path's workbench expired (Unix ms), if it did: the next GC pass removes the
+        /// path (docs/metadata-format.md, "Workbench Expiry").
+        expired_at_unix_ms: Option<u64>,
     },
     /// A `RevisionRef(Commit)`: the revision is a member of a commit.
     Commit {
@@ -153,12 +156,31 @@ pub struct Explanation {
     pub history_floor: u64,
     /// The tip now.
     pub tip: u64,
+    /// Paths of expired workbenches whose removal by the expiry sweep released a reference to
+    /// the revision, found while the history before the release is still readable (a revision
+    /// waiting or collectable after an expiry); empty otherwise.
+    pub released_by_expiry: Vec<ExpiryRelease>,
 }
 
-/// Explains the revision at `path` of visible workbench `workbench_id` (see the module docs).
+/// A reference released because its workbench expired (see [`Explanation::released_by_expiry`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpiryRelease {
+    /// The expired workbench.
+    pub workbench_id: String,
+    /// The path that held the revision.
+    pub path: NormPath,
+    /// When the workbench expired, Unix ms.
+    pub expired_at_unix_ms: u64,
+}
+
+/// Explains the revision at `path` of visible workbench `workbench_id` (see the module docs). An
+/// expired workbench whose paths the expiry sweep has not removed yet is explained too (its path
+/// holder names the expiry).
 ///
-/// Errors: [`Error::WorkspaceNotFound`]; [`Error::PathNotFound`] (a removed path has no
-/// revision to name: pass the revision id to [`explain_revision`]); codec and storage errors.
+/// Errors: [`Error::WorkspaceNotFound`] (also for an expired workbench whose paths are gone:
+/// `Reader::workspace_expired_at` says when it expired); [`Error::PathNotFound`] (a removed
+/// path has no revision to name: pass the revision id to [`explain_revision`]); codec and
+/// storage errors.
 pub fn explain_path(
     shard: &MetaShard,
     workbench_id: &str,
@@ -166,28 +188,126 @@ pub fn explain_path(
     policy: &SnapshotPolicy,
 ) -> Result<Explanation> {
     let read = shard.read();
-    let ws = read.visible_workspace(workbench_id)?;
-    let entry = read
-        .path_entry(&ws.incarnation, path)?
-        .ok_or(Error::PathNotFound)?;
+    let not_found = || Error::WorkspaceNotFound {
+        workbench_id: workbench_id.to_owned(),
+    };
+    // One marker read decides both: live (`Visible`, not past its deadline) or expired; the
+    // store clock is read only for a marker with a deadline.
+    let ws = read.workspace(workbench_id)?.ok_or_else(not_found)?;
+    let expired = match ws.expires_at_unix_ms {
+        None => false,
+        Some(_) => ws.expired_at(read.store_clock_unix_ms()?).is_some(),
+    };
+    if ws.state != WorkspaceState::Visible && !expired {
+        return Err(not_found());
+    }
+    let Some(entry) = read.path_entry(&ws.incarnation, path)? else {
+        // An expired workbench's removed paths answer as the workbench does.
+        if expired {
+            return Err(not_found());
+        }
+        return Err(Error::PathNotFound);
+    };
     drop(read);
     explain_revision(shard, &entry.artifact_revision_id, policy)
 }
 
-fn workspace_visible<S: Snapshot>(
+/// The WorkspaceCurrent marker of `workbench_id` at `snap`, if it still names incarnation `inc`
+/// (one point read; `None` without a workbench id).
+fn marker_of<S: Snapshot>(
     snap: &S,
     root: &crate::ids::RootId,
     workbench_id: Option<&str>,
     inc: &WorkspaceIncarnationId,
-) -> Result<bool> {
+) -> Result<Option<WorkspaceCurrent>> {
     let Some(wb) = workbench_id else {
-        return Ok(false);
+        return Ok(None);
     };
     Ok(snap
         .get(Family::WorkspaceCurrent, &workspace_current::key(root, wb))?
         .map(|b| WorkspaceCurrent::decode(&b))
         .transpose()?
-        .is_some_and(|w| w.state == WorkspaceState::Visible && w.incarnation == *inc))
+        .filter(|w| w.incarnation == *inc))
+}
+
+/// When the marker `ws` expired (Unix ms) on the store clock at `snap` of a process reading
+/// `wall_unix_ms`, if it did (the lease clock is read only for a marker with a deadline).
+fn expired_at<S: Snapshot>(
+    snap: &S,
+    ws: Option<&WorkspaceCurrent>,
+    wall_unix_ms: u64,
+) -> Result<Option<u64>> {
+    match ws {
+        Some(w) if w.expires_at_unix_ms.is_some() => {
+            Ok(w.expired_at(crate::clock::store_clock_now(snap, wall_unix_ms)?))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The owners of every RevisionRef row that targets `rev` at `snap`: one scan of the root's
+/// RevisionRef rows (references are keyed by owner), filtered on the target.
+fn refs_to<S: Snapshot>(
+    snap: &S,
+    root: &crate::ids::RootId,
+    rev: &ArtifactRevisionId,
+) -> Result<Vec<RefOwner>> {
+    let mut owners = Vec::new();
+    snap.for_each_row(
+        Family::RevisionRef,
+        root.as_bytes(),
+        "revision_ref",
+        |k, _| {
+            if k.ends_with(rev.as_bytes()) {
+                let key = RevisionRefKey::decode(k)?;
+                if key.target == *rev {
+                    owners.push(key.owner);
+                }
+            }
+            Ok(())
+        },
+    )?;
+    Ok(owners)
+}
+
+/// The Path references of `rev` that the expiry sweep released: the Path RevisionRef rows of
+/// `rev` just before `last_zero_ref_version` whose workbench is expired now. Empty when that
+/// history is no longer readable.
+fn expiry_releases<S: Snapshot>(
+    shard: &MetaShard,
+    snap: &S,
+    rev: &ArtifactRevisionId,
+    last_zero_ref_version: u64,
+) -> Result<Vec<ExpiryRelease>> {
+    let root = shard.root_id();
+    let Some(before) = last_zero_ref_version.checked_sub(1) else {
+        return Ok(Vec::new());
+    };
+    let old = match shard.inner.store.snapshot_at(before) {
+        Ok(s) => s,
+        Err(_) => return Ok(Vec::new()),
+    };
+    // A history pruned while the scan runs answers like one pruned before it: nothing to name.
+    let Ok(refs) = refs_to(&old, &root, rev) else {
+        return Ok(Vec::new());
+    };
+    let owners = refs.into_iter().filter_map(|owner| match owner {
+        RefOwner::Path { incarnation, path } => Some((incarnation, path)),
+        _ => None,
+    });
+    let mut out = Vec::new();
+    for (incarnation, path) in owners {
+        let workbench_id = workbench_of(snap, &root, &incarnation)?;
+        let ws = marker_of(snap, &root, workbench_id.as_deref(), &incarnation)?;
+        if let Some(at) = expired_at(snap, ws.as_ref(), shard.wall_unix_ms())? {
+            out.push(ExpiryRelease {
+                workbench_id: workbench_id.unwrap_or_default(),
+                path,
+                expired_at_unix_ms: at,
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// Explains why revision `rev` is kept (see the module docs).
@@ -216,27 +336,17 @@ pub fn explain_revision(
     let own = owned(rev, &manifest);
     let mut holders = Vec::new();
     // Strong references: one scan of the RevisionRef rows, filtered on the target.
-    let mut refs = Vec::new();
-    snap.for_each_row(
-        Family::RevisionRef,
-        root.as_bytes(),
-        "revision_ref",
-        |k, _| {
-            if k.ends_with(rev.as_bytes()) {
-                let key = RevisionRefKey::decode(k)?;
-                if key.target == *rev {
-                    refs.push(key.owner);
-                }
-            }
-            Ok(())
-        },
-    )?;
+    let refs = refs_to(&snap, &root, rev)?;
     for owner in refs {
         holders.push(match owner {
             RefOwner::Path { incarnation, path } => {
                 let workbench_id = workbench_of(&snap, &root, &incarnation)?;
-                let visible =
-                    workspace_visible(&snap, &root, workbench_id.as_deref(), &incarnation)?;
+                // One marker read serves both: whether it is visible and whether it expired.
+                let ws = marker_of(&snap, &root, workbench_id.as_deref(), &incarnation)?;
+                let visible = ws
+                    .as_ref()
+                    .is_some_and(|w| w.state == WorkspaceState::Visible);
+                let expired_at_unix_ms = expired_at(&snap, ws.as_ref(), shard.wall_unix_ms())?;
                 let generation = snap
                     .get(
                         Family::PathCurrent,
@@ -252,6 +362,7 @@ pub fn explain_revision(
                     path,
                     visible,
                     generation,
+                    expired_at_unix_ms,
                 }
             }
             RefOwner::Commit(commit_id) => commit_holder(&snap, &root, commit_id)?,
@@ -328,7 +439,14 @@ pub fn explain_revision(
             }
         }
     };
+    let released_by_expiry = match (row.state, row.last_zero_ref_version) {
+        (RevisionState::Available, Some(z)) if row.strong_reference_count == 0 => {
+            expiry_releases(shard, &snap, rev, z)?
+        }
+        _ => Vec::new(),
+    };
     Ok(Explanation {
+        released_by_expiry,
         revision: *rev,
         state: row.state,
         strong_reference_count: row.strong_reference_count,

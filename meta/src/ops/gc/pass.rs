@@ -93,6 +93,9 @@ pub fn run_pass(
         history_retention_versions: retention,
         ..GcReport::default()
     };
+    // Expired workbenches first: their released paths become candidates of this same pass.
+    report.expired_workbenches =
+        crate::ops::expiry::sweep(shard, policy.skew_grace_ms, opts.dry_run)?;
     let mut budget = opts.max_revisions.unwrap_or(usize::MAX);
     let mut barrier_this_round = false;
     for _round in 0..MAX_ROUNDS {

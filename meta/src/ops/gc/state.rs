@@ -255,6 +255,10 @@ pub struct GcReport {
     pub stale_candidates_pruned: u64,
     /// True when `max_revisions` stopped the pass before every eligible revision was processed.
     pub budget_exhausted: bool,
+    /// Expired workbenches whose expiry this pass recorded or whose paths it removed, with the
+    /// revisions it released (docs/metadata-format.md, "Workbench Expiry"); a revision collected
+    /// by the same pass went because of that expiry.
+    pub expired_workbenches: Vec<crate::ops::expiry::ExpiredWorkbench>,
 }
 
 impl GcReport {

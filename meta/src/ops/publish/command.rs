@@ -9,7 +9,6 @@ use crate::codec::{
     artifact_manifest, artifact_revision, gc_candidate, manifest_digest_uri, path_current,
     revision_ref, workspace_current, ArtifactRevision, ChangeEvent, ChangeKind, CommandResult,
     GcCandidate, GcClaimState, PathEntry, RefOwner, RevisionRef, RevisionState, WorkspaceCurrent,
-    WorkspaceState,
 };
 use crate::command::executor::{check_handle_fences, replay_lookup};
 use crate::command::projection::{self as index_projection};
@@ -131,7 +130,7 @@ pub(crate) fn plan_with<S: Snapshot>(
             workbench_id: req.workbench_id.clone(),
         })?;
     let ws = WorkspaceCurrent::decode(&ws_bytes)?;
-    if ws.state != WorkspaceState::Visible {
+    if !crate::read::workspace_live(snap, &ws, shard.wall_unix_ms())? {
         return Err(Error::WorkspaceNotFound {
             workbench_id: req.workbench_id.clone(),
         });
@@ -356,11 +355,7 @@ pub(crate) fn plan_with<S: Snapshot>(
         old.as_ref(),
         Some(&entry),
     )?);
-    let ws_next = WorkspaceCurrent {
-        workspace_revision: ws.workspace_revision.saturating_add(1),
-        modified_version: cv,
-        ..ws
-    };
+    let ws_next = ws.advanced(cv);
     mutations.push(Mutation::put(
         Family::WorkspaceCurrent,
         ws_key,
@@ -416,6 +411,7 @@ pub(crate) fn plan_with<S: Snapshot>(
         path: Some(req.path.clone()),
         before_generation: actual,
         after_generation: Some(cv),
+        moved_from: None,
     }];
     Ok(Planned::Command(Box::new(cmd)))
 }

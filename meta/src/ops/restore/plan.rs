@@ -74,7 +74,16 @@ pub fn plan(shard: &MetaShard, target: &RestoreTarget) -> Result<RestorePlan> {
         )?
         .map(|b| WorkspaceCurrent::decode(&b))
         .transpose()?
-        .filter(|w| w.state == WorkspaceState::Visible)
+        // A commit stays restorable after its workbench expired (docs/metadata-format.md,
+        // "Workbench Expiry"); a snapshot needs a live source.
+        .filter(|w| match target.source {
+            RestoreSource::Commit(_) => {
+                matches!(w.state, WorkspaceState::Visible | WorkspaceState::Expired)
+            }
+            RestoreSource::Snapshot(_) => {
+                w.state == WorkspaceState::Visible && w.expired_at(target.now_unix_ms).is_none()
+            }
+        })
         .ok_or_else(|| RestoreError::SourceWorkbenchNotFound {
             workbench_id: target.source_workbench_id.clone(),
         })?;

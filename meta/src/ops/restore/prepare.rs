@@ -97,6 +97,7 @@ pub fn prepare(
                 owning_operation: Some(op_id),
                 created_version: cv,
                 modified_version: cv,
+                expires_at_unix_ms: None,
             };
             mutations.push(Mutation::put(
                 Family::WorkspaceCurrent,

@@ -97,10 +97,8 @@ pub(super) fn publish<S: Snapshot>(
     let cv = read_version + 1;
     let manifest_entry = PathEntry::decode(&op.restore_manifest_entry)?;
     let visible = WorkspaceCurrent {
-        workspace_revision: marker.workspace_revision.saturating_add(1),
         state: WorkspaceState::Visible,
-        modified_version: cv,
-        ..marker.clone()
+        ..marker.advanced(cv)
     };
     let key = op_key(&root, &op.operation_id());
     let dest_key = workspace_current::key(&root, &op.destination_workbench_id);
@@ -126,6 +124,7 @@ pub(super) fn publish<S: Snapshot>(
         path: None,
         before_generation: None,
         after_generation: None,
+        moved_from: None,
     };
     let cmd = command(
         shard,

@@ -63,7 +63,7 @@ pub fn create(
         if let Some(out) = replay_lookup(&snap, &root, &req.request_id, &digest)? {
             return receipt(out);
         }
-        let (ws_bytes, ws) = visible_marker(&snap, &root, &req.workbench_id)?;
+        let (ws_bytes, ws) = visible_marker(&snap, &root, &req.workbench_id, shard.wall_unix_ms())?;
         let inc = ws.incarnation;
         let mut predicates = vec![
             Predicate::equals(

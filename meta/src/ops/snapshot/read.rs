@@ -25,7 +25,7 @@ pub fn get(
     let root = shard.root_id();
     let snap = shard.inner.store.snapshot();
     let lease = lease_clock::peek(&snap, wall_unix_ms, policy.skew_grace_ms)?;
-    let (_, ws) = visible_marker(&snap, &root, workbench_id)?;
+    let (_, ws) = visible_marker(&snap, &root, workbench_id, shard.wall_unix_ms())?;
     let r = resolve(&snap, &root, &ws.incarnation, selector)?;
     Ok(info(workbench_id, ws.incarnation, &r, &lease))
 }
@@ -43,7 +43,7 @@ pub fn list(
     let root = shard.root_id();
     let snap = shard.inner.store.snapshot();
     let lease = lease_clock::peek(&snap, wall_unix_ms, policy.skew_grace_ms)?;
-    let (_, ws) = visible_marker(&snap, &root, workbench_id)?;
+    let (_, ws) = visible_marker(&snap, &root, workbench_id, shard.wall_unix_ms())?;
     let mut prefix = root.as_bytes().to_vec();
     prefix.extend_from_slice(ws.incarnation.as_bytes());
     let mut out = Vec::new();

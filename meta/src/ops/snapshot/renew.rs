@@ -45,7 +45,7 @@ pub fn renew(
         if let Some(out) = replay_lookup(&snap, &root, &req.request_id, &digest)? {
             return receipt(out);
         }
-        let (_, ws) = visible_marker(&snap, &root, &req.workbench_id)?;
+        let (_, ws) = visible_marker(&snap, &root, &req.workbench_id, shard.wall_unix_ms())?;
         let r = resolve(&snap, &root, &ws.incarnation, &req.selector)?;
         match r.record.state {
             SnapshotState::Active => {}

@@ -6,7 +6,7 @@ use super::state::{
 use crate::codec::{
     snapshot_alias::SnapshotAliasKey, snapshot_ref::SnapshotRefKey, workspace_current, ChangeEvent,
     ChangeKind, CommandResult, HistoryHoldKey, HoldId, SnapshotAlias, SnapshotRef, SnapshotState,
-    WorkspaceCurrent, WorkspaceState,
+    WorkspaceCurrent,
 };
 use crate::command::{CommandOutcome, Mutation, Predicate};
 use crate::error::{Error, Result};
@@ -20,6 +20,7 @@ pub(super) fn visible_marker<S: Snapshot>(
     snap: &S,
     root: &RootId,
     workbench_id: &str,
+    wall_unix_ms: u64,
 ) -> Result<(Vec<u8>, WorkspaceCurrent)> {
     validate_workbench_id(workbench_id)?;
     let not_found = || Error::WorkspaceNotFound {
@@ -32,7 +33,7 @@ pub(super) fn visible_marker<S: Snapshot>(
         )?
         .ok_or_else(not_found)?;
     let ws = WorkspaceCurrent::decode(&bytes)?;
-    if ws.state != WorkspaceState::Visible {
+    if !crate::read::workspace_live(snap, &ws, wall_unix_ms)? {
         return Err(not_found());
     }
     Ok((bytes, ws))
@@ -195,6 +196,7 @@ pub(super) fn snapshot_event(
         path: None,
         before_generation: None,
         after_generation: Some(id.get()),
+        moved_from: None,
     }
 }
 

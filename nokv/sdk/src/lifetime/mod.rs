@@ -31,10 +31,11 @@ mod settings;
 
 pub use fsck::FsckOutcome;
 pub use gc::{MaintenanceHandle, MaintenanceReport};
+pub(crate) use remove::map_path_error;
 pub use remove::{PrefixRemoval, RemoveOptions, RemoveReceipt, RemovedPaths};
 
 pub use meta::ops::fsck::{Finding, FindingKind, FsckReport, FsckStats, RepairReport};
-pub use meta::ops::gc::explain::{Explanation, Holder, Verdict};
+pub use meta::ops::gc::explain::{ExpiryRelease, Explanation, Holder, Verdict};
 pub use meta::ops::gc::{
     CollectedRevision, GcOptions, GcReport, HoldHolder, HoldInfo, InterruptedRevision,
     QuarantinedRevision, WaitReason, WaitingRevision,

@@ -92,7 +92,12 @@ impl PrefixRemoval {
     }
 }
 
-fn map_remove_error(err: meta::Error, path: &NormPath, workbench_id: &str) -> Error {
+/// Maps a refusal of a metadata command on the one file at `path` of `workbench_id` (a removal,
+/// the source of a move) to the SDK's typed errors: nothing there is [`Error::NotFound`], a
+/// directory [`Error::NotArtifact`], a stale expected generation [`Error::GenerationConflict`]
+/// naming `path`, an absent workbench [`Error::WorkbenchNotFound`], a lost read-version race
+/// [`Error::Busy`].
+pub(crate) fn map_path_error(err: meta::Error, path: &NormPath, workbench_id: &str) -> Error {
     match err {
         meta::Error::PathNotFound => Error::NotFound {
             path: path.as_str().to_string(),
@@ -154,7 +159,7 @@ impl Client {
             expected_generation: options.expected_generation,
         };
         let receipt =
-            ops::remove(self.meta(), &req).map_err(|e| map_remove_error(e, &norm, workbench_id))?;
+            ops::remove(self.meta(), &req).map_err(|e| map_path_error(e, &norm, workbench_id))?;
         Ok(RemoveReceipt {
             path: norm,
             removed_generation: receipt.removed.generation,
@@ -192,7 +197,7 @@ impl Client {
         loop {
             let batch =
                 ops::remove_batch(self.meta(), workbench_id, &norm, ops::MAX_PATHS_PER_BATCH)
-                    .map_err(|e| map_remove_error(e, &norm, workbench_id))?;
+                    .map_err(|e| map_path_error(e, &norm, workbench_id))?;
             out.kept_reserved = batch.kept_reserved;
             if !batch.removed.is_empty() {
                 out.batches += 1;

@@ -3,7 +3,7 @@
 
 use meta::codec::PublishPhase;
 use meta::ops::publish::operation::{self as ledger};
-use meta::OperationId;
+use meta::{NormPath, OperationId, PublishReceipt};
 
 use super::plan::{append_intent_digest, OpSpec};
 use crate::client::Client;
@@ -70,30 +70,24 @@ impl Client {
         const ATTEMPTS: usize = 8;
         let mut last = None;
         for _ in 0..ATTEMPTS {
-            let existing = ledger::get(self.meta(), &id)?;
-            let restart = match &existing {
-                None => false,
-                Some(op) if op.intent_digest != intent_digest => {
-                    return Err(Error::Meta(meta::Error::OperationIntentMismatch {
-                        operation_id: id.to_hex(),
-                    }))
-                }
-                Some(op) if op.phase == PublishPhase::Published => {
-                    let receipt =
-                        ledger::published_receipt(self.meta(), &id)?.ok_or_else(|| {
-                            Error::Meta(meta::Error::OperationState {
-                                operation_id: id.to_hex(),
-                                phase: "Published".into(),
-                                wanted: "its stored receipt is missing".into(),
-                            })
-                        })?;
-                    let entry = receipt.entry;
+            let spec = match self.caller_operation_start(
+                id,
+                intent_digest,
+                "the same operation is already running in this process",
+            )? {
+                CallerOperation::Published { path, receipt } => {
+                    let PublishReceipt {
+                        generation,
+                        created,
+                        entry,
+                        ..
+                    } = *receipt;
                     return Ok(crate::client::AppendReceipt {
-                        path: op.path.clone(),
-                        generation: receipt.generation,
+                        path,
+                        generation,
                         appended_bytes: bytes.len() as u64,
                         size_bytes: entry.logical_size,
-                        created: receipt.created,
+                        created,
                         delta_digest_uri,
                         body_digest_uri: entry.body_digest_uri,
                         content_type: entry.content_type,
@@ -102,37 +96,7 @@ impl Client {
                         idempotent_replay: true,
                     });
                 }
-                Some(op) if op.phase == PublishPhase::Cleaned => true,
-                Some(op) => {
-                    let running = self
-                        .in_flight()
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .contains(&id);
-                    if running {
-                        return Err(Error::Meta(meta::Error::OperationState {
-                            operation_id: id.to_hex(),
-                            phase: format!("{:?}", op.phase),
-                            wanted: "the same operation is already running in this process".into(),
-                        }));
-                    }
-                    // An orphan of an earlier process: recover it, then decide again.
-                    let after = self.recover_one(&id, op)?;
-                    if after.phase == PublishPhase::Quarantined {
-                        return Err(Error::Meta(meta::Error::OperationState {
-                            operation_id: id.to_hex(),
-                            phase: "Quarantined".into(),
-                            wanted: "run `nokv operation recover` once the provider answers".into(),
-                        }));
-                    }
-                    continue;
-                }
-            };
-            let spec = OpSpec {
-                id,
-                intent_digest,
-                restart,
-                reservable: false,
+                CallerOperation::Run(spec) => spec,
             };
             match self.append_once(
                 workbench_id,
@@ -159,4 +123,101 @@ impl Client {
         }
         Err(last.unwrap_or(Error::Busy))
     }
+
+    /// Decides what a caller-chosen operation id (an idempotent append's operation id, a put's
+    /// request id) means before anything is written, from its Publish operation in the ledger:
+    ///
+    /// - none: run under the id;
+    /// - another intent digest: `Error::Meta(meta::Error::OperationIntentMismatch)`;
+    /// - Published: its stored receipt (the caller answers a replay, writing nothing);
+    /// - Cleaned (an earlier attempt failed and was cleaned up): run again under the id, the
+    ///   operation re-begun with a fresh revision;
+    /// - running in this handle: `Error::Meta(meta::Error::OperationState)` with `running` as
+    ///   what was wanted;
+    /// - an unfinished operation of an earlier process: recovered first (resumed to Published or
+    ///   cleaned; Quarantined is `Error::Meta(meta::Error::OperationState)`), then decided again,
+    ///   at most [`DECIDE_ATTEMPTS`] times before [`Error::Busy`].
+    ///
+    /// Errors: those above; [`Error::Meta`] when the ledger cannot be read.
+    pub(super) fn caller_operation_start(
+        &self,
+        id: OperationId,
+        intent_digest: [u8; 32],
+        running: &str,
+    ) -> Result<CallerOperation> {
+        for _ in 0..DECIDE_ATTEMPTS {
+            let restart = match ledger::get(self.meta(), &id)? {
+                None => false,
+                Some(op) if op.intent_digest != intent_digest => {
+                    return Err(Error::Meta(meta::Error::OperationIntentMismatch {
+                        operation_id: id.to_hex(),
+                    }))
+                }
+                Some(op) if op.phase == PublishPhase::Published => {
+                    let receipt =
+                        ledger::published_receipt(self.meta(), &id)?.ok_or_else(|| {
+                            Error::Meta(meta::Error::OperationState {
+                                operation_id: id.to_hex(),
+                                phase: "Published".into(),
+                                wanted: "its stored receipt is missing".into(),
+                            })
+                        })?;
+                    return Ok(CallerOperation::Published {
+                        path: op.path,
+                        receipt: Box::new(receipt),
+                    });
+                }
+                Some(op) if op.phase == PublishPhase::Cleaned => true,
+                Some(op) => {
+                    let in_flight = self
+                        .in_flight()
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .contains(&id);
+                    if in_flight {
+                        return Err(Error::Meta(meta::Error::OperationState {
+                            operation_id: id.to_hex(),
+                            phase: format!("{:?}", op.phase),
+                            wanted: running.into(),
+                        }));
+                    }
+                    // An orphan of an earlier process: recover it, then decide again.
+                    let after = self.recover_one(&id, &op)?;
+                    if after.phase == PublishPhase::Quarantined {
+                        return Err(Error::Meta(meta::Error::OperationState {
+                            operation_id: id.to_hex(),
+                            phase: "Quarantined".into(),
+                            wanted: "run `nokv operation recover` once the provider answers".into(),
+                        }));
+                    }
+                    continue;
+                }
+            };
+            return Ok(CallerOperation::Run(OpSpec {
+                id,
+                intent_digest,
+                restart,
+                reservable: false,
+            }));
+        }
+        Err(Error::Busy)
+    }
+}
+
+/// Most recovery rounds before [`Client::caller_operation_start`] gives up deciding (an orphan
+/// that keeps changing under it).
+const DECIDE_ATTEMPTS: usize = 4;
+
+/// What [`Client::caller_operation_start`] decided.
+pub(super) enum CallerOperation {
+    /// The operation was published: its path and stored receipt (nothing is to be written).
+    Published {
+        /// The published path.
+        path: NormPath,
+        /// The receipt stored with the operation's final command (boxed: a replay is the rare
+        /// outcome).
+        receipt: Box<PublishReceipt>,
+    },
+    /// Run under this operation.
+    Run(OpSpec),
 }

@@ -61,11 +61,17 @@
 //! nothing; another intent under the same id is refused with
 //! `Error::Meta(meta::Error::OperationIntentMismatch)`; an attempt that lost the path generation
 //! CAS ends Cleaned and is re-begun under the same id with a fresh revision.
+//!
+//! **Request ids of a put** (`put_request.rs`, [`crate::client::PutOptions::request_id`]): the
+//! same mechanism for put and `put_reader` — the caller's id is the Publish operation's id, its
+//! intent digest binds it to the request without the body, and the body is compared by digest
+//! with the published one (docs/design.md, "Request ids of a put").
 
 mod append;
 mod operation;
 pub(crate) mod plan;
 mod put;
+mod put_request;
 mod recovery;
 mod reserved;
 mod upload;
@@ -75,3 +81,4 @@ pub use plan::{
     append_intent_digest, parse_operation_id, OperationInfo, APPEND_INTENT_DOMAIN,
     PUBLISH_INTENT_DOMAIN,
 };
+pub use put_request::{put_intent_digest, PUT_INTENT_DOMAIN};

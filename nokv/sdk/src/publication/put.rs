@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use meta::{ArtifactRevisionId, NormPath, PathCondition};
 
 use super::plan::{BodyPlan, OpSpec, Source};
+use super::put_request::PutStart;
 use crate::client::{
     map_publish_error, map_workspace_error, validate_content_type, AppendReceipt, Client,
     PutOptions, PutReceipt, WriteCondition, MAX_DEPENDENCY_DEPTH, MAX_DEPENDENCY_OWNERS,
@@ -63,6 +64,23 @@ impl Client {
     ) -> Result<PutReceipt> {
         let path = self.publishable_path(path)?;
         validate_content_type(&options.content_type)?;
+        // A request id is decided first: a replay answers before the checks an ordinary put
+        // makes against the live state (the path exists now: it is the replayed put's).
+        let op = match options.request_id {
+            None => OpSpec::fresh(workbench_id, &path)?,
+            Some(request_id) => {
+                match self.put_request_start(
+                    workbench_id,
+                    &path,
+                    &mut source,
+                    options,
+                    request_id,
+                )? {
+                    PutStart::Replay(receipt) => return Ok(receipt),
+                    PutStart::Run(op) => op,
+                }
+            }
+        };
         let mut index_fields = options.index_fields.clone();
         let buffered = if options.index_json {
             let body = match source {
@@ -136,7 +154,7 @@ impl Client {
         drop(read);
         let revision_id = ArtifactRevisionId::random()?;
         let plan = BodyPlan {
-            op: OpSpec::fresh(workbench_id, &path)?,
+            op,
             workbench_id: workbench_id.to_string(),
             path: path.clone(),
             condition,
@@ -162,6 +180,7 @@ impl Client {
             digest_uri: receipt.entry.body_digest_uri.clone(),
             content_type: options.content_type.clone(),
             created: receipt.created,
+            idempotent_replay: false,
         })
     }
 

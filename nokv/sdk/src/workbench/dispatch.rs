@@ -24,6 +24,40 @@ impl Workbench {
         }
     }
 
+    /// Runs `workbench_put_file` (the only tool that takes one) under the caller's 16-byte request
+    /// id and returns its envelope: a rerun with the same id returns the first receipt with
+    /// `idempotent_replay: true` and writes nothing; the same id with another request or body is
+    /// `InvalidArguments` with `details.reason = "request_id_reused"` (see
+    /// [`crate::client::PutOptions::request_id`]). The id travels beside the input, never in it:
+    /// the tool's input schema is the exact contract of docs/workbench.md, which has no such
+    /// field. The success envelope adds `request_id` and `idempotent_replay` to the tool's
+    /// fields. Any other tool is `InvalidArguments` (`details.reason = "request_id_unsupported"`).
+    pub fn call_with_request_id(&self, tool: &str, input: &Value, request_id: [u8; 16]) -> Value {
+        let run = || -> ToolResult<Map<String, Value>> {
+            let name =
+                schema::canonical_tool_name(tool).ok_or_else(|| ToolError::unknown_tool(tool))?;
+            if name != "workbench_put_file" {
+                return Err(ToolError::invalid_arguments(format!(
+                    "a request id applies to workbench_put_file only, not to {name} (an append \
+                     takes an operation id: `nokv append --operation-id`)"
+                ))
+                .with_detail("reason", Value::from("request_id_unsupported")));
+            }
+            schema::validate(name, input)?;
+            let args = input.as_object().cloned().unwrap_or_default();
+            write_tools::put_file_with(self, &args, Some(request_id))
+        };
+        match run() {
+            Ok(mut fields) => {
+                let mut out = Map::new();
+                out.insert("status".into(), Value::from("success"));
+                out.append(&mut fields);
+                Value::Object(out)
+            }
+            Err(err) => err.envelope(),
+        }
+    }
+
     /// Runs one tool and returns its result fields (without `status`) or a typed error.
     pub fn call_tool(&self, tool: &str, input: &Value) -> ToolResult<Map<String, Value>> {
         let name =

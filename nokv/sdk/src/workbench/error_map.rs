@@ -8,6 +8,50 @@ use crate::client::Client;
 use crate::error::Error;
 use nokv_protocol::errors::{ErrorCode, ToolError};
 
+/// The refusal (`code`) of a workbench that is not live, as every front door reports it: for an
+/// expired workbench `` workbench `ID` expired at TIME; `` followed by `expired` (what that
+/// means), with `details.reason = "expired"` and `details.expired_at` (RFC 3339); otherwise ``
+/// workbench `ID` `` followed by `otherwise` (what to do). `details.path` is the workbench's
+/// presented path. A failed expiry lookup counts as not expired (the caller is already reporting
+/// an error).
+fn workbench_refusal(
+    client: &Client,
+    workbench_id: &str,
+    code: ErrorCode,
+    expired: &str,
+    otherwise: &str,
+) -> ToolError {
+    let wb_path = client.workbench_path(workbench_id);
+    match client.workbench_expired_at(workbench_id).ok().flatten() {
+        Some(at) => {
+            let at = crate::expiry::format_time(at);
+            ToolError::new(
+                code,
+                format!("workbench `{workbench_id}` expired at {at}; {expired}"),
+            )
+            .with_detail("path", Value::from(wb_path))
+            .with_detail("reason", Value::from("expired"))
+            .with_detail("expired_at", Value::from(at))
+        }
+        None => ToolError::new(code, format!("workbench `{workbench_id}` {otherwise}"))
+            .with_detail("path", Value::from(wb_path)),
+    }
+}
+
+/// The `NotFound` of a workbench that is not live, as every front door reports it: for an
+/// expired workbench the message says when it expired and that its commits stay restorable, with
+/// `details.reason = "expired"` and `details.expired_at` (RFC 3339); otherwise `` workbench `ID` ``
+/// followed by `otherwise` (what to do). `details.path` is the workbench's presented path.
+pub fn workbench_not_found(client: &Client, workbench_id: &str, otherwise: &str) -> ToolError {
+    workbench_refusal(
+        client,
+        workbench_id,
+        ErrorCode::NotFound,
+        "it is no longer listed or writable (its commits stay restorable with workbench_restore at_commit)",
+        otherwise,
+    )
+}
+
 /// Maps an SDK error concerning `workbench_id` to the facade's typed error (the one mapping every
 /// front door uses: tools, CLI, Python SDK). Messages never carry storage identities.
 pub fn tool_error(client: &Client, workbench_id: &str, err: crate::error::Error) -> ToolError {
@@ -15,16 +59,18 @@ pub fn tool_error(client: &Client, workbench_id: &str, err: crate::error::Error)
     let wb_path = client.workbench_path(workbench_id);
     let presented = |rel: &str| format!("{wb_path}/{rel}");
     match err {
-        E::WorkbenchNotFound { .. } => ToolError::new(
-            ErrorCode::NotFound,
-            format!("workbench `{workbench_id}` does not exist; create it with workbench_create"),
-        )
-        .with_detail("path", Value::from(wb_path)),
-        E::WorkbenchUnavailable { .. } => ToolError::new(
+        E::WorkbenchNotFound { .. } => workbench_not_found(
+            client,
+            workbench_id,
+            "does not exist; create it with workbench_create",
+        ),
+        E::WorkbenchUnavailable { .. } => workbench_refusal(
+            client,
+            workbench_id,
             ErrorCode::AlreadyExists,
-            format!("workbench `{workbench_id}` is reserved by an unfinished or abandoned operation; choose another id"),
-        )
-        .with_detail("path", Value::from(wb_path)),
+            "an expired name is never reused, choose another id",
+            "is reserved by an unfinished or abandoned operation; choose another id",
+        ),
         E::NotFound { path } => ToolError::not_found(&presented(&path)),
         E::LocalNameTooLong {
             path,
@@ -45,6 +91,15 @@ pub fn tool_error(client: &Client, workbench_id: &str, err: crate::error::Error)
             limit_bytes,
         }),
         E::AlreadyExists { path } => ToolError::already_exists(&presented(&path)),
+        E::LocalNameCollision {
+            path,
+            other_path,
+            folding,
+        } => local_limit(E::LocalNameCollision {
+            path: presented(&path),
+            other_path: presented(&other_path),
+            folding,
+        }),
         // A path is a file or a directory, never both (docs/workbench.md, "Files and directories").
         E::DirectoryExists { path } => ToolError::new(
             ErrorCode::AlreadyExists,
@@ -98,12 +153,28 @@ pub fn tool_error(client: &Client, workbench_id: &str, err: crate::error::Error)
             None => ToolError::object_unavailable(&msg),
         },
         E::Busy => ToolError::conflict("ReadVersion"),
+        // A request id bound to another request (docs/design.md, "Request ids of a put"):
+        // retrying can never succeed, the id stays bound to its first request.
+        E::Meta(meta::Error::OperationIntentMismatch { operation_id }) => {
+            ToolError::invalid_arguments(
+                "this request id is already bound to a different request (another path, body, \
+                 content type or condition); pick a new request id for a new request",
+            )
+            .with_detail("reason", Value::from(REQUEST_ID_REUSED))
+            .with_detail("request_id", Value::from(operation_id))
+        }
+        // The same request id is running right now (or its earlier attempt awaits recovery).
+        E::Meta(meta::Error::OperationState { .. }) => ToolError::conflict("OperationState"),
         E::DigestMismatch { path, .. } => {
             ToolError::object_unavailable(format!("digest mismatch for `{path}`"))
         }
         other => store_error(other),
     }
 }
+
+/// `details.reason` of the refusal of a request id already bound to a different request
+/// (`InvalidArguments`, not retryable).
+pub const REQUEST_ID_REUSED: &str = "request_id_reused";
 
 /// The typed tool error of a failed removal, for every front door: a request id reused for a
 /// different command is `InvalidArguments` with `details.reason = "request_id_reused"`; a
@@ -114,7 +185,7 @@ pub fn removal_error(client: &Client, workbench_id: &str, err: Error) -> ToolErr
         Error::Meta(meta::Error::RequestReplayMismatch) => ToolError::invalid_arguments(
             "this request id was already used for a different command; pick a new id",
         )
-        .with_detail("reason", Value::from("request_id_reused")),
+        .with_detail("reason", Value::from(REQUEST_ID_REUSED)),
         Error::NotArtifact { .. } => {
             let mut e = tool_error(client, workbench_id, err);
             e.message = format!(
@@ -125,6 +196,25 @@ pub fn removal_error(client: &Client, workbench_id: &str, err: Error) -> ToolErr
             e
         }
         other => tool_error(client, workbench_id, other),
+    }
+}
+
+/// The typed tool error of a failed move ([`Client::move_path`]), for every front door: a
+/// request id reused for a different command is `InvalidArguments` with `details.reason =
+/// "request_id_reused"`; a source that is a directory (`NotArtifact`) says that directory
+/// rename is not supported (`details.reason = "directory_rename_unsupported"`); every other
+/// error maps like any tool error of `workbench_id` ([`tool_error`]).
+pub fn move_error(client: &Client, workbench_id: &str, err: Error) -> ToolError {
+    match err {
+        Error::NotArtifact { .. } => {
+            let mut e = tool_error(client, workbench_id, err);
+            e.message = format!(
+                "{}; directory rename is not supported: move the files under it one by one",
+                e.message
+            );
+            e.with_detail("reason", Value::from("directory_rename_unsupported"))
+        }
+        other => removal_error(client, workbench_id, other),
     }
 }
 
@@ -168,16 +258,19 @@ pub fn store_error(err: crate::error::Error) -> ToolError {
         }
         E::InvalidArgument(msg) => ToolError::invalid_arguments(msg),
         E::ReadOnlyStore { reason } => read_only_store(&reason),
-        e @ (E::LocalNameTooLong { .. } | E::LocalPathTooLong { .. }) => local_limit(e),
+        e @ (E::LocalNameTooLong { .. }
+        | E::LocalPathTooLong { .. }
+        | E::LocalNameCollision { .. }) => local_limit(e),
         other => ToolError::internal(other.to_string()),
     }
 }
 
 /// A store path a materialize cannot write to its local destination — a name over the local
-/// file system's limit or a local path over `PATH_MAX` — as `InvalidArguments` with the error's
-/// own message and `details.reason` `local_name_too_long` (`name_bytes`, `limit_bytes`) or
-/// `local_path_too_long` (`path_bytes`, `limit_bytes`), and `details.path` (the store path as
-/// given, never the local one). Nothing was written.
+/// file system's limit, a local path over `PATH_MAX`, or two paths the destination would merge
+/// into one file — as `InvalidArguments` with the error's own message and `details.reason`
+/// `local_name_too_long` (`name_bytes`, `limit_bytes`), `local_path_too_long` (`path_bytes`,
+/// `limit_bytes`) or `local_name_collision` (`other_path`, `folding`), and `details.path` (the
+/// store path as given, never the local one). Nothing was written.
 fn local_limit(err: crate::error::Error) -> ToolError {
     let base = ToolError::invalid_arguments(err.to_string());
     match err {
@@ -199,6 +292,15 @@ fn local_limit(err: crate::error::Error) -> ToolError {
             .with_detail("path", Value::from(path))
             .with_detail("path_bytes", Value::from(path_bytes))
             .with_detail("limit_bytes", Value::from(limit_bytes)),
+        crate::error::Error::LocalNameCollision {
+            path,
+            other_path,
+            folding,
+        } => base
+            .with_detail("reason", Value::from("local_name_collision"))
+            .with_detail("path", Value::from(path))
+            .with_detail("other_path", Value::from(other_path))
+            .with_detail("folding", Value::from(folding)),
         _ => base,
     }
 }

@@ -28,6 +28,7 @@
 
 pub mod commit_tools;
 pub mod cursor;
+mod diff_error;
 mod dispatch;
 pub mod edit;
 mod error_map;
@@ -43,7 +44,11 @@ pub mod snapshot_tools;
 mod write_tools;
 
 pub use commit_tools::commit_error;
-pub use error_map::{meta_tool_error, removal_error, store_error, tool_error, METADATA_DAMAGED};
+pub use diff_error::diff_error;
+pub use error_map::{
+    meta_tool_error, move_error, removal_error, store_error, tool_error, workbench_not_found,
+    METADATA_DAMAGED, REQUEST_ID_REUSED,
+};
 pub use facade::Workbench;
 pub use nokv_protocol::errors;
 pub use snapshot_tools::snapshot_error;

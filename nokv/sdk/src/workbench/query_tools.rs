@@ -227,11 +227,11 @@ fn query_error(err: &meta::Error, operation: &str) -> ToolError {
 }
 
 fn workbench_not_found(client: &Client, id: &str) -> ToolError {
-    ToolError::new(
-        ErrorCode::NotFound,
-        format!("workbench `{id}` does not exist; create it with workbench_create, or omit `id` to query the whole root"),
+    super::error_map::workbench_not_found(
+        client,
+        id,
+        "does not exist; create it with workbench_create, or omit `id` to query the whole root",
     )
-    .with_detail("path", Value::from(client.workbench_path(id)))
 }
 
 fn run_error(client: &Client, scope: &QueryScope, err: meta::Error, operation: &str) -> ToolError {

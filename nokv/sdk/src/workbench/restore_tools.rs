@@ -91,11 +91,11 @@ pub(crate) fn restore_error(
             point.as_str()
         )),
         RestoreFailure::Operation(op) => match op {
-            OpError::SourceWorkbenchNotFound { .. } => ToolError::new(
-                ErrorCode::NotFound,
-                format!("workbench `{src}` does not exist; restore needs an existing source"),
-            )
-            .with_detail("path", Value::from(client.workbench_path(src))),
+            OpError::SourceWorkbenchNotFound { .. } => super::error_map::workbench_not_found(
+                client,
+                src,
+                "does not exist; restore needs an existing source",
+            ),
             OpError::SnapshotNotFound { .. } => ToolError::new(
                 ErrorCode::SnapshotNotFound,
                 format!(

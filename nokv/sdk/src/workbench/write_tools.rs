@@ -46,6 +46,17 @@ pub(super) fn put_file(
     wb: &Workbench,
     args: &Map<String, Value>,
 ) -> ToolResult<Map<String, Value>> {
+    put_file_with(wb, args, None)
+}
+
+/// `workbench_put_file`, optionally under the caller's request id (outside the tool's input
+/// schema, see [`Workbench::call_with_request_id`]): the result then also carries `request_id`
+/// (32 lowercase hex) and `idempotent_replay`.
+pub(super) fn put_file_with(
+    wb: &Workbench,
+    args: &Map<String, Value>,
+    request_id: Option<[u8; 16]>,
+) -> ToolResult<Map<String, Value>> {
     let id = req_str(args, "id")?;
     let scope = Scope::resolve_file(id, opt_str(args, "section"), req_str(args, "path")?)?;
     let replace = opt_bool(args, "replace", false);
@@ -77,6 +88,7 @@ pub(super) fn put_file(
         index_fields: Default::default(),
         index_json: false,
         expected_digest_uri: None,
+        request_id,
     };
     // The SDK applies the namespace rule: a create over a directory is AlreadyExists
     // (`details.kind = "directory"`), a replace of one NotArtifact, a write below a file
@@ -90,6 +102,13 @@ pub(super) fn put_file(
     out.insert("digest_uri".into(), Value::from(receipt.digest_uri));
     out.insert("content_type".into(), Value::from(receipt.content_type));
     out.insert("replace".into(), Value::from(replace));
+    if let Some(rid) = request_id {
+        out.insert("request_id".into(), Value::from(objstore::hex_lower(&rid)));
+        out.insert(
+            "idempotent_replay".into(),
+            Value::from(receipt.idempotent_replay),
+        );
+    }
     Ok(out)
 }
 
@@ -199,6 +218,7 @@ pub(super) fn edit(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<
             index_fields: Default::default(),
             index_json: false,
             expected_digest_uri: None,
+            request_id: None,
         };
         drop(read);
         match client.put(id, full.as_str(), outcome.new_text.as_bytes(), &options) {

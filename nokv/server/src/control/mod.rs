@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Request, State};
-use axum::http::{header, Uri};
+use axum::http::Uri;
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
@@ -243,23 +243,19 @@ fn run(
     result
 }
 
-/// Checks the bearer token (when the server has one).
-fn authorized(d: &Dispatch, req: &Request) -> bool {
-    let Some(token) = &d.token else {
-        return true;
-    };
-    req.headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|p| super::handler::same_secret(p.trim().as_bytes(), token.trim().as_bytes()))
-}
-
 async fn dispatch_request(State(d): State<Arc<Dispatch>>, mut req: Request) -> Response {
-    if !authorized(&d, &req) {
+    let path = req.uri().path().to_owned();
+    // The served root's own guard decides again on the rewritten path (the web view's login
+    // form, a session's read-only downloads); here only what can never pass is refused.
+    let access = super::auth::access(d.token.as_deref(), req.headers());
+    let inner = path
+        .strip_prefix("/roots/")
+        .and_then(|r| r.split_once('/'))
+        .map_or(path.as_str(), |(_, rest)| rest);
+    let inner = format!("/{inner}");
+    if super::auth::decide(access, req.method(), &inner) == super::auth::Decision::Refuse {
         return ApiError::unauthorized().into_response();
     }
-    let path = req.uri().path().to_owned();
     if path == "/healthz" {
         return health(&d);
     }
@@ -279,6 +275,9 @@ async fn dispatch_request(State(d): State<Arc<Dispatch>>, mut req: Request) -> R
                 return ApiError::bad_request("malformed request path").into_response();
             };
             *req.uri_mut() = uri;
+            // The web view builds its links under the root's prefix.
+            req.extensions_mut()
+                .insert(super::state::PathPrefix(format!("/roots/{root}")));
             let service = hyper_util::service::TowerToHyperService::new(served.router.clone());
             match hyper::service::Service::call(&service, req).await {
                 Ok(resp) => resp,
