@@ -213,7 +213,7 @@ pub fn set_expiry(
         let lease = lease_clock::observe_in(shard, seq, shard.wall_unix_ms(), skew_grace_ms)?;
         let now = lease.now_unix_ms();
         let snap = seq.snapshot();
-        check_handle_fences(&snap, &shard.inner.fence)?;
+        check_handle_fences(&snap, &shard.inner.fence())?;
         let ws_bytes = snap
             .get(Family::WorkspaceCurrent, &key)?
             .ok_or_else(|| not_found(workbench_id))?;

@@ -148,7 +148,8 @@ impl Client {
         // A live `nokv serve` recorded for this store holds the lock for its whole life: a
         // writer sharing the lock waits only long enough to confirm that (the record may be
         // stale — its process gone or its pid reused), then says where the store is served.
-        let served = options.writer_idle_release.is_some() && crate::address::serving(dir).is_some();
+        let served =
+            options.writer_idle_release.is_some() && crate::address::serving(dir).is_some();
         let wait = if served {
             options.lock_wait.min(SERVED_PROBE)
         } else {
@@ -164,10 +165,7 @@ impl Client {
                     require_initialized,
                     holt: holt::Options {
                         writer_lock: match options.writer_idle_release {
-                            Some(idle_release) => holt::WriterLock::Shared {
-                                idle_release,
-                                wait,
-                            },
+                            Some(idle_release) => holt::WriterLock::Shared { idle_release, wait },
                             None => holt::WriterLock::Held,
                         },
                         ..holt::Options::default()
