@@ -496,7 +496,10 @@ pub(crate) fn advance_owner_epoch<S: TxnStore>(
 /// sequenced section — shares its WAL write and fdatasync. Advances from whatever epoch is
 /// persisted now (other processes advance it at their own acquisitions; the lock, held by the
 /// caller, keeps them out until the section ends). `verified` is the tail the handle verified at
-/// its open, for its first acquisition only. Returns the new epoch and the pending write (wait
+/// its open, for its first acquisition only. `unless_still`: the epoch this handle advanced to at
+/// an earlier acquisition — when it is still the persisted one, no other writer advanced since
+/// (every writer advances before its first command), so every earlier holder is already fenced
+/// and nothing is written (`None`). Otherwise returns the new epoch and the pending write (wait
 /// on it before acknowledging anything planned on it).
 ///
 /// Errors: [`Error::Fenced`] without a persisted epoch or tail; [`Error::InvalidArgument`] when
@@ -505,13 +508,21 @@ pub(crate) fn advance_owner_epoch<S: TxnStore>(
 pub(crate) fn advance_owner_epoch_pipelined<S: TxnStore>(
     store: &S,
     verified: Option<RecoveryTail>,
+    unless_still: Option<u64>,
     retention: &crate::outbox::RetentionPolicy,
-) -> Result<(u64, crate::store::PendingWrite)> {
+) -> Result<Option<(u64, crate::store::PendingWrite)>> {
     let view = store.accepted_snapshot();
+    if let Some(ours) = unless_still {
+        if let Some(bytes) = view.get(Family::System, KEY_OWNER_EPOCH)? {
+            if decode_owner_epoch(&bytes)? == ours {
+                return Ok(None);
+            }
+        }
+    }
     let (next, write) = plan_owner_epoch_advance(&view, None, verified, retention)?;
     drop(view);
     match store.write_pipelined(write) {
-        Ok(pending) => Ok((next, pending)),
+        Ok(pending) => Ok(Some((next, pending))),
         Err(WriteFailure::Other(e)) => Err(e),
         Err(_) => Err(Error::ReadVersionConflict { attempts: 1 }),
     }

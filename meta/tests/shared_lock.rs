@@ -2,8 +2,9 @@
 //! epochs of a shared writer lock"). Two writer handles on one directory hold two open file
 //! descriptions of holt's `LOCK`, so they exclude each other as two processes do:
 //!
-//! - every acquisition advances the persisted owner epoch before its first command, from the
-//!   epoch the other handle left, and the command carries the new epoch;
+//! - every acquisition that follows the other handle's advances the persisted owner epoch before
+//!   its first command, from the epoch the other handle left, and the command carries the new
+//!   epoch; an acquisition that follows only the handle's own writes advances nothing;
 //! - the advance shares the command's WAL write and fdatasync (one sync for both);
 //! - each handle's commands see the other's: creating a name the other created is the
 //!   idempotent no-op.
@@ -40,7 +41,7 @@ fn persisted_epoch(s: &MetaShard) -> u64 {
 }
 
 #[test]
-fn each_acquisition_advances_the_epoch_with_its_first_command_in_one_sync() {
+fn an_acquisition_after_another_writer_advances_the_epoch_with_its_first_command_in_one_sync() {
     let dir = tempfile::tempdir().unwrap();
     let a = open_shared(dir.path());
     a.create_workspace("from-a").unwrap();
@@ -80,4 +81,30 @@ fn each_acquisition_advances_the_epoch_with_its_first_command_in_one_sync() {
         "A sees the workspace B created while it was away"
     );
     assert!(a.read().visible_workspace("from-b").is_ok());
+}
+
+#[test]
+fn a_reacquisition_with_no_other_writer_in_between_advances_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = open_shared(dir.path());
+    a.create_workspace("first").unwrap();
+    let epoch = persisted_epoch(&a);
+    let db = a.holt_db().unwrap();
+    // Released after its 2 ms grace; taken again by the next command (a new acquisition term).
+    while db.holds_writer_lock() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let version = db.version();
+    a.create_workspace("second").unwrap();
+    assert_eq!(
+        persisted_epoch(&a),
+        epoch,
+        "no other writer advanced, so the handle's epoch still fences every earlier holder"
+    );
+    assert_eq!(a.owner_epoch(), epoch);
+    assert_eq!(
+        db.version(),
+        version + 1,
+        "one commit: the command alone, no owner-epoch advance"
+    );
 }

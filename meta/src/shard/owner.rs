@@ -61,21 +61,28 @@ impl Owner {
     /// The advance of a shared lock's acquisition `term` when it has not been made yet:
     /// submitted to group commit without waiting (the section's first command joins its
     /// fdatasync); returns the new epoch and the pending write, or `None` when this acquisition
-    /// advanced already. The first acquisition's advance also moves the verified outbox head to
-    /// the tail verified at open.
+    /// needs none — it advanced already, or `current` (the epoch this handle advanced to at an
+    /// earlier acquisition) is still the persisted one because no other writer advanced since.
+    /// The first acquisition's advance also moves the verified outbox head to the tail verified
+    /// at open.
     pub(super) fn advance_for_term(
         &self,
         store: &ShardStore,
         st: &mut OwnerState,
         term: u64,
+        current: u64,
     ) -> Result<Option<(u64, PendingWrite)>> {
         if st.advanced_term == Some(term) {
             return Ok(None);
         }
-        let verified = st.advanced_term.is_none().then_some(st.verified_at_open);
-        let (epoch, pending) =
-            crate::schema::advance_owner_epoch_pipelined(store, verified, &self.retention)?;
+        let first = st.advanced_term.is_none();
+        let advanced = crate::schema::advance_owner_epoch_pipelined(
+            store,
+            first.then_some(st.verified_at_open),
+            (!first).then_some(current),
+            &self.retention,
+        )?;
         st.advanced_term = Some(term);
-        Ok(Some((epoch, pending)))
+        Ok(advanced)
     }
 }

@@ -279,7 +279,10 @@ impl MetaShard {
         let mut st = owner.state();
         match term {
             Some(term) => {
-                if let Some((epoch, write)) = owner.advance_for_term(store, &mut st, term)? {
+                let current = self.owner_epoch();
+                if let Some((epoch, write)) =
+                    owner.advance_for_term(store, &mut st, term, current)?
+                {
                     self.inner
                         .owner_epoch
                         .store(epoch, std::sync::atomic::Ordering::Release);
