@@ -1606,7 +1606,7 @@ impl Core {
                 py.detach(|| client.diff(&sa, &sb, &options))
                     .map(|r| r.envelope())
                     .map_err(|err| {
-                        let wb = nokv::diff::SideSpec::error_workbench(&sa, &sb);
+                        let wb = client.diff_error_workbench(&sa, &sb);
                         errors::to_pyerr(py, &nokv::workbench::diff_error(client, &wb, err))
                     })?
             }

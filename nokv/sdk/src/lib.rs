@@ -48,6 +48,7 @@ pub mod move_path;
 pub mod name_folding;
 mod open;
 mod periodic;
+pub mod printable;
 pub mod publication;
 mod read;
 mod reservations;
