@@ -335,7 +335,10 @@ fn names_with_control_characters_print_escaped_and_json_keeps_them() {
     let ls = ok(&nokv(&target, &["ls", "wb", "input"]));
     assert_eq!(ls, format!("{shown}\n"));
     let tree = ok(&nokv(&target, &["tree", "wb", "input"]));
-    assert_eq!(tree, format!("wb/input\n└── {shown}  (1 byte)\n\n1 file, 1 byte\n"));
+    assert_eq!(
+        tree,
+        format!("wb/input\n└── {shown}  (1 byte)\n\n1 file, 1 byte\n")
+    );
     let log = ok(&nokv(&target, &["log", "wb"]));
     assert!(
         log.contains("tag: t\\u{1b}[31mred\\u{202e})"),
