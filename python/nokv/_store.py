@@ -77,8 +77,8 @@ class Store:
 
     A store is safe to share between threads: every storage, object and network call releases
     the GIL. Use it as a context manager, or call :meth:`close` — which waits for calls already
-    running and, for an embedded store, releases the store's directory lock before it returns,
-    so another process (the ``nokv`` CLI, say) can open the store afterwards.
+    running and, for an embedded store, releases the writer lock (if a write still held it
+    within its idle grace) and the writer registration before it returns.
     """
 
     __slots__ = ("_core", "__weakref__")

@@ -279,3 +279,10 @@ def test_a_served_store_sends_a_writer_to_the_server_at_once(tmp_path: pathlib.P
     assert time.monotonic() - started < 10
     assert e.value.details.get("reason") == "store_served", e.value.details
     assert e.value.details.get("server_url") == server.url
+
+
+@pytest.mark.parametrize("timeout", [-1.0, float("nan"), float("inf"), 1e19, 1e300])
+def test_an_impossible_lock_timeout_is_invalid_arguments(store_dir: pathlib.Path, timeout: float) -> None:
+    with pytest.raises(nokv.InvalidArguments):
+        nokv.open(store_dir, lock_timeout=timeout)
+    assert not (store_dir / "meta").exists(), "nothing was created"

@@ -84,7 +84,11 @@ impl Client {
             return Err(Error::StoreNotFound);
         }
         std::fs::create_dir_all(&dir).map_err(|source| store_dir_error(&dir, source))?;
-        let deadline = std::time::Instant::now() + options.lock_wait;
+        let now = std::time::Instant::now();
+        // A wait too long for the clock waits for ever.
+        let deadline = now
+            .checked_add(options.lock_wait)
+            .unwrap_or_else(|| now + std::time::Duration::from_secs(u64::from(u32::MAX)));
         let mut backoff = std::time::Duration::from_millis(2);
         let (meta, ownership) = if let Some(metadata) = etcd_metadata {
             #[cfg(not(feature = "etcd"))]
@@ -122,7 +126,18 @@ impl Client {
         let shared_lock = meta.holt_db().is_some_and(holt::Db::shares_writer_lock);
         let mut client = Client::from_parts(dir.clone(), meta, objects, ownership, &options);
         if shared_lock {
-            client.set_registration(crate::writers::Registration::start(&dir)?);
+            // A store whose writers/ cannot be written is read-only for writers, like one whose
+            // meta/ cannot be (the typed ReadOnlyStore, never an internal error).
+            let registration = crate::writers::Registration::start(&dir).map_err(|e| match e {
+                Error::LocalIo { ref source, .. } => match not_writable(source) {
+                    Some(reason) => Error::ReadOnlyStore {
+                        reason: reason.into(),
+                    },
+                    None => e,
+                },
+                other => other,
+            })?;
+            client.set_registration(registration);
         }
         if options.recover_at_open {
             // Orphans are recovered before the handle is used; a failure (e.g. the provider is
