@@ -1,6 +1,6 @@
 //! `Db`: open/create, commit pipeline, views, history floor, checkpoints, stats.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,17 +15,18 @@ use crate::image::{set, Image, Progress, TreeEntry};
 use crate::legacy_checkpoint;
 use crate::limits::{check_key, check_value};
 use crate::mvcc;
-use crate::options::{Options, ScrubReport, Stats, WalIo, WalIoPath};
+use crate::options::{Options, ScrubReport, Stats, WalIo, WalIoPath, WriterLock};
 use crate::published::Published;
+use crate::recovery::{self, recover_store, CatchUp, Fingerprint};
 use crate::registry::{TreeInfo, TreeMeta, HISTORY_TAG};
 use crate::slot::TreeMap;
 use crate::state::{Frozen, State, Visibility};
 use crate::store_format::{self, StoreFormat};
 use crate::tree::{Tree, View};
 use crate::vfs::WalFs;
-use crate::wal::reader::recover;
 use crate::wal::record::Record;
 use crate::wal::writer::{create_segment, sync_dir, IoEngine, Wal};
+use crate::writer_lock::{CatchUpReport, LockFile, Release};
 
 static NEXT_DB_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -90,10 +91,57 @@ impl BgSignal {
         }
     }
 
+    /// A checkpoint is requested or being written.
+    fn busy(&self) -> bool {
+        let f = self.flags.lock();
+        f.0 || f.2
+    }
+
     fn stop(&self) {
         self.stopping.store(true, Ordering::SeqCst);
         self.flags.lock().1 = true;
         self.cond.notify_all();
+    }
+}
+
+impl Release for Inner {
+    fn before_release(&self) -> std::result::Result<(), ()> {
+        let (Some(wal), Some(dir)) = (&self.wal, &self.dir) else {
+            return Ok(());
+        };
+        if self.bg.as_ref().is_some_and(|bg| bg.busy()) {
+            return Err(());
+        }
+        let Some(_ckpt) = self.ckpt.try_lock() else {
+            return Err(());
+        };
+        let tip = self.tip.lock();
+        // Every record queued so far is written (no pin is held, so nothing is being
+        // validated); a poisoned log has nothing more to write and is released as it is.
+        if wal.drain(self.published.cell()).is_err() && wal.check_poison().is_ok() {
+            return Err(());
+        }
+        let files = recovery::fingerprint(wal.fs(), dir).map_err(|_| ())?;
+        *self.known_files.lock() = Some(files);
+        drop(tip);
+        Ok(())
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(lock) = &self.lock {
+            lock.stop();
+        }
+    }
+}
+
+/// Drops its pin on the writer lock.
+pub(crate) struct PinGuard<'a>(&'a Inner);
+
+impl Drop for PinGuard<'_> {
+    fn drop(&mut self) {
+        self.0.unpin();
     }
 }
 
@@ -163,7 +211,8 @@ pub(crate) struct Inner {
     ckpt: Mutex<()>,
     /// WAL bytes (replayed + written) at the last flush's rotation.
     ckpt_base: AtomicU64,
-    replayed_bytes: u64,
+    /// WAL bytes replayed at open and by the catch-ups of a shared writer lock.
+    replayed_bytes: AtomicU64,
     commits: AtomicU64,
     checkpoints: AtomicU64,
     merges: AtomicU64,
@@ -176,8 +225,11 @@ pub(crate) struct Inner {
     ckpt_hook: Mutex<Option<CkptHook>>,
     /// Signals publications to `Db::wait_visible` (engine-core; notified from `submit`).
     visible: Visibility,
-    /// Holds the advisory lock on `dir/LOCK` for the lifetime of the engine.
-    _lock: Option<File>,
+    /// The advisory lock on `dir/LOCK` of a writer: held for the engine's life, or shared with
+    /// other processes (see `writer_lock.rs`).
+    lock: Option<Arc<LockFile>>,
+    /// The store's files as this writer left them when it last released a shared lock.
+    known_files: Mutex<Option<Fingerprint>>,
     /// Opened with `Db::open_read_only` (see `read_only.rs`): every write is refused.
     read_only: bool,
 }
@@ -211,7 +263,7 @@ impl Inner {
         state: State,
         wal: Option<Wal>,
         replayed_bytes: u64,
-        lock: Option<File>,
+        lock: Option<Arc<LockFile>>,
         bg: Option<Arc<BgSignal>>,
     ) -> Self {
         let state = Arc::new(state);
@@ -226,7 +278,7 @@ impl Inner {
             wal,
             ckpt: Mutex::new(()),
             ckpt_base: AtomicU64::new(0),
-            replayed_bytes,
+            replayed_bytes: AtomicU64::new(replayed_bytes),
             commits: AtomicU64::new(0),
             checkpoints: AtomicU64::new(0),
             merges: AtomicU64::new(0),
@@ -236,9 +288,15 @@ impl Inner {
             #[cfg(test)]
             ckpt_hook: Mutex::new(None),
             visible: Visibility::default(),
-            _lock: lock,
+            lock,
+            known_files: Mutex::new(None),
             read_only: false,
         }
+    }
+
+    /// True for a database opened with `Db::open_read_only`.
+    pub(crate) fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     /// `Err(ReadOnly { op })` for a database opened read-only.
@@ -340,6 +398,91 @@ impl Inner {
         self.tip.lock().clone()
     }
 
+    /// Takes one pin on the writer lock (see `writer_lock.rs`): a no-op unless the lock is
+    /// shared; then, when this process does not hold it, it is taken (waiting up to the
+    /// configured wait) and the state caught up with what other writers committed. Every write
+    /// holds a pin from before it is validated until it is durable. Returns the acquisition
+    /// term. Errors: `Locked` after the wait, `Io`, and the catch-up's `Corrupt`/`Io`.
+    pub(crate) fn pin(&self) -> Result<u64> {
+        match &self.lock {
+            Some(lock) if lock.is_shared() => lock.pin(|| self.catch_up()),
+            Some(lock) => Ok(lock.term()),
+            None => Ok(1),
+        }
+    }
+
+    /// Drops a pin taken by [`Inner::pin`].
+    pub(crate) fn unpin(&self) {
+        if let Some(lock) = &self.lock {
+            if lock.is_shared() {
+                lock.unpin(self);
+            }
+        }
+    }
+
+    /// The writer lock (`None` for in-memory and read-only databases).
+    pub(crate) fn writer_lock(&self) -> Option<&LockFile> {
+        self.lock.as_deref()
+    }
+
+    /// The catch-up of an acquisition of the shared lock (called with the flock just taken):
+    /// under the image-write mutex and the commit lock, the state is brought up to date with the
+    /// files (`recovery::catch_up`) and, when anything changed, installed as tip and published,
+    /// and the WAL writer continues after the last record found.
+    fn catch_up(&self) -> Result<CatchUpReport> {
+        let (Some(wal), Some(dir)) = (&self.wal, &self.dir) else {
+            return Ok(CatchUpReport::default());
+        };
+        let _ckpt = self.ckpt.lock();
+        let mut tip = self.tip.lock();
+        wal.check_poison()?;
+        let Some(known) = self.known_files.lock().clone() else {
+            // Never released: nobody else could write.
+            return Ok(CatchUpReport::default());
+        };
+        let (recovered, report) = match recovery::catch_up(wal.fs(), dir, &tip, &known)? {
+            CatchUp::Unchanged => return Ok(CatchUpReport::default()),
+            CatchUp::Replayed(r, records) => (
+                r,
+                CatchUpReport {
+                    records,
+                    reloaded: false,
+                },
+            ),
+            CatchUp::Reloaded(r) => {
+                let records = r.state.lsn.saturating_sub(tip.lsn);
+                // The WAL since the newest image is all that a flush has to write now.
+                self.ckpt_base
+                    .store(self.wal_bytes_total(), Ordering::Relaxed);
+                (
+                    r,
+                    CatchUpReport {
+                        records,
+                        reloaded: true,
+                    },
+                )
+            }
+        };
+        self.replayed_bytes
+            .fetch_add(recovered.replayed_bytes, Ordering::Relaxed);
+        let mut st = recovered.state;
+        if st.prune.is_none() {
+            st.prune = tip.prune.clone();
+        }
+        let st = Arc::new(st);
+        wal.resume(
+            recovered.tail,
+            st.lsn,
+            self.published.cell(),
+            Arc::clone(&st),
+        )?;
+        *tip = Arc::clone(&st);
+        self.published.set(st);
+        drop(tip);
+        self.visible.notify();
+        Ok(report)
+    }
+
     /// The engine id that views and tree handles are bound to.
     pub(crate) fn id(&self) -> u64 {
         self.published.id()
@@ -374,7 +517,8 @@ impl Inner {
     }
 
     fn wal_bytes_total(&self) -> u64 {
-        self.replayed_bytes + self.wal.as_ref().map_or(0, Wal::bytes_written)
+        self.replayed_bytes.load(Ordering::Relaxed)
+            + self.wal.as_ref().map_or(0, Wal::bytes_written)
     }
 
     /// Runs the test hook for `step` (`cfg(test)` only; a no-op otherwise).
@@ -693,6 +837,11 @@ impl Inner {
     /// `checkpoint_wal_bytes` of WAL.
     fn background_checkpoint(&self, signal: &BgSignal) {
         let _guard = self.ckpt.lock();
+        if self.lock.as_ref().is_some_and(|l| !l.held()) {
+            // A shared lock released meanwhile: the files belong to whoever holds it now. The
+            // flush stays due and runs after the next acquisition.
+            return;
+        }
         let cancel = || signal.stopping.load(Ordering::Relaxed);
         let mut res = Ok(());
         if self.auto_checkpoint_due() || self.tip.lock().frozen.is_some() {
@@ -804,90 +953,6 @@ impl Inner {
     }
 }
 
-/// The newest valid checkpoint of the format before images (`checkpoint-<lsn>.ckpt`), loaded
-/// into the in-memory delta; `None` when there is none. Errors: the first checkpoint's error
-/// when none of them is valid.
-fn load_legacy_checkpoint(fs: &dyn WalFs, dir: &Path) -> Result<Option<State>> {
-    let ckpts = legacy_checkpoint::list(fs, dir)?.installed;
-    let mut first_err = None;
-    for (lsn, path) in &ckpts {
-        match legacy_checkpoint::load(path) {
-            Ok(st) if st.lsn == *lsn => return Ok(Some(st)),
-            Ok(st) => {
-                first_err.get_or_insert(Error::corrupt(
-                    path,
-                    0,
-                    format!("file name says LSN {lsn}, header says {}", st.lsn),
-                ));
-            }
-            Err(e) => {
-                first_err.get_or_insert(e);
-            }
-        }
-    }
-    match first_err {
-        Some(e) => Err(e),
-        None => Ok(None),
-    }
-}
-
-/// Recovers the state of the store in `dir` without modifying any file: chooses the image
-/// tiling (or loads a checkpoint of the format before images), replays the WAL after it, and
-/// checks that nothing an installed image holds is missing. Returns the recovered state and
-/// whether it came from a legacy checkpoint, and the store's format (`store_format`; a writer
-/// upgrades format 1 at open). Shared by [`Db::open`] and [`Db::open_read_only`]: images and
-/// leftovers the tiling does not use, and WAL segments it covers, are removed by a writer's
-/// next flush or merge.
-/// Errors: as [`Db::open`] (`Corrupt` naming the image or segment, `Unsupported` for a newer
-/// store format, `Io`).
-pub(crate) fn recover_store(
-    fs: &dyn WalFs,
-    dir: &Path,
-) -> Result<(crate::wal::reader::Recovered, bool, StoreFormat)> {
-    let wal_dir = dir.join("wal");
-    let format = store_format::read(fs, dir)?;
-    let listing = set::list(fs, dir)?;
-    let tiling = set::open_tiling(&listing);
-    // The newest image says whether a format-2 store wrote it (its successor segment was
-    // created first): then the format-2 checks apply even if the marker file was lost.
-    let rules = match tiling.images.first() {
-        Some(newest) if newest.written_by_format_2_store() => StoreFormat::V2,
-        _ => format,
-    };
-    let mut legacy = false;
-    let base = if tiling.images.is_empty() {
-        // A store written before images existed: load its newest valid checkpoint into the
-        // in-memory delta once; the first flush writes it as the base image.
-        let loaded = load_legacy_checkpoint(fs, dir)?;
-        legacy = loaded.is_some();
-        loaded.unwrap_or_else(State::new)
-    } else {
-        State::from_images(tiling.images)?
-    };
-    let recovered = match recover(fs, &wal_dir, base, rules) {
-        Ok(r) => r,
-        // The WAL cannot make up for images that failed their checks: report those.
-        Err(e) => return Err(tiling.failure.unwrap_or(e)),
-    };
-    // Every installed image holds records the store acknowledged: if the chosen images and the
-    // WAL end before one of them, that image (or one it depends on) is unusable.
-    let listed = listing.images.iter().map(|i| i.1).max().unwrap_or(0);
-    if recovered.state.lsn < listed {
-        return Err(tiling.failure.unwrap_or_else(|| {
-            Error::corrupt(
-                dir,
-                0,
-                format!(
-                    "an image holds records up to LSN {listed}, but the images and WAL found \
-                     reach only LSN {}",
-                    recovered.state.lsn
-                ),
-            )
-        }));
-    }
-    Ok((recovered, legacy, format))
-}
-
 /// How many more times [`Db::open`] tries the `LOCK` file (2 ms apart) before answering
 /// `Locked`.
 const LOCK_ATTEMPTS: u32 = 25;
@@ -961,7 +1026,16 @@ impl Db {
             .map_err(|e| Error::io("open", &lock_path, e))?;
         // A lock can also be held for a moment by a copy of a closed handle's descriptor in a
         // child process another thread forked before it exec'd (the descriptor is close-on-exec):
-        // wait that out briefly before reporting the store as locked.
+        // wait that out briefly before reporting the store as locked. A writer sharing the lock
+        // waits for its turn like any later acquisition (announcing itself, so the holder hands
+        // over when idle).
+        let announce = match opts.writer_lock {
+            WriterLock::Shared { wait, .. } => Some(wait),
+            WriterLock::Held => None,
+        };
+        if let Some(wait) = announce {
+            crate::writer_lock::wait_for_turn(&lock, &lock_path, wait)?;
+        }
         let mut attempt = 0;
         loop {
             match lock.try_lock() {
@@ -1002,7 +1076,7 @@ impl Db {
             recovered.state,
             Some(wal),
             recovered.replayed_bytes,
-            Some(lock),
+            Some(LockFile::new(lock, lock_path, opts.writer_lock)?),
             signal.clone(),
         ));
         if upgrade {
@@ -1027,6 +1101,12 @@ impl Db {
                 }))
             }
         };
+        if let Some(lock) = &inner.lock {
+            let weak: std::sync::Weak<Inner> = Arc::downgrade(&inner);
+            let weak: std::sync::Weak<dyn Release> = weak;
+            lock.spawn_releaser(weak)
+                .map_err(|e| Error::io("spawn writer-lock thread", "", e))?;
+        }
         let db = Db { inner, _bg: bg };
         // WAL replayed at open may already be over the threshold, or a crash may have left a
         // merge undone.
@@ -1068,6 +1148,12 @@ impl Db {
         }
     }
 
+    /// A pin on the writer lock for the duration of one write (see [`Inner::pin`]).
+    fn pinned(&self) -> Result<PinGuard<'_>> {
+        self.inner.pin()?;
+        Ok(PinGuard(&self.inner))
+    }
+
     fn handle(&self, meta: Arc<TreeMeta>) -> Tree {
         Tree {
             db: Arc::downgrade(&self.inner.published),
@@ -1083,6 +1169,7 @@ impl Db {
     /// (including 0x00); `Io`/`Poisoned` on WAL failure; `ReadOnly` on a read-only database.
     pub fn create_tree(&self, name: &str, tag: u8, versioned: bool) -> Result<Tree> {
         self.inner.refuse_if_read_only("create_tree")?;
+        let _pin = self.pinned()?;
         let st = self.inner.submit(|tip| {
             tip.registry.check_new(name, tag)?;
             let rec = Record::CreateTree {
@@ -1144,6 +1231,7 @@ impl Db {
         if batch.is_empty() {
             return Err(Error::InvalidArgument("empty batch".into()));
         }
+        let _pin = self.pinned()?;
         let st = self
             .inner
             .submit(|tip| self.inner.build_commit(tip, batch))?;
@@ -1197,6 +1285,7 @@ impl Db {
     /// `ReadOnly` on a read-only database.
     pub fn set_history_floor(&self, version: u64) -> Result<()> {
         self.inner.refuse_if_read_only("set_history_floor")?;
+        let _pin = self.pinned()?;
         self.inner.submit(|tip| {
             if version > tip.version {
                 return Err(Error::InvalidArgument(format!(
@@ -1264,6 +1353,7 @@ impl Db {
     /// WAL failure, `ReadOnly` on a read-only database.
     pub fn checkpoint(&self) -> Result<()> {
         self.inner.refuse_if_read_only("checkpoint")?;
+        let _pin = self.pinned()?;
         let _guard = self.inner.ckpt.lock();
         self.inner.checkpoint_locked(&|| false)
     }
@@ -1278,6 +1368,7 @@ impl Db {
     /// Errors: as [`Db::checkpoint`].
     pub fn flush(&self) -> Result<()> {
         self.inner.refuse_if_read_only("flush")?;
+        let _pin = self.pinned()?;
         let _guard = self.inner.ckpt.lock();
         self.inner.flush_locked(&|| false)?;
         while self.inner.merge_step(&|| false)? {}
@@ -1355,6 +1446,7 @@ impl Db {
             history_floor: st.floor,
             images: st.images.len(),
             image_bytes: st.images.iter().map(|i| i.bytes()).sum(),
+            writer_lock: inner.writer_lock().map(LockFile::stats).unwrap_or_default(),
             delta_keys: (0..=255u8)
                 .map(|t| st.tree(t).len() as u64)
                 .chain(

@@ -118,24 +118,29 @@ mod pipeline;
 mod published;
 mod range;
 mod read_only;
+mod recovery;
 mod registry;
+mod sharing;
 mod slot;
 mod state;
 mod store_format;
 mod tree;
 mod vfs;
 mod wal;
+mod writer_lock;
 
 pub use batch::{Batch, Expect};
 pub use db::Db;
 pub use error::{Error, Result};
 pub use limits::{MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use options::{
-    Durability, Options, ScrubReport, Stats, WalGroupStats, WalIo, WalIoPath,
-    DEFAULT_CHECKPOINT_WAL_BYTES, DEFAULT_COMMIT_DELAY, WAL_GROUP_HISTOGRAM_BUCKETS,
+    Durability, Options, ScrubReport, Stats, WalGroupStats, WalIo, WalIoPath, WriterLock,
+    WriterLockStats, DEFAULT_CHECKPOINT_WAL_BYTES, DEFAULT_COMMIT_DELAY,
+    WAL_GROUP_HISTOGRAM_BUCKETS,
 };
 pub use pipeline::CommitTicket;
 pub use registry::{HISTORY_NAME, HISTORY_TAG};
+pub use sharing::WriterHold;
 
 pub use range::{Entry, EntryRef, RangeIter, RangeSpec};
 pub use registry::{TreeInfo, MAX_TREE_NAME_LEN};

@@ -124,6 +124,51 @@ pub struct Options {
     /// `Duration::ZERO` never waits. Groups that waited are counted in
     /// [`WalGroupStats::delayed`]. Measured in `docs/benchmarks.md` ("Commit delay").
     pub commit_delay: Duration,
+    /// How [`crate::Db::open`] holds the store's `LOCK` file; default [`WriterLock::Held`].
+    pub writer_lock: WriterLock,
+}
+
+/// How a writer holds the store's `LOCK` file (docs/holt-format.md, "Sharing the writer lock
+/// between processes").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WriterLock {
+    /// For the database's whole life: another writer's `Db::open` answers `Error::Locked`.
+    #[default]
+    Held,
+    /// Shared with writers in other processes: taken by a write (or a `Db::hold_writer`) when
+    /// this process does not hold it — waiting up to `wait`, then catching up with what other
+    /// writers committed meanwhile — kept while any write of this process runs and for
+    /// `idle_release` after the last one, then released (a background thread,
+    /// `holt-writer-lock`, does it). Views are not refreshed by themselves: `Db::refresh` (or
+    /// any write) catches up.
+    Shared {
+        /// The idle grace: how long the lock is kept after the last write of this process.
+        idle_release: Duration,
+        /// The most a write waits for another process to release the lock before
+        /// `Error::Locked`.
+        wait: Duration,
+    },
+}
+
+/// Counters of the writer lock since open (`Stats::writer_lock`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriterLockStats {
+    /// Times this process took the lock (the open's included).
+    pub acquisitions: u64,
+    /// Times it released the lock ([`WriterLock::Shared`] only): after the idle grace, or
+    /// handed over at once to a waiting writer.
+    pub releases: u64,
+    /// Of those, the releases that handed the lock over to a writer of another process that was
+    /// waiting for it, without waiting out the idle grace.
+    pub handovers: u64,
+    /// Microseconds waited for the lock over all acquisitions after the open's.
+    pub wait_micros_total: u64,
+    /// The longest of those waits, in microseconds.
+    pub wait_micros_max: u64,
+    /// WAL records of other writers replayed by the catch-ups of those acquisitions.
+    pub caught_up_records: u64,
+    /// Catch-ups that found the images changed and recovered the state from the files again.
+    pub reloads: u64,
 }
 
 impl Default for Options {
@@ -133,6 +178,7 @@ impl Default for Options {
             wal_io: WalIo::Auto,
             checkpoint_wal_bytes: DEFAULT_CHECKPOINT_WAL_BYTES,
             commit_delay: DEFAULT_COMMIT_DELAY,
+            writer_lock: WriterLock::Held,
         }
     }
 }
@@ -199,4 +245,6 @@ pub struct Stats {
     /// Slots (keys and tombstones, every tree) held in memory: the writes since the newest
     /// image.
     pub delta_keys: u64,
+    /// The writer lock's counters (all zero for in-memory and read-only databases).
+    pub writer_lock: WriterLockStats,
 }

@@ -39,6 +39,8 @@ pub struct CommitTicket {
     version: u64,
     /// LSN of the queued record; `None` once waited for (or for an in-memory database).
     pending_lsn: Option<u64>,
+    /// Holds a pin on the writer lock until the record is durable.
+    pinned: bool,
 }
 
 impl std::fmt::Debug for CommitTicket {
@@ -69,9 +71,14 @@ impl CommitTicket {
     }
 
     fn finish(&mut self) -> Result<u64> {
-        if let Some(lsn) = self.pending_lsn.take() {
-            self.db.inner.await_durable(lsn)?;
+        let durable = match self.pending_lsn.take() {
+            Some(lsn) => self.db.inner.await_durable(lsn),
+            None => Ok(()),
+        };
+        if std::mem::take(&mut self.pinned) {
+            self.db.inner.unpin();
         }
+        durable?;
         self.db.inner.commit_acknowledged();
         Ok(self.version)
     }
@@ -83,6 +90,8 @@ impl Drop for CommitTicket {
             // The outcome has no one to report to; the record is made durable (or the log is
             // poisoned) either way, exactly as if the ticket had been waited for.
             let _ = self.finish();
+        } else if std::mem::take(&mut self.pinned) {
+            self.db.inner.unpin();
         }
     }
 }
@@ -117,13 +126,19 @@ impl Db {
         if batch.is_empty() {
             return Err(Error::InvalidArgument("empty batch".into()));
         }
-        let accepted = self
-            .inner
-            .accept(|tip| self.inner.build_commit(tip, batch))?;
+        self.inner.pin()?;
+        let accepted = match self.inner.accept(|tip| self.inner.build_commit(tip, batch)) {
+            Ok(a) => a,
+            Err(e) => {
+                self.inner.unpin();
+                return Err(e);
+            }
+        };
         Ok(CommitTicket {
             db: self.clone(),
             version: accepted.state.version,
             pending_lsn: accepted.pending_lsn,
+            pinned: true,
         })
     }
 }

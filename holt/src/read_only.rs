@@ -37,46 +37,16 @@ use std::io::ErrorKind;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::db::{recover_store, Db};
+use crate::db::Db;
 use crate::error::{Error, Result};
-use crate::image::set;
-use crate::legacy_checkpoint;
 use crate::options::Options;
+use crate::recovery::{fingerprint, recover_store};
 use crate::state::State;
 use crate::vfs::WalFs;
-use crate::wal::reader::list_segments;
 
 /// How many times a read-only open lists and loads the files before it gives up on a writer
 /// that keeps replacing them (each retry waits 1 ms longer than the previous one).
 pub(crate) const ATTEMPTS: u32 = 32;
-
-/// The files an attempt saw: the installed images `(first, last)`, the newest installed legacy
-/// checkpoint LSN and the first LSNs of the WAL segments. Two equal fingerprints mean no image or
-/// checkpoint was installed or dropped and no segment was added or dropped in between.
-#[derive(Debug, PartialEq, Eq)]
-struct Fingerprint {
-    images: Vec<(u64, u64)>,
-    newest_checkpoint: Option<u64>,
-    segments: Vec<u64>,
-}
-
-fn fingerprint(fs: &dyn WalFs, dir: &Path, wal_dir: &Path) -> Result<Fingerprint> {
-    Ok(Fingerprint {
-        images: set::list(fs, dir)?
-            .images
-            .into_iter()
-            .map(|(first, last, _)| (first, last))
-            .collect(),
-        newest_checkpoint: legacy_checkpoint::list(fs, dir)?
-            .installed
-            .first()
-            .map(|(lsn, _)| *lsn),
-        segments: list_segments(fs, wal_dir)?
-            .into_iter()
-            .map(|(lsn, _)| lsn)
-            .collect(),
-    })
-}
 
 /// True for an I/O error saying a file or directory does not exist (it vanished under a
 /// concurrent checkpoint install or segment drop).
@@ -132,7 +102,7 @@ pub(crate) fn open_read_only_with_fs(dir: &Path, opts: Options, fs: &dyn WalFs) 
         if attempt > 0 {
             std::thread::sleep(Duration::from_millis(u64::from(attempt)));
         }
-        match attempt_once(fs, &dir, &wal_dir)? {
+        match attempt_once(fs, &dir)? {
             Attempt::Loaded(state, replayed) => {
                 return Ok(Db::from_read_only_state(opts, dir, state, replayed));
             }
@@ -143,13 +113,13 @@ pub(crate) fn open_read_only_with_fs(dir: &Path, opts: Options, fs: &dyn WalFs) 
 }
 
 /// One attempt: list, map the images, replay the WAL after them.
-fn attempt_once(fs: &dyn WalFs, dir: &Path, wal_dir: &Path) -> Result<Attempt> {
-    let before = fingerprint(fs, dir, wal_dir)?;
+fn attempt_once(fs: &dyn WalFs, dir: &Path) -> Result<Attempt> {
+    let before = fingerprint(fs, dir)?;
     let outcome = load(fs, dir);
     match outcome {
         // The load read the files of one listing only if no image or segment was installed or
         // dropped meanwhile; otherwise its images and WAL may come from different moments.
-        Ok(_) if fingerprint(fs, dir, wal_dir)? != before => Ok(Attempt::Retry(Error::corrupt(
+        Ok(_) if fingerprint(fs, dir)? != before => Ok(Attempt::Retry(Error::corrupt(
             dir,
             0,
             "the store's files changed during the read-only open",
@@ -159,7 +129,7 @@ fn attempt_once(fs: &dyn WalFs, dir: &Path, wal_dir: &Path) -> Result<Attempt> {
         Err(e @ Error::Corrupt { .. }) => {
             // An image installed (or segments dropped) between listing and reading shows up
             // as a gap; damage that is still there with the same files is real.
-            if fingerprint(fs, dir, wal_dir)? != before {
+            if fingerprint(fs, dir)? != before {
                 Ok(Attempt::Retry(e))
             } else {
                 Err(e)

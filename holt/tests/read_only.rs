@@ -261,13 +261,15 @@ fn a_read_only_open_tolerates_checkpoints_and_segment_drops_of_a_concurrent_writ
     writer.create_tree("t", 1, false).unwrap();
     put(&writer, "t", "a", "0");
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let committed = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let w = {
-        let (writer, stop) = (writer.clone(), stop.clone());
+        let (writer, stop, committed) = (writer.clone(), stop.clone(), committed.clone());
         std::thread::spawn(move || {
             let t = writer.tree("t").unwrap();
             let mut i = 0u64;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 i += 1;
+                committed.store(i, std::sync::atomic::Ordering::Relaxed);
                 let mut b = Batch::new();
                 let v = format!("{i:0>200}");
                 b.put(&t, "a", v.as_bytes());
@@ -280,10 +282,14 @@ fn a_read_only_open_tolerates_checkpoints_and_segment_drops_of_a_concurrent_writ
             i
         })
     };
-    let deadline = Instant::now() + Duration::from_secs(4);
+    // Until 400 opens raced at least 64 commits (several checkpoints and segment drops); on a
+    // loaded machine the writer thread may get little time, so the bound is generous.
+    let deadline = Instant::now() + Duration::from_secs(30);
     let mut opens = 0;
     let mut last_version = 0;
-    while Instant::now() < deadline && opens < 400 {
+    while Instant::now() < deadline
+        && (opens < 400 || committed.load(std::sync::atomic::Ordering::Relaxed) < 64)
+    {
         let db = Db::open_read_only(dir.path(), Options::default()).unwrap();
         let (a, b) = (get(&db, "t", "a"), get(&db, "t", "b"));
         if db.version() > 1 {

@@ -471,63 +471,9 @@ pub(crate) fn advance_owner_epoch<S: TxnStore>(
 ) -> Result<u64> {
     for _ in 0..crate::command::MAX_ATTEMPTS {
         let view = store.snapshot();
-        let epoch_bytes =
-            view.get(Family::System, KEY_OWNER_EPOCH)?
-                .ok_or_else(|| Error::Fenced {
-                    reason: "no owner epoch is recorded".into(),
-                })?;
-        let epoch = decode_owner_epoch(&epoch_bytes)?;
-        if epoch != from_epoch {
-            return Err(Error::Fenced {
-                reason: format!(
-                    "another owner advanced the owner epoch to {epoch} since this handle opened \
-                     at {from_epoch}; reopen the store"
-                ),
-            });
-        }
-        let tail_bytes = view
-            .get(Family::System, KEY_RECOVERY_TAIL)?
-            .ok_or_else(|| Error::Fenced {
-                reason: "no System recovery tail is recorded".into(),
-            })?;
-        let tail = RecoveryTail::decode(&tail_bytes)?;
-        let step = crate::outbox::plan_step(&view, retention, Some(verified_at_open), false)?;
-        let read_version = view.version();
+        let (next, write) =
+            plan_owner_epoch_advance(&view, Some(from_epoch), Some(verified_at_open), retention)?;
         drop(view);
-        let next = epoch
-            .checked_add(1)
-            .ok_or_else(|| Error::invalid("owner epoch exhausted"))?;
-        let commit_version = read_version
-            .checked_add(1)
-            .ok_or_else(|| Error::invalid("commit version exhausted"))?;
-        let mutations = vec![Mutation::put(
-            Family::System,
-            KEY_OWNER_EPOCH.to_vec(),
-            encode_owner_epoch(next),
-        )];
-        let appended = crate::outbox::append(
-            &tail,
-            commit_version,
-            &RecoveryEntry::OwnerEpochAdvance {
-                previous_epoch: epoch,
-                owner_epoch: next,
-            },
-            &mutations,
-        )?;
-        let mut predicates = vec![
-            Predicate::equals(Family::System, KEY_OWNER_EPOCH.to_vec(), epoch_bytes),
-            Predicate::equals(Family::System, KEY_RECOVERY_TAIL.to_vec(), tail_bytes),
-        ];
-        predicates.extend(step.predicates);
-        let write = CheckedWrite {
-            read_version: Some(read_version),
-            predicates,
-            mutations: mutations
-                .into_iter()
-                .chain(appended.rows)
-                .chain(step.mutations)
-                .collect(),
-        };
         match store.write(write) {
             Ok(_) => return Ok(next),
             Err(WriteFailure::ReadVersion { actual, .. }) => {
@@ -541,6 +487,113 @@ pub(crate) fn advance_owner_epoch<S: TxnStore>(
     Err(Error::ReadVersionConflict {
         attempts: crate::command::MAX_ATTEMPTS,
     })
+}
+
+/// The owner-epoch advance of a writer whose store lock is shared between processes, made at
+/// each acquisition of the lock (docs/metadata-format.md, "Owner epochs of a shared writer
+/// lock"): planned on the newest accepted state and submitted to group commit without waiting
+/// for durability, so the first command of the acquisition — planned on top of it in the same
+/// sequenced section — shares its WAL write and fdatasync. Advances from whatever epoch is
+/// persisted now (other processes advance it at their own acquisitions; the lock, held by the
+/// caller, keeps them out until the section ends). `verified` is the tail the handle verified at
+/// its open, for its first acquisition only. `unless_still`: the epoch this handle advanced to at
+/// an earlier acquisition — when it is still the persisted one, no other writer advanced since
+/// (every writer advances before its first command), so every earlier holder is already fenced
+/// and nothing is written (`None`). Otherwise returns the new epoch and the pending write (wait
+/// on it before acknowledging anything planned on it).
+///
+/// Errors: [`Error::Fenced`] without a persisted epoch or tail; [`Error::InvalidArgument`] when
+/// the epoch or the commit version is exhausted; a refused write (nothing submitted); codec and
+/// storage errors.
+pub(crate) fn advance_owner_epoch_pipelined<S: TxnStore>(
+    store: &S,
+    verified: Option<RecoveryTail>,
+    unless_still: Option<u64>,
+    retention: &crate::outbox::RetentionPolicy,
+) -> Result<Option<(u64, crate::store::PendingWrite)>> {
+    let view = store.accepted_snapshot();
+    if let Some(ours) = unless_still {
+        if let Some(bytes) = view.get(Family::System, KEY_OWNER_EPOCH)? {
+            if decode_owner_epoch(&bytes)? == ours {
+                return Ok(None);
+            }
+        }
+    }
+    let (next, write) = plan_owner_epoch_advance(&view, None, verified, retention)?;
+    drop(view);
+    match store.write_pipelined(write) {
+        Ok(pending) => Ok(Some((next, pending))),
+        Err(WriteFailure::Other(e)) => Err(e),
+        Err(_) => Err(Error::ReadVersionConflict { attempts: 1 }),
+    }
+}
+
+/// Plans the owner-epoch advance at `view`: the new epoch and the checked write (epoch row,
+/// `OwnerEpochAdvance` outbox record, one maintenance step). With `expected`, the persisted
+/// epoch must equal it ([`Error::Fenced`] otherwise).
+fn plan_owner_epoch_advance<V: Snapshot>(
+    view: &V,
+    expected: Option<u64>,
+    verified: Option<RecoveryTail>,
+    retention: &crate::outbox::RetentionPolicy,
+) -> Result<(u64, CheckedWrite)> {
+    let epoch_bytes = view
+        .get(Family::System, KEY_OWNER_EPOCH)?
+        .ok_or_else(|| Error::Fenced {
+            reason: "no owner epoch is recorded".into(),
+        })?;
+    let epoch = decode_owner_epoch(&epoch_bytes)?;
+    if let Some(from_epoch) = expected.filter(|e| *e != epoch) {
+        return Err(Error::Fenced {
+            reason: format!(
+                "another owner advanced the owner epoch to {epoch} since this handle opened \
+                 at {from_epoch}; reopen the store"
+            ),
+        });
+    }
+    let tail_bytes = view
+        .get(Family::System, KEY_RECOVERY_TAIL)?
+        .ok_or_else(|| Error::Fenced {
+            reason: "no System recovery tail is recorded".into(),
+        })?;
+    let tail = RecoveryTail::decode(&tail_bytes)?;
+    let step = crate::outbox::plan_step(view, retention, verified, false)?;
+    let read_version = view.version();
+    let next = epoch
+        .checked_add(1)
+        .ok_or_else(|| Error::invalid("owner epoch exhausted"))?;
+    let commit_version = read_version
+        .checked_add(1)
+        .ok_or_else(|| Error::invalid("commit version exhausted"))?;
+    let mutations = vec![Mutation::put(
+        Family::System,
+        KEY_OWNER_EPOCH.to_vec(),
+        encode_owner_epoch(next),
+    )];
+    let appended = crate::outbox::append(
+        &tail,
+        commit_version,
+        &RecoveryEntry::OwnerEpochAdvance {
+            previous_epoch: epoch,
+            owner_epoch: next,
+        },
+        &mutations,
+    )?;
+    let mut predicates = vec![
+        Predicate::equals(Family::System, KEY_OWNER_EPOCH.to_vec(), epoch_bytes),
+        Predicate::equals(Family::System, KEY_RECOVERY_TAIL.to_vec(), tail_bytes),
+    ];
+    predicates.extend(step.predicates);
+    let write = CheckedWrite {
+        read_version: Some(read_version),
+        predicates,
+        mutations: mutations
+            .into_iter()
+            .chain(appended.rows)
+            .chain(step.mutations)
+            .collect(),
+    };
+    Ok((next, write))
 }
 
 /// Applies one gate write. A lost race with another opener is a [`Error::ReadVersionConflict`]

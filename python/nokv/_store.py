@@ -77,8 +77,8 @@ class Store:
 
     A store is safe to share between threads: every storage, object and network call releases
     the GIL. Use it as a context manager, or call :meth:`close` — which waits for calls already
-    running and, for an embedded store, releases the store's directory lock before it returns,
-    so another process (the ``nokv`` CLI, say) can open the store afterwards.
+    running and, for an embedded store, releases the writer lock (if a write still held it
+    within its idle grace) and the writer registration before it returns.
     """
 
     __slots__ = ("_core", "__weakref__")
@@ -1099,12 +1099,13 @@ def open(
             ``"s3://bucket/prefix"`` URL, or a dict ``{url, endpoint, region, path_style,
             cache_dir, cache_bytes}`` — the settings of ``nokv init`` (an existing store must
             have been initialized with the same settings).
-        lock_timeout: Seconds to wait while another process holds the store (one process opens
-            a store at a time); then :class:`nokv.Conflict`.
+        lock_timeout: Seconds the open or a write waits for its turn on the store's writer
+            lock (processes take turns: each holds it only while a write runs, plus a 20 ms
+            grace); then :class:`nokv.Conflict`.
 
     Raises:
         NotFound: ``create=False`` and no store exists.
-        Conflict: another process kept the store locked for ``lock_timeout`` seconds.
+        Conflict: another process kept the writer lock for ``lock_timeout`` seconds.
         InvalidState: the directory holds an incompatible or damaged store.
     """
     core = _nokv.Core.open(

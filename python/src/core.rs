@@ -468,10 +468,12 @@ impl Core {
         objects: Option<&Bound<'_, PyAny>>,
         lock_timeout: f64,
     ) -> PyResult<Core> {
-        if !(lock_timeout.is_finite() && lock_timeout >= 0.0) {
+        // At most a year: longer than any wait is meant to be, and within Duration and Instant.
+        const MAX_LOCK_TIMEOUT_SECONDS: f64 = 366.0 * 86_400.0;
+        if !(lock_timeout.is_finite() && (0.0..=MAX_LOCK_TIMEOUT_SECONDS).contains(&lock_timeout)) {
             return Err(errors::invalid(
                 py,
-                "lock_timeout must be a finite number of seconds >= 0",
+                "lock_timeout must be a finite number of seconds from 0 to 31622400 (a year)",
             ));
         }
         let init = objects.map(|o| init_options(py, o)).transpose()?;
@@ -1606,7 +1608,7 @@ impl Core {
                 py.detach(|| client.diff(&sa, &sb, &options))
                     .map(|r| r.envelope())
                     .map_err(|err| {
-                        let wb = nokv::diff::SideSpec::error_workbench(&sa, &sb);
+                        let wb = client.diff_error_workbench(&sa, &sb);
                         errors::to_pyerr(py, &nokv::workbench::diff_error(client, &wb, err))
                     })?
             }

@@ -6,6 +6,8 @@ from __future__ import annotations
 import decimal
 import pathlib
 import threading
+import time
+from typing import Any
 
 import pytest
 
@@ -49,20 +51,26 @@ def test_close_releases_the_store_lock_for_the_cli(store_dir: pathlib.Path) -> N
         next(changes)
 
 
-def test_second_open_in_another_process_waits_then_conflicts(store_dir: pathlib.Path) -> None:
+def test_a_second_process_writes_while_the_first_is_open(store_dir: pathlib.Path) -> None:
+    # Writers take turns on the store's lock (held only while a write runs): a second process
+    # opens and writes while the first keeps its store open, and each sees the other's writes.
     with nokv.open(store_dir) as s:
-        s.create_workbench("x")
+        s.create_workbench("x").put("input/a.txt", "from the first process")
         from conftest import run_python
 
         proc = run_python(
             "import sys, nokv\n"
-            "try:\n"
-            "    nokv.open(sys.argv[1], lock_timeout=0.2)\n"
-            "except nokv.Conflict as e:\n"
-            "    print('conflict', e.retryable)\n",
+            "with nokv.open(sys.argv[1], lock_timeout=5) as t:\n"
+            "    print(t.workbench('x').read_text('input/a.txt'))\n"
+            "    t.create_workbench('y').put('input/b.txt', 'from the second process')\n",
             str(store_dir),
         )
-        assert proc.stdout.strip() == "conflict True", proc.stderr
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip() == "from the first process"
+        assert s.workbench("y").read_text("input/b.txt") == "from the second process"
+        s.workbench("x").put("input/c.txt", "the first process writes again")
+    with nokv.open(store_dir) as s:
+        assert s.workbench("x").read_text("input/c.txt") == "the first process writes again"
 
 
 @pytest.mark.both_backends
@@ -258,3 +266,23 @@ def test_eight_threads_writing_distinct_paths_lose_nothing(store: nokv.Store) ->
     for t in range(8):
         for i in range(per_thread):
             assert wb.read_text(f"outputs/t{t}/f{i}.txt") == f"{t}:{i}"
+
+
+def test_a_served_store_sends_a_writer_to_the_server_at_once(tmp_path: pathlib.Path, server: Any) -> None:
+    # `nokv serve` holds the writer lock for its whole life: an embedded writer is told where
+    # the store is served within a fraction of its lock timeout, not after it.
+    store_dir = tmp_path / "served"
+    started = time.monotonic()
+    with pytest.raises(nokv.InvalidState) as e:
+        with nokv.open(store_dir, lock_timeout=30) as s:
+            s.create_workbench("z")
+    assert time.monotonic() - started < 10
+    assert e.value.details.get("reason") == "store_served", e.value.details
+    assert e.value.details.get("server_url") == server.url
+
+
+@pytest.mark.parametrize("timeout", [-1.0, float("nan"), float("inf"), 1e19, 1e300])
+def test_an_impossible_lock_timeout_is_invalid_arguments(store_dir: pathlib.Path, timeout: float) -> None:
+    with pytest.raises(nokv.InvalidArguments):
+        nokv.open(store_dir, lock_timeout=timeout)
+    assert not (store_dir / "meta").exists(), "nothing was created"

@@ -113,7 +113,7 @@ def test_every_tool_envelope_equals_the_cli(base_store: pathlib.Path, tmp_path: 
         with nokv.open(py_dir, create=False) as s:
             from_python = s.tool(tool, args)
         from_cli = cli_tool(cli_dir, tool, args)
-        if tool == "workbench_commit" and from_python.get("status") == "ok":
+        if tool == "workbench_commit" and from_python.get("status") == "success":
             py_env = committed_envelope(py_dir, args["id"])
             cli_env = committed_envelope(cli_dir, args["id"])
             py_at = py_env.pop("committed_at_unix_seconds")

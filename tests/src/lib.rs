@@ -81,6 +81,14 @@ pub fn crash_body(i: u64) -> Vec<u8> {
         .collect()
 }
 
+/// The deterministic body `shared_writer` publishes as its `i`-th file under `name`: at most
+/// 4,096 bytes repeating `name:i:`, so a body found under another name or index is detected.
+pub fn shared_body(name: &str, i: u64) -> Vec<u8> {
+    let head = format!("{name}:{i}:");
+    let len = 1 + (i.wrapping_mul(2_654_435_761) % 4_096) as usize;
+    head.bytes().cycle().take(len.max(head.len())).collect()
+}
+
 /// Writes a PathCurrent row for `file` that shares the revision of the existing file `from`, with
 /// its reference bookkeeping — what an older NoKV could publish next to `file/…` descendants.
 pub fn fabricate_clash(client: &Client, id: &str, file: &str, from: &str) {

@@ -250,6 +250,36 @@ impl<S: GroupSink, T> GroupCommit<S, T> {
         res
     }
 
+    /// Restarts the log at `lsn` (the next record gets `lsn + 1`), after records were appended
+    /// by someone else: waits until no writer is active, then runs `f` on the sink and records
+    /// `lsn` as durable. For a database whose lock is shared between processes, at an
+    /// acquisition.
+    ///
+    /// Errors: [`Error::Poisoned`] after a failure; [`Error::InvalidArgument`] when records are
+    /// queued or `lsn` is below the durable LSN (nothing changes).
+    pub fn resume_at(&self, lsn: u64, f: impl FnOnce(&mut S)) -> Result<()> {
+        let mut sh = self.shared.lock();
+        loop {
+            if let Some(failure) = &sh.failure {
+                return Err(poisoned(failure));
+            }
+            if !sh.writer_active {
+                break;
+            }
+            sh = self.cond.wait(sh);
+        }
+        if sh.queued > 0 || lsn < sh.durable_lsn {
+            return Err(Error::InvalidArgument(format!(
+                "the log cannot resume at LSN {lsn}: {} records queued, durable through {}",
+                sh.queued, sh.durable_lsn
+            )));
+        }
+        f(&mut self.sink.lock());
+        sh.durable_lsn = lsn;
+        sh.last_queued = lsn;
+        Ok(())
+    }
+
     /// Takes the writer role and the whole queue, writes it through the sink outside the queue
     /// lock, publishes, records the outcome and wakes every waiter. Precondition: no writer is
     /// active and the queue is not empty.

@@ -79,13 +79,45 @@ pub(crate) fn list_segments(fs: &dyn WalFs, wal_dir: &Path) -> Result<Vec<(u64, 
 pub(crate) fn recover(
     fs: &dyn WalFs,
     wal_dir: &Path,
+    state: State,
+    format: StoreFormat,
+) -> Result<Recovered> {
+    replay(fs, wal_dir, state, format, true)
+}
+
+/// Replays every record after `state.lsn` onto `state`, which need not end at a segment
+/// boundary: the catch-up of a writer that takes a shared lock again (its state ends wherever
+/// its last record did). The same rules as [`recover`] otherwise; `Recovered::replayed_bytes`
+/// counts only the records replayed here. Errors: as [`recover`].
+pub(crate) fn replay_after(
+    fs: &dyn WalFs,
+    wal_dir: &Path,
+    state: State,
+    format: StoreFormat,
+) -> Result<Recovered> {
+    replay(fs, wal_dir, state, format, false)
+}
+
+/// [`recover`] (`at_image`: `state` ends where an image does, so a format-2 store must have a
+/// segment starting right after it) and [`replay_after`].
+fn replay(
+    fs: &dyn WalFs,
+    wal_dir: &Path,
     mut state: State,
     format: StoreFormat,
+    at_image: bool,
 ) -> Result<Recovered> {
     let segs = list_segments(fs, wal_dir)?;
     let mut expected = state.lsn + 1;
     let first = segs.iter().rposition(|(start, _)| *start <= expected);
-    if format == StoreFormat::V2 && first.is_none_or(|i| segs[i].0 != expected) {
+    if !at_image && first.is_none() {
+        return Err(Error::corrupt(
+            wal_dir,
+            0,
+            format!("no WAL segment holds LSN {expected}"),
+        ));
+    }
+    if at_image && format == StoreFormat::V2 && first.is_none_or(|i| segs[i].0 != expected) {
         // The segment after the checkpoint is created before the checkpoint is written and is
         // never removed while that checkpoint is the newest.
         return Err(Error::corrupt(

@@ -365,6 +365,35 @@ impl Wal {
         )
     }
 
+    /// Writes every queued record as one group (publishing its state) and returns once it is
+    /// durable; nothing is queued afterwards until the caller's commit lock is released.
+    /// Errors: `Poisoned` (or the group's error) after a WAL failure.
+    pub(crate) fn drain(&self, published: &RwLock<Arc<State>>) -> Result<()> {
+        self.gc
+            .exclusive(|st| *published.write() = st, |_, _| Ok(()))
+    }
+
+    /// Continues the log after another process wrote to it: the next record gets LSN
+    /// `lsn + 1` and goes to the recovered `tail` segment (cut back to its last valid record
+    /// by the first write) or to a new segment; `state` (the caught-up state, durable through
+    /// `lsn`) is published. Called under the commit lock with nothing queued (after
+    /// [`Wal::drain`] at the release). Errors: `Poisoned`; `InvalidArgument` if records are
+    /// queued (an engine bug).
+    pub(crate) fn resume(
+        &self,
+        tail: Option<TailSegment>,
+        lsn: u64,
+        published: &RwLock<Arc<State>>,
+        state: Arc<State>,
+    ) -> Result<()> {
+        self.gc.resume_at(lsn, |w| {
+            w.current = None;
+            w.tail = tail;
+        })?;
+        *published.write() = state;
+        Ok(())
+    }
+
     /// Deletes every segment whose first LSN is at or below `lsn` (all covered by a checkpoint
     /// at `lsn` after `flush_and_rotate`) and any `.tmp` a crash left of such a segment's
     /// creation, and fsyncs the WAL directory. Errors: `Io` (`read_dir`, `unlink`, `fsync`).

@@ -137,7 +137,7 @@ fn publish_counted(shard: &MetaShard, req: PublishRequest) -> Shape {
         panic!("a fresh request must plan a command");
     };
     drop(snap);
-    let planned = plan_for_test(&counting, &shard.inner.fence, &cmd).unwrap();
+    let planned = plan_for_test(&counting, &shard.inner.fence(), &cmd).unwrap();
     let mut by_family = BTreeMap::new();
     for m in &planned.write.mutations {
         *by_family.entry(m.family().name()).or_insert(0) += 1;
@@ -153,7 +153,7 @@ fn publish_counted(shard: &MetaShard, req: PublishRequest) -> Shape {
         panic!("still fresh");
     };
     drop(snap);
-    let out = execute(&counting, &shard.inner.fence, *cmd).unwrap();
+    let out = execute(&counting, &shard.inner.fence(), *cmd).unwrap();
     assert!(!out.idempotent_replay);
     let writes = counting.counters.writes.lock().unwrap().len();
     Shape {
@@ -268,7 +268,7 @@ fn remove_is_one_bounded_write_with_no_prefix_scan_for_any_manifest_size() {
             *by_family.entry(m.family().name()).or_insert(0) += 1;
         }
         let predicates = cmd.predicates.len();
-        execute(&counting, &shard.inner.fence, *cmd).unwrap();
+        execute(&counting, &shard.inner.fence(), *cmd).unwrap();
         assert_eq!(counting.counters.writes.lock().unwrap().len(), 1);
         shapes.push((predicates, by_family));
     }

@@ -84,17 +84,26 @@ pub enum ExpirySetting {
     Never,
 }
 
+/// The latest deadline a workbench may have: 9999-12-31T23:59:59.999Z in Unix milliseconds. Its
+/// RFC 3339 form has a four-digit year, and the number is below 2^53, so every JSON reader holds
+/// it exactly.
+pub const MAX_DEADLINE_UNIX_MS: u64 = 253_402_300_799_999;
+
 impl ExpirySetting {
     /// The deadline on a store clock reading `now` (Unix ms). Errors: [`Error::InvalidArgument`]
-    /// when `After` overflows the clock.
+    /// when the deadline is after [`MAX_DEADLINE_UNIX_MS`].
     fn deadline(self, now: u64) -> Result<Option<u64>> {
-        match self {
-            ExpirySetting::After(ms) => now
-                .checked_add(ms)
-                .map(Some)
-                .ok_or_else(|| Error::invalid("the expiry is beyond the clock's range")),
-            ExpirySetting::At(d) => Ok(Some(d)),
-            ExpirySetting::Never => Ok(None),
+        let deadline = match self {
+            ExpirySetting::After(ms) => now.checked_add(ms),
+            ExpirySetting::At(d) => Some(d),
+            ExpirySetting::Never => return Ok(None),
+        };
+        match deadline {
+            Some(d) if d <= MAX_DEADLINE_UNIX_MS => Ok(Some(d)),
+            _ => Err(Error::invalid(
+                "the expiry is after 9999-12-31T23:59:59.999Z, the latest deadline a workbench \
+                 may have (a workbench without a deadline never expires)",
+            )),
         }
     }
 }
@@ -213,7 +222,7 @@ pub fn set_expiry(
         let lease = lease_clock::observe_in(shard, seq, shard.wall_unix_ms(), skew_grace_ms)?;
         let now = lease.now_unix_ms();
         let snap = seq.snapshot();
-        check_handle_fences(&snap, &shard.inner.fence)?;
+        check_handle_fences(&snap, &shard.inner.fence())?;
         let ws_bytes = snap
             .get(Family::WorkspaceCurrent, &key)?
             .ok_or_else(|| not_found(workbench_id))?;

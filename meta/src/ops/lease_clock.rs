@@ -128,7 +128,7 @@ pub(crate) fn observe_in(
     skew_grace_ms: u64,
 ) -> Result<LeaseReading> {
     seq.prepare_write()?;
-    let fence = &shard.inner.fence;
+    let fence = &shard.inner.fence();
     let snap = seq.snapshot();
     check_handle_fences(&snap, fence)?;
     let reading = peek(&snap, wall_unix_ms, skew_grace_ms)?;

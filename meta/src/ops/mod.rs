@@ -54,7 +54,7 @@ pub(crate) fn run_step<T>(
         let attempt = shard.sequenced(|seq| {
             seq.prepare_write()?;
             let snap = seq.snapshot();
-            crate::command::executor::check_handle_fences(&snap, &shard.inner.fence)?;
+            crate::command::executor::check_handle_fences(&snap, &shard.inner.fence())?;
             let step = plan(&snap)?;
             drop(snap);
             match step {

@@ -219,7 +219,7 @@ fn plan<S: Snapshot>(
     digest: [u8; 32],
 ) -> Result<Planned> {
     let root = shard.root_id();
-    check_handle_fences(snap, &shard.inner.fence)?;
+    check_handle_fences(snap, &shard.inner.fence())?;
     if let Some(out) = replay_lookup(snap, &root, &req.request_id, &digest)? {
         return Ok(Planned::Replay(Box::new(out)));
     }

@@ -3,6 +3,7 @@
 //! reads. Its writes go through the command sequencer (`sequencer.rs`).
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use super::owner::{Owner, OwnerState};
@@ -54,10 +55,13 @@ pub struct OpenOptions {
 
 pub(crate) struct Inner {
     pub(crate) store: ShardStore,
-    /// The fence every command of this handle carries. For a writer handle `owner_epoch` is the
-    /// epoch it writes under (persisted by its first write); for a read-only handle the epoch
-    /// persisted at its open.
-    pub(crate) fence: ShardFence,
+    /// The fence of this handle as of its open; [`Inner::fence`] is the one every command
+    /// carries (with the current owner epoch).
+    pub(crate) fence_at_open: ShardFence,
+    /// The owner epoch commands carry: for a writer handle the epoch it writes under (persisted
+    /// by its first write, advanced again at each acquisition of a shared lock); for a
+    /// read-only handle the epoch persisted at its open.
+    pub(crate) owner_epoch: AtomicU64,
     pub(crate) presentation_root: String,
     /// The command sequencer of this shard owner (see [`crate::shard::sequencer`]).
     pub(crate) sequencer: Sequencer,
@@ -66,6 +70,16 @@ pub(crate) struct Inner {
     /// The wall clock deadlines are evaluated on (workbench expiry; see
     /// [`MetaShard::set_wall_clock`]).
     pub(crate) wall_clock: RwLock<Arc<dyn WallClock>>,
+}
+
+impl Inner {
+    /// The fence every command of this handle carries: the fence at open with the owner epoch
+    /// the handle writes under now.
+    pub(crate) fn fence(&self) -> ShardFence {
+        let mut fence = self.fence_at_open.clone();
+        fence.owner_epoch = self.owner_epoch.load(Ordering::Acquire);
+        fence
+    }
 }
 
 /// The per-shard sequencer lock (one per [`MetaShard`] handle; holt's directory lock makes that
@@ -93,9 +107,15 @@ pub struct MetaShard {
 impl std::fmt::Debug for MetaShard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MetaShard")
-            .field("root_id", &self.inner.fence.root_id)
-            .field("logical_shard_id", &self.inner.fence.logical_shard_id)
-            .field("owner_epoch", &self.inner.fence.owner_epoch)
+            .field("root_id", &self.inner.fence_at_open.root_id)
+            .field(
+                "logical_shard_id",
+                &self.inner.fence_at_open.logical_shard_id,
+            )
+            .field(
+                "owner_epoch",
+                &self.inner.owner_epoch.load(Ordering::Acquire),
+            )
             .field("read_only", &self.inner.owner.is_none())
             .finish()
     }
@@ -239,7 +259,8 @@ impl MetaShard {
         Ok(MetaShard {
             inner: Arc::new(Inner {
                 store,
-                fence,
+                owner_epoch: AtomicU64::new(fence.owner_epoch),
+                fence_at_open: fence,
                 presentation_root: gate.presentation_root,
                 sequencer: Default::default(),
                 owner: None,
@@ -271,13 +292,15 @@ impl MetaShard {
         Ok(MetaShard {
             inner: Arc::new(Inner {
                 store,
-                fence,
+                owner_epoch: AtomicU64::new(fence.owner_epoch),
+                fence_at_open: fence,
                 presentation_root: gate.presentation_root,
                 sequencer: Default::default(),
                 owner: Some(Owner {
                     state: Mutex::new(OwnerState {
                         epoch_at_open: gate.owner_epoch,
-                        advanced: gate.initialized,
+                        // The open's acquisition is term 1 (see `holt::WriterHold::term`).
+                        advanced_term: gate.initialized.then_some(1),
                         verified_at_open: gate.verified_tail,
                         last_step_version: version,
                     }),
@@ -324,12 +347,12 @@ impl MetaShard {
 
     /// The root this shard serves.
     pub fn root_id(&self) -> RootId {
-        self.inner.fence.root_id
+        self.inner.fence_at_open.root_id
     }
 
     /// The logical shard id (part of every object key).
     pub fn logical_shard_id(&self) -> LogicalShardId {
-        self.inner.fence.logical_shard_id
+        self.inner.fence_at_open.logical_shard_id
     }
 
     /// The durable presentation root (e.g. `/agents/local/wb`).
@@ -339,9 +362,10 @@ impl MetaShard {
 
     /// This handle's owner epoch: for a writer handle the epoch it writes under (the persisted
     /// epoch + 1 for an existing store, persisted by the handle's first write; 1 for a store it
-    /// initialized); for a read-only handle the epoch persisted at its open.
+    /// initialized; with a writer lock shared between processes, the epoch its latest
+    /// acquisition advanced to); for a read-only handle the epoch persisted at its open.
     pub fn owner_epoch(&self) -> u64 {
-        self.inner.fence.owner_epoch
+        self.inner.owner_epoch.load(Ordering::Acquire)
     }
 
     /// The System recovery tail: last applied RecoveryOutbox LSN and chain digest.
@@ -455,10 +479,10 @@ impl MetaShard {
     ) -> crate::command::MetadataCommand {
         crate::command::MetadataCommand {
             schema_id: crate::codec::system::SCHEMA_ID.to_owned(),
-            root_id: self.inner.fence.root_id,
-            logical_shard_id: self.inner.fence.logical_shard_id,
-            placement_generation: self.inner.fence.placement_generation,
-            owner_epoch: self.inner.fence.owner_epoch,
+            root_id: self.inner.fence_at_open.root_id,
+            logical_shard_id: self.inner.fence_at_open.logical_shard_id,
+            placement_generation: self.inner.fence_at_open.placement_generation,
+            owner_epoch: self.inner.owner_epoch.load(Ordering::Acquire),
             request_id,
             command_digest,
             read_version,

@@ -1,6 +1,8 @@
-//! The writer side of a shard handle: its owner state (the epoch at open, whether this handle's
-//! epoch is persisted, the verified tail, the last maintenance step) and the lazy owner-epoch
-//! advance before its first write. A leaf of `shard/`: `handle.rs` holds it, `sequencer.rs`
+//! The writer side of a shard handle: its owner state (the epoch at open, the lock acquisition
+//! whose epoch is persisted, the verified tail, the last maintenance step) and the lazy
+//! owner-epoch advance before its first write — and, with a holt lock shared between processes,
+//! before the first write of every acquisition (docs/metadata-format.md, "Owner epochs of a
+//! shared writer lock"). A leaf of `shard/`: `handle.rs` holds it, `sequencer.rs`
 //! runs the owner step with it.
 
 use std::sync::Mutex;
@@ -9,7 +11,7 @@ use super::snapshot_policy::SnapshotPolicy;
 use crate::codec::system::RecoveryTail;
 use crate::error::Result;
 use crate::outbox::RetentionPolicy;
-use crate::store::ShardStore;
+use crate::store::{PendingWrite, ShardStore};
 
 /// The owner side of a writer handle: the lazy owner-epoch advance and the RecoveryOutbox
 /// maintenance steps.
@@ -22,8 +24,10 @@ pub(crate) struct Owner {
 pub(super) struct OwnerState {
     /// The persisted owner epoch when the handle opened.
     pub(super) epoch_at_open: u64,
-    /// The handle's epoch is persisted (its first write happened, or it initialized the store).
-    pub(super) advanced: bool,
+    /// The writer-lock acquisition term (`holt::WriterHold::term`; always 1 for a lock held for
+    /// the handle's life and for etcd) under which this handle's epoch was persisted: its first
+    /// write of that acquisition happened, or it initialized the store. `None`: not yet.
+    pub(super) advanced_term: Option<u64>,
     /// The recovery tail whose chain the open verified.
     pub(super) verified_at_open: RecoveryTail,
     /// Commit version after this handle's last maintenance step.
@@ -38,9 +42,10 @@ impl Owner {
     }
 
     /// Persists this handle's owner epoch if it is not yet (the lazy advance before the first
-    /// write); `true` when this call advanced it.
+    /// write) with its own commit; `true` when this call advanced it. For a lock held for the
+    /// handle's life (term 1).
     pub(super) fn advance_once(&self, store: &ShardStore, st: &mut OwnerState) -> Result<bool> {
-        if st.advanced {
+        if st.advanced_term.is_some() {
             return Ok(false);
         }
         crate::schema::advance_owner_epoch(
@@ -49,7 +54,35 @@ impl Owner {
             st.verified_at_open,
             &self.retention,
         )?;
-        st.advanced = true;
+        st.advanced_term = Some(1);
         Ok(true)
+    }
+
+    /// The advance of a shared lock's acquisition `term` when it has not been made yet:
+    /// submitted to group commit without waiting (the section's first command joins its
+    /// fdatasync); returns the new epoch and the pending write, or `None` when this acquisition
+    /// needs none — it advanced already, or `current` (the epoch this handle advanced to at an
+    /// earlier acquisition) is still the persisted one because no other writer advanced since.
+    /// The first acquisition's advance also moves the verified outbox head to the tail verified
+    /// at open.
+    pub(super) fn advance_for_term(
+        &self,
+        store: &ShardStore,
+        st: &mut OwnerState,
+        term: u64,
+        current: u64,
+    ) -> Result<Option<(u64, PendingWrite)>> {
+        if st.advanced_term == Some(term) {
+            return Ok(None);
+        }
+        let first = st.advanced_term.is_none();
+        let advanced = crate::schema::advance_owner_epoch_pipelined(
+            store,
+            first.then_some(st.verified_at_open),
+            (!first).then_some(current),
+            &self.retention,
+        )?;
+        st.advanced_term = Some(term);
+        Ok(advanced)
     }
 }

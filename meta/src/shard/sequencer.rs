@@ -76,6 +76,9 @@ pub struct Sequenced<'a> {
     pending: Vec<PendingWrite>,
     /// The newest accepted version any snapshot of this section was taken at.
     read: u64,
+    /// The pin on a holt writer lock shared between processes, held from before the section
+    /// plans until everything it submitted is durable (`None` otherwise).
+    hold: Option<holt::WriterHold>,
 }
 
 impl std::fmt::Debug for Sequenced<'_> {
@@ -106,7 +109,13 @@ impl Sequenced<'_> {
     ///
     /// Errors: those of [`MetaShard::prepare_write`].
     pub fn prepare_write(&mut self) -> Result<()> {
-        self.shard.owner_step(true)
+        self.owner_step(true)
+    }
+
+    /// [`MetaShard::owner_step`] with this section's acquisition term and pending writes.
+    fn owner_step(&mut self, maintain: bool) -> Result<()> {
+        let term = self.hold.as_ref().map(holt::WriterHold::term);
+        self.shard.owner_step(maintain, term, &mut self.pending)
     }
 
     /// Executes `cmd` (built on [`Sequenced::snapshot`]) through the executor's checks (see
@@ -119,9 +128,14 @@ impl Sequenced<'_> {
     /// Errors: [`Error::ReadOnly`] on a read-only handle; those of the owner-epoch advance;
     /// those of [`super::execute`]; nothing is submitted on any error.
     pub fn execute(&mut self, cmd: MetadataCommand) -> Result<CommandOutcome> {
-        self.shard.owner_step(false)?;
+        self.owner_step(false)?;
         let snap = self.snapshot();
-        match executor::submit(&self.shard.inner.store, &self.shard.inner.fence, &snap, cmd)? {
+        match executor::submit(
+            &self.shard.inner.store,
+            &self.shard.inner.fence(),
+            &snap,
+            cmd,
+        )? {
             Submitted::Replay(out) => Ok(out),
             Submitted::Pending(out, pending) => {
                 self.pending.push(pending);
@@ -137,7 +151,7 @@ impl Sequenced<'_> {
     /// Errors: the write's failure (nothing submitted); [`Error::ReadOnly`] on a read-only
     /// handle and the owner-epoch advance's errors as [`WriteFailure::Other`].
     pub(crate) fn write(&mut self, write: CheckedWrite) -> std::result::Result<u64, WriteFailure> {
-        self.shard.owner_step(false).map_err(WriteFailure::Other)?;
+        self.owner_step(false).map_err(WriteFailure::Other)?;
         let pending = self.shard.inner.store.write_pipelined(write)?;
         let version = pending.version();
         self.read = self.read.max(version);
@@ -172,22 +186,41 @@ impl MetaShard {
             .into());
         }
         let guard = sequencer.lock.lock().unwrap_or_else(|p| p.into_inner());
+        // A writer handle on a shared lock takes it (catching up with other writers) before
+        // anything is planned.
+        let hold = match &self.inner.owner {
+            Some(_) => self.inner.store.hold_writer()?,
+            None => None,
+        };
         let mut seq = Sequenced {
             shard: self,
             _guard: guard,
             pending: Vec::new(),
             read: 0,
+            hold,
         };
-        let value = {
-            Held::enter(id);
-            let _held = Held(id);
-            section(&mut seq)
+        // A new acquisition of a shared lock advances the owner epoch before the section plans
+        // anything (pipelined: the section's first command joins its fdatasync), so every
+        // snapshot of the section sees the new epoch and every command header built in it
+        // carries it (docs/metadata-format.md, "Owner epochs of a shared writer lock").
+        let advance = match seq.hold {
+            Some(_) => seq.owner_step(false),
+            None => Ok(()),
+        };
+        let value = match advance {
+            Ok(()) => {
+                Held::enter(id);
+                let _held = Held(id);
+                section(&mut seq)
+            }
+            Err(e) => Err(e.into()),
         };
         let Sequenced {
             shard: _,
             _guard: guard,
             pending,
             read,
+            hold,
         } = seq;
         drop(guard);
         // The lock is released here: the next section plans on top while this one waits.
@@ -203,6 +236,7 @@ impl MetaShard {
         if read > 0 {
             self.inner.store.wait_visible(read)?;
         }
+        drop(hold);
         value
     }
 }
@@ -223,21 +257,46 @@ impl MetaShard {
     /// finds a corrupt record ([`crate::Error::RecoveryOutboxCorrupt`]) refuses the write;
     /// [`crate::Error::InvalidArgument`] when called inside a sequenced section of this shard.
     pub fn prepare_write(&self) -> Result<()> {
-        self.sequenced(|_| self.owner_step(true))
+        self.sequenced(|seq| seq.prepare_write())
     }
 
     /// The owner side of [`MetaShard::prepare_write`], run with the sequencer held: with
     /// `maintain` false only the lazy epoch advance (used by the raw [`MetaShard::execute`],
     /// whose caller planned its command at a version a maintenance commit would make stale).
-    pub(crate) fn owner_step(&self, maintain: bool) -> Result<()> {
+    /// `term` is the section's acquisition of a holt lock shared between processes (`None`
+    /// otherwise): its advance is pipelined into `pending`, so the section's first command
+    /// shares its fdatasync (docs/metadata-format.md, "Owner epochs of a shared writer lock").
+    pub(crate) fn owner_step(
+        &self,
+        maintain: bool,
+        term: Option<u64>,
+        pending: &mut Vec<PendingWrite>,
+    ) -> Result<()> {
         let Some(owner) = &self.inner.owner else {
             return Err(crate::error::Error::ReadOnly);
         };
         let store = &self.inner.store;
         let mut st = owner.state();
-        if owner.advance_once(store, &mut st)? {
-            st.last_step_version = store.version();
-            return Ok(());
+        match term {
+            Some(term) => {
+                let current = self.owner_epoch();
+                if let Some((epoch, write)) =
+                    owner.advance_for_term(store, &mut st, term, current)?
+                {
+                    self.inner
+                        .owner_epoch
+                        .store(epoch, std::sync::atomic::Ordering::Release);
+                    st.last_step_version = write.version();
+                    pending.push(write);
+                    return Ok(());
+                }
+            }
+            None => {
+                if owner.advance_once(store, &mut st)? {
+                    st.last_step_version = store.version();
+                    return Ok(());
+                }
+            }
         }
         let interval = owner.retention.maintenance_interval.max(1);
         if maintain && store.version() >= st.last_step_version.saturating_add(interval) {
@@ -302,10 +361,10 @@ impl MetaShard {
             return Err(crate::error::Error::ReadOnly);
         };
         // Under the command sequencer, like every other commit of the handle.
-        self.sequenced(|_| {
+        self.sequenced(|seq| {
+            seq.owner_step(false)?;
             let store = &self.inner.store;
             let mut st = owner.state();
-            owner.advance_once(store, &mut st)?;
             let report = self.maintenance_step(&owner.retention)?;
             st.last_step_version = store.version();
             Ok(report)

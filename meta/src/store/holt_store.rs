@@ -126,7 +126,11 @@ impl TxnStore for HoltStore {
             .unwrap_or(false)
     }
 
+    /// With a writer lock shared between processes, catches up with other writers first
+    /// (`holt::Db::refresh`; when the lock cannot be had within its wait the state this process
+    /// last saw is read — consistent, possibly older).
     fn snapshot(&self) -> HoltSnapshot {
+        let _ = self.db.refresh();
         HoltSnapshot {
             view: self.db.view(),
             trees: Arc::clone(&self.trees),

@@ -57,6 +57,21 @@ impl ShardStore {
         }
     }
 
+    /// Pins the writer lock of a holt store opened with a lock shared between processes
+    /// (`holt::WriterLock::Shared`, see docs/holt-format.md, "Sharing the writer lock between
+    /// processes"): the store catches up with other writers first when this process did not hold
+    /// the lock. `None` for a lock held for the handle's life and for etcd (the owner lease
+    /// fences there).
+    ///
+    /// Errors: [`crate::Error::Storage`] (`holt::Error::Locked` after the wait, `Io`,
+    /// `Corrupt`).
+    pub fn hold_writer(&self) -> Result<Option<holt::WriterHold>> {
+        match self {
+            ShardStore::Holt(h) if h.db().shares_writer_lock() => Ok(Some(h.db().hold_writer()?)),
+            _ => Ok(None),
+        }
+    }
+
     /// The etcd store of an etcd-backed shard (`None` for other engines).
     #[cfg(feature = "etcd")]
     pub fn etcd(&self) -> Option<&super::etcd::EtcdStore> {

@@ -304,3 +304,102 @@ fn usage_errors_of_every_subcommand_answer_a_program_with_the_envelope() {
     assert_eq!(help.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&help.stdout).contains("Usage: nokv ls"));
 }
+
+#[test]
+fn names_with_control_characters_print_escaped_and_json_keeps_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s");
+    let target = ["--store", store.to_str().unwrap()];
+    let hostile = "\u{1b}]0;PWNED\u{7}\u{1b}[2J.txt";
+    let shown = "\\u{1b}]0;PWNED\\u{7}\\u{1b}[2J.txt";
+    ok(&nokv(&target, &["workbench", "create", r#"{"id":"wb"}"#]));
+    ok(&nokv(
+        &target,
+        &["workbench", "create", r#"{"id":"empty"}"#],
+    ));
+    let input = serde_json::json!({"id": "wb", "section": "input", "path": hostile, "text": "x"});
+    ok(&nokv(
+        &target,
+        &["workbench", "put_file", &input.to_string()],
+    ));
+    let commit = json(&nokv(&target, &["commit", "wb"]))["commit_identity"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let tag = "t\u{1b}[31mred\u{202e}";
+    ok(&nokv(
+        &target,
+        &["tag", "set", "wb", tag, &commit, "--create"],
+    ));
+
+    let ls = ok(&nokv(&target, &["ls", "wb", "input"]));
+    assert_eq!(ls, format!("{shown}\n"));
+    let tree = ok(&nokv(&target, &["tree", "wb", "input"]));
+    assert_eq!(
+        tree,
+        format!("wb/input\n└── {shown}  (1 byte)\n\n1 file, 1 byte\n")
+    );
+    let log = ok(&nokv(&target, &["log", "wb"]));
+    assert!(
+        log.contains("tag: t\\u{1b}[31mred\\u{202e})"),
+        "the tag is escaped: {log}"
+    );
+    let diff = ok(&nokv(
+        &target,
+        &["diff", "empty", "wb", "--format", "table"],
+    ));
+    assert!(diff.contains(&format!("input/{shown}")), "{diff}");
+    for printed in [&ls, &tree, &log, &diff] {
+        assert!(
+            !printed.contains('\u{1b}') && !printed.contains('\u{7}'),
+            "no control character reaches the terminal: {printed:?}"
+        );
+    }
+    // JSON keeps the exact name (escaped by JSON itself).
+    let listed = json(&nokv(&target, &["ls", "wb", "input", "--json"]));
+    assert_eq!(listed["entries"][0]["name"], hostile);
+}
+
+#[test]
+fn refusals_name_the_right_workbench_and_are_typed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s");
+    let target = ["--store", store.to_str().unwrap()];
+    ok(&nokv(&target, &["workbench", "create", r#"{"id":"w"}"#]));
+    // diff: the missing side is the one named, whichever side it is.
+    for args in [["diff", "w", "nope"], ["diff", "nope", "w"]] {
+        let out = nokv(&target, &args);
+        assert_eq!(out.status.code(), Some(1));
+        let v = json(&out);
+        assert_eq!(v["code"], "NotFound", "{v}");
+        assert_eq!(v["details"]["path"], "/agents/local/wb/nope", "{v}");
+    }
+    // log: a string that is no workbench id is InvalidArguments, as for mv and expire.
+    let out = nokv(&target, &["log", "../x", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json(&out)["code"], "InvalidArguments");
+    // log -n 0 is a usage error (exit 2, the usage envelope).
+    let out = nokv(&target, &["log", "w", "-n", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(json(&out)["details"]["reason"], "ValueValidation");
+    // expire: a duration longer than any deadline is a usage error; a deadline past the last
+    // RFC 3339 year is refused; nothing is recorded either way.
+    let out = nokv(&target, &["expire", "w", "--after", "99999999999d"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(json(&out)["code"], "InvalidArguments");
+    let out = nokv(&target, &["expire", "w", "--after", "417000w"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json(&out)["code"], "InvalidArguments");
+    let out = nokv(&target, &["expire", "w", "--after", "4170w"]);
+    let v = json(&out);
+    assert_eq!(
+        v["previous_expires_at"],
+        Value::Null,
+        "nothing was recorded before: {v}"
+    );
+    let at = v["expires_at"].as_str().unwrap();
+    assert!(
+        at.len() == 20 || at.len() == 24,
+        "an RFC 3339 time with a four-digit year: {at}"
+    );
+}

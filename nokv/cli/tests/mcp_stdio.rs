@@ -198,8 +198,23 @@ fn stdin_eof_exits_zero_writes_only_protocol_messages_and_releases_the_store() {
     let mut mcp = McpChild::embedded(&store);
     mcp.initialize();
     envelope_of(&mcp.call("workbench_create", json!({"id": "wb"})));
-    // While the server runs, it owns the store.
-    assert!(matches!(open_now(&store), Err(nokv::Error::StoreBusy)));
+    // While the server runs, another process's writer shares the store: the server holds the
+    // writer lock only while a write runs (plus a short grace), and its next call sees the
+    // other writer's workbench.
+    let other = Client::open_with(
+        &store,
+        ClientOptions {
+            create_if_missing: false,
+            lock_wait: Duration::from_secs(10),
+            ..Default::default()
+        },
+    )
+    .expect("the store is shared while the server runs");
+    let created = Workbench::new(other.clone()).call("workbench_create", &json!({"id": "beside"}));
+    assert_eq!(created["status"], "success", "{created}");
+    drop(other);
+    let env = envelope_of(&mcp.call("workbench_stat", json!({"id": "beside"})));
+    assert_eq!(env["status"], "success", "{env}");
     mcp.close_stdin();
     let status = mcp.wait_exit();
     assert!(status.success(), "{status:?}");

@@ -1121,3 +1121,62 @@ fn a_writer_beside_a_running_server_is_told_where_it_serves_and_a_killed_servers
     assert_eq!(child.wait().unwrap().code(), Some(0));
     assert!(!store.join("server/address.json").exists());
 }
+
+#[test]
+fn a_handle_opened_before_a_server_started_is_told_where_it_serves_at_its_next_write() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s");
+    let client = Client::open_with(
+        &store,
+        nokv::ClientOptions {
+            lock_wait: Duration::from_secs(2),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    client.create_workbench("wb").unwrap();
+    // The handle releases the lock after its idle grace; the server then takes it for its life.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{port}");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_nokv"))
+        .args(["--store", store.to_str().unwrap(), "serve", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .env_remove("NOKV_TOKEN")
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let remote = RemoteClient::connect(&url, None).unwrap();
+    let mut up = false;
+    for _ in 0..800 {
+        if remote.health().is_ok() {
+            up = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let put = client.put(
+        "wb",
+        "input/a.txt",
+        b"x",
+        &PutOptions::create("text/plain", "test"),
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(up, "server did not come up");
+    match put {
+        Err(nokv::Error::StoreServed { url: served }) => assert_eq!(served, url),
+        other => panic!("expected StoreServed, got {other:?}"),
+    }
+    // Once the server is gone the handle writes again.
+    client
+        .put(
+            "wb",
+            "input/b.txt",
+            b"y",
+            &PutOptions::create("text/plain", "test"),
+        )
+        .unwrap();
+}

@@ -20,6 +20,7 @@ use serde_json::{json, Map, Value};
 
 use crate::{print_json, snapshot_selector, EXIT_OK, EXIT_TOOL_ERROR};
 use nokv::client::Client;
+use nokv::printable::printable;
 use nokv::workbench::commit_tools::commit_error;
 use nokv::workbench::errors::ToolError;
 use nokv::workbench::{store_error, tool_error, Workbench};
@@ -64,8 +65,9 @@ pub struct TreeArgs {
 pub struct LogArgs {
     /// Workbench id.
     pub workbench: String,
-    /// Most commits to print (default 50).
-    #[arg(long, short = 'n', default_value_t = DEFAULT_LOG_LIMIT)]
+    /// Most commits to print (at least 1; default 50).
+    #[arg(long, short = 'n', default_value_t = DEFAULT_LOG_LIMIT,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub limit: usize,
     /// Print one JSON object (`commits`, newest first).
     #[arg(long)]
@@ -84,7 +86,7 @@ impl Report<'_> {
         if self.json {
             print_json(self.out, &e.envelope());
         } else {
-            let _ = writeln!(self.err, "nokv: {}", e.message);
+            let _ = writeln!(self.err, "nokv: {}", printable(&e.message));
         }
         EXIT_TOOL_ERROR
     }
@@ -197,10 +199,11 @@ fn ls(client: &Client, args: &LsArgs, report: &mut Report<'_>) -> u8 {
         for e in &listed {
             let name = e.get("name").and_then(Value::as_str).unwrap_or_default();
             let dir = e.get("kind").and_then(Value::as_str) == Some("directory");
+            let name = printable(name);
             let shown = if dir {
                 format!("{name}/")
             } else {
-                name.to_string()
+                name.into_owned()
             };
             if long {
                 let size = match e.get("size_bytes").and_then(Value::as_u64) {
@@ -229,6 +232,15 @@ pub fn run_tree_with(
     err: &mut dyn Write,
 ) -> u8 {
     run_on_client(client, &args, args.json, out, err, tree)
+}
+
+/// `n` bytes in words: "1 byte", "0 bytes", "15241 bytes".
+fn byte_count(n: u64) -> String {
+    if n == 1 {
+        "1 byte".into()
+    } else {
+        format!("{n} bytes")
+    }
 }
 
 /// One directory of the rendered tree: subdirectories and files (name → size in bytes).
@@ -263,6 +275,7 @@ impl Dir {
         names.sort_by(|a, b| a.0.cmp(b.0));
         let count = names.len();
         for (i, (name, dir, size)) in names.into_iter().enumerate() {
+            let name = printable(name);
             let last = i + 1 == count;
             let branch = if last { "└── " } else { "├── " };
             match (dir, size) {
@@ -272,7 +285,7 @@ impl Dir {
                     d.render(&deeper, out);
                 }
                 (None, Some(s)) => {
-                    let _ = writeln!(out, "{prefix}{branch}{name}  ({s} bytes)");
+                    let _ = writeln!(out, "{prefix}{branch}{name}  ({})", byte_count(s));
                 }
                 (None, None) => {}
             }
@@ -329,10 +342,10 @@ fn tree(client: &Client, args: &TreeArgs, report: &mut Report<'_>) -> u8 {
     };
     let count = files.len();
     report.success(fields, |out| {
-        let _ = writeln!(out, "{title}");
+        let _ = writeln!(out, "{}", printable(&title));
         root.render("", out);
         let noun = if count == 1 { "file" } else { "files" };
-        let _ = writeln!(out, "\n{count} {noun}, {total} bytes");
+        let _ = writeln!(out, "\n{count} {noun}, {}", byte_count(total));
     })
 }
 
@@ -357,7 +370,9 @@ pub fn run_log_with(
 fn log(client: &Client, args: &LogArgs, report: &mut Report<'_>) -> u8 {
     let wb = &args.workbench;
     if args.limit == 0 {
-        return report.fail(ToolError::invalid_arguments("--limit must be at least 1"));
+        return report.fail(ToolError::invalid_arguments(
+            "the commit limit (--limit, -n) must be at least 1",
+        ));
     }
     let head = match client.commit_head(wb) {
         Ok(h) => h,
@@ -429,7 +444,7 @@ fn log(client: &Client, args: &LogArgs, report: &mut Report<'_>) -> u8 {
     });
     report.success(fields, |out| {
         if commits.is_empty() {
-            let _ = writeln!(out, "workbench `{wb}` has no commits");
+            let _ = writeln!(out, "workbench `{}` has no commits", printable(wb));
             return;
         }
         for (i, c) in commits.iter().enumerate() {
@@ -441,7 +456,7 @@ fn log(client: &Client, args: &LogArgs, report: &mut Report<'_>) -> u8 {
                 marks.push("HEAD".to_string());
             }
             for t in tags_of.get(&c.commit_id).into_iter().flatten() {
-                marks.push(format!("tag: {t}"));
+                marks.push(format!("tag: {}", printable(t)));
             }
             let marks = if marks.is_empty() {
                 String::new()
@@ -456,7 +471,7 @@ fn log(client: &Client, args: &LogArgs, report: &mut Report<'_>) -> u8 {
                 let _ = writeln!(out, "Parent:    {p}");
             }
             if c.workbench_id != *wb {
-                let _ = writeln!(out, "Workbench: {}", c.workbench_id);
+                let _ = writeln!(out, "Workbench: {}", printable(&c.workbench_id));
             }
             let _ = writeln!(
                 out,

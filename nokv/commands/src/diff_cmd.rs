@@ -107,7 +107,7 @@ pub fn run_diff_with(client: &Client, args: DiffArgs, out: &mut dyn Write) -> u8
             EXIT_OK
         }
         Err(e) => {
-            let wb = SideSpec::error_workbench(&a, &b);
+            let wb = client.diff_error_workbench(&a, &b);
             fail(out, diff_error(client, &wb, e), EXIT_TOOL_ERROR)
         }
     }

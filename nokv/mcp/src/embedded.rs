@@ -23,11 +23,13 @@ const MAINTENANCE_EVERY: Duration = Duration::from_secs(60);
 /// Every call is checked in the order of `nokv workbench`: tool name (`UnknownTool`), then the
 /// tool's JSON schema (`InvalidArguments`) — neither touches the store — then the store is
 /// opened if it is not open yet. Only `workbench_create` may create a missing store; any other
-/// tool on a missing store is `NotFound` and creates nothing. Once open, the store, its
-/// single-writer lock and background maintenance (snapshot reaper + GC pass, every 60 s) stay
-/// with the process until [`ToolBackend::close`]. A store that cannot be opened (another process holds the lock for the
-/// whole 30 s wait → `Conflict` with `details.reason: "store_locked"`, a damaged or foreign store
-/// → `InvalidState`) fails that call only; the next call tries again.
+/// tool on a missing store is `NotFound` and creates nothing. Once open, the store and
+/// background maintenance (snapshot reaper + GC pass, every 60 s) stay with the process until
+/// [`ToolBackend::close`]; the store's writer lock is held only while a call writes, plus a short
+/// grace (docs/design.md, "Many processes on one store"), so the CLI, Python and other MCP
+/// servers write to the same store meanwhile. A call that cannot get the store (another process
+/// kept the lock for the whole 30 s wait → `Conflict` with `details.reason: "store_locked"`, a
+/// damaged or foreign store → `InvalidState`) fails that call only; the next call tries again.
 ///
 /// Read tools run concurrently. Write tools of one process run one at a time, so that concurrent
 /// calls of one MCP client never fail against each other's read-version fence (pipelining many
@@ -171,7 +173,7 @@ impl ToolBackend for EmbeddedBackend {
             );
         }
         format!(
-            "embedded store {} (this process is its single writer while it runs)",
+            "embedded store {} (shared with other writer processes: the writer lock is held only while a call writes)",
             self.dir.display()
         )
     }

@@ -14,9 +14,10 @@
 //!
 //! * [`EmbeddedBackend`] (`nokv mcp [--store DIR]`) runs the [`nokv::workbench::Workbench`]
 //!   facade in-process. The store is opened at the first tool call that needs it (only
-//!   `workbench_create` may create a missing store, as in `nokv workbench`) and stays open — with
-//!   its single-writer lock — until the server exits. An embedded `nokv mcp` is therefore the one
-//!   writer process of its store; several agents share one store through `nokv serve` and
+//!   `workbench_create` may create a missing store, as in `nokv workbench`) and stays open until
+//!   the server exits, holding the store's writer lock only while a call writes (plus a short
+//!   idle grace), so other agents' CLI, Python and MCP processes write to the same store between
+//!   its calls; agents on other machines share one store through `nokv serve` and
 //!   `nokv mcp --server URL`.
 //! * [`RemoteBackend`] (`nokv mcp --server URL`, bearer token from `NOKV_TOKEN`) sends every call
 //!   to a `nokv serve` owner process as `POST {URL}/v1/tools/{tool}` with the JSON input as the

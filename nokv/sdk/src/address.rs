@@ -3,9 +3,9 @@
 //! when it stops. A writer that finds the store locked reads it (see [`serving`]) to say where
 //! the store is served instead of waiting out a lock that a server never releases.
 //!
-//! The record is a hint, never an authority: it counts only while the store's lock is held (the
-//! caller has just been refused it) and its process is alive, so a record left behind by a killed
-//! server is ignored (and replaced by the next server).
+//! The record is a hint, never an authority: it counts only while its process is alive and runs
+//! `serve`, so a record left behind by a killed server is ignored (and replaced by the next
+//! server), and callers consult it only about a lock they could not take.
 
 use std::path::{Path, PathBuf};
 
@@ -56,11 +56,15 @@ fn read(path: &Path) -> Option<Record> {
     serde_json::from_slice(&bytes).ok()
 }
 
-/// The URL of the `nokv serve` process recorded in `store`, when that process is alive (Linux:
-/// `/proc/<pid>` exists). Call it only after the store's lock was refused.
+/// The URL of the `nokv serve` process recorded in `store`, when that process is alive and is a
+/// server (Linux: `/proc/<pid>` exists and its command line has the `serve` argument, so a record
+/// left by a killed server whose pid another program reused does not count). Elsewhere (no
+/// `/proc`) a record counts as it is: confirm it with the store's lock before relying on it.
 pub fn serving(store: &Path) -> Option<String> {
     let r = read(&record_path(store))?;
     let proc_root = Path::new("/proc");
-    let alive = !proc_root.is_dir() || proc_root.join(r.pid.to_string()).exists();
-    (alive && r.url.starts_with("http")).then_some(r.url)
+    let server = !proc_root.is_dir()
+        || std::fs::read(proc_root.join(r.pid.to_string()).join("cmdline"))
+            .is_ok_and(|cmd| cmd.split(|b| *b == 0).any(|arg| arg == b"serve"));
+    (server && r.url.starts_with("http")).then_some(r.url)
 }

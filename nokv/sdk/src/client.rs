@@ -26,6 +26,7 @@ use objstore::ObjectStore;
 use crate::error::{Error, Result};
 use crate::index_fields::IndexFields;
 use crate::reservations::ReservationPool;
+use crate::writers::Registration;
 
 /// Default block size of new bodies: 4 MiB (docs/metadata-format.md, "Upload And Append").
 pub const DEFAULT_BLOCK_SIZE: usize = 4 * 1024 * 1024;
@@ -43,6 +44,10 @@ pub const RESERVED_PATHS: [&str; 2] = [
 /// Content type used when a caller names none for binary bodies.
 pub const OCTET_STREAM: &str = "application/octet-stream";
 
+/// The default idle grace of a writer lock shared between processes
+/// ([`ClientOptions::writer_idle_release`]): 20 ms.
+pub const DEFAULT_WRITER_IDLE_RELEASE: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// Options for [`Client::open_with`].
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
@@ -54,15 +59,26 @@ pub struct ClientOptions {
     /// Create the store when `dir` holds none (default true). With false, opening a missing
     /// store fails with [`Error::StoreNotFound`] and creates nothing.
     pub create_if_missing: bool,
-    /// How long to wait for another process that holds the store's lock (default 30 s; one
-    /// process owns a store at a time). Past it, [`Error::StoreBusy`].
+    /// How long one open or one write waits for another process that holds the store's writer
+    /// lock (default 30 s). Past it, [`Error::StoreBusy`].
     pub lock_wait: std::time::Duration,
+    /// How this handle holds the writer lock of a store whose metadata is holt (docs/design.md,
+    /// "Many processes on one store"). `Some(grace)` (the default,
+    /// [`DEFAULT_WRITER_IDLE_RELEASE`] = 20 ms): only while a write runs and for `grace` after
+    /// the last one — at once when another process is waiting — so CLI calls, MCP servers,
+    /// Python and Rust programs write to one store side by side; each acquisition first catches
+    /// up with the commands other processes committed meanwhile and advances the owner epoch
+    /// with its first command. Reads of a writer handle catch up the same way. `None`: for the
+    /// handle's whole life, as `nokv serve` does (every other writer waits, then
+    /// [`Error::StoreBusy`]). Ignored for read-only handles and etcd metadata.
+    pub writer_idle_release: Option<std::time::Duration>,
     /// Object provider to use instead of the one the store configuration names (tests: a
     /// fault-injecting or instrumented wrapper around the store's own provider). `None`
     /// (default): the configured provider.
     pub objects: Option<Arc<dyn ObjectStore>>,
-    /// Run [`Client::recover_operations`] at open (default true). Every non-terminal Publish
-    /// operation found at open is orphaned: the holt database is held by one process at a time.
+    /// Run [`Client::recover_operations`] at open (default true). A non-terminal Publish
+    /// operation or revision reservation found at open is orphaned unless another writer process
+    /// that may own it is alive (see [`crate::writers`]).
     pub recover_at_open: bool,
     /// Snapshot lease/retention policy: skew grace of the reaper and the diagnostic history
     /// retention (see [`meta::ops::snapshot::SnapshotPolicy`]).
@@ -95,6 +111,7 @@ impl Default for ClientOptions {
             presentation_root: None,
             create_if_missing: true,
             lock_wait: std::time::Duration::from_secs(30),
+            writer_idle_release: Some(DEFAULT_WRITER_IDLE_RELEASE),
             objects: None,
             recover_at_open: true,
             snapshot_policy: meta::ops::snapshot::SnapshotPolicy::default(),
@@ -249,6 +266,10 @@ pub struct RecoverySummary {
     /// Revision reservations of an earlier process swept: the objects of their unpublished
     /// revisions deleted, the reservation retired.
     pub swept_reservations: u64,
+    /// Other writer processes found alive (docs/design.md, "Many processes on one store"):
+    /// when not 0, every operation and reservation this handle does not run was left alone —
+    /// it may be theirs — for a pass that finds no other writer.
+    pub live_writers: u64,
     /// Per-operation failures (`operation_id: error`), for operations left as they were.
     pub errors: Vec<String>,
 }
@@ -276,6 +297,9 @@ struct Inner {
     /// The shard-owner lease of an etcd-backed store (released when the last clone drops).
     #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
     ownership: Option<Ownership>,
+    /// This writer's registration file, when the store's writer lock is shared between processes
+    /// (`crate::writers`); dropped last, after the metadata is closed.
+    registration: Option<Registration>,
 }
 
 /// The lease type an etcd-backed store's client holds; a build without the `etcd` feature opens
@@ -325,6 +349,7 @@ impl Client {
                 snapshot_policy: options.snapshot_policy,
                 clock: options.clock.clone(),
                 ownership,
+                registration: None,
             }),
         }
     }
@@ -338,6 +363,23 @@ impl Client {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
             inner.open_recovery = Some(outcome);
         }
+    }
+
+    /// Registers this handle's writer registration (only while the handle is unshared, before the
+    /// open returns it).
+    pub(crate) fn set_registration(&mut self, registration: Registration) {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.registration = Some(registration);
+        }
+    }
+
+    /// How many other writer processes of this store are alive (`crate::writers`); 0 when the
+    /// writer lock is not shared.
+    pub(crate) fn other_writers_alive(&self) -> u64 {
+        self.inner
+            .registration
+            .as_ref()
+            .map_or(0, Registration::others_alive)
     }
 
     /// True for a client opened read-only ([`ClientOptions::read_only`]).

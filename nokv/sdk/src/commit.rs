@@ -381,8 +381,11 @@ impl Client {
 
     /// The current commit head of a workbench (`None`: never committed).
     ///
-    /// Errors: [`Error::WorkbenchNotFound`]; metadata errors.
+    /// Errors: [`Error::InvalidArgument`] for a string that is no workbench id;
+    /// [`Error::WorkbenchNotFound`]; metadata errors.
     pub fn commit_head(&self, workbench_id: &str) -> Result<Option<CommitInfo>> {
+        meta::validate_workbench_id(workbench_id)
+            .map_err(|e| Error::InvalidArgument(e.to_string()))?;
         let Some(head) = build::read_head(self.meta(), workbench_id)? else {
             return Ok(None);
         };

@@ -73,19 +73,13 @@ impl SideSpec {
         })
     }
 
-    /// The workbench an error of a diff of `a` and `b` is about: the first snapshot side's (a
-    /// missing or expired snapshot is the likeliest failure), else the first workbench side's,
-    /// else empty (two commits).
-    pub fn error_workbench(a: &SideSpec, b: &SideSpec) -> String {
-        let snapshot = [a, b].into_iter().find_map(|s| match s {
-            SideSpec::Snapshot { workbench_id, .. } => Some(workbench_id.clone()),
-            _ => None,
-        });
-        let live = [a, b].into_iter().find_map(|s| match s {
-            SideSpec::Workbench(w) => Some(w.clone()),
-            _ => None,
-        });
-        snapshot.or(live).unwrap_or_default()
+    /// The workbench this side names (empty for a commit).
+    fn workbench_id(&self) -> &str {
+        match self {
+            SideSpec::Workbench(wb) => wb,
+            SideSpec::Snapshot { workbench_id, .. } => workbench_id,
+            SideSpec::Commit(_) => "",
+        }
     }
 
     /// The canonical text of this side (as [`SideSpec::parse`] reads it).
@@ -250,6 +244,24 @@ fn side_error(e: meta::Error, workbench_id: &str) -> Error {
 }
 
 impl Client {
+    /// The workbench an error of [`Client::diff`] of `a` and `b` is about (for the error
+    /// envelope's path): the first side that does not resolve now — a missing or expired
+    /// workbench or snapshot — else the first side naming a workbench, else empty (two
+    /// commits). Call it only on the error path: it resolves the sides again.
+    pub fn diff_error_workbench(&self, a: &SideSpec, b: &SideSpec) -> String {
+        let failed = [a, b]
+            .into_iter()
+            .find(|s| !matches!(s, SideSpec::Commit(_)) && self.diff_side(s, None).is_err());
+        failed
+            .or_else(|| {
+                [a, b]
+                    .into_iter()
+                    .find(|s| !matches!(s, SideSpec::Commit(_)))
+            })
+            .map(|s| s.workbench_id().to_string())
+            .unwrap_or_default()
+    }
+
     /// Resolves one side; `pinned` is the read version a cursor pinned for a live side.
     fn diff_side(&self, spec: &SideSpec, pinned: Option<u64>) -> Result<SideInfo> {
         match spec {
@@ -549,14 +561,18 @@ impl DiffReport {
         let width = self
             .changes
             .iter()
-            .map(|c| c.change.path.as_str().len())
+            .map(|c| {
+                crate::printable::printable(c.change.path.as_str())
+                    .chars()
+                    .count()
+            })
             .max()
             .unwrap_or(4)
             .max(4);
         let mut out = format!(
             "diff {} -> {}: {} change(s)\n",
-            self.a.spec.text(),
-            self.b.spec.text(),
+            crate::printable::printable(&self.a.spec.text()),
+            crate::printable::printable(&self.b.spec.text()),
             self.changes.len()
         );
         if !self.changes.is_empty() {
@@ -569,7 +585,7 @@ impl DiffReport {
             out.push_str(&format!(
                 "{:<8} {:<width$}  {:<32}  {}\n",
                 change_name(c.change.change),
-                c.change.path.as_str(),
+                crate::printable::printable(c.change.path.as_str()),
                 side(&c.change.a),
                 side(&c.change.b),
             ));

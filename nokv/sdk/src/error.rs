@@ -299,6 +299,15 @@ impl From<meta::Error> for Error {
             meta::Error::ReadOnly => Error::ReadOnlyStore {
                 reason: "opened read-only".into(),
             },
+            // A write of a handle sharing the writer lock waited its whole lock wait: a server
+            // took the store (it never releases the lock), or another writer kept it.
+            meta::Error::Storage(holt::Error::Locked { path }) => {
+                let store = path.parent().and_then(std::path::Path::parent);
+                match store.and_then(crate::address::serving) {
+                    Some(url) => Error::StoreServed { url },
+                    None => Error::StoreBusy,
+                }
+            }
             other => Error::Meta(other),
         }
     }

@@ -31,7 +31,8 @@ pub enum Expiry {
 /// (seconds, minutes, hours, days, weeks), e.g. `90m`, `2h`, `7d`, `1d12h`.
 ///
 /// Errors: [`Error::InvalidArgument`] naming the accepted form (empty text, a missing number or
-/// unit, an unknown unit, an overflow).
+/// unit, an unknown unit, a duration longer than any deadline a workbench may have:
+/// [`meta::ops::expiry::MAX_DEADLINE_UNIX_MS`] milliseconds after 1970).
 pub fn parse_duration(text: &str) -> Result<Duration> {
     let bad = || {
         Error::InvalidArgument(format!(
@@ -65,6 +66,11 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
     }
     if !digits.is_empty() {
         return Err(bad());
+    }
+    if total.saturating_mul(1000) > meta::ops::expiry::MAX_DEADLINE_UNIX_MS {
+        return Err(Error::InvalidArgument(format!(
+            "`{text}` is longer than any expiry can be: deadlines end at 9999-12-31T23:59:59.999Z"
+        )));
     }
     Ok(Duration::from_secs(total))
 }

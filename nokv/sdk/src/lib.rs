@@ -51,6 +51,7 @@ pub mod move_path;
 pub mod name_folding;
 mod open;
 mod periodic;
+pub mod printable;
 pub mod publication;
 mod read;
 mod reservations;
@@ -59,9 +60,11 @@ pub mod snapshot;
 pub mod store;
 pub mod store_config;
 pub mod workbench;
+pub mod writers;
 
 pub use client::{
     AppendReceipt, Client, ClientOptions, PutOptions, PutReceipt, WorkbenchInfo, WriteCondition,
+    DEFAULT_WRITER_IDLE_RELEASE,
 };
 pub use error::{Error, Result};
 pub use index_fields::{FieldId, IndexFields, IndexValue, Timestamp};

@@ -58,7 +58,7 @@ async fn diff(
         };
         match client.diff(&a, &b, &options) {
             Ok(report) => report.envelope(),
-            Err(e) => diff_error(client, &SideSpec::error_workbench(&a, &b), e).envelope(),
+            Err(e) => diff_error(client, &client.diff_error_workbench(&a, &b), e).envelope(),
         }
     })
     .await

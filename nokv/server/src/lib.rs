@@ -129,6 +129,8 @@ fn open_state(opts: ServerOptions, addr: SocketAddr) -> Result<Arc<AppState>> {
         ClientOptions {
             // One owner: fail fast instead of waiting 30 s for another process's lock.
             lock_wait: Duration::from_secs(2),
+            // The one owner holds the writer lock for its whole life.
+            writer_idle_release: None,
             owner_address: addr.to_string(),
             owner_lease_ttl: opts.owner_lease_ttl,
             ..ClientOptions::default()

@@ -103,7 +103,7 @@ pub fn run_pass(
             // A pass writes: the owner epoch advances before its first check (lazy epoch).
             shard.prepare_write()?;
             let snap = shard.inner.store.snapshot();
-            crate::command::executor::check_handle_fences(&snap, &shard.inner.fence)?;
+            crate::command::executor::check_handle_fences(&snap, &shard.inner.fence())?;
         }
         let floor = if opts.dry_run {
             prospective_floor(shard, retention)?

@@ -113,7 +113,7 @@ pub(crate) fn plan_with<S: Snapshot>(
 ) -> Result<Planned> {
     let root = shard.root_id();
     // Validation order (docs/metadata-format.md): schema marker, RootFence and owner epoch before replay.
-    check_handle_fences(snap, &shard.inner.fence)?;
+    check_handle_fences(snap, &shard.inner.fence())?;
     if let Some(out) = replay_lookup(snap, &root, &req.request_id, &digest)? {
         return Ok(Planned::Replay(Box::new(out)));
     }

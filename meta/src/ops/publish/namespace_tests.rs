@@ -170,10 +170,10 @@ fn racing_creates_of_d_and_d_slash_x_cannot_both_commit() {
             panic!("fresh requests");
         };
         drop(snap);
-        execute(&s.inner.store, &s.inner.fence, *ca).unwrap();
+        execute(&s.inner.store, &s.inner.fence(), *ca).unwrap();
         let before = s.version().unwrap();
         assert!(matches!(
-            execute(&s.inner.store, &s.inner.fence, *cb),
+            execute(&s.inner.store, &s.inner.fence(), *cb),
             Err(Error::ReadVersionConflict { .. })
         ));
         assert_eq!(s.version().unwrap(), before);

@@ -151,7 +151,7 @@ pub(super) fn consumer_command(
     crate::ops::sequenced_retrying(shard, |seq| {
         let lease = lease_clock::observe_in(shard, seq, wall_unix_ms, policy.skew_grace_ms)?;
         let snap = seq.snapshot();
-        check_handle_fences(&snap, &shard.inner.fence)?;
+        check_handle_fences(&snap, &shard.inner.fence())?;
         let (_, ws) = visible_marker(&snap, &root, workbench_id, shard.wall_unix_ms())?;
         let parts = if attach {
             attach_consumer_parts(

@@ -59,7 +59,7 @@ pub fn create(
     crate::ops::sequenced_retrying(shard, |seq| {
         let lease = lease_clock::observe_in(shard, seq, wall_unix_ms, policy.skew_grace_ms)?;
         let snap = seq.snapshot();
-        check_handle_fences(&snap, &shard.inner.fence)?;
+        check_handle_fences(&snap, &shard.inner.fence())?;
         if let Some(out) = replay_lookup(&snap, &root, &req.request_id, &digest)? {
             return receipt(out);
         }

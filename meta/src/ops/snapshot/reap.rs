@@ -106,7 +106,7 @@ pub(super) fn claim(
     crate::ops::sequenced_retrying(shard, |seq| {
         seq.prepare_write()?;
         let snap = seq.snapshot();
-        check_handle_fences(&snap, &shard.inner.fence)?;
+        check_handle_fences(&snap, &shard.inner.fence())?;
         let key = k.encode();
         let Some(bytes) = snap.get(Family::SnapshotRef, &key)? else {
             return Ok(None);
@@ -175,7 +175,7 @@ pub(super) fn finalize(shard: &MetaShard, k: &SnapshotRefKey) -> Result<bool> {
     crate::ops::sequenced_retrying(shard, |seq| {
         seq.prepare_write()?;
         let snap = seq.snapshot();
-        check_handle_fences(&snap, &shard.inner.fence)?;
+        check_handle_fences(&snap, &shard.inner.fence())?;
         let key = k.encode();
         let Some(bytes) = snap.get(Family::SnapshotRef, &key)? else {
             return Ok(false);

@@ -55,7 +55,7 @@ pub fn retire(
     crate::ops::sequenced_retrying(shard, |seq| {
         seq.prepare_write()?;
         let snap = seq.snapshot();
-        check_handle_fences(&snap, &shard.inner.fence)?;
+        check_handle_fences(&snap, &shard.inner.fence())?;
         if let Some(out) = replay_lookup(&snap, &root, &req.request_id, &digest)? {
             return receipt(out);
         }

@@ -15,6 +15,11 @@ use objstore::ObjectStore;
 use crate::client::{Client, ClientOptions};
 use crate::error::{not_writable, store_dir_error, Error, Result};
 
+/// How long a writer sharing the lock waits for it when a live `nokv serve` is recorded for the
+/// store (see `Client::open_holt_meta`): a server never releases the lock, so a refusal within
+/// this wait means the store is served.
+const SERVED_PROBE: std::time::Duration = std::time::Duration::from_millis(250);
+
 impl Client {
     /// Opens (creating when missing) the embedded store in `dir` with default options.
     ///
@@ -79,7 +84,11 @@ impl Client {
             return Err(Error::StoreNotFound);
         }
         std::fs::create_dir_all(&dir).map_err(|source| store_dir_error(&dir, source))?;
-        let deadline = std::time::Instant::now() + options.lock_wait;
+        let now = std::time::Instant::now();
+        // A wait too long for the clock waits for ever.
+        let deadline = now
+            .checked_add(options.lock_wait)
+            .unwrap_or_else(|| now + std::time::Duration::from_secs(u64::from(u32::MAX)));
         let mut backoff = std::time::Duration::from_millis(2);
         let (meta, ownership) = if let Some(metadata) = etcd_metadata {
             #[cfg(not(feature = "etcd"))]
@@ -114,7 +123,22 @@ impl Client {
             Some(objects) => objects.clone(),
             None => crate::store_config::objects::open_objects(&dir, store_config.as_ref())?,
         };
-        let mut client = Client::from_parts(dir, meta, objects, ownership, &options);
+        let shared_lock = meta.holt_db().is_some_and(holt::Db::shares_writer_lock);
+        let mut client = Client::from_parts(dir.clone(), meta, objects, ownership, &options);
+        if shared_lock {
+            // A store whose writers/ cannot be written is read-only for writers, like one whose
+            // meta/ cannot be (the typed ReadOnlyStore, never an internal error).
+            let registration = crate::writers::Registration::start(&dir).map_err(|e| match e {
+                Error::LocalIo { ref source, .. } => match not_writable(source) {
+                    Some(reason) => Error::ReadOnlyStore {
+                        reason: reason.into(),
+                    },
+                    None => e,
+                },
+                other => other,
+            })?;
+            client.set_registration(registration);
+        }
         if options.recover_at_open {
             // Orphans are recovered before the handle is used; a failure (e.g. the provider is
             // unreachable) leaves them for the next pass and never blocks reads.
@@ -136,6 +160,16 @@ impl Client {
         // Objects are only ever written after the metadata was initialized: empty metadata
         // beside objects is lost metadata, never a new store.
         let require_initialized = holds_objects(&dir.join("objects"));
+        // A live `nokv serve` recorded for this store holds the lock for its whole life: a
+        // writer sharing the lock waits only long enough to confirm that (the record may be
+        // stale — its process gone or its pid reused), then says where the store is served.
+        let served =
+            options.writer_idle_release.is_some() && crate::address::serving(dir).is_some();
+        let wait = if served {
+            options.lock_wait.min(SERVED_PROBE)
+        } else {
+            options.lock_wait
+        };
         let meta = loop {
             let opened = MetaShard::open(
                 dir.join("meta"),
@@ -144,6 +178,13 @@ impl Client {
                     // Long-running writers keep their MVCC history bounded between reaper runs.
                     history_policy: Some(options.snapshot_policy),
                     require_initialized,
+                    holt: holt::Options {
+                        writer_lock: match options.writer_idle_release {
+                            Some(idle_release) => holt::WriterLock::Shared { idle_release, wait },
+                            None => holt::WriterLock::Held,
+                        },
+                        ..holt::Options::default()
+                    },
                     ..Default::default()
                 },
             );

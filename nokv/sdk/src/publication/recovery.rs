@@ -31,7 +31,15 @@ impl Client {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        let mut summary = RecoverySummary::default();
+        let mut summary = RecoverySummary {
+            live_writers: self.other_writers_alive(),
+            ..RecoverySummary::default()
+        };
+        if summary.live_writers > 0 {
+            // Another writer process is alive and may be running any of them: leave them all
+            // to a pass that finds no other writer (crate::writers).
+            return Ok(summary);
+        }
         for listed in ops {
             let id = listed.operation_id;
             let op = listed.operation;

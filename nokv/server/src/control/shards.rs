@@ -267,6 +267,8 @@ impl Acquirer {
             ClientOptions {
                 // Never wait for a live owner: the next pass tries again.
                 lock_wait: Duration::ZERO,
+                // The one owner holds the writer lock for its whole life.
+                writer_idle_release: None,
                 owner_address: self.address.clone(),
                 owner_lease_ttl: self.base.owner_lease_ttl,
                 ..ClientOptions::default()

@@ -44,7 +44,7 @@ pub fn publish_operation(shard: &MetaShard, id: &OperationId) -> Result<PublishR
     crate::ops::sequenced_retrying(shard, |seq| {
         seq.prepare_write()?;
         let snap = seq.snapshot();
-        check_handle_fences(&snap, &shard.inner.fence)?;
+        check_handle_fences(&snap, &shard.inner.fence())?;
         let Some((bytes, op)) = read_op(&snap, &key)? else {
             return Err(state_error(
                 id,
@@ -113,7 +113,7 @@ pub fn finalize_and_publish(
     let combined = crate::ops::sequenced_retrying(shard, |seq| {
         seq.prepare_write()?;
         let snap = seq.snapshot();
-        check_handle_fences(&snap, &shard.inner.fence)?;
+        check_handle_fences(&snap, &shard.inner.fence())?;
         let Some((bytes, op)) = read_op(&snap, &key)? else {
             return Err(state_error(
                 id,

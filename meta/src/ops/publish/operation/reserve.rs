@@ -189,7 +189,7 @@ fn run_change(
     crate::ops::sequenced_retrying(shard, |seq| {
         seq.prepare_write()?;
         let snap = seq.snapshot();
-        check_handle_fences(&snap, &shard.inner.fence)?;
+        check_handle_fences(&snap, &shard.inner.fence())?;
         let mut cmd = header(shard, snap.version(), step, &id, phase)?;
         drop(snap);
         push_change(shard, change, &mut cmd);
@@ -336,7 +336,7 @@ pub fn publish_reserved(
     crate::ops::sequenced_retrying(shard, |seq| {
         seq.prepare_write()?;
         let snap = seq.snapshot();
-        check_handle_fences(&snap, &shard.inner.fence)?;
+        check_handle_fences(&snap, &shard.inner.fence())?;
         if let Some((_, op)) = read_op(&snap, &key)? {
             if op.phase == PublishPhase::Published && op.intent_digest == intent.intent_digest {
                 return stored_receipt(shard, &snap, &id);
