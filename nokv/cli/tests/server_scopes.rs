@@ -373,6 +373,31 @@ fn a_run_scoped_token_sees_only_its_workbenches_in_listings_search_and_the_feed(
         .to_string();
     let (_, second) = tool("find", json!({"limit": 1, "cursor": cursor}), &t.runner);
     assert_eq!(second["matches"][0]["workbench_id"], "run-2", "{second}");
+    assert!(
+        second["next_cursor"].is_null() && second["truncated"] == false,
+        "nothing visible follows run-2: {second}"
+    );
+    // A workbench the runner may not see, after its last one: the last page still ends without
+    // a cursor (a cursor leading to an empty page would reveal that hidden workbenches follow).
+    assert_eq!(
+        tool("create", json!({"id": "zeta"}), &t.boss).1["status"],
+        "success"
+    );
+    // (A cursor pins its read version, so the pages are asked for afresh.)
+    let (_, first) = tool("find", json!({"limit": 1}), &t.runner);
+    let cursor = first["next_cursor"].as_str().expect("a second page");
+    let (_, again) = tool("find", json!({"limit": 1, "cursor": cursor}), &t.runner);
+    assert_eq!(again["matches"][0]["workbench_id"], "run-2", "{again}");
+    assert!(
+        again["next_cursor"].is_null() && again["truncated"] == false,
+        "a hidden workbench after run-2 leaves no cursor: {again}"
+    );
+    let (_, boss_page) = tool("find", json!({"limit": 1, "cursor": cursor}), &t.boss);
+    assert_eq!(boss_page["matches"][0]["workbench_id"], "run-2");
+    assert!(
+        boss_page["next_cursor"].is_string(),
+        "the admin's cursor goes on to zeta: {boss_page}"
+    );
 
     let (_, search) = tool("search", json!({"fields": ["workbench_id"]}), &t.runner);
     assert_eq!(search["status"], "success", "{search}");

@@ -215,6 +215,45 @@ fn summary(env: &Value) -> Value {
     Value::Object(s)
 }
 
+/// One page of the root's workbenches at `read_version` (the latest when `None`), after
+/// `after`, as the tool's errors (`ReadFenceChanged` when the version's history was pruned).
+fn find_page(
+    wb: &Workbench,
+    read_version: Option<u64>,
+    after: Option<&str>,
+    limit: usize,
+) -> ToolResult<meta::ops::find::FindPage> {
+    match meta::ops::find::find_page(wb.client().meta(), read_version, after, limit) {
+        Ok(p) => Ok(p),
+        Err(meta::Error::Storage(holt::Error::HistoryPruned { .. })) => {
+            Err(ToolError::read_fence_changed())
+        }
+        Err(e) => Err(meta_tool_error(&e)),
+    }
+}
+
+/// Whether a workbench the facade may see follows `after` at `read_version`. An unrestricted
+/// facade sees every workbench, so it answers true without reading; a restricted one looks
+/// ahead past the hidden workbenches, so its cursor never leads to a page that is empty only
+/// because hidden workbenches follow (docs/server.md, "Scopes": a cursor reveals nothing the
+/// caller may not read).
+fn visible_follows(wb: &Workbench, read_version: u64, after: &str) -> ToolResult<bool> {
+    if !wb.is_restricted() {
+        return Ok(true);
+    }
+    let mut after = after.to_string();
+    loop {
+        let page = find_page(wb, Some(read_version), Some(&after), 254)?;
+        if page.candidates.iter().any(|c| wb.may_see(&c.workbench_id)) {
+            return Ok(true);
+        }
+        match page.candidates.last() {
+            Some(last) if page.more => after = last.workbench_id.clone(),
+            _ => return Ok(false),
+        }
+    }
+}
+
 pub(super) fn find(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<String, Value>> {
     let committed = args.get("committed").and_then(Value::as_bool);
     let pattern = opt_str(args, "manifest_pattern");
@@ -252,18 +291,12 @@ pub(super) fn find(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<
     // the last workbench the caller may see.
     let mut scan_after = after.clone();
     'pages: while more && examined < FIND_SCAN_BUDGET && matches.len() < limit {
-        let page = match meta::ops::find::find_page(
-            shard,
+        let page = find_page(
+            wb,
             pinned,
             scan_after.as_deref(),
             (FIND_SCAN_BUDGET - examined).min(254),
-        ) {
-            Ok(p) => p,
-            Err(meta::Error::Storage(holt::Error::HistoryPruned { .. })) => {
-                return Err(ToolError::read_fence_changed())
-            }
-            Err(e) => return Err(meta_tool_error(&e)),
-        };
+        )?;
         pinned = Some(page.read_version);
         more = page.more;
         let reader = shard
@@ -282,7 +315,7 @@ pub(super) fn find(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<
             let is_committed = cand.head.is_some();
             if committed.is_some_and(|want| want != is_committed) {
                 if examined >= FIND_SCAN_BUDGET {
-                    more = followed;
+                    more = followed && visible_follows(wb, page.read_version, &cand.workbench_id)?;
                     break 'pages;
                 }
                 continue;
@@ -375,7 +408,7 @@ pub(super) fn find(wb: &Workbench, args: &Map<String, Value>) -> ToolResult<Map<
                 matches.push(Value::Object(m));
             }
             if matches.len() >= limit || examined >= FIND_SCAN_BUDGET {
-                more = followed;
+                more = followed && visible_follows(wb, page.read_version, &cand.workbench_id)?;
                 break 'pages;
             }
         }

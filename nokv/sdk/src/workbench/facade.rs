@@ -59,6 +59,11 @@ impl Workbench {
         self.visible.as_ref().is_none_or(|v| v(id))
     }
 
+    /// Whether the facade hides some workbenches ([`Workbench::restricted`]).
+    pub(crate) fn is_restricted(&self) -> bool {
+        self.visible.is_some()
+    }
+
     /// The client behind the facade.
     pub fn client(&self) -> &Client {
         &self.client
