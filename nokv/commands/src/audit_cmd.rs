@@ -2,7 +2,7 @@
 //!
 //! Prints the matching records oldest first, one compact JSON object per line (the fields of
 //! [`nokv::access::AuditRecord`]); a failure prints the error envelope and exits 1. On the
-//! embedded store it reads `<store>/access/audit.log` directly (no lock needed); with
+//! embedded store it reads the segments of `<store>/access/audit/` directly (no lock needed); with
 //! `--server` the server reads it (an `admin` token is required).
 
 use std::io::Write;

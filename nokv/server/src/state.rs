@@ -79,7 +79,7 @@ pub(crate) struct AppState {
     pub(crate) registry: nokv::access::TokenRegistry,
     /// The web view's sessions of registry tokens.
     pub(crate) sessions: auth::Sessions,
-    /// The store's audit trail (`<store>/access/audit.log`).
+    /// The store's audit trail (`<store>/access/audit/`).
     pub(crate) audit: nokv::access::AuditLog,
 }
 
