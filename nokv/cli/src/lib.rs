@@ -111,6 +111,8 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
     // A mutating command on the store itself is recorded in its audit trail with the local user.
     let audit = local_audit::pending(&cli.command);
     let mut out = local_audit::Tee::new(out, audit.is_some());
+    // The demo's own changes, each recorded before the `demo` record.
+    let mut demo_changes = Vec::new();
     let code = match cli.command {
         Command::Serve(args) => serve_cmd::run_serve(&dir, args),
         Command::Workbench {
@@ -292,7 +294,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
         ),
         Command::Verify(args) => verify_cmd::run_verify(&dir, &args, &mut out),
         Command::Demo => with_client(&dir, |client| {
-            nokv_commands::demo::run_demo(client, &mut out)?;
+            demo_changes = nokv_commands::demo::run_demo(client, &mut out)?.changes;
             Ok(())
         }),
         Command::Init {
@@ -343,7 +345,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
         }
     };
     let code = match audit {
-        Some(entry) => local_audit::finish(&dir, entry, code, out.copied()),
+        Some(entry) => local_audit::finish(&dir, entry, &demo_changes, code, out.copied()),
         None => code,
     };
     ExitCode::from(code)

@@ -6,6 +6,7 @@ use std::io::Write;
 use std::path::Path;
 
 use nokv::access::{tool_action, Action, AuditEntry, AuditLog};
+use nokv_commands::demo::DemoChange;
 use nokv_commands::request::CommandRequest;
 use serde_json::Value;
 
@@ -84,9 +85,16 @@ pub(crate) fn pending(command: &Command) -> Option<AuditEntry> {
 }
 
 /// Completes and appends `entry` after the command exited with `code`, having printed
-/// `printed`. Nothing is recorded for a directory that holds no store (a failed first create).
-/// A record that cannot be written is reported on stderr and turns a success into exit code 1.
-pub(crate) fn finish(dir: &Path, mut entry: AuditEntry, code: u8, printed: &[u8]) -> u8 {
+/// `printed`, after one record for each of `parts` (the changes a `demo` made). Nothing is
+/// recorded for a directory that holds no store (a failed first create). A record that cannot
+/// be written is reported on stderr and turns a success into exit code 1.
+pub(crate) fn finish(
+    dir: &Path,
+    mut entry: AuditEntry,
+    parts: &[DemoChange],
+    code: u8,
+    printed: &[u8],
+) -> u8 {
     if !store_exists(dir) {
         return code;
     }
@@ -102,7 +110,12 @@ pub(crate) fn finish(dir: &Path, mut entry: AuditEntry, code: u8, printed: &[u8]
     }
     nokv::access::audit::describe_answer(&mut entry, None, &answer);
     let now = nokv_commands::token_cmd::wall_unix_ms();
-    match AuditLog::at_store(dir).append(&entry, now) {
+    let log = AuditLog::at_store(dir);
+    let appended = parts
+        .iter()
+        .try_for_each(|c| log.append(&c.audit_entry(&entry.actor), now).map(drop))
+        .and_then(|()| log.append(&entry, now));
+    match appended {
         Ok(_) => code,
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "nokv: {e}");

@@ -106,4 +106,39 @@ fn embedded_commands_are_audited_with_the_local_user() {
     assert_eq!(lines[3]["outcome"], "NotFound");
     let bad = nokv(&s, &["audit", "--since", "yesterday"]);
     assert_eq!(json_out(&bad)["code"], "InvalidArguments");
+
+    // The embedded demo: each publication and commit is its own record, by the local user; an
+    // unchanged re-run changes nothing and adds only its `demo` record.
+    assert!(nokv(&s, &["demo"]).status.success());
+    let records = |args: &[&str]| -> Vec<Value> {
+        let out = nokv(&s, &[&["audit"], args].concat());
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let first = records(&["--workbench", "run-gentoo"]);
+    let tools: Vec<&str> = first.iter().map(|l| l["tool"].as_str().unwrap()).collect();
+    assert_eq!(
+        tools,
+        [
+            "demo: create",
+            "demo: put",
+            "demo: put",
+            "demo: put",
+            "demo: put",
+            "demo: put",
+            "demo: commit",
+            "demo: snapshot create"
+        ]
+    );
+    assert!(first
+        .iter()
+        .all(|l| l["actor"].as_str().unwrap().starts_with("local:")));
+    let before = records(&[]).len();
+    assert!(nokv(&s, &["demo"]).status.success());
+    let after = records(&[]);
+    assert_eq!(after.len(), before + 1);
+    assert_eq!(after.last().unwrap()["tool"], "demo");
 }

@@ -208,6 +208,47 @@ fn the_trail_names_the_actor_of_every_publication_and_commit_of_two_tokens() {
         (demo_rec.actor.as_str(), demo_rec.outcome.as_str()),
         ("boss", "success")
     );
+    // Every change the demo made has its own record, with the caller as actor, before the
+    // `demo` record: 4 workbenches created, 17 files published (2 inputs, then 2 copies and 3
+    // outputs for each of 3 runs), 4 commits, the tag, the snapshot and the restore.
+    let changes = demo["changes"]
+        .as_array()
+        .expect("the demo lists its changes");
+    let demo_parts: Vec<_> = records
+        .iter()
+        .filter(|r| r.tool.starts_with("demo: "))
+        .collect();
+    assert_eq!(demo_parts.len(), changes.len());
+    let count = |t: &str| demo_parts.iter().filter(|r| r.tool == t).count();
+    assert_eq!(
+        [
+            count("demo: create"),
+            count("demo: put"),
+            count("demo: commit"),
+            count("demo: tag set"),
+            count("demo: snapshot create"),
+            count("demo: restore")
+        ],
+        [4, 17, 4, 1, 1, 1],
+        "{demo_parts:?}"
+    );
+    for (r, c) in demo_parts.iter().zip(changes) {
+        assert_eq!(r.actor, "boss");
+        assert!(r.seq < demo_rec.seq);
+        assert_eq!(r.tool, format!("demo: {}", c["tool"].as_str().unwrap()));
+        assert_eq!(r.workbench.as_deref(), c["workbench"].as_str());
+        assert_eq!(r.path.as_deref(), c["path"].as_str());
+        assert_eq!(r.generation_after, c["generation_after"].as_u64());
+    }
+    let commits: Vec<_> = demo_parts
+        .iter()
+        .filter(|r| r.tool == "demo: commit")
+        .map(|r| r.workbench.as_deref().unwrap())
+        .collect();
+    assert_eq!(
+        commits,
+        ["penguins", "run-adelie", "run-chinstrap", "run-gentoo"]
+    );
 
     // The query route (admin only) and `nokv audit` answer the same lines.
     let mut s = TcpStream::connect(addr).unwrap();

@@ -105,6 +105,63 @@ pub struct DemoReport {
     pub mass_by_species: Vec<(String, f64)>,
     /// What the lifecycle step did: commits, tag, snapshot, restore, find.
     pub lifecycle: LifecycleReport,
+    /// Every change this run made, in order (what the front doors record in the store's audit
+    /// trail, one record each, docs/server.md "Audit trail"); empty on an unchanged re-run.
+    pub changes: Vec<DemoChange>,
+}
+
+/// One change the demo made: a workbench created, a file published, a commit, the tag, the
+/// snapshot or the restore.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DemoChange {
+    /// What it was, named as the audit trail names it: `create`, `put`, `commit`, `tag set`,
+    /// `snapshot create`, `restore`.
+    pub tool: String,
+    /// The workbench changed (a restore's destination).
+    pub workbench: String,
+    /// The workbench-relative path published, when one was (a commit's
+    /// `metadata/run_manifest.json`).
+    pub path: Option<String>,
+    /// The path's generation before (a replaced file).
+    pub generation_before: Option<u64>,
+    /// The path's generation after.
+    pub generation_after: Option<u64>,
+}
+
+impl DemoChange {
+    fn of(tool: &str, workbench: &str) -> Self {
+        DemoChange {
+            tool: tool.to_string(),
+            workbench: workbench.to_string(),
+            path: None,
+            generation_before: None,
+            generation_after: None,
+        }
+    }
+
+    /// The changes listed in a `demo` command's answer (`"changes"`, see
+    /// [`crate::request::CommandRequest::run`]); none when it lists none.
+    pub fn from_answer(answer: &Value) -> Vec<DemoChange> {
+        answer
+            .get("changes")
+            .and_then(|c| serde_json::from_value(c.clone()).ok())
+            .unwrap_or_default()
+    }
+
+    /// The audit record of this change made by `actor` (outcome `success`).
+    pub fn audit_entry(&self, actor: &str) -> nokv::access::AuditEntry {
+        nokv::access::AuditEntry {
+            actor: actor.to_string(),
+            tool: format!("demo: {}", self.tool),
+            workbench: Some(self.workbench.clone()),
+            path: self.path.clone(),
+            generation_before: self.generation_before,
+            generation_after: self.generation_after,
+            request_id: None,
+            outcome: "success".into(),
+            status: None,
+        }
+    }
 }
 
 /// How one commit of the demo ended.
@@ -262,12 +319,13 @@ fn sandbox_parent(client: &Client) -> Result<std::path::PathBuf> {
 /// included) or a summary is not the expected JSON object.
 pub fn run_demo(client: &Client, out: &mut dyn Write) -> Result<DemoReport> {
     let mut published = 0usize;
+    let mut changes = Vec::new();
     let say = |out: &mut dyn Write, line: String| {
         let _ = writeln!(out, "{line}");
     };
     say(out, format!("store: {}", client.dir().display()));
     let sandbox_parent = sandbox_parent(client)?;
-    client.create_workbench(INPUT_WORKBENCH)?;
+    create(client, INPUT_WORKBENCH, &mut changes)?;
     published += usize::from(put_if_changed(
         client,
         INPUT_WORKBENCH,
@@ -275,6 +333,7 @@ pub fn run_demo(client: &Client, out: &mut dyn Write) -> Result<DemoReport> {
         PENGUINS_CSV,
         "text/csv; charset=utf-8",
         false,
+        &mut changes,
     )?);
     published += usize::from(put_if_changed(
         client,
@@ -283,6 +342,7 @@ pub fn run_demo(client: &Client, out: &mut dyn Write) -> Result<DemoReport> {
         SUMMARIZE_SH,
         "text/x-shellscript; charset=utf-8",
         false,
+        &mut changes,
     )?);
     say(
         out,
@@ -294,14 +354,22 @@ pub fn run_demo(client: &Client, out: &mut dyn Write) -> Result<DemoReport> {
 
     for species in SPECIES {
         let run_id = format!("run-{}", species.to_ascii_lowercase());
-        client.create_workbench(&run_id)?;
+        create(client, &run_id, &mut changes)?;
         // Copy input and script in through the SDK (read verified, publish).
         for (path, ct) in [
             ("input/penguins.csv", "text/csv; charset=utf-8"),
             ("scripts/summarize.sh", "text/x-shellscript; charset=utf-8"),
         ] {
             let bytes = client.read_all(INPUT_WORKBENCH, path)?;
-            published += usize::from(put_if_changed(client, &run_id, path, &bytes, ct, false)?);
+            published += usize::from(put_if_changed(
+                client,
+                &run_id,
+                path,
+                &bytes,
+                ct,
+                false,
+                &mut changes,
+            )?);
         }
         let sandbox = tempfile::Builder::new()
             .prefix(SANDBOX_PREFIX)
@@ -368,7 +436,13 @@ pub fn run_demo(client: &Client, out: &mut dyn Write) -> Result<DemoReport> {
                 source,
             })?;
             published += usize::from(put_if_changed(
-                client, &run_id, path, &bytes, ct, index_json,
+                client,
+                &run_id,
+                path,
+                &bytes,
+                ct,
+                index_json,
+                &mut changes,
             )?);
         }
         say(
@@ -417,7 +491,7 @@ pub fn run_demo(client: &Client, out: &mut dyn Write) -> Result<DemoReport> {
         );
     }
     say(out, String::new());
-    let lifecycle = lifecycle_step(client, &facade, &runs, out)?;
+    let lifecycle = lifecycle_step(client, &facade, &runs, out, &mut changes)?;
     say(out, String::new());
     let (heavy_runs, mass_by_species) = query_step(&facade, out)?;
     say(out, String::new());
@@ -439,7 +513,16 @@ pub fn run_demo(client: &Client, out: &mut dyn Write) -> Result<DemoReport> {
         heavy_runs,
         mass_by_species,
         lifecycle,
+        changes,
     })
+}
+
+/// Creates `workbench_id` when it does not exist, noting the change.
+fn create(client: &Client, workbench_id: &str, changes: &mut Vec<DemoChange>) -> Result<()> {
+    if client.create_workbench(workbench_id)?.created {
+        changes.push(DemoChange::of("create", workbench_id));
+    }
+    Ok(())
 }
 
 /// The first 12 hex digits of a commit id, for the printed lines.
@@ -454,14 +537,28 @@ fn lifecycle_step(
     facade: &Workbench,
     runs: &[RunSummary],
     out: &mut dyn Write,
+    changes: &mut Vec<DemoChange>,
 ) -> Result<LifecycleReport> {
+    let committed = |changes: &mut Vec<DemoChange>, c: &DemoCommit| {
+        if c.outcome != CommitOutcome::Replayed {
+            changes.push(DemoChange {
+                path: Some(meta::ops::commit::RUN_MANIFEST_PATH.to_string()),
+                generation_after: Some(c.manifest_generation),
+                ..DemoChange::of("commit", &c.workbench_id)
+            });
+        }
+    };
     let input_manifest = json!({
         "kind": "input",
         "dataset": "palmer-penguins",
         "files": ["input/penguins.csv", "scripts/summarize.sh"],
     });
     let input_commit = commit_workbench(client, INPUT_WORKBENCH, input_manifest, Vec::new())?;
+    committed(changes, &input_commit);
     let tag = ensure_tag(client, &input_commit.commit_id)?;
+    if tag == TagOutcome::Created {
+        changes.push(DemoChange::of("tag set", INPUT_WORKBENCH));
+    }
     let tag_line = match &tag {
         TagOutcome::Created => format!("tag {INPUT_TAG} created"),
         TagOutcome::Unchanged => format!("tag {INPUT_TAG} unchanged"),
@@ -491,6 +588,7 @@ fn lifecycle_step(
             manifest,
             vec![input_commit.commit_id.clone()],
         )?;
+        committed(changes, &commit);
         let _ = writeln!(
             out,
             "commit {:<20} {}  parent {}  ({})",
@@ -503,6 +601,9 @@ fn lifecycle_step(
     }
 
     let (snapshot_id, snapshot_read_version, snapshot_reused) = ensure_snapshot(client)?;
+    if !snapshot_reused {
+        changes.push(DemoChange::of("snapshot create", SNAPSHOT_SOURCE));
+    }
     let _ = writeln!(
         out,
         "snapshot {SNAPSHOT_SOURCE} \"{SNAPSHOT_NAME}\": id {snapshot_id} at read version \
@@ -512,6 +613,9 @@ fn lifecycle_step(
     );
 
     let (restore, restored_paths) = restore_step(client, snapshot_id)?;
+    if matches!(restore, RestoreOutcome::Restored { .. }) {
+        changes.push(DemoChange::of("restore", RESTORED_WORKBENCH));
+    }
     let restore_line = match &restore {
         RestoreOutcome::Restored {
             objects_before,
@@ -876,6 +980,7 @@ fn put_if_changed(
     bytes: &[u8],
     content_type: &str,
     index_json: bool,
+    changes: &mut Vec<DemoChange>,
 ) -> Result<bool> {
     let digest = objstore::sha256_uri(bytes);
     let fields = if index_json {
@@ -908,7 +1013,19 @@ fn put_if_changed(
         expected_digest_uri: None,
         request_id: None,
     };
-    client.put(workbench_id, path, bytes, &options)?;
+    let generation_before = match options.condition {
+        WriteCondition::Replace {
+            expected_generation,
+        } => expected_generation,
+        _ => None,
+    };
+    let receipt = client.put(workbench_id, path, bytes, &options)?;
+    changes.push(DemoChange {
+        path: Some(path.to_string()),
+        generation_before,
+        generation_after: Some(receipt.generation),
+        ..DemoChange::of("put", workbench_id)
+    });
     Ok(true)
 }
 

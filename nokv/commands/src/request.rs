@@ -94,10 +94,12 @@ impl CommandRequest {
     }
 
     /// Runs the command on `client` exactly as the CLI does, capturing what it prints:
-    /// `{"exit_code": N, "stdout": TEXT, "stderr": TEXT}`.
+    /// `{"exit_code": N, "stdout": TEXT, "stderr": TEXT}`; `demo` adds `"changes"`, the
+    /// [`crate::demo::DemoChange`]s it made (each gets its own audit record).
     pub fn run(self, client: &Client) -> Value {
         let mut out = Vec::new();
         let mut err = Vec::new();
+        let mut changes = None;
         let code = match self {
             CommandRequest::Commit(a) => crate::commit_cmd::run_commit_with(client, a, &mut out),
             CommandRequest::Tag(a) => crate::commit_cmd::run_tag_with(client, a, &mut out),
@@ -140,17 +142,24 @@ impl CommandRequest {
                 &mut out,
             ),
             CommandRequest::Demo => match crate::demo::run_demo(client, &mut out) {
-                Ok(_) => EXIT_OK,
+                Ok(report) => {
+                    changes = serde_json::to_value(&report.changes).ok();
+                    EXIT_OK
+                }
                 Err(e) => {
                     let _ = writeln!(err, "nokv: {e}");
                     EXIT_TOOL_ERROR
                 }
             },
         };
-        json!({
+        let mut answer = json!({
             "exit_code": code,
             "stdout": String::from_utf8_lossy(&out),
             "stderr": String::from_utf8_lossy(&err),
-        })
+        });
+        if let Some(changes) = changes {
+            answer["changes"] = changes;
+        }
+        answer
     }
 }

@@ -128,9 +128,17 @@ pub(crate) async fn finish(state: &Shared, pending: Pending, response: Response)
         .and_then(|b| serde_json::from_slice(b).ok())
         .unwrap_or(Value::Null);
     nokv::access::audit::describe_answer(&mut entry, Some(status.as_u16()), &answer);
+    // A command that made several changes (the demo) lists them: one record each, first.
+    let changes: Vec<AuditEntry> = nokv_commands::demo::DemoChange::from_answer(&answer)
+        .iter()
+        .map(|c| c.audit_entry(&entry.actor))
+        .collect();
     let s = state.clone();
     let appended = tokio::task::spawn_blocking(move || {
         let now = s.client.now_unix_ms();
+        for change in &changes {
+            s.audit.append(change, now)?;
+        }
         s.audit.append(&entry, now)
     })
     .await;

@@ -11,7 +11,9 @@
 //!   `nokv_checkpoints_total`, `nokv_checkpoint_failures_total` — engine counters;
 //! - `nokv_open_operations{kind="publish"}` — non-terminal Publish operations (the ledger's
 //!   pending-operation registry);
-//! - `nokv_background_runs_total{task,outcome}` — reaper, GC and recovery passes.
+//! - `nokv_background_runs_total{task,outcome}` — reaper, GC and recovery passes;
+//! - `nokv_audit_records_total`, `nokv_audit_syncs_total` — audit records this server wrote and
+//!   the `fdatasync` calls they took (concurrent records share one).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -90,6 +92,7 @@ impl Metrics {
         &self,
         stats: Option<&holt::Stats>,
         open_publish: Option<usize>,
+        audit: nokv::access::AuditCounters,
     ) -> String {
         let mut out = String::new();
         let _ = writeln!(
@@ -254,6 +257,22 @@ impl Metrics {
                 out,
                 "nokv_background_runs_total{{task=\"{task}\",outcome=\"{outcome}\"}} {n}"
             );
+        }
+        for (name, help, v) in [
+            (
+                "nokv_audit_records_total",
+                "Audit records written since start.",
+                audit.records,
+            ),
+            (
+                "nokv_audit_syncs_total",
+                "Audit trail fdatasync calls since start.",
+                audit.syncs,
+            ),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# TYPE {name} counter");
+            let _ = writeln!(out, "{name} {v}");
         }
         out
     }

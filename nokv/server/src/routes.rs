@@ -257,7 +257,7 @@ async fn metrics(State(state): State<Shared>) -> Response {
             .ok()
             .map(|v| v.len());
         let stats = s.client.meta().holt_db().map(|db| db.stats());
-        s.metrics.render(stats.as_ref(), open)
+        s.metrics.render(stats.as_ref(), open, s.audit.counters())
     })
     .await
     .unwrap_or_default();

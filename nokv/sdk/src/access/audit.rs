@@ -26,6 +26,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
@@ -140,6 +141,18 @@ pub struct AuditLog {
     /// The segment (inode) and its bytes known durable (a later sync covers every earlier
     /// write).
     synced: Mutex<(u64, u64)>,
+    records: AtomicU64,
+    syncs: AtomicU64,
+}
+
+/// What one [`AuditLog`] did since it was made ([`AuditLog::counters`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AuditCounters {
+    /// Records this handle appended.
+    pub records: u64,
+    /// `fdatasync` calls of this handle (appends that finished writing before a sync started
+    /// share it; a segment roll adds one).
+    pub syncs: u64,
 }
 
 impl AuditLog {
@@ -150,6 +163,16 @@ impl AuditLog {
             segment_bytes: SEGMENT_BYTES,
             writer: Mutex::new(None),
             synced: Mutex::new((0, 0)),
+            records: AtomicU64::new(0),
+            syncs: AtomicU64::new(0),
+        }
+    }
+
+    /// Records appended and syncs made by this handle so far.
+    pub fn counters(&self) -> AuditCounters {
+        AuditCounters {
+            records: self.records.load(Ordering::Relaxed),
+            syncs: self.syncs.load(Ordering::Relaxed),
         }
     }
 
@@ -198,6 +221,7 @@ impl AuditLog {
             drop(lock_file);
             (record, w.len, w.ino)
         };
+        self.records.fetch_add(1, Ordering::Relaxed);
         self.sync_to(ino, end)?;
         Ok(record)
     }
@@ -275,6 +299,7 @@ impl AuditLog {
     /// the last segment instead.
     fn roll(&self, w: Writer) -> Result<Writer, AccessError> {
         w.file.sync_data().map_err(|e| io("sync", e))?;
+        self.syncs.fetch_add(1, Ordering::Relaxed);
         match self.create_segment(w.next_seq, w.last_ms)? {
             Some(next) => Ok(next),
             None => self.open_last(),
@@ -327,6 +352,7 @@ impl AuditLog {
             }
         };
         file.sync_data().map_err(|e| io("sync", e))?;
+        self.syncs.fetch_add(1, Ordering::Relaxed);
         *synced = target;
         Ok(())
     }

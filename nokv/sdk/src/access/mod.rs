@@ -9,7 +9,7 @@ pub mod scope;
 pub mod token;
 pub mod tool_access;
 
-pub use audit::{AuditEntry, AuditFilter, AuditLog, AuditRecord};
+pub use audit::{AuditCounters, AuditEntry, AuditFilter, AuditLog, AuditRecord};
 pub use registry::{
     AccessError, AuthFailure, Caller, CreatedToken, Lookup, TokenRecord, TokenRegistry,
 };
