@@ -270,6 +270,14 @@ impl CrashWriter {
     }
 }
 
+/// The client of a child binary's open, or its message on stderr and exit code 1.
+pub fn open_or_exit(opened: nokv::Result<Client>) -> Client {
+    opened.unwrap_or_else(|e| {
+        eprintln!("open: {e}");
+        std::process::exit(1);
+    })
+}
+
 /// The body of a crash child binary, the other side of [`CrashWriter`]: takes `STORE [START]`
 /// from the command line, opens the store, runs `setup` once, then `step(client, i)` for
 /// `i = START, START+1, …`, printing (and flushing) `ACK <i> <generation>` after each step that
@@ -287,13 +295,7 @@ pub fn run_crash_child(
         std::process::exit(2);
     };
     let start: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(0);
-    let client = match Client::open(&store) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("open: {e}");
-            std::process::exit(1);
-        }
-    };
+    let client = open_or_exit(Client::open(&store));
     if let Err(e) = setup(&client) {
         eprintln!("{e}");
         std::process::exit(1);

@@ -290,6 +290,16 @@ impl Error {
 /// Result alias for the SDK.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// The error for a store whose writer lock another process kept: [`Error::StoreServed`] when a
+/// live `nokv serve` is recorded for `store` (a server never releases the lock), else
+/// [`Error::StoreBusy`] (retryable).
+pub(crate) fn locked(store: &std::path::Path) -> Error {
+    match crate::address::serving(store) {
+        Some(url) => Error::StoreServed { url },
+        None => Error::StoreBusy,
+    }
+}
+
 impl From<meta::Error> for Error {
     fn from(err: meta::Error) -> Self {
         match err {
@@ -299,12 +309,11 @@ impl From<meta::Error> for Error {
             meta::Error::ReadOnly => Error::ReadOnlyStore {
                 reason: "opened read-only".into(),
             },
-            // A write of a handle sharing the writer lock waited its whole lock wait: a server
-            // took the store (it never releases the lock), or another writer kept it.
+            // A write of a handle sharing the writer lock waited its whole lock wait
+            // (`<store>/meta/LOCK`).
             meta::Error::Storage(holt::Error::Locked { path }) => {
-                let store = path.parent().and_then(std::path::Path::parent);
-                match store.and_then(crate::address::serving) {
-                    Some(url) => Error::StoreServed { url },
+                match path.parent().and_then(std::path::Path::parent) {
+                    Some(store) => locked(store),
                     None => Error::StoreBusy,
                 }
             }

@@ -37,13 +37,7 @@ fn main() {
         objects: Some(std::sync::Arc::new(nokv_tests::ShortKeys { inner: s3 })),
         ..Default::default()
     };
-    let client = match nokv::Client::open_with(store, options) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("open: {e}");
-            std::process::exit(1);
-        }
-    };
+    let client = nokv_tests::open_or_exit(nokv::Client::open_with(store, options));
     if let Err(e) = client.create_workbench("mp") {
         eprintln!("create: {e}");
         std::process::exit(1);

@@ -31,13 +31,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let client = match nokv::Client::open(store) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("open: {e}");
-            std::process::exit(1);
-        }
-    };
+    let client = nokv_tests::open_or_exit(nokv::Client::open(store));
     let req = nokv::restore::RestoreRequest {
         source_workbench_id: source.clone(),
         destination_workbench_id: dest.clone(),

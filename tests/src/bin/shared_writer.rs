@@ -19,13 +19,7 @@ fn main() {
         eprintln!("usage: shared_writer STORE NAME (MILLIS | hold)");
         std::process::exit(2);
     };
-    let client = match nokv::Client::open(store) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("open: {e}");
-            std::process::exit(1);
-        }
-    };
+    let client = nokv_tests::open_or_exit(nokv::Client::open(store));
     match client.create_workbench("shared") {
         Ok(_) | Err(nokv::Error::AlreadyExists { .. }) => {}
         Err(e) => {

@@ -192,11 +192,11 @@ impl Client {
                 Err(meta::Error::Storage(holt::Error::Locked { .. })) => {
                     // A running server holds the lock for as long as it runs: say where it
                     // serves instead of waiting for it.
-                    if let Some(url) = crate::address::serving(dir) {
-                        return Err(Error::StoreServed { url });
-                    }
-                    if std::time::Instant::now() >= deadline {
-                        return Err(Error::StoreBusy);
+                    let refused = crate::error::locked(dir);
+                    if matches!(refused, Error::StoreServed { .. })
+                        || std::time::Instant::now() >= deadline
+                    {
+                        return Err(refused);
                     }
                     std::thread::sleep(*backoff);
                     *backoff = (*backoff * 2).min(std::time::Duration::from_millis(100));
