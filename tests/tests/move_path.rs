@@ -235,6 +235,16 @@ fn a_directory_source_is_refused_as_directory_rename() {
         mv(&client, "file.txt", "file.txt", MoveOptions::default()),
         Err(nokv::Error::InvalidArgument(_))
     ));
+    // The destination follows a put's rules: no file may shadow a section (`logs` has no file
+    // yet, so no directory would stop it), nothing below a reserved manifest path.
+    for to in ["logs", "input", "metadata/run_manifest.json/x"] {
+        let err = mv(&client, "file.txt", to, MoveOptions::default()).unwrap_err();
+        assert!(
+            matches!(err, nokv::Error::InvalidPath { .. }),
+            "{to}: {err:?}"
+        );
+        assert!(client.stat("wb", to).is_err(), "{to}");
+    }
     assert_eq!(client.read_all("wb", "outputs/run/a.txt").unwrap(), b"a");
     assert_eq!(client.read_all("wb", "file.txt").unwrap(), b"f");
 }

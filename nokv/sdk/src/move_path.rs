@@ -141,8 +141,9 @@ impl Client {
     /// snapshots and commits taken before keep reading both paths as they were. A concurrent
     /// reader sees the file at exactly one of the two paths.
     ///
-    /// Errors: [`Error::InvalidPath`] (normalizer; a reserved run/restore manifest on either
-    /// side); [`Error::InvalidArgument`] (`from == to`, bad workbench id);
+    /// Errors: [`Error::InvalidPath`] (normalizer; a reserved run/restore manifest at `from`;
+    /// at `to` whatever a put refuses: a reserved path or one below it, a section name such as
+    /// `logs`); [`Error::InvalidArgument`] (`from == to`, bad workbench id);
     /// [`Error::WorkbenchNotFound`]; [`Error::NotFound`] (nothing at `from`);
     /// [`Error::NotArtifact`] (`from` is a directory — directory rename is not supported);
     /// [`Error::GenerationConflict`] (naming `from` when `expected_generation` is stale, `to`
@@ -159,16 +160,15 @@ impl Client {
         options: &MoveOptions,
     ) -> Result<MoveReceipt> {
         let from_norm = Self::normalize(from)?;
-        let to_norm = Self::normalize(to)?;
-        for (given, norm) in [(from, &from_norm), (to, &to_norm)] {
-            if crate::client::RESERVED_PATHS.contains(&norm.as_str()) {
-                return Err(Error::InvalidPath {
-                    path: given.to_string(),
-                    reason: "this path is owned by commit/restore and cannot be moved or replaced"
-                        .into(),
-                });
-            }
+        if crate::client::RESERVED_PATHS.contains(&from_norm.as_str()) {
+            return Err(Error::InvalidPath {
+                path: from.to_string(),
+                reason: "this path is owned by commit/restore and cannot be moved".into(),
+            });
         }
+        // The destination is published like a put's: not a reserved path (or below one), not a
+        // section name.
+        let to_norm = self.publishable_path(to)?;
         meta::validate_workbench_id(workbench_id)
             .map_err(|e| Error::InvalidArgument(e.to_string()))?;
         let request_id = match options.request_id {
