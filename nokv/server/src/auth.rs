@@ -17,10 +17,9 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use axum::http::{header, HeaderMap, Method};
+use nokv::access::token::same_text;
 use nokv::access::{AuthFailure, Caller, Lookup, TokenRegistry};
 use sha2::{Digest, Sha256};
-
-use super::handler::same_secret;
 
 /// Name of the web view's session cookie.
 pub(crate) const SESSION_COOKIE: &str = "nokv_session";
@@ -92,10 +91,7 @@ impl Authority<'_> {
     /// time, else the registry). Errors: the refusal reason.
     pub(crate) fn caller_of(&self, presented: &str) -> Result<Caller, &'static str> {
         let presented = presented.trim();
-        if self
-            .token
-            .is_some_and(|t| same_secret(presented.as_bytes(), t.trim().as_bytes()))
-        {
+        if self.token.is_some_and(|t| same_text(presented, t.trim())) {
             return Ok(Caller::admin("admin"));
         }
         self.registry
@@ -142,7 +138,7 @@ pub(crate) fn access(auth: &Authority<'_>, headers: &HeaderMap) -> (Access, Opti
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
     if let (Some(presented), Some(token)) = (bearer, auth.token) {
-        if same_secret(presented.as_bytes(), token.trim().as_bytes()) {
+        if same_text(presented, token.trim()) {
             return (Access::Bearer, Some(Caller::admin("admin")));
         }
     }
@@ -160,7 +156,7 @@ pub(crate) fn access(auth: &Authority<'_>, headers: &HeaderMap) -> (Access, Opti
         return (Access::Denied("missing"), None);
     };
     if let Some(token) = auth.token {
-        if same_secret(value.as_bytes(), session_value(token).as_bytes()) {
+        if same_text(value, &session_value(token)) {
             return (Access::Session, Some(Caller::admin("admin")));
         }
     }
@@ -185,10 +181,7 @@ pub(crate) fn may_reach_root(token: Option<&str>, headers: &HeaderMap) -> bool {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
     match bearer {
-        Some(p) => {
-            same_secret(p.trim().as_bytes(), token.trim().as_bytes())
-                || TokenRegistry::token_id(p).is_some()
-        }
+        Some(p) => same_text(p.trim(), token.trim()) || TokenRegistry::token_id(p).is_some(),
         None => cookie(headers, SESSION_COOKIE).is_some(),
     }
 }

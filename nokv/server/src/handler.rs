@@ -20,15 +20,6 @@ use nokv_protocol::headers::{IDEMPOTENCY_KEY, REPLAYED};
 /// The server state every handler shares (axum `State`).
 pub(crate) type Shared = Arc<AppState>;
 
-/// Constant-time equality of two byte strings (the token check must not leak a prefix length
-/// through timing).
-pub(crate) fn same_secret(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 /// The PathCurrent entry of `path` in workbench `id` as `read` sees it (the live state, an
 /// older read version or a snapshot's): one WorkspaceCurrent and one PathCurrent point read.
 /// Errors: the facade's tool error (`NotFound` for an unknown workbench or path).
