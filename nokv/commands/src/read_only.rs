@@ -7,30 +7,18 @@
 //! other call opens a writer, which takes the lock and advances the owner epoch right before its
 //! first write.
 //!
-//! Read-only calls: the Workbench tools in [`READ_ONLY_TOOLS`], `nokv find`,
+//! Read-only calls: the Workbench tools in [`READING_TOOLS`], `nokv find`,
 //! `nokv snapshot list`, `nokv tag get|list`, `nokv commit show`, `nokv changes` (with
 //! `--follow` it reopens read-only at every poll), `nokv materialize`, `nokv verify`.
 
 use std::path::Path;
 
 use nokv::client::{Client, ClientOptions};
+use nokv::workbench::schema::READING_TOOLS;
 
-/// The Workbench tools that only read (docs/workbench.md): they open the store read-only.
-pub const READ_ONLY_TOOLS: [&str; 9] = [
-    "workbench_list",
-    "workbench_stat",
-    "workbench_read",
-    "workbench_grep",
-    "workbench_search",
-    "workbench_aggregate",
-    "workbench_catalog",
-    "workbench_find",
-    "workbench_snapshot_list",
-];
-
-/// True for a canonical tool name in [`READ_ONLY_TOOLS`].
+/// True for a canonical tool name in [`READING_TOOLS`]: such a call opens the store read-only.
 pub fn tool_reads_only(canonical_tool: &str) -> bool {
-    READ_ONLY_TOOLS.contains(&canonical_tool)
+    READING_TOOLS.contains(&canonical_tool)
 }
 
 /// Opens the existing store in `dir` for one CLI call: read-only when `read_only`, else a writer

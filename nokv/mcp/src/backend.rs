@@ -54,15 +54,7 @@ pub fn tool_hints(tool: &str) -> Option<ToolHints> {
         idempotent,
     };
     Some(match name {
-        "workbench_list"
-        | "workbench_stat"
-        | "workbench_read"
-        | "workbench_grep"
-        | "workbench_search"
-        | "workbench_aggregate"
-        | "workbench_catalog"
-        | "workbench_find"
-        | "workbench_snapshot_list" => read,
+        name if nokv::workbench::schema::READING_TOOLS.contains(&name) => read,
         "workbench_create" | "workbench_commit" | "workbench_restore" => write(false, true),
         "workbench_snapshot_retire" => write(true, true),
         "workbench_put_file" | "workbench_edit" => write(true, false),

@@ -577,7 +577,8 @@ async fn upload(
     let (pumped, outcome) = tokio::join!(pump, work);
     let outcome = outcome?;
     let refused = refused_at_end.lock().ok().and_then(|slot| *slot);
-    if let Some(access) = refused {
+    // Nothing was published: a retry with the same key must execute again.
+    let abandon = || {
         if let (
             Some(k),
             Upload::Ran {
@@ -587,23 +588,17 @@ async fn upload(
         {
             state.journal.abandon(k);
         }
+    };
+    if let Some(access) = refused {
+        abandon();
         return Ok(unauthorized(access));
     }
     if matches!(
         pumped,
         PumpEnd::TooLarge(_) | PumpEnd::Idle | PumpEnd::Broken
     ) {
-        // The transport failed, so the publication aborted and cleaned up: nothing was
-        // published, and a retry with the same key must execute again.
-        if let (
-            Some(k),
-            Upload::Ran {
-                journaled: true, ..
-            },
-        ) = (&key, &outcome)
-        {
-            state.journal.abandon(k);
-        }
+        // The transport failed, so the publication aborted and cleaned up.
+        abandon();
         return Err(pump_error(pumped));
     }
     match outcome {

@@ -291,14 +291,7 @@ impl TokenRegistry {
     pub fn caller_by_id(&self, id: &str, now_ms: u64) -> Result<Caller, AuthFailure> {
         let parsed = self.current().ok_or(AuthFailure::Unreadable)?;
         let (record, scopes, _, _) = parsed.by_id.get(id).ok_or(AuthFailure::Unknown)?;
-        match record.state(now_ms) {
-            "revoked" => Err(AuthFailure::Revoked),
-            "expired" => Err(AuthFailure::Expired),
-            _ => Ok(Caller {
-                name: record.name.clone(),
-                scopes: scopes.clone(),
-            }),
-        }
+        caller_of(record, scopes, now_ms)
     }
 
     /// Every record (the listing form is [`TokenRecord::info`]). Errors: [`AccessError::Io`].
@@ -489,6 +482,11 @@ fn verify_in(parsed: &Parsed, text: &str, now_ms: u64) -> Result<Caller, AuthFai
         }
         lock_cache(&parsed.verified).insert(id.to_string(), text.to_string());
     }
+    caller_of(record, scopes, now_ms)
+}
+
+/// The caller a token record stands for at `now_ms`: refused when it is revoked or expired.
+fn caller_of(record: &TokenRecord, scopes: &ScopeSet, now_ms: u64) -> Result<Caller, AuthFailure> {
     match record.state(now_ms) {
         "revoked" => Err(AuthFailure::Revoked),
         "expired" => Err(AuthFailure::Expired),

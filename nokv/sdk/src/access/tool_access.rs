@@ -5,22 +5,14 @@ use serde_json::Value;
 
 use super::scope::{Action, Resource, Scope, ScopeSet, Target};
 use crate::workbench::errors::ToolError;
-use crate::workbench::schema::canonical_tool_name;
+use crate::workbench::schema::{canonical_tool_name, READING_TOOLS};
 
 /// The action class of tool `tool` (with or without its `workbench_` prefix): `Read` for the
 /// nine reading tools, `Write` for create, put_file, append and edit, `Lifecycle` for commit,
 /// the snapshot tools and restore. `None` for a name that is not one of the 18 tools.
 pub fn tool_action(tool: &str) -> Option<Action> {
     Some(match canonical_tool_name(tool)? {
-        "workbench_list"
-        | "workbench_stat"
-        | "workbench_read"
-        | "workbench_grep"
-        | "workbench_search"
-        | "workbench_aggregate"
-        | "workbench_catalog"
-        | "workbench_find"
-        | "workbench_snapshot_list" => Action::Read,
+        name if READING_TOOLS.contains(&name) => Action::Read,
         "workbench_create" | "workbench_put_file" | "workbench_append" | "workbench_edit" => {
             Action::Write
         }

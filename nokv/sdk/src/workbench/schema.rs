@@ -20,6 +20,20 @@ pub const TOOLS_SCHEMA_ID: &str = "nokv.workbench.tools.v1";
 /// Maximum number of validation messages in `details.errors`.
 pub const MAX_REPORTED_ERRORS: usize = 8;
 
+/// The nine tools that only read (docs/workbench.md): the read-only profile of `nokv mcp`, the
+/// `read` scope, and the CLI calls that open the store read-only.
+pub const READING_TOOLS: [&str; 9] = [
+    "workbench_list",
+    "workbench_stat",
+    "workbench_read",
+    "workbench_grep",
+    "workbench_search",
+    "workbench_aggregate",
+    "workbench_catalog",
+    "workbench_find",
+    "workbench_snapshot_list",
+];
+
 /// The 18 canonical tool names, in docs/workbench.md order.
 pub const TOOL_NAMES: [&str; 18] = [
     "workbench_create",
