@@ -53,7 +53,7 @@ fn finish(result: nokv::Result<u64>, message: impl FnOnce(nokv::Error) -> String
             EXIT_OK
         }
         Err(e) => {
-            eprintln!("nokv: {}", message(e));
+            nokv_commands::eprint_error(message(e));
             EXIT_TOOL_ERROR
         }
     }
@@ -64,7 +64,7 @@ pub(crate) fn run_cat(dir: &Path, args: &CatArgs, out: &mut dyn Write) -> u8 {
     let client = match read_only::open_existing(dir, true) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("nokv: {}", nokv::workbench::store_error(e).message);
+            nokv_commands::eprint_error(nokv::workbench::store_error(e).message);
             return EXIT_TOOL_ERROR;
         }
     };

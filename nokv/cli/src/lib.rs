@@ -338,7 +338,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
                     EXIT_OK
                 }
                 Err(err) => {
-                    eprintln!("nokv: {err}");
+                    nokv_commands::eprint_error(&err);
                     EXIT_TOOL_ERROR
                 }
             }
@@ -366,7 +366,7 @@ fn report(result: nokv::Result<()>) -> u8 {
         Err(err) => {
             // Human subcommands: the operator's own paths are useful here (the JSON tool
             // envelopes never carry them).
-            eprintln!("nokv: {err}");
+            nokv_commands::eprint_error(&err);
             EXIT_TOOL_ERROR
         }
     }
@@ -528,7 +528,7 @@ fn usage_summary(rendered: &str) -> String {
 /// `nokv workbench …` (which promises one JSON envelope on stdout), the `InvalidArguments`
 /// envelope on `out`; exit 2.
 fn usage_error(args: &[std::ffi::OsString], out: &mut dyn Write, message: &str) -> ExitCode {
-    eprintln!("nokv: {message}");
+    nokv_commands::eprint_error(message);
     if is_workbench_call(args) {
         print_json(out, &ToolError::invalid_arguments(message).envelope());
     }

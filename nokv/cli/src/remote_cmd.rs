@@ -39,7 +39,7 @@ fn json_failure(out: &mut dyn Write, e: nokv::Error) -> u8 {
 }
 
 fn text_failure(e: &nokv::Error) -> u8 {
-    eprintln!("nokv: {e}");
+    nokv_commands::eprint_error(e);
     EXIT_TOOL_ERROR
 }
 
@@ -48,7 +48,7 @@ pub(crate) fn run(url: &str, quiet: bool, command: Command, out: &mut dyn Write)
     let remote = match RemoteClient::connect(url, None) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("nokv: {e}");
+            nokv_commands::eprint_error(&e);
             return EXIT_USAGE;
         }
     };

@@ -134,7 +134,7 @@ pub(crate) fn collect_request_id(
     request_id: Option<&str>,
 ) -> std::result::Result<Option<[u8; 16]>, u8> {
     request_id_arg(request_id).map_err(|(err, code)| {
-        eprintln!("nokv: {}", err.message);
+        nokv_commands::eprint_error(err.message);
         code
     })
 }

@@ -349,7 +349,24 @@ fn names_with_control_characters_print_escaped_and_json_keeps_them() {
         &["diff", "empty", "wb", "--format", "table"],
     ));
     assert!(diff.contains(&format!("input/{shown}")), "{diff}");
-    for printed in [&ls, &tree, &log, &diff] {
+    let operations = ok(&nokv(&target, &["operation", "list"]));
+    assert!(
+        operations.contains(&format!("wb/input/{shown}")),
+        "{operations}"
+    );
+    let explained = ok(&nokv(
+        &target,
+        &["gc", "--explain", "wb", &format!("input/{hostile}")],
+    ));
+    // The plain error line of a human command escapes the name it quotes.
+    let missing = nokv(&target, &["cat", "wb", &format!("input/x{hostile}")]);
+    assert_eq!(missing.status.code(), Some(1));
+    let missing = String::from_utf8(missing.stderr).unwrap();
+    assert!(
+        missing.starts_with("nokv: ") && missing.contains(shown),
+        "{missing}"
+    );
+    for printed in [&ls, &tree, &log, &diff, &operations, &explained, &missing] {
         assert!(
             !printed.contains('\u{1b}') && !printed.contains('\u{7}'),
             "no control character reaches the terminal: {printed:?}"

@@ -52,7 +52,7 @@ pub fn run_config(dir: &Path, cmd: ConfigCommand, out: &mut dyn Write) -> u8 {
     match crate::read_only::open_existing(dir, reads_only) {
         Ok(client) => run_config_with(&client, cmd, out, &mut std::io::stderr()),
         Err(e) => {
-            eprintln!("nokv: {e}");
+            crate::eprint_error(&e);
             EXIT_TOOL_ERROR
         }
     }

@@ -42,7 +42,7 @@ pub fn run_fsck(dir: &Path, args: FsckArgs, out: &mut dyn Write) -> u8 {
     match crate::read_only::open_existing(dir, !args.repair_index) {
         Ok(client) => run_fsck_with(&client, args, out, &mut std::io::stderr()),
         Err(e) => {
-            eprintln!("nokv: {e}");
+            crate::eprint_error(&e);
             if args.json {
                 print_json(out, &nokv::workbench::store_error(e).envelope());
             }

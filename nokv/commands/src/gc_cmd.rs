@@ -18,6 +18,7 @@ use nokv::lifetime::{
     CollectedRevision, Explanation, GcOptions, GcReport, HoldHolder, HoldInfo, Holder, Verdict,
     WaitReason,
 };
+use nokv::printable::printable;
 
 /// `nokv gc` arguments.
 #[derive(Debug, Clone, Args, serde::Serialize, serde::Deserialize)]
@@ -393,7 +394,7 @@ fn print_explanation(e: &Explanation, out: &mut dyn Write) {
     } else {
         let _ = writeln!(out, "held by:");
         for h in &e.holders {
-            let _ = writeln!(out, "  {}", holder_text(h));
+            let _ = writeln!(out, "  {}", printable(&holder_text(h)));
         }
     }
     for x in &e.released_by_expiry {
@@ -401,7 +402,7 @@ fn print_explanation(e: &Explanation, out: &mut dyn Write) {
             out,
             "released by expiry: path {}/{} went when workbench {} expired at {}",
             x.workbench_id,
-            x.path,
+            printable(x.path.as_str()),
             x.workbench_id,
             format_time(x.expired_at_unix_ms)
         );
@@ -423,7 +424,7 @@ fn print_expired_path(wb: &str, path: &str, at: u64, json_out: bool, out: &mut d
             &json!({"workbench_id": wb, "path": path, "expired_at": format_time(at), "verdict": verdict}),
         );
     } else {
-        let _ = writeln!(out, "path {wb}/{path}: {verdict}");
+        let _ = writeln!(out, "path {wb}/{}: {verdict}", printable(path));
     }
 }
 
@@ -433,7 +434,7 @@ pub fn run_gc(dir: &Path, args: GcArgs, out: &mut dyn Write) -> u8 {
     match crate::read_only::open_existing(dir, args.explain.is_some()) {
         Ok(client) => run_gc_with(&client, args, out, &mut std::io::stderr()),
         Err(e) => {
-            eprintln!("nokv: {e}");
+            crate::eprint_error(&e);
             EXIT_TOOL_ERROR
         }
     }

@@ -127,7 +127,7 @@ pub fn run_operation_with(
                             op.operation_id,
                             op.phase,
                             op.workbench_id,
-                            op.path,
+                            nokv::printable::printable(&op.path),
                             op.staged_objects,
                             op.live_objects,
                             op.generation
@@ -264,6 +264,13 @@ pub fn envelope_exit_code(envelope: &Value) -> u8 {
     } else {
         EXIT_TOOL_ERROR
     }
+}
+
+/// Prints the CLI's plain error line, `nokv: MESSAGE`, on stderr, with the control and
+/// bidirectional characters of the message (a name an agent chose) escaped
+/// ([`nokv::printable::printable`]).
+pub fn eprint_error(message: impl std::fmt::Display) {
+    eprintln!("nokv: {}", nokv::printable::printable(&message.to_string()));
 }
 
 pub fn print_json(out: &mut dyn Write, value: &Value) {
