@@ -142,3 +142,22 @@ fn embedded_commands_are_audited_with_the_local_user() {
     assert_eq!(after.len(), before + 1);
     assert_eq!(after.last().unwrap()["tool"], "demo");
 }
+
+#[test]
+fn without_user_or_logname_the_local_actor_is_the_user_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nokv"))
+        .args(["--store", store.to_str().unwrap()])
+        .args(["workbench", "create", r#"{"id":"a"}"#])
+        .env_remove("USER")
+        .env_remove("LOGNAME")
+        .env_remove("NOKV_SERVER")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap());
+    let lines = nokv(&["--store", store.to_str().unwrap()], &["audit"]);
+    let record: Value = serde_json::from_slice(&lines.stdout).unwrap();
+    assert_eq!(record["actor"], format!("local:uid-{uid}"));
+}

@@ -430,3 +430,82 @@ fn every_acknowledged_change_has_its_record_after_sigkill() {
         );
     }
 }
+
+#[test]
+fn a_replayed_call_is_recorded_as_a_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    Client::open(&store)
+        .unwrap()
+        .create_workbench("run-1")
+        .unwrap();
+    let pipeline = token(&store, "pipeline", &["write:run-*"]);
+    let server = nokv_server::start(ServerOptions {
+        store: store.clone(),
+        listen: "127.0.0.1:0".into(),
+        maintenance_interval: Duration::ZERO,
+        recovery_interval: Duration::ZERO,
+        ..ServerOptions::default()
+    })
+    .unwrap();
+    let addr = server.addr();
+    // The same upload twice under one Idempotency-Key: the second answer is a replay.
+    let upload = || {
+        http(
+            addr,
+            "PUT",
+            "/v1/workbenches/run-1/files/outputs/a.bin",
+            &pipeline,
+            "Idempotency-Key: same-1\r\n",
+            "bytes",
+        )
+        .unwrap()
+    };
+    let (first, second) = (upload(), upload());
+    assert_eq!((first.0, second.0), (200, 200));
+    assert_eq!(first.1["generation"], second.1["generation"]);
+    // The same tool call twice under one Idempotency-Key.
+    let put = || {
+        http(
+            addr,
+            "POST",
+            "/v1/tools/put_file",
+            &pipeline,
+            "Idempotency-Key: same-2\r\n",
+            &json!({"id": "run-1", "section": "outputs", "path": "b.txt", "text": "b"}).to_string(),
+        )
+        .unwrap()
+    };
+    let (a, b) = (put(), put());
+    assert_eq!(a.1["status"], "success", "{}", a.1);
+    assert_eq!(
+        (b.1["status"].clone(), b.1["generation"].clone()),
+        (a.1["status"].clone(), a.1["generation"].clone())
+    );
+    let records = AuditLog::at_store(&store)
+        .query(&AuditFilter::default())
+        .unwrap();
+    let flags: Vec<(&str, bool)> = records
+        .iter()
+        .map(|r| (r.tool.as_str(), r.replayed))
+        .collect();
+    assert_eq!(
+        flags,
+        [
+            ("upload", false),
+            ("upload", true),
+            ("workbench_put_file", false),
+            ("workbench_put_file", true)
+        ]
+    );
+    // A replay's line says so; a first call's line has no `replayed` field.
+    let lines = std::fs::read_to_string(
+        AuditLog::at_store(&store)
+            .dir()
+            .join("00000000000000000001.log"),
+    )
+    .unwrap();
+    assert_eq!(lines.matches("\"replayed\":true").count(), 2, "{lines}");
+    assert_eq!(lines.matches("\"replayed\"").count(), 2, "{lines}");
+    server.shutdown().unwrap();
+}

@@ -160,6 +160,7 @@ impl DemoChange {
             request_id: None,
             outcome: "success".into(),
             status: None,
+            replayed: false,
         }
     }
 }

@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::error::ApiError;
 use super::handler::Shared;
 use nokv_commands::audit_cmd::AuditArgs;
-use nokv_protocol::headers::IDEMPOTENCY_KEY;
+use nokv_protocol::headers::{IDEMPOTENCY_KEY, REPLAYED};
 
 /// Largest answer body the trail reads for its outcome (larger answers record `success` or
 /// the status only).
@@ -121,6 +121,7 @@ pub(crate) async fn finish(state: &Shared, pending: Pending, response: Response)
         entry.generation_before = note.expected_generation;
     }
     let status = response.status();
+    entry.replayed = response.headers().contains_key(REPLAYED);
     let (parts, body) = response.into_parts();
     let bytes = axum::body::to_bytes(body, MAX_READ).await.ok();
     let answer: Value = bytes
@@ -131,7 +132,11 @@ pub(crate) async fn finish(state: &Shared, pending: Pending, response: Response)
     // A command that made several changes (the demo) lists them: one record each, first.
     let changes: Vec<AuditEntry> = nokv_commands::demo::DemoChange::from_answer(&answer)
         .iter()
-        .map(|c| c.audit_entry(&entry.actor))
+        .map(|c| AuditEntry {
+            status: entry.status,
+            request_id: entry.request_id.clone(),
+            ..c.audit_entry(&entry.actor)
+        })
         .collect();
     let s = state.clone();
     let appended = tokio::task::spawn_blocking(move || {

@@ -55,6 +55,8 @@ pub struct AuditEntry {
     pub outcome: String,
     /// The HTTP status of the answer (a server call), else `None`.
     pub status: Option<u16>,
+    /// The answer replayed an earlier call with the same request id; nothing was written again.
+    pub replayed: bool,
 }
 
 /// One stored record.
@@ -84,6 +86,9 @@ pub struct AuditRecord {
     pub outcome: String,
     /// See [`AuditEntry::status`].
     pub status: Option<u16>,
+    /// See [`AuditEntry::replayed`]; absent from a line when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replayed: bool,
 }
 
 /// Which records a query returns (all conditions must hold).
@@ -210,6 +215,7 @@ impl AuditLog {
                 request_id: entry.request_id.clone(),
                 outcome: entry.outcome.clone(),
                 status: entry.status,
+                replayed: entry.replayed,
             };
             let mut line =
                 serde_json::to_vec(&record).map_err(|e| AccessError::Io(e.to_string()))?;
@@ -472,11 +478,19 @@ impl AuditLog {
 }
 
 /// The actor of a process working on the store itself (the embedded CLI, an embedded
-/// `nokv mcp`): `local:<user>` from `$USER`, else `$LOGNAME`, else `local:unknown`.
+/// `nokv mcp`): `local:<user>` from `$USER`, else `$LOGNAME`, else `local:uid-<uid>` (the
+/// process's user id), else `local:unknown`.
 pub fn local_actor() -> String {
     let user = std::env::var("USER")
         .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| "unknown".into());
+        .ok()
+        .filter(|u| !u.is_empty())
+        .or_else(|| {
+            fs::metadata("/proc/self")
+                .ok()
+                .map(|m| format!("uid-{}", m.uid()))
+        })
+        .unwrap_or_else(|| "unknown".into());
     format!("local:{user}")
 }
 
@@ -484,7 +498,8 @@ pub fn local_actor() -> String {
 /// a tool or route envelope (`status`/`code`, `generation`, `removed_generation`,
 /// `from_generation`, `replaced_generation`, `relative_path`, `workbench_id`), a server
 /// command's `{"exit_code","stdout"}` (its stdout read when it is one JSON object), or a refusal
-/// envelope (`details.resource`). `status` is the HTTP status (`None` for the embedded CLI,
+/// envelope (`details.resource`); an `idempotent_replay: true` answer marks the entry
+/// `replayed`. `status` is the HTTP status (`None` for the embedded CLI,
 /// whose `answer` is what it printed, with `exit_code` added).
 pub fn describe_answer(entry: &mut AuditEntry, status: Option<u16>, answer: &serde_json::Value) {
     use serde_json::Value;
@@ -506,6 +521,7 @@ pub fn describe_answer(entry: &mut AuditEntry, status: Option<u16>, answer: &ser
             .and_then(Value::as_str)
             .map_or_else(http, str::to_string),
     };
+    entry.replayed |= inner.get("idempotent_replay").and_then(Value::as_bool) == Some(true);
     let u = |k: &str| inner.get(k).and_then(Value::as_u64);
     entry.generation_after = u("generation");
     entry.generation_before = u("removed_generation")
