@@ -605,6 +605,13 @@ fn read_only_profile_refuses_every_write_tool_with_forbidden_and_writes_nothing(
         assert_eq!(env["code"], "Forbidden", "{tool}: {env}");
         assert_eq!(env["retryable"], false);
         assert_eq!(env["details"]["missing_scope"], scope, "{tool}");
+        let message = env["message"].as_str().unwrap();
+        assert!(
+            message.contains("read-only")
+                && message.contains(tool)
+                && !message.contains("token does not grant"),
+            "the refusal names the read-only profile, not a token: {message}"
+        );
     }
     // Reads work, see the seeded file, and the store holds exactly what was seeded.
     let read = envelope_of(&mcp.call(

@@ -118,6 +118,8 @@ struct NokvMcp {
     ledger: framing::SharedLedger,
     /// What the session may call: everything, or `read` only ([`McpOptions::read_only`]).
     scopes: ScopeSet,
+    /// The read-only profile ([`McpOptions::read_only`]).
+    read_only: bool,
 }
 
 impl ServerHandler for NokvMcp {
@@ -145,7 +147,21 @@ impl ServerHandler for NokvMcp {
         // Calls sent together take effect in the order they were sent: a write waits for every
         // earlier call's answer, a read for every earlier write's.
         framing::wait_turn(&self.ledger, &context.id).await;
-        if let Err(refused) = check_tool(&self.scopes, None, &name, &input) {
+        if let Err(mut refused) = check_tool(&self.scopes, None, &name, &input) {
+            if self.read_only {
+                // No token is involved in the read-only profile: say what the session offers.
+                let missing = refused
+                    .details
+                    .get("missing_scope")
+                    .and_then(Value::as_str)
+                    .unwrap_or("write")
+                    .to_string();
+                refused.message = format!(
+                    "this MCP session is read-only (nokv mcp --read-only, or a server token that \
+                     may only read) and offers only the nine reading tools; {name} needs the \
+                     scope {missing}"
+                );
+            }
             return Ok(CallToolResponse::from(tool_result(refused.envelope())));
         }
         let envelope = match self.gate.enter().await {
@@ -263,6 +279,7 @@ where
         } else {
             ScopeSet::admin()
         },
+        read_only: options.read_only,
     };
     let max_line = options.max_message_bytes.max(1);
     let (write, outbox, outbox_task) = framing::output(write, &ledger);
