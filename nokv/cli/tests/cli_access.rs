@@ -106,6 +106,18 @@ fn embedded_commands_are_audited_with_the_local_user() {
     assert_eq!(lines[3]["outcome"], "NotFound");
     let bad = nokv(&s, &["audit", "--since", "yesterday"]);
     assert_eq!(json_out(&bad)["code"], "InvalidArguments");
+    // Paging: the first two records after sequence number 1.
+    let page = nokv(&s, &["audit", "--after", "1", "--limit", "2"]);
+    let seqs: Vec<u64> = String::from_utf8(page.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["seq"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(seqs, [2, 3]);
 
     // The embedded demo: each publication and commit is its own record, by the local user; an
     // unchanged re-run changes nothing and adds only its `demo` record.

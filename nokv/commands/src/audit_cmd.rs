@@ -27,7 +27,11 @@ pub struct AuditArgs {
     /// (`90m`, `2h`, `7d`).
     #[arg(long, value_name = "T")]
     pub since: Option<String>,
-    /// At most this many records, the newest ones.
+    /// Only records after this sequence number, oldest first (page through the trail by passing
+    /// the last `seq` printed).
+    #[arg(long, value_name = "SEQ")]
+    pub after: Option<u64>,
+    /// At most this many records: the newest ones, or with --after the first ones after it.
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
 }
@@ -54,6 +58,7 @@ pub fn filter_of(args: &AuditArgs, now_ms: u64) -> Result<AuditFilter, ToolError
         workbench: args.workbench.clone(),
         actor: args.token.clone(),
         since_unix_ms,
+        after_seq: args.after,
         limit: args.limit,
     })
 }

@@ -165,7 +165,7 @@ pub(crate) async fn finish(state: &Shared, pending: Pending, response: Response)
     }
 }
 
-/// `GET /v1/audit?workbench=&token=&since=&limit=`: the trail as NDJSON, exactly the lines of
+/// `GET /v1/audit?workbench=&token=&since=&after=&limit=`: the trail as NDJSON, exactly the lines of
 /// `nokv audit` (an `admin` route).
 pub(crate) async fn query(
     State(state): State<Shared>,

@@ -100,7 +100,10 @@ pub struct AuditFilter {
     pub actor: Option<String>,
     /// Only records at or after this Unix millisecond.
     pub since_unix_ms: Option<u64>,
-    /// At most this many, the newest ones (still printed oldest first).
+    /// Only records with a greater sequence number (paging: the last `seq` of the page before).
+    pub after_seq: Option<u64>,
+    /// At most this many: the newest ones, or with `after_seq` the first ones after it (always
+    /// printed oldest first).
     pub limit: Option<usize>,
 }
 
@@ -111,6 +114,7 @@ impl AuditFilter {
             .is_none_or(|w| r.workbench.as_deref() == Some(w))
             && self.actor.as_deref().is_none_or(|a| r.actor == a)
             && self.since_unix_ms.is_none_or(|t| r.time_unix_ms >= t)
+            && self.after_seq.is_none_or(|s| r.seq > s)
     }
 }
 
@@ -363,26 +367,41 @@ impl AuditLog {
         Ok(())
     }
 
-    /// The records `filter` keeps, oldest first. Reads the segments from the one where
-    /// `since` begins (all without `since`) and, with `limit`, from the newest back until
-    /// `limit` records were found. Errors: [`AccessError::Io`].
+    /// The records `filter` keeps, oldest first. Reads the segments from the one where `since`
+    /// or `after_seq` begins (all without either); with `limit`, from the newest back until
+    /// `limit` records were found, or with `after_seq` forward until they were. Errors:
+    /// [`AccessError::Io`].
     pub fn query(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, AccessError> {
         let segments = self.segments()?;
-        let from = match filter.since_unix_ms {
+        let mut from = match filter.since_unix_ms {
             None => 0,
             Some(t) => self.first_segment_since(&segments, t)?,
         };
+        if let Some(after) = filter.after_seq {
+            // The segment holding `after + 1` is the last one named at most that (no read).
+            let holding = segments.partition_point(|&first| first <= after.saturating_add(1));
+            from = from.max(holding.saturating_sub(1));
+        }
         let segments = &segments[from..];
-        let Some(limit) = filter.limit else {
+        let forward = |limit: usize| -> Result<Vec<AuditRecord>, AccessError> {
             let mut out = Vec::new();
             for &seq in segments {
+                if out.len() >= limit {
+                    break;
+                }
                 out.extend(
                     read_records(&self.segment_path(seq))?
                         .into_iter()
-                        .filter(|r| filter.keeps(r)),
+                        .filter(|r| filter.keeps(r))
+                        .take(limit - out.len()),
                 );
             }
-            return Ok(out);
+            Ok(out)
+        };
+        let limit = match (filter.limit, filter.after_seq) {
+            (None, _) => return forward(usize::MAX),
+            (Some(limit), Some(_)) => return forward(limit),
+            (Some(limit), None) => limit,
         };
         // Newest first, segment by segment, until `limit` are found.
         let mut newest_first = Vec::new();
@@ -777,6 +796,30 @@ mod tests {
             last.iter().map(|r| r.seq).collect::<Vec<_>>(),
             [68, 73, 78, 83, 88, 93, 98]
         );
+        // Paging forward with `after_seq`: pages of 9 (one filtered by workbench) cover the
+        // trail once, in order, whatever segment a page starts in.
+        for workbench in [None, Some("run-3")] {
+            let (mut after, mut seen) = (0u64, Vec::new());
+            loop {
+                let page = log
+                    .query(&AuditFilter {
+                        workbench: workbench.map(str::to_string),
+                        after_seq: Some(after),
+                        limit: Some(9),
+                        ..AuditFilter::default()
+                    })
+                    .unwrap();
+                let Some(last) = page.last() else { break };
+                after = last.seq;
+                seen.extend(page.iter().map(|r| r.seq));
+            }
+            let want: Vec<u64> = all
+                .iter()
+                .filter(|r| workbench.is_none_or(|w| r.workbench.as_deref() == Some(w)))
+                .map(|r| r.seq)
+                .collect();
+            assert_eq!(seen, want, "{workbench:?}");
+        }
         // A clock that goes back does not make times go back.
         let r = log.append(&entry("ci", "run-0"), 5).unwrap();
         assert_eq!((r.seq, r.time_unix_ms), (101, 10_990));
